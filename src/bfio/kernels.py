@@ -1,0 +1,73 @@
+"""Numba kernels of the step loop (``../shared/spec/semantics.md``, "The step loop").
+
+State is slot based: ``slot_request[g, b]`` holds the request in slot ``b`` of
+worker ``g`` or -1. Loads are ``L_g = sum_{i in A_g} (s_i + tau_i)`` (Eq. (workload)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from bfio.power import worker_power
+
+
+@njit(cache=True)
+def advance_step(slot_request, prefill, decode, generated, finish, finish_step, clock, step,
+                 loads, active):
+    """One decode step: every active request generates a token (``tau_i += 1``),
+    requests with ``tau_i >= o_i`` finish at ``clock`` and leave their slot.
+    Rewrites ``loads`` and ``active`` with the post-completion values and
+    returns the number of completions."""
+    G, B = slot_request.shape
+    done = 0
+    for g in range(G):
+        total = 0
+        n = 0
+        for b in range(B):
+            i = slot_request[g, b]
+            if i >= 0:
+                t = generated[i] + 1
+                generated[i] = t
+                if t >= decode[i]:
+                    finish[i] = clock
+                    finish_step[i] = step
+                    slot_request[g, b] = -1
+                    done += 1
+                else:
+                    total += prefill[i] + t
+                    n += 1
+        loads[g] = total
+        active[g] = n
+    return done
+
+
+@njit(cache=True)
+def place(slot_request, requests, workers, prefill, loads, active, worker_of):
+    """Put each admitted request into the first free slot of its worker."""
+    G, B = slot_request.shape
+    for j in range(requests.shape[0]):
+        g = workers[j]
+        i = requests[j]
+        for b in range(B):
+            if slot_request[g, b] < 0:
+                slot_request[g, b] = i
+                break
+        loads[g] += prefill[i]
+        active[g] += 1
+        worker_of[i] = g
+
+
+@njit(cache=True)
+def load_stats(loads, p_idle, p_max, gamma):
+    """``(max_g L_g, sum_g L_g, sum_g P(L_g / max L))`` of one step."""
+    m = 0
+    total = 0
+    for g in range(loads.shape[0]):
+        total += loads[g]
+        if loads[g] > m:
+            m = loads[g]
+    psum = 0.0
+    for g in range(loads.shape[0]):
+        psum += worker_power(loads[g], m, p_idle, p_max, gamma)
+    return m, total, psum

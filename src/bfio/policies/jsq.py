@@ -1,0 +1,54 @@
+"""Join-Shortest-Queue policies (``../shared/spec/semantics.md``, "Baseline policies").
+
+``jsq_tokens`` is the paper tables' "JSQ": each request, oldest first, goes to
+the worker with a free slot and the lowest current token load (lowest index on
+ties), whose load then grows by the request's ``s``. ``jsq_requests`` is the
+paper's prose definition and what vLLM-style routers count: the same with the
+number of active requests as the queue length.
+"""
+
+import numpy as np
+from numba import njit
+
+from bfio.policies import register
+from bfio.policies.base import Policy, RoutingState
+
+
+@njit(cache=True)
+def greedy_least_loaded(key, free, weights, limit):
+    """Assign ``limit`` requests in order to the worker with a free slot and the
+    smallest ``key`` (lowest index on ties), adding ``weights[j]`` to its key."""
+    key = key.copy()
+    free = free.copy()
+    out = np.full(weights.shape[0], -1, dtype=np.int64)
+    G = key.shape[0]
+    for j in range(limit):
+        best = -1
+        for g in range(G):
+            if free[g] > 0 and (best < 0 or key[g] < key[best]):
+                best = g
+        if best < 0:
+            break
+        out[j] = best
+        key[best] += weights[j]
+        free[best] -= 1
+    return out
+
+
+@register
+class JSQTokens(Policy):
+    name = "jsq_tokens"
+
+    def route(self, state: RoutingState) -> np.ndarray:
+        return greedy_least_loaded(state.loads.astype(np.float64), state.free.astype(np.int64),
+                                   state.pool_prefill.astype(np.float64), state.admissible)
+
+
+@register
+class JSQRequests(Policy):
+    name = "jsq_requests"
+
+    def route(self, state: RoutingState) -> np.ndarray:
+        ones = np.ones(state.pool.shape[0], dtype=np.float64)
+        return greedy_least_loaded(state.active.astype(np.float64), state.free.astype(np.int64),
+                                   ones, state.admissible)

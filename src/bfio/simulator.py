@@ -1,0 +1,261 @@
+"""The step loop of barrier-synchronized data-parallel decode (Sections 3 and 6.2).
+
+``G`` workers with ``B`` slots each; every step all active requests generate one
+token, the step lasts ``dt = C + t_l max_g L_g`` (the barrier waits for the most
+loaded worker) and requests stay on the worker they were first placed on.
+The loop, the backlog pool of ``4 G`` requests and the metric window follow
+``../shared/spec/semantics.md`` to the letter (the "paper convention").
+
+Two admission modes: ``backlog`` (the paper's: no arrival times, the pool is
+topped up to ``pool_factor * G`` before every routing call) and ``arrivals``
+(online: a request enters the pool when the clock passes its arrival time;
+idle periods jump to the next arrival).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from bfio.constants import PaperConstants
+from bfio.errors import ConfigError, PolicyError
+from bfio.kernels import advance_step, load_stats, place
+from bfio.metrics import run_totals, wait_stats, window_metrics
+from bfio.policies import Policy, RoutingState, make_policy
+from bfio.progress import progress
+from bfio.workload import Workload
+
+SERIES_FIELDS = ("clock", "dt", "active", "completions", "imbalance_post", "imbalance_pre",
+                 "energy_post", "energy_pre", "power_mean_post", "power_mean_pre",
+                 "max_load_pre", "sum_load_pre", "power_sum_pre")
+
+
+@dataclass
+class SimulationResult:
+    """Outcome of one simulation.
+
+    ``metrics`` holds the paper-convention metrics (``avg_imbalance``,
+    ``throughput`` tokens/s, ``tpot`` s/token, ``energy_j``), their pre-step
+    twins (``avg_imbalance_pre``, ``energy_j_pre``), whole-run totals, wait
+    statistics and policy statistics. ``requests`` has one row per request
+    (worker, start/finish clock and step, wait). ``series`` has one row per step
+    (index = step ``k`` from 1). ``loads`` is the ``(steps, G)`` array of gating
+    loads when requested.
+    """
+
+    config: dict
+    metrics: dict
+    steps: int
+    window_steps: int
+    requests: pd.DataFrame
+    series: pd.DataFrame
+    loads: np.ndarray | None = None
+    wall_s: float = 0.0
+
+    def summary(self) -> dict:
+        """Flat JSON-ready summary: config, metrics, step counts, wall time."""
+        out = {**self.metrics, "steps": self.steps, "window_steps": self.window_steps,
+               "wall_s": self.wall_s}
+        out.update({k: v for k, v in self.config.items() if k not in out})
+        return out
+
+
+class _Series:
+    """Per-step records in arrays that grow by doubling."""
+
+    def __init__(self, capacity: int = 1024):
+        self.n = 0
+        self.data = {f: np.zeros(capacity) for f in SERIES_FIELDS}
+
+    def append(self, **values):
+        if self.n == len(self.data["dt"]):
+            for f in SERIES_FIELDS:
+                self.data[f] = np.concatenate([self.data[f], np.zeros_like(self.data[f])])
+        for f, v in values.items():
+            self.data[f][self.n] = v
+        self.n += 1
+
+    def arrays(self) -> dict:
+        return {f: a[: self.n] for f, a in self.data.items()}
+
+
+def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, seed: int = 0,
+             constants: PaperConstants | None = None, admission_mode: str = "backlog",
+             record_loads: bool = False, show_progress: bool | None = None,
+             policy_options: dict | None = None) -> SimulationResult:
+    """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
+    :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
+
+    ``seed`` seeds randomized policies (the workload is drawn separately, see
+    :func:`bfio.workload.draw_workload`).
+    """
+    t_wall = time.perf_counter()
+    if workers < 1:
+        raise ConfigError(f"workers: must be >= 1, got {workers}")
+    if slots < 1:
+        raise ConfigError(f"slots: must be >= 1, got {slots}")
+    if admission_mode not in ("backlog", "arrivals"):
+        raise ConfigError(f"admission_mode: must be 'backlog' or 'arrivals', got '{admission_mode}'")
+    if admission_mode == "arrivals" and workload.arrival_s is None:
+        raise ConfigError("admission_mode: 'arrivals' needs a workload with arrival times (arrival column)")
+    c = constants or PaperConstants()
+    if isinstance(policy, str):
+        policy = make_policy(policy, seed=seed, **(policy_options or {}))
+    elif policy_options:
+        raise ConfigError("policy_options: only valid with a policy name")
+    G, B = int(workers), int(slots)
+    N = len(workload)
+    s, o = workload.prefill, workload.decode
+    overhead = c.overhead(B)
+    t_l, p_idle, p_max, gamma = c.token_latency_s, c.p_idle_w, c.p_max_w, c.gamma
+    pool_target = c.pool_factor * G
+
+    slot_request = np.full((G, B), -1, dtype=np.int64)
+    generated = np.zeros(N, dtype=np.int64)
+    worker_of = np.full(N, -1, dtype=np.int64)
+    start = np.full(N, np.nan)
+    finish = np.full(N, np.nan)
+    start_step = np.full(N, -1, dtype=np.int64)
+    finish_step = np.full(N, -1, dtype=np.int64)
+    enter_step = np.full(N, -1, dtype=np.int64)
+    enter_clock = np.full(N, np.nan)
+    loads = np.zeros(G, dtype=np.int64)
+    active = np.zeros(G, dtype=np.int64)
+    series = _Series()
+    load_rows: list[np.ndarray] = []
+    route_times: list[float] = []
+
+    state = {"pool": np.empty(0, dtype=np.int64), "next": 0, "clock": 0.0, "step": 0}
+    policy.reset(G, B)
+
+    def top_up():
+        nxt = state["next"]
+        if nxt >= N:
+            return
+        if admission_mode == "backlog":
+            need = pool_target - state["pool"].shape[0]
+            if need <= 0:
+                return
+            new = np.arange(nxt, min(N, nxt + need), dtype=np.int64)
+        else:
+            stop = int(np.searchsorted(workload.arrival_s, state["clock"], side="right"))
+            if stop <= nxt:
+                return
+            new = np.arange(nxt, stop, dtype=np.int64)
+        enter_step[new] = state["step"]
+        enter_clock[new] = state["clock"] if admission_mode == "backlog" else workload.arrival_s[new]
+        state["pool"] = np.concatenate([state["pool"], new])
+        state["next"] = int(new[-1]) + 1
+
+    def route() -> int:
+        top_up()
+        pool = state["pool"]
+        if pool.shape[0] == 0:
+            return 0
+        free = B - active
+        if not free.any():
+            return 0
+        rs = RoutingState(step=state["step"], clock=state["clock"], workers=G, slots=B, pool=pool,
+                          free=free, loads=loads, active=active, workload=workload,
+                          slot_request=slot_request, generated=generated, enter_step=enter_step)
+        t0 = time.perf_counter()
+        assign = np.asarray(policy.route(rs))
+        route_times.append(time.perf_counter() - t0)
+        _check_assignment(assign, pool.shape[0], free, policy.name, state["step"])
+        chosen = assign >= 0
+        if not chosen.any():
+            return 0
+        admitted = pool[chosen]
+        place(slot_request, admitted, assign[chosen].astype(np.int64), s, loads, active, worker_of)
+        start[admitted] = state["clock"]
+        start_step[admitted] = state["step"]
+        state["pool"] = pool[~chosen]
+        return int(admitted.shape[0])
+
+    finished = 0
+    last_admission_step = 0
+    route()
+    bar = progress(total=N, desc=f"simulate {policy.name}", enabled=show_progress, unit="req")
+    while finished < N:
+        if not active.any():
+            if admission_mode == "arrivals" and state["pool"].shape[0] == 0 and state["next"] < N:
+                state["clock"] = max(state["clock"], float(workload.arrival_s[state["next"]]))
+            if route() > 0:
+                last_admission_step = state["step"]
+            if not active.any():
+                if state["pool"].shape[0] and (B - active).any():
+                    raise PolicyError(f"policy '{policy.name}' admitted nothing at step {state['step']} "
+                                      f"while every worker was idle and {state['pool'].shape[0]} requests waited")
+                break
+        pre_max, pre_sum, pre_psum = load_stats(loads, p_idle, p_max, gamma)
+        if record_loads:
+            load_rows.append(loads.copy())
+        n_active = int(active.sum())
+        dt = overhead + t_l * pre_max
+        state["clock"] += dt
+        state["step"] += 1
+        done = advance_step(slot_request, s, o, generated, finish, finish_step, state["clock"],
+                            state["step"], loads, active)
+        post_max, post_sum, post_psum = load_stats(loads, p_idle, p_max, gamma)
+        series.append(clock=state["clock"], dt=dt, active=n_active, completions=done,
+                      imbalance_post=G * post_max - post_sum, imbalance_pre=G * pre_max - pre_sum,
+                      energy_post=post_psum * dt, energy_pre=pre_psum * dt,
+                      power_mean_post=post_psum / G, power_mean_pre=pre_psum / G,
+                      max_load_pre=pre_max, sum_load_pre=pre_sum, power_sum_pre=pre_psum)
+        finished += done
+        if done:
+            bar.update(done)
+        if route() > 0:
+            last_admission_step = state["step"]
+    bar.close()
+
+    if finished < N:
+        raise PolicyError(f"simulation stopped with {N - finished} of {N} requests unfinished")
+    arrays = series.arrays()
+    tpot = float(np.mean((finish - start) / o))
+    wait_st = (start_step - enter_step).astype(float)
+    wait_sec = start - enter_clock
+    metrics = window_metrics(arrays, last_admission_step, tpot)
+    metrics.update(run_totals(arrays, t_l, p_idle, p_max, gamma))
+    metrics.update(wait_stats(wait_st, wait_sec))
+    if route_times:
+        rt = np.asarray(route_times)
+        metrics.update({"route_calls": int(rt.size), "route_s_p50": float(np.percentile(rt, 50)),
+                        "route_s_p99": float(np.percentile(rt, 99)), "route_s_total": float(rt.sum())})
+    metrics.update(policy.stats())
+    requests = pd.DataFrame({"prefill": s, "decode": o, "worker": worker_of, "start_s": start,
+                             "finish_s": finish, "start_step": start_step, "finish_step": finish_step,
+                             "enter_step": enter_step, "wait_steps": wait_st, "wait_s": wait_sec})
+    frame = pd.DataFrame(arrays)
+    frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
+    config = {"workers": G, "slots": B, "requests": N, "seed": seed, "policy": policy.name,
+              "policy_options": policy.describe(), "admission_mode": admission_mode,
+              "overhead_s": overhead, **{k: v for k, v in c.to_dict().items() if k != "overhead_s"}}
+    return SimulationResult(config=config, metrics=metrics, steps=int(state["step"]),
+                            window_steps=int(last_admission_step), requests=requests, series=frame,
+                            loads=np.vstack(load_rows) if record_loads and load_rows else None,
+                            wall_s=time.perf_counter() - t_wall)
+
+
+def _check_assignment(assign: np.ndarray, n_pool: int, free: np.ndarray, name: str, step: int) -> None:
+    """Refuse an assignment that breaks the capacity or stickiness rules."""
+    G = free.shape[0]
+    if assign.shape != (n_pool,):
+        raise PolicyError(f"policy '{name}' at step {step}: returned shape {assign.shape}, "
+                          f"expected one entry per pool request ({n_pool},)")
+    if assign.dtype.kind not in "iu":
+        raise PolicyError(f"policy '{name}' at step {step}: returned dtype {assign.dtype}, expected integers")
+    bad = (assign < -1) | (assign >= G)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise PolicyError(f"policy '{name}' at step {step}: pool entry {j} assigned to worker {assign[j]}, "
+                          f"outside 0..{G - 1} (or -1 to wait)")
+    counts = np.bincount(assign[assign >= 0], minlength=G)
+    over = counts > free
+    if over.any():
+        g = int(np.flatnonzero(over)[0])
+        raise PolicyError(f"policy '{name}' at step {step}: worker {g} got {counts[g]} requests "
+                          f"but has {free[g]} free slots (capacity B exceeded)")

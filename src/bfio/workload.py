@@ -1,0 +1,76 @@
+"""Request workloads (Section 3, "Arrival instance and workload profiles").
+
+A request ``i`` has prefill length ``s_i >= 1`` and decode length ``o_i >= 1``;
+while active its KV load is ``s_i + tau_i`` where ``tau_i`` is the number of
+tokens generated so far, so its workload profile is
+``W_i = (s_i, s_i + 1, ..., s_i + o_i - 1)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Workload:
+    """N requests in index (arrival) order.
+
+    ``prefill`` (``s``) and ``decode`` (``o``) are int64 arrays; ``arrival_s``
+    is an optional float array of arrival times in seconds (online mode).
+    """
+
+    prefill: np.ndarray
+    decode: np.ndarray
+    arrival_s: np.ndarray | None = None
+    name: str = "workload"
+
+    def __post_init__(self):
+        s = np.ascontiguousarray(self.prefill, dtype=np.int64)
+        o = np.ascontiguousarray(self.decode, dtype=np.int64)
+        if s.ndim != 1 or s.shape != o.shape:
+            raise ValueError("prefill and decode must be 1-D arrays of equal length")
+        if s.size and (s.min() < 1 or o.min() < 1):
+            raise ValueError("prefill and decode lengths must be >= 1")
+        object.__setattr__(self, "prefill", s)
+        object.__setattr__(self, "decode", o)
+        if self.arrival_s is not None:
+            a = np.ascontiguousarray(self.arrival_s, dtype=np.float64)
+            if a.shape != s.shape:
+                raise ValueError("arrival_s must have one entry per request")
+            if a.size and (not np.all(np.isfinite(a)) or np.any(np.diff(a) < 0)):
+                raise ValueError("arrival_s must be finite and non-decreasing")
+            object.__setattr__(self, "arrival_s", a)
+
+    def __len__(self) -> int:
+        return int(self.prefill.shape[0])
+
+    @property
+    def total_work(self) -> int:
+        """``W = sum_i sum_j w_i^(j) = sum_i (o_i s_i + o_i (o_i - 1) / 2)`` (Eq. (W-def))."""
+        s, o = self.prefill, self.decode
+        return int(np.sum(o * s + o * (o - 1) // 2))
+
+
+def draw_workload(prefill, decode, n: int, seed: int, arrival_s=None, name: str = "workload") -> Workload:
+    """Draw ``n`` requests with replacement, exactly as the paper's simulator:
+    ``idx = numpy.random.default_rng(seed).choice(len(trace), size=n, replace=True)``.
+
+    With arrival times, the drawn requests keep the trace's arrival order
+    (sorted by the drawn arrival time; ties by draw order).
+    """
+    prefill = np.asarray(prefill)
+    if n < 1:
+        raise ValueError(f"requests must be >= 1, got {n}")
+    if len(prefill) == 0:
+        raise ValueError("cannot draw from an empty trace")
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(prefill), size=n, replace=True)
+    arr = None
+    if arrival_s is not None:
+        arr_all = np.asarray(arrival_s, dtype=float)
+        order = np.argsort(arr_all[idx], kind="stable")
+        idx = idx[order]
+        arr = arr_all[idx]
+    return Workload(prefill[idx], np.asarray(decode)[idx], arr, name=name)
