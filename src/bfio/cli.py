@@ -1,0 +1,201 @@
+"""The ``bfio`` command line: ``bfio simulate`` runs one simulation, ``bfio solve``
+re-solves a saved BF-IO instance, ``bfio traces`` lists the known traces."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from bfio.errors import BfioError, ConfigError
+
+BFIO_OPTIONS = ("horizon", "predictor", "solver", "admission", "on_solver_error",
+                "noise_low", "noise_high", "time_limit_s")
+
+
+def _clean(obj):
+    """JSON-safe copy: NaN/inf become null, numpy scalars become Python numbers."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def write_json(obj, dest: str) -> None:
+    """Write ``obj`` as JSON to ``dest`` (``-`` for stdout) atomically: a file is
+    either complete or absent, never partial."""
+    text = json.dumps(_clean(obj), indent=2, sort_keys=True) + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+        return
+    path = Path(dest)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {v}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bfio",
+        description="Simulate barrier-synchronized data-parallel LLM decode under routing policies "
+                    "(FCFS, JSQ, BF-IO, ...) in the paper's conventions.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("simulate", help="run one simulation and print its metrics",
+                       description="Run one simulation. Metrics follow the paper convention "
+                                   "(post-completion imbalance and power over steps 1..last admission); "
+                                   "the pre-step measurement is reported beside it.")
+    s.add_argument("--trace", required=True,
+                   help="known trace name (longbench, burstgpt, arxiv, azure_code, azure_conv, vidur_arxiv, "
+                        "sarathi_sharegpt, sharegpt_10k, longbench_v1; sha256-verified) or a path to a "
+                        ".json/.jsonl/.csv/.parquet trace")
+    s.add_argument("--requests", type=_positive_int, required=True,
+                   help="number of requests N drawn with replacement from the trace")
+    s.add_argument("--seed", type=int, default=42, help="seed of the workload draw and of random policies (default 42)")
+    s.add_argument("--workers", type=_positive_int, required=True, help="number of workers G")
+    s.add_argument("--slots", type=_positive_int, default=72, help="slots (max batch size) per worker B (default 72)")
+    s.add_argument("--policy", default="fcfs",
+                   help="routing policy: fcfs, jsq_tokens, jsq_requests, round_robin, random, power_of_two, bfio")
+    s.add_argument("--json", metavar="DEST", help="write the result as one JSON object to DEST ('-' for stdout)")
+    s.add_argument("--prefill-col", help="prefill-length column of a generic trace (default input_length)")
+    s.add_argument("--decode-col", help="decode-length column of a generic trace (default output_length)")
+    s.add_argument("--arrival-col", help="arrival-time column (seconds or timestamps), optional")
+    s.add_argument("--data-dir", help="directory holding the known traces (default $BFIO_DATA_DIR or ../shared/data)")
+    s.add_argument("--no-verify", action="store_true", help="skip the sha256 check of known traces")
+    s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default="backlog",
+                   help="backlog: the paper's pool of 4G requests, no arrival times (default); "
+                        "arrivals: online, requests enter the pool at their arrival time")
+    s.add_argument("--series", metavar="FILE", help="also write the per-step series (CSV or .parquet)")
+    s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (CSV or .parquet)")
+    g = s.add_argument_group("BF-IO options (with --policy bfio)")
+    g.add_argument("--horizon", type=_nonneg_int, help="lookahead window H (default 0)")
+    g.add_argument("--predictor", help="oracle | noisy | none (default oracle)")
+    g.add_argument("--noise-low", type=float, help="noisy predictor: d_lo in o_est = o * U[1-d_lo, 1+d_hi]")
+    g.add_argument("--noise-high", type=float, help="noisy predictor: d_hi")
+    g.add_argument("--solver", help="fast | highs | gurobi (default fast)")
+    g.add_argument("--admission", help="free | fifo | aging:N (default free)")
+    g.add_argument("--on-solver-error", help="fail | fallback: what to do when an exact solver errors")
+    g.add_argument("--time-limit-s", type=float, help="time limit per exact solve in seconds")
+
+    v = sub.add_parser("solve", help="solve a saved BF-IO instance (JSON) with one backend",
+                       description="Solve a BF-IO integer program instance saved as JSON.")
+    v.add_argument("--instance", required=True, help="instance JSON file")
+    v.add_argument("--solver", default="fast", help="fast | highs | gurobi (default fast)")
+    v.add_argument("--time-limit-s", type=float, default=None, help="time limit for exact solvers")
+    v.add_argument("--json", metavar="DEST", default="-", help="where to write the JSON result ('-' for stdout)")
+
+    t = sub.add_parser("traces", help="list the known traces and whether they are present and verified")
+    t.add_argument("--data-dir", help="directory holding the traces")
+    return p
+
+
+def _policy_options(args) -> dict:
+    opts = {k: getattr(args, k) for k in BFIO_OPTIONS if getattr(args, k) is not None}
+    if opts and args.policy != "bfio":
+        flags = ", ".join("--" + k.replace("_", "-") for k in opts)
+        raise ConfigError(f"{flags}: only valid with --policy bfio (got --policy {args.policy})")
+    return opts
+
+
+def cmd_simulate(args) -> int:
+    from bfio.simulator import simulate
+    from bfio.traces import load_trace
+    from bfio.workload import draw_workload
+
+    options = _policy_options(args)
+    trace = load_trace(args.trace, prefill_col=args.prefill_col, decode_col=args.decode_col,
+                       arrival_col=args.arrival_col, data_dir=args.data_dir, verify=not args.no_verify)
+    workload = draw_workload(trace.prefill, trace.decode, args.requests, args.seed,
+                             arrival_s=trace.arrival_s if args.admission_mode == "arrivals" else None,
+                             name=trace.name)
+    result = simulate(workload, args.workers, args.slots, args.policy, seed=args.seed,
+                      policy_options=options, admission_mode=args.admission_mode)
+    summary = {"trace": trace.name, **result.summary()}
+    for dest, frame in ((args.series, result.series), (args.per_request, result.requests)):
+        if dest:
+            _write_frame(frame, dest)
+    if args.json:
+        write_json(summary, args.json)
+    else:
+        m = result.metrics
+        print(f"{trace.name} N={args.requests} G={args.workers} B={args.slots} policy={args.policy}: "
+              f"AvgImbalance={m['avg_imbalance']:.4g} (pre-step {m['avg_imbalance_pre']:.4g}) tokens, "
+              f"throughput={m['throughput']:.4g} tok/s, TPOT={m['tpot']:.4g} s/tok, "
+              f"energy={m['energy_j']:.4g} J (pre-step {m['energy_j_pre']:.4g} J), "
+              f"steps={result.steps} (window {result.window_steps}), wall={result.wall_s:.3f} s")
+    return 0
+
+
+def _write_frame(frame, dest: str) -> None:
+    path = Path(dest)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    if path.suffix in (".parquet", ".pq"):
+        frame.to_parquet(tmp)
+    else:
+        frame.to_csv(tmp)
+    os.replace(tmp, path)
+
+
+def cmd_solve(args) -> int:
+    from bfio.solvers.instance import solve_instance_file
+
+    write_json(solve_instance_file(args.instance, args.solver, time_limit_s=args.time_limit_s), args.json)
+    return 0
+
+
+def cmd_traces(args) -> int:
+    from bfio.traces import KNOWN_TRACES, resolve_trace, sha256_of
+
+    for name, spec in KNOWN_TRACES.items():
+        path, _ = resolve_trace(name, args.data_dir)
+        status = "missing"
+        if path.exists():
+            status = "ok" if sha256_of(path) == spec.sha256 else "CHECKSUM MISMATCH"
+        print(f"{name:18s} {status:18s} {path}")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = {"simulate": cmd_simulate, "solve": cmd_solve, "traces": cmd_traces}[args.command]
+    try:
+        return handler(args)
+    except BfioError as e:
+        print(f"bfio: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
