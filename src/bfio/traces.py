@@ -266,6 +266,18 @@ def _first_bad(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _fmt(value) -> str:
+    return repr(value.item() if hasattr(value, "item") else value)
+
+
 def _positive_ints(series: pd.Series, path: Path, col: str) -> np.ndarray:
     values = series.to_numpy()
     if values.dtype == object:
@@ -274,6 +286,8 @@ def _positive_ints(series: pd.Series, path: Path, col: str) -> np.ndarray:
             if isinstance(v, bool) or v is None:
                 raise TraceError(path, f"value {v!r} is not an integer token count", row=row, field=col)
             if isinstance(v, (int, np.integer, float, np.floating)):
+                num[row] = float(v)
+            elif isinstance(v, str) and _is_number(v):
                 num[row] = float(v)
             else:
                 raise TraceError(path, f"value {v!r} is not an integer token count", row=row, field=col)
@@ -289,11 +303,11 @@ def _positive_ints(series: pd.Series, path: Path, col: str) -> np.ndarray:
     bad = ~np.isfinite(v) | (v != np.round(v))
     if bad.any():
         r = _first_bad(bad)
-        raise TraceError(path, f"value {values[r]!r} is not an integer token count", row=r, field=col)
+        raise TraceError(path, f"value {_fmt(values[r])} is not an integer token count", row=r, field=col)
     bad = v < 1
     if bad.any():
         r = _first_bad(bad)
-        raise TraceError(path, f"value {values[r]!r} is not positive (token counts must be >= 1)", row=r, field=col)
+        raise TraceError(path, f"value {_fmt(values[r])} is not positive (token counts must be >= 1)", row=r, field=col)
     return v.astype(np.int64)
 
 
