@@ -73,3 +73,19 @@ def test_help_documents_every_option():
                 "--decode-col", "--arrival-col", "--horizon", "--solver", "--predictor", "--admission"]:
         assert opt in r.stdout
     assert "simulate" in run("--help").stdout
+
+
+def test_online_arrivals_from_poisson_rate(data_dir, capsys):
+    argv = ["simulate", "--trace", "burstgpt", "--requests", "500", "--workers", "2", "--slots", "8",
+            "--admission-mode", "arrivals", "--arrival-rate", "20", "--json", "-", "--data-dir", str(data_dir)]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["admission_mode"] == "arrivals" and out["wait_s_max"] >= 0
+    # 500 requests at 20 req/s arrive over ~25 s: the run cannot end before the last arrival
+    assert out["makespan_s"] > 0 and out["steps"] > 0
+
+
+def test_online_arrivals_need_an_arrival_source(data_dir):
+    r = run("simulate", "--trace", "burstgpt", "--requests", "5", "--workers", "2", "--admission-mode", "arrivals",
+            "--data-dir", str(data_dir))
+    assert r.returncode == 2 and "no arrival column" in r.stderr

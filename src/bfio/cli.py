@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default="backlog",
                    help="backlog: the paper's pool of 4G requests, no arrival times (default); "
                         "arrivals: online, requests enter the pool at their arrival time")
+    s.add_argument("--arrival-rate", type=float, metavar="REQ_PER_S",
+                   help="with --admission-mode arrivals: draw Poisson arrivals at this rate instead of using "
+                        "the trace's arrival column")
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (CSV or .parquet)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (CSV or .parquet)")
     g = s.add_argument_group("BF-IO options (with --policy bfio)")
@@ -131,14 +134,24 @@ def _policy_options(args) -> dict:
 def cmd_simulate(args) -> int:
     from bfio.simulator import simulate
     from bfio.traces import load_trace
-    from bfio.workload import draw_workload
+    from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
 
     options = _policy_options(args)
     trace = load_trace(args.trace, prefill_col=args.prefill_col, decode_col=args.decode_col,
                        arrival_col=args.arrival_col, data_dir=args.data_dir, verify=not args.no_verify)
+    online = args.admission_mode == "arrivals"
+    if args.arrival_rate is not None and not online:
+        raise ConfigError("--arrival-rate: only valid with --admission-mode arrivals")
+    if online and args.arrival_rate is None and trace.arrival_s is None:
+        raise ConfigError(f"--admission-mode arrivals: trace {trace.path} has no arrival column; "
+                          "name one with --arrival-col or give --arrival-rate")
     workload = draw_workload(trace.prefill, trace.decode, args.requests, args.seed,
-                             arrival_s=trace.arrival_s if args.admission_mode == "arrivals" else None,
+                             arrival_s=trace.arrival_s if online and args.arrival_rate is None else None,
                              name=trace.name)
+    if online and args.arrival_rate is not None:
+        if not args.arrival_rate > 0:
+            raise ConfigError(f"--arrival-rate: must be > 0 requests/s, got {args.arrival_rate}")
+        workload = with_arrivals(workload, poisson_arrivals(args.requests, args.arrival_rate, args.seed))
     result = simulate(workload, args.workers, args.slots, args.policy, seed=args.seed,
                       policy_options=options, admission_mode=args.admission_mode)
     summary = {"trace": trace.name, **result.summary()}
