@@ -1,0 +1,429 @@
+"""The pipeline's experiments: validating the config, expanding its lists into
+simulation runs, preparing traces and running one simulation.
+
+A run is identified by ``(trace, requests, workers, slots, row, seed)`` where
+``row`` is the paper's row key (``fcfs``, ``jsq_tokens``, ``bfio_h40``, see
+:func:`bfio.paper.row_key`). Its outputs live under
+``results/runs/<RunSpec.path>/``; experiments that contain the same run (Table 1
+and the H sweep share G=256, N=80,000 LongBench runs) share its job. The
+Snakemake workflow (``Snakefile``, ``workflow/rules``) is a thin layer over
+these functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import math
+import re
+import sys
+import time
+import traceback
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bfio.errors import ChecksumError, ConfigError, TraceError
+from bfio.paper import TABLE_SETTINGS, row_key
+from bfio.traces import KNOWN_TRACES, load_trace, sha256_of
+
+BASELINES = ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two")
+ROW_RE = re.compile(r"^(?:(?P<baseline>[a-z][a-z0-9_]*?)|bfio_h(?P<horizon>\d+))$")
+RUN_RE = re.compile(r"^(?P<trace>[a-z][a-z0-9_]*)/n(?P<requests>\d+)-g(?P<workers>\d+)-b(?P<slots>\d+)/"
+                    r"(?P<row>[a-z][a-z0-9_]*)/seed(?P<seed>\d+)$")
+#: Snakemake wildcard constraint matching :attr:`RunSpec.path`.
+RUN_WILDCARD = r"[a-z][a-z0-9_]*/n\d+-g\d+-b\d+/[a-z][a-z0-9_]*/seed\d+"
+
+#: Metrics aggregated in tables: paper convention first, then the pre-step twins.
+METRICS = ("avg_imbalance", "throughput", "tpot", "energy_j", "avg_imbalance_pre", "energy_j_pre")
+
+log = logging.getLogger("bfio.pipeline")
+
+
+# --------------------------------------------------------------------------- runs
+
+def parse_row(row: str) -> tuple[str, int | None]:
+    """``'bfio_h40'`` -> ``('bfio', 40)``; ``'fcfs'`` -> ``('fcfs', None)``."""
+    m = re.fullmatch(r"bfio_h(\d+)", row)
+    if m:
+        return "bfio", int(m.group(1))
+    if row in BASELINES:
+        return row, None
+    raise ConfigError(f"row: '{row}' is neither a baseline ({', '.join(BASELINES)}) nor bfio_h<H>")
+
+
+@dataclass(frozen=True, order=True)
+class RunSpec:
+    """One simulation: a workload of ``requests`` drawn from ``trace`` with
+    ``seed``, on ``workers`` x ``slots``, routed by ``row``."""
+
+    trace: str
+    requests: int
+    workers: int
+    slots: int
+    row: str
+    seed: int
+
+    @property
+    def policy(self) -> str:
+        return parse_row(self.row)[0]
+
+    @property
+    def horizon(self) -> int | None:
+        return parse_row(self.row)[1]
+
+    @property
+    def path(self) -> str:
+        """Relative run directory, e.g. ``longbench/n80000-g256-b72/bfio_h40/seed42``."""
+        return f"{self.trace}/n{self.requests}-g{self.workers}-b{self.slots}/{self.row}/seed{self.seed}"
+
+    @classmethod
+    def from_path(cls, path: str) -> "RunSpec":
+        m = RUN_RE.match(str(path).strip("/"))
+        if not m:
+            raise ConfigError(f"run: '{path}' is not a run path like "
+                              "'longbench/n80000-g256-b72/bfio_h40/seed42'")
+        spec = cls(m["trace"], int(m["requests"]), int(m["workers"]), int(m["slots"]), m["row"], int(m["seed"]))
+        parse_row(spec.row)
+        return spec
+
+    def policy_options(self, bfio_options: dict | None = None) -> dict | None:
+        """``policy_options`` for :func:`bfio.simulator.simulate` (BF-IO only)."""
+        if self.policy != "bfio":
+            return None
+        return {**(bfio_options or {}), "horizon": int(self.horizon)}
+
+
+def experiment_rows(exp: dict) -> list[str]:
+    """Row keys of an experiment: its baselines, then ``bfio_h<H>`` per horizon."""
+    return list(exp.get("baselines", [])) + [row_key("bfio", int(h)) for h in exp.get("horizons", [])]
+
+
+def experiment_runs(config: dict, name: str) -> list[RunSpec]:
+    """Every run of experiment ``name``: rows x workers x seeds (config order)."""
+    exp = config["experiments"][name]
+    slots = int(exp.get("slots", config.get("slots", 72)))
+    return [RunSpec(exp["trace"], int(exp["requests"]), int(g), slots, row, int(seed))
+            for row in experiment_rows(exp) for g in exp["workers"] for seed in config["seeds"]]
+
+
+def all_runs(config: dict) -> list[RunSpec]:
+    """Distinct runs over all experiments (shared runs appear once), sorted."""
+    return sorted({r for name in config["experiments"] for r in experiment_runs(config, name)})
+
+
+def reference_seed(config: dict) -> int:
+    return int(config["seeds"][0])
+
+
+def trajectory_runs(config: dict) -> dict[str, list[RunSpec]]:
+    """experiment -> runs (reference seed, first G) whose load matrices are recorded."""
+    out = {}
+    for name, rows in config.get("figures", {}).get("trajectories", {}).items():
+        if name not in config["experiments"]:
+            continue
+        exp = config["experiments"][name]
+        slots = int(exp.get("slots", config.get("slots", 72)))
+        out[name] = [RunSpec(exp["trace"], int(exp["requests"]), int(exp["workers"][0]), slots, row,
+                             reference_seed(config)) for row in rows]
+    return out
+
+
+def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
+    """Like :func:`trajectory_runs` for another ``figures`` mapping (e.g. ``power``)."""
+    out = {}
+    for name, rows in config.get("figures", {}).get(key, {}).items():
+        if name not in config["experiments"]:
+            continue
+        exp = config["experiments"][name]
+        slots = int(exp.get("slots", config.get("slots", 72)))
+        out[name] = [RunSpec(exp["trace"], int(exp["requests"]), int(exp["workers"][0]), slots, row,
+                             reference_seed(config)) for row in rows]
+    return out
+
+
+# --------------------------------------------------------------------------- config
+
+def _default_filling_validator():
+    import jsonschema
+
+    base = jsonschema.Draft7Validator
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for prop, sub in properties.items():
+                if "default" in sub and prop not in instance:
+                    instance[prop] = copy.deepcopy(sub["default"])
+        yield from base.VALIDATORS["properties"](validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(base, {"properties": set_defaults})
+
+
+def _key_path(error) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    if error.validator == "required":
+        m = re.match(r"'([^']+)' is a required property", error.message)
+        if m:
+            parts.append(m.group(1))
+    if error.validator == "additionalProperties":
+        m = re.search(r"\('([^']+)'", error.message)
+        if m:
+            parts.append(m.group(1))
+    return ".".join(parts) or "<top level>"
+
+
+def validate_config(config: dict, schema) -> dict:
+    """Validate ``config`` against the pipeline schema (a dict or a YAML path),
+    fill in defaults (in place, also returned) and check cross-references.
+
+    Raises :class:`~bfio.errors.ConfigError` whose message starts with the
+    dotted key at fault, e.g. ``config key 'experiments.table1.requests': ...``.
+    """
+    if not isinstance(schema, dict):
+        import yaml
+        with open(schema) as f:
+            schema = yaml.safe_load(f)
+    validator_cls = _default_filling_validator()
+    validator = validator_cls(schema)
+    # Fill defaults first (iter_errors runs the properties hook), then report
+    # the first error in document order.
+    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        e = errors[0]
+        raise ConfigError(f"config key '{_key_path(e)}': {e.message}")
+    _check_references(config)
+    return config
+
+
+def _check_references(config: dict) -> None:
+    exps = config.get("experiments", {})
+    for name, exp in exps.items():
+        if not experiment_rows(exp):
+            raise ConfigError(f"config key 'experiments.{name}': no baselines and no horizons, nothing to run")
+        if exp["trace"] not in config["traces"]:
+            raise ConfigError(f"config key 'experiments.{name}.trace': '{exp['trace']}' is not listed in "
+                              f"'traces' ({', '.join(config['traces'])})")
+        table = exp.get("paper_table")
+        if table and table not in TABLE_SETTINGS:
+            raise ConfigError(f"config key 'experiments.{name}.paper_table': unknown table '{table}'")
+    figs = config.get("figures", {})
+    for key in ("trajectories", "power"):
+        for name, rows in figs.get(key, {}).items():
+            if name not in exps:
+                continue  # figure for an experiment this config does not run: skipped
+            missing = [r for r in rows if r not in experiment_rows(exps[name])]
+            if missing:
+                raise ConfigError(f"config key 'figures.{key}.{name}': rows {missing} are not rows of "
+                                  f"experiment '{name}' ({', '.join(experiment_rows(exps[name]))})")
+    for t in figs.get("distributions", []):
+        if t not in config["traces"]:
+            raise ConfigError(f"config key 'figures.distributions': '{t}' is not listed in 'traces'")
+    ws = figs.get("worker_sweep")
+    if ws in exps:
+        rows = experiment_rows(exps[ws])
+        for key in ("worker_sweep_baseline", "worker_sweep_target"):
+            if figs.get(key) not in rows:
+                raise ConfigError(f"config key 'figures.{key}': '{figs.get(key)}' is not a row of "
+                                  f"experiment '{ws}' ({', '.join(rows)})")
+
+
+# --------------------------------------------------------------------------- traces
+
+def trace_file(name: str, data_dir) -> Path:
+    """Where trace ``name`` is expected under ``data_dir``."""
+    return Path(data_dir) / KNOWN_TRACES[name].relpath
+
+
+def missing_trace_message(name: str, data_dir, download_dir: str = "resources/traces") -> str:
+    """The message the workflow stops with when a trace is neither present nor downloadable."""
+    spec = KNOWN_TRACES[name]
+    path = Path(data_dir) / spec.relpath
+    lines = [f"Trace '{name}' is missing: expected file {path} (absolute: {path.resolve()}).",
+             "Provide it in one of two ways:",
+             f"  1. put the file there, or point the config key 'data_dir' at a directory holding "
+             f"'{spec.relpath}' (e.g. snakemake --config data_dir=/path/to/data);"]
+    if spec.url:
+        lines.append(f"  2. let the workflow download it from its pinned public source ({spec.url}, sha256 "
+                     f"{spec.sha256[:12]}...) into {download_dir}: snakemake --config "
+                     f"download='{{enabled: true}}'.")
+    else:
+        lines.append(f"  2. this trace has no public download source pinned by the project; otherwise drop "
+                     f"'{name}' from the config key 'traces' (and from any experiment or figure using it).")
+    return "\n".join(lines)
+
+
+def download_trace(url: str, dest, sha256: str, timeout: float = 120.0) -> Path:
+    """Download ``url`` to ``dest`` and verify its sha256 (the file is removed on mismatch)."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".part")
+    with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as f:
+        while chunk := resp.read(1 << 20):
+            f.write(chunk)
+    actual = sha256_of(tmp)
+    if actual != sha256:
+        tmp.unlink()
+        raise ChecksumError(dest, f"downloaded from {url} with sha256 {actual}, expected {sha256}")
+    tmp.replace(dest)
+    return dest
+
+
+def _quantiles(x: np.ndarray) -> dict:
+    x = np.asarray(x, dtype=float)
+    return {"mean": float(x.mean()), "std": float(x.std(ddof=1)) if x.size > 1 else 0.0,
+            "min": float(x.min()), "p50": float(np.percentile(x, 50)), "p90": float(np.percentile(x, 90)),
+            "p99": float(np.percentile(x, 99)), "max": float(x.max())}
+
+
+def trace_stats(frame: pd.DataFrame) -> dict:
+    """Summary statistics of a canonical trace table."""
+    out = {"rows": int(len(frame)),
+           "prefill_tokens": _quantiles(frame["prefill_tokens"]),
+           "decode_tokens": _quantiles(frame["decode_tokens"])}
+    if "arrival_s" in frame:
+        a = frame["arrival_s"].to_numpy(dtype=float)
+        span = float(a.max() - a.min())
+        out["arrival_s"] = {"span": span, "rate_per_s": float(len(a) / span) if span > 0 else float("nan")}
+    return out
+
+
+def prepare_trace(name: str, source, out_table, out_stats) -> dict:
+    """Verify ``source`` against trace ``name``'s pinned sha256, validate every
+    row and write the canonical table (parquet) and its statistics (JSON)."""
+    spec = KNOWN_TRACES[name]
+    source = Path(source)
+    if not source.exists():
+        raise TraceError(source, "file does not exist")
+    digest = sha256_of(source)
+    if digest != spec.sha256:
+        raise ChecksumError(source, f"sha256 is {digest}, expected {spec.sha256} for trace '{name}'")
+    trace = load_trace(str(source), prefill_col=spec.prefill_col, decode_col=spec.decode_col,
+                       arrival_col=spec.arrival_col, verify=False)
+    frame = trace.to_frame()
+    Path(out_table).parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(out_table, index=False)
+    stats = {"trace": name, "description": spec.description, "source": str(source), "sha256": digest,
+             "url": spec.url, "columns": {"prefill_tokens": spec.prefill_col, "decode_tokens": spec.decode_col,
+                                         "arrival_s": spec.arrival_col},
+             **trace_stats(frame)}
+    write_json(stats, out_stats)
+    return stats
+
+
+def read_trace_table(path) -> pd.DataFrame:
+    frame = pd.read_parquet(path)
+    missing = {"prefill_tokens", "decode_tokens"} - set(frame.columns)
+    if missing:
+        raise TraceError(path, f"canonical trace table lacks columns {sorted(missing)}")
+    return frame
+
+
+# --------------------------------------------------------------------------- running
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        x = float(x)
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    return x
+
+
+def write_json(obj, path) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(_jsonable(obj), f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=None,
+            bfio_options: dict | None = None) -> dict:
+    """Draw the workload of ``spec``, simulate it and write its summary (JSON),
+    per-step series (parquet) and, if ``loads_path`` is given, the ``(steps, G)``
+    gating-load matrix (``.npy``). Returns the summary."""
+    from bfio.simulator import simulate
+    from bfio.workload import draw_workload
+
+    frame = read_trace_table(trace_table)
+    wl = draw_workload(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(),
+                       spec.requests, spec.seed, name=spec.trace)
+    t0 = time.perf_counter()
+    result = simulate(wl, spec.workers, spec.slots, spec.policy, seed=spec.seed,
+                      record_loads=loads_path is not None, policy_options=spec.policy_options(bfio_options),
+                      show_progress=False)
+    summary = {**result.summary(), "run": spec.path, "trace": spec.trace, "row": spec.row,
+               "horizon": spec.horizon, "policy_name": spec.policy, "sim_wall_s": time.perf_counter() - t0}
+    write_json(summary, summary_path)
+    series = result.series.reset_index()
+    Path(series_path).parent.mkdir(parents=True, exist_ok=True)
+    series.to_parquet(series_path, index=False)
+    if loads_path is not None:
+        np.save(loads_path, result.loads if result.loads is not None else np.zeros((0, spec.workers)))
+    log.info("run %s: %d steps, %.2f s", spec.path, result.steps, result.wall_s)
+    return summary
+
+
+def read_summary(path) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
+def collect_runs(paths, experiment: str | None = None) -> pd.DataFrame:
+    """One row per run summary (flat columns; ``policy_options`` kept as JSON text)."""
+    rows = []
+    for p in paths:
+        s = read_summary(p)
+        s = {k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v) for k, v in s.items()}
+        if experiment is not None:
+            s["experiment"] = experiment
+        rows.append(s)
+    frame = pd.DataFrame(rows)
+    if "horizon" in frame:
+        frame["horizon"] = frame["horizon"].astype("Int64")
+    return frame
+
+
+# --------------------------------------------------------------------------- scripts
+
+@contextlib.contextmanager
+def script_log(path, name: str = "bfio"):
+    """Send logging, stdout and stderr of a pipeline script to ``path`` (its
+    Snakemake ``log:``); a failure is written there with its traceback."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        handler = logging.StreamHandler(f)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root = logging.getLogger()
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        old_out, old_err = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = f
+        t0 = time.perf_counter()
+        try:
+            yield logging.getLogger(name)
+            logging.getLogger(name).info("done in %.2f s", time.perf_counter() - t0)
+        except BaseException:
+            traceback.print_exc(file=f)
+            f.flush()
+            raise
+        finally:
+            sys.stdout, sys.stderr = old_out, old_err
+            root.removeHandler(handler)
+
+
+__all__ = ["RunSpec", "parse_row", "experiment_rows", "experiment_runs", "all_runs", "trajectory_runs",
+           "figure_runs", "reference_seed", "validate_config", "missing_trace_message", "download_trace",
+           "prepare_trace", "trace_stats", "run_one", "collect_runs", "read_summary", "write_json",
+           "script_log", "METRICS", "RUN_WILDCARD"]

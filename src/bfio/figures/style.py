@@ -1,0 +1,78 @@
+"""Shared figure style: readable in grayscale (lines differ by dash pattern and
+marker, not only by colour), labelled axes with units, PDF + PNG output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+#: Line styles in order of use: black solid, dark-gray dashed, gray dotted, light-gray dash-dot.
+LINE_STYLES = [
+    {"color": "0.0", "linestyle": "-", "marker": "o"},
+    {"color": "0.4", "linestyle": "--", "marker": "s"},
+    {"color": "0.25", "linestyle": ":", "marker": "^"},
+    {"color": "0.6", "linestyle": "-.", "marker": "D"},
+    {"color": "0.15", "linestyle": (0, (5, 1, 1, 1, 1, 1)), "marker": "v"},
+    {"color": "0.5", "linestyle": (0, (1, 1)), "marker": "P"},
+]
+HATCHES = ["", "//", "..", "xx"]
+
+
+def apply_style() -> None:
+    plt.rcParams.update({
+        "figure.dpi": 100, "savefig.dpi": 150, "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9,
+        "legend.fontsize": 8, "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False,
+        "axes.spines.right": False, "axes.grid": True, "grid.color": "0.88", "grid.linewidth": 0.6,
+        "lines.linewidth": 1.4, "lines.markersize": 4, "legend.frameon": False, "pdf.fonttype": 42,
+        "axes.prop_cycle": matplotlib.cycler(color=[s["color"] for s in LINE_STYLES]),
+    })
+
+
+def line_style(i: int, markers: bool = True) -> dict:
+    st = dict(LINE_STYLES[i % len(LINE_STYLES)])
+    if not markers:
+        st.pop("marker")
+    return st
+
+
+def figure(nrows: int = 1, ncols: int = 1, width: float = 6.5, height: float = 3.0, **kw):
+    apply_style()
+    return plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False, **kw)
+
+
+def save(fig, *paths) -> None:
+    """Save ``fig`` to every path (format from the extension) and close it."""
+    for p in paths:
+        Path(p).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(p, bbox_inches="tight")
+    plt.close(fig)
+
+
+#: Unit prefixes used to rescale axes: factor -> prefix.
+_PREFIXES = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+
+
+def scale_for(values, unit: str) -> tuple[float, str]:
+    """A divisor and a prefixed unit label so the largest |value| is below 1000,
+    e.g. ``(1e6, 'M tokens')`` for loads of ~3e7 tokens, ``(1e6, 'MJ')`` for energy."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    top = float(np.max(np.abs(v))) if v.size else 1.0
+    for factor, prefix in _PREFIXES:
+        if top >= factor:
+            break
+    else:
+        factor, prefix = 1.0, ""
+    if unit in ("J", "W"):
+        return factor, f"{prefix}{unit}"
+    if unit.startswith("tokens") or unit.startswith("tok"):
+        return factor, (f"{prefix} {unit}" if prefix else unit).replace("  ", " ")
+    return factor, (f"{prefix}{unit}" if not prefix else f"x{factor:.0e} {unit}")
+
+
+__all__ = ["apply_style", "line_style", "figure", "save", "scale_for", "LINE_STYLES", "HATCHES"]

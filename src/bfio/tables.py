@@ -1,0 +1,295 @@
+"""Aggregating run summaries into the pipeline's tables.
+
+* :func:`summarize` - per (row, workers): the reference-seed value and the mean
+  with a 95% Student-t confidence interval over seeds, for every metric.
+* :func:`paper_comparison` - Table 1 / Table 2 cells: the paper's printed value,
+  ours (reference seed, rounded like the paper), the relative difference, the
+  mean and CI over seeds in the paper's unit, and the check the project applies
+  (exact to printed digits for FCFS and JSQ, equal-or-better for BF-IO).
+* :func:`energy_reduction` - per G: energy of a baseline vs a target row and
+  the reduction in percent (paired over seeds).
+* writers for CSV and Markdown (``write_table``).
+
+Conventions: "paper" metrics are measured on post-completion loads over the
+admission window (``../shared/spec/semantics.md``); "pre-step" metrics use the
+loads that gate each step (the theory's definition). Both are labelled.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from bfio.paper import TABLE_SETTINGS, at_least_as_good, matches_printed, round_like
+
+#: Metric -> (label, SI unit, convention).
+METRIC_INFO = {
+    "avg_imbalance": ("Avg imbalance", "tokens", "paper (post-completion loads)"),
+    "throughput": ("Throughput", "tokens/s", "paper"),
+    "tpot": ("TPOT", "s/token", "paper"),
+    "energy_j": ("Energy", "J", "paper (post-completion loads)"),
+    "avg_imbalance_pre": ("Avg imbalance, pre-step", "tokens", "pre-step (gating loads, theory)"),
+    "energy_j_pre": ("Energy, pre-step", "J", "pre-step (gating loads, theory)"),
+}
+#: Pre-step metric -> the paper metric whose printed unit it uses.
+PRE_STEP_UNIT_OF = {"avg_imbalance_pre": "avg_imbalance", "energy_j_pre": "energy_j"}
+PAPER_METRICS = ("avg_imbalance", "throughput", "tpot", "energy_j")
+
+
+def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
+    """``(mean, lo, hi, n)`` with a two-sided Student-t interval; NaN bounds for n < 2."""
+    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    n = int(x.size)
+    if n == 0:
+        return float("nan"), float("nan"), float("nan"), 0
+    m = float(x.mean())
+    if n < 2:
+        return m, float("nan"), float("nan"), n
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    return m, m - half, m + half, n
+
+
+def _row_order(rows) -> list[str]:
+    def key(r):
+        if r.startswith("bfio_h"):
+            return (1, int(r[6:]), r)
+        return (0, 0, r)
+    return sorted(set(rows), key=key)
+
+
+def summarize(runs: pd.DataFrame, ref_seed: int, metrics=None, by=("row", "workers")) -> pd.DataFrame:
+    """Per group in ``by``: ``<metric>`` (reference seed), ``<metric>_mean``,
+    ``<metric>_ci_lo``, ``<metric>_ci_hi`` and ``n_seeds``."""
+    metrics = [m for m in (metrics or METRIC_INFO) if m in runs.columns]
+    out = []
+    for keys, grp in runs.groupby(list(by), sort=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        rec = dict(zip(by, keys))
+        first = grp.iloc[0]
+        rec.update({"policy": first.get("policy_name", first.get("policy")),
+                    "horizon": first.get("horizon"), "trace": first.get("trace"),
+                    "requests": first.get("requests"), "slots": first.get("slots")})
+        ref = grp[grp["seed"] == ref_seed]
+        for m in metrics:
+            rec[m] = float(ref[m].iloc[0]) if len(ref) else float("nan")
+            mean, lo, hi, n = mean_ci(grp[m].to_numpy(dtype=float))
+            rec[f"{m}_mean"], rec[f"{m}_ci_lo"], rec[f"{m}_ci_hi"] = mean, lo, hi
+        rec["n_seeds"] = int(grp["seed"].nunique())
+        rec["ref_seed"] = ref_seed
+        out.append(rec)
+    frame = pd.DataFrame(out)
+    if frame.empty:
+        return frame
+    order = {r: i for i, r in enumerate(_row_order(frame["row"]))}
+    frame = frame.sort_values(by=["row", "workers"], key=lambda c: c.map(order) if c.name == "row" else c)
+    frame["horizon"] = frame["horizon"].astype("Int64")
+    return frame.reset_index(drop=True)
+
+
+def row_label(row: str) -> str:
+    """Paper-style label: ``FCFS``, ``JSQ``, ``BF-IO (H=40)``."""
+    if row.startswith("bfio_h"):
+        return f"BF-IO (H={row[6:]})"
+    return {"fcfs": "FCFS", "jsq_tokens": "JSQ", "jsq_requests": "JSQ (requests)",
+            "round_robin": "Round robin", "random": "Random", "power_of_two": "Power of two"}.get(row, row)
+
+
+def check_kind(row: str) -> str:
+    """The tolerance the project applies to a paper cell."""
+    return "equal or better" if row.startswith("bfio_h") else "exact to printed digits"
+
+
+def paper_comparison(runs: pd.DataFrame, table: str, ref_seed: int) -> pd.DataFrame:
+    """Long table, one row per (policy row, metric) of paper ``table``
+    (``'table1'`` or ``'table2'``), plus the pre-step metrics (no paper value).
+
+    ``ours`` is the reference-seed value in the paper's unit (full precision),
+    ``ours_rounded`` the same rounded to the printed digits, ``rel_diff`` is
+    ``ours / paper - 1``; ``mean``, ``ci_lo``, ``ci_hi`` are over seeds in the
+    paper's unit; ``ok`` applies :func:`check_kind` to the reference seed.
+    Rows the paper prints but the runs lack are kept with NaN (``ran=False``).
+    """
+    setting = TABLE_SETTINGS[table]
+    printed, units = setting["values"], setting["units"]
+    summary = summarize(runs, ref_seed) if len(runs) else pd.DataFrame(columns=["row"])
+    by_row = {r["row"]: r for r in summary.to_dict("records")}
+    rows = _row_order(list(printed) + list(by_row))
+    out = []
+    for row in rows:
+        rec = by_row.get(row)
+        for metric in (*PAPER_METRICS, *PRE_STEP_UNIT_OF):
+            unit_metric = PRE_STEP_UNIT_OF.get(metric, metric)
+            scale, unit = units[unit_metric]
+            paper = printed.get(row, {}).get(metric) if metric in PAPER_METRICS else None
+            label, _, convention = METRIC_INFO[metric]
+            cell = {"table": table, "row": row, "label": row_label(row), "metric": metric,
+                    "metric_label": label, "unit": unit, "convention": convention,
+                    "paper": float(paper) if paper is not None else float("nan"),
+                    "paper_printed": paper or "", "ran": rec is not None}
+            if rec is not None:
+                v = rec[metric]
+                cell.update({"ours": v / scale, "ours_rounded": round_like(v, paper, scale) if paper else
+                             f"{v / scale:.3g}",
+                             "mean": rec[f"{metric}_mean"] / scale, "ci_lo": rec[f"{metric}_ci_lo"] / scale,
+                             "ci_hi": rec[f"{metric}_ci_hi"] / scale, "n_seeds": rec["n_seeds"]})
+                if paper is not None:
+                    cell["rel_diff"] = v / (float(paper) * scale) - 1.0
+                    cell["check"] = check_kind(row)
+                    cell["ok"] = bool(at_least_as_good(v, paper, scale, metric) if row.startswith("bfio_h")
+                                      else matches_printed(v, paper, scale))
+            out.append(cell)
+    cols = ["table", "row", "label", "metric", "metric_label", "unit", "convention", "paper_printed", "paper",
+            "ours", "ours_rounded", "rel_diff", "mean", "ci_lo", "ci_hi", "n_seeds", "check", "ok", "ran"]
+    frame = pd.DataFrame(out)
+    for c in cols:
+        if c not in frame:
+            frame[c] = np.nan
+    return frame[cols]
+
+
+def is_paper_setting(runs: pd.DataFrame, table: str) -> bool:
+    """True when every run has the trace, N, G, B of the paper's ``table``."""
+    s = TABLE_SETTINGS[table]
+    if runs.empty:
+        return False
+    return bool((runs["trace"] == s["trace"]).all() and (runs["requests"] == s["requests"]).all()
+                and (runs["workers"] == s["workers"]).all() and (runs["slots"] == s["slots"]).all())
+
+
+def _fmt(x, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "n/a"
+    return f"{x:.{digits}g}"
+
+
+def _fmt_pct(x) -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "n/a"
+    return f"{100 * x:+.1f}%"
+
+
+def paper_markdown(comp: pd.DataFrame, table: str, paper_setting: bool, ref_seed: int,
+                   setting_note: str = "") -> str:
+    """Markdown rendering of :func:`paper_comparison`: one block per metric."""
+    s = TABLE_SETTINGS[table]
+    title = {"table1": "Table 1 (LongBench)", "table2": "Table 2 (BurstGPT)"}[table]
+    lines = [f"# {title}: paper vs this reproduction", ""]
+    lines.append(f"Paper setting: {s['trace']}, G={s['workers']}, B={s['slots']}, N={s['requests']:,}, seed {s['seed']}.")
+    if setting_note:
+        lines.append(f"This run: {setting_note}.")
+    if not paper_setting:
+        lines += ["", "**Warning: these runs do not use the paper's setting (scaled-down configuration); "
+                      "differences from the paper are expected and the checks are not meaningful.**"]
+    lines += ["", f"*ours* = seed {ref_seed} (the paper's seed is 42), rounded like the paper; "
+                  "*rel. diff* = ours (full precision) / paper - 1; *mean [95% CI]* over seeds (Student t). "
+                  "Check: FCFS and JSQ must match the printed digits exactly; BF-IO must be equal or better.", ""]
+    for metric in PAPER_METRICS:
+        sub = comp[comp["metric"] == metric]
+        label, unit = sub["metric_label"].iloc[0], sub["unit"].iloc[0]
+        arrow = "higher is better" if metric == "throughput" else "lower is better"
+        lines += [f"## {label} ({unit}; paper convention, {arrow})", ""]
+        rows = []
+        for r in sub.itertuples():
+            rows.append({"policy": r.label, "paper": r.paper_printed or "n/a",
+                         "ours": r.ours_rounded if r.ran else "not run", "rel. diff": _fmt_pct(r.rel_diff),
+                         "mean [95% CI]": (f"{_fmt(r.mean)} [{_fmt(r.ci_lo)}, {_fmt(r.ci_hi)}] (n={int(r.n_seeds)})"
+                                           if r.ran else "n/a"),
+                         "check": (f"{'pass' if r.ok else 'FAIL'} ({r.check})" if r.ran and r.paper_printed
+                                   else "n/a")})
+        lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
+    lines += ["## Pre-step convention (theory: loads that gate each step; not printed in the paper)", ""]
+    rows = []
+    for row in comp["row"].unique():
+        sub = comp[(comp["row"] == row)]
+        rec = {"policy": sub["label"].iloc[0]}
+        for metric in PRE_STEP_UNIT_OF:
+            m = sub[sub["metric"] == metric].iloc[0]
+            paper_m = sub[sub["metric"] == PRE_STEP_UNIT_OF[metric]].iloc[0]
+            head = f"{m['metric_label']} ({m['unit']})"
+            if not m["ran"]:
+                rec[head] = "not run"
+                continue
+            rec[head] = (f"{_fmt(m['ours'])} (paper conv. {_fmt(paper_m['ours'])}); mean {_fmt(m['mean'])} "
+                         f"[{_fmt(m['ci_lo'])}, {_fmt(m['ci_hi'])}]")
+        rows.append(rec)
+    lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
+    return "\n".join(lines)
+
+
+def summary_markdown(summary: pd.DataFrame, title: str, ref_seed: int) -> str:
+    """Markdown of :func:`summarize`: reference-seed value and mean [95% CI] per metric (SI units)."""
+    lines = [f"# {title}", "",
+             f"Value at seed {ref_seed}; mean [95% CI] over seeds (Student t). SI units: imbalance in "
+             "tokens, throughput in tokens/s, TPOT in s/token, energy in J. 'pre-step' = theory convention "
+             "(loads that gate each step); the others follow the paper's convention.", ""]
+    rows = []
+    for r in summary.to_dict("records"):
+        rec = {"policy": row_label(r["row"]), "G": r["workers"]}
+        for m, (label, unit, _) in METRIC_INFO.items():
+            if m in r:
+                rec[f"{label} ({unit})"] = (f"{_fmt(r[m], 4)}; {_fmt(r[m + '_mean'], 4)} "
+                                            f"[{_fmt(r[m + '_ci_lo'], 4)}, {_fmt(r[m + '_ci_hi'], 4)}]")
+        rec["seeds"] = r["n_seeds"]
+        rows.append(rec)
+    lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
+    return "\n".join(lines)
+
+
+def energy_reduction(runs: pd.DataFrame, baseline: str, target: str, ref_seed: int,
+                     metric: str = "energy_j") -> pd.DataFrame:
+    """Per G: baseline and target energy (reference seed and mean) and the
+    reduction ``1 - E_target / E_baseline`` in percent, paired by seed."""
+    out = []
+    for g, grp in runs.groupby("workers"):
+        b = grp[grp["row"] == baseline].set_index("seed")[metric]
+        t = grp[grp["row"] == target].set_index("seed")[metric]
+        seeds = sorted(set(b.index) & set(t.index))
+        if not seeds:
+            continue
+        red = [100.0 * (1.0 - t[s] / b[s]) for s in seeds]
+        mean, lo, hi, n = mean_ci(red)
+        rec = {"workers": int(g), "baseline": baseline, "target": target,
+               f"{metric}_baseline": float(b.get(ref_seed, np.nan)), f"{metric}_target": float(t.get(ref_seed, np.nan)),
+               f"{metric}_baseline_mean": float(b[seeds].mean()), f"{metric}_target_mean": float(t[seeds].mean()),
+               "reduction_pct": float(100.0 * (1.0 - t.get(ref_seed, np.nan) / b.get(ref_seed, np.nan))),
+               "reduction_pct_mean": mean, "reduction_pct_ci_lo": lo, "reduction_pct_ci_hi": hi, "n_seeds": n,
+               "ref_seed": ref_seed}
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+ID_COLUMNS = ("run", "trace", "requests", "workers", "slots", "row", "horizon", "seed")
+
+
+def distinct_runs(frames, columns=None) -> pd.DataFrame:
+    """Concatenate per-experiment run tables, one row per distinct ``run``
+    (``experiment`` lists every experiment containing it), keeping
+    :data:`ID_COLUMNS` plus ``columns`` (all columns when ``None``)."""
+    runs = pd.concat(list(frames), ignore_index=True)
+    exps = runs.groupby("run", sort=False)["experiment"].agg(lambda x: ",".join(dict.fromkeys(x)))
+    runs = runs.drop_duplicates("run").drop(columns=["experiment"]).set_index("run")
+    runs.insert(0, "experiments", exps)
+    runs = runs.reset_index()
+    if columns is not None:
+        keep = ["experiments", *ID_COLUMNS, *[c for c in columns if c not in ID_COLUMNS]]
+        runs = runs[[c for c in keep if c in runs.columns]]
+    return runs
+
+
+def write_table(frame: pd.DataFrame, csv_path, md_path=None, markdown: str | None = None,
+                title: str | None = None) -> None:
+    """Write ``frame`` as CSV and (optionally) Markdown (``markdown`` text or a plain rendering)."""
+    Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(csv_path, index=False)
+    if md_path is not None:
+        if markdown is None:
+            markdown = (f"# {title}\n\n" if title else "") + frame.to_markdown(index=False) + "\n"
+        Path(md_path).write_text(markdown)
+
+
+__all__ = ["distinct_runs", "mean_ci", "summarize", "paper_comparison", "paper_markdown", "summary_markdown", "energy_reduction",
+           "write_table", "row_label", "is_paper_setting", "METRIC_INFO"]

@@ -1,0 +1,121 @@
+# Shared helpers: config validation (with defaults), run lists expanded from
+# the config, input functions. All logic lives in bfio.experiments.
+from bfio.experiments import (
+    RUN_WILDCARD,
+    RunSpec,
+    all_runs,
+    experiment_runs,
+    figure_runs,
+    missing_trace_message,
+    reference_seed,
+    trajectory_runs,
+    validate_config,
+)
+from bfio.traces import KNOWN_TRACES
+from snakemake.exceptions import WorkflowError
+
+validate_config(config, Path(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
+
+EXPERIMENTS = list(config["experiments"])
+PAPER_TABLES = {
+    name: exp["paper_table"]
+    for name, exp in config["experiments"].items()
+    if exp.get("paper_table")
+}
+TRAJECTORY_RUNS = trajectory_runs(config)
+POWER_RUNS = figure_runs(config, "power")
+RECORDED_RUNS = sorted({r.path for runs in TRAJECTORY_RUNS.values() for r in runs})
+FIG = config["figures"]
+HSWEEP = FIG["horizon_sweep"] if FIG["horizon_sweep"] in config["experiments"] else None
+GSWEEP = FIG["worker_sweep"] if FIG["worker_sweep"] in config["experiments"] else None
+FIG_FORMATS = ["pdf", "png"]
+DOWNLOAD_DIR = config["download"]["dir"].rstrip("/")
+TRACE_BY_RELPATH = {t.relpath: t for t in KNOWN_TRACES.values()}
+
+
+wildcard_constraints:
+    run=RUN_WILDCARD,
+    trace="|".join(KNOWN_TRACES),
+    experiment="|".join(EXPERIMENTS) if EXPERIMENTS else "NO_EXPERIMENT",
+    ext="pdf|png",
+
+
+def trace_source(wildcards):
+    """The trace file: from data_dir, else (if enabled) the download rule's output."""
+    spec = KNOWN_TRACES[wildcards.trace]
+    local = Path(config["data_dir"]) / spec.relpath
+    if local.exists():
+        return str(local)
+    if config["download"]["enabled"] and spec.url:
+        return str(Path(config["download"]["dir"]) / spec.relpath)
+    raise WorkflowError(
+        missing_trace_message(wildcards.trace, config["data_dir"], config["download"]["dir"])
+    )
+
+
+def run_trace_table(wildcards):
+    return f"results/traces/{RunSpec.from_path(wildcards.run).trace}.parquet"
+
+
+def experiment_summaries(wildcards):
+    return expand(
+        "results/runs/{run}/summary.json",
+        run=[r.path for r in experiment_runs(config, wildcards.experiment)],
+    )
+
+
+def runs_of(experiment, key="trajectories"):
+    runs = TRAJECTORY_RUNS if key == "trajectories" else POWER_RUNS
+    return [r.path for r in runs[experiment]]
+
+
+def paper_table_experiment(wildcards):
+    for name, table in PAPER_TABLES.items():
+        if table == wildcards.table:
+            return f"results/tables/runs_{name}.csv"
+    raise WorkflowError(f"no experiment has paper_table: {wildcards.table}")
+
+
+def figure_targets():
+    out = expand("figures/distributions_{trace}.{ext}", trace=FIG["distributions"], ext=FIG_FORMATS)
+    out += expand("figures/decode_geometric.{ext}", ext=FIG_FORMATS)
+    out += expand(
+        "figures/load_trajectories_{experiment}.{ext}", experiment=TRAJECTORY_RUNS, ext=FIG_FORMATS
+    )
+    out += expand(
+        "figures/power_timeseries_{experiment}.{ext}", experiment=POWER_RUNS, ext=FIG_FORMATS
+    )
+    if HSWEEP:
+        out += expand("figures/horizon_sweep.{ext}", ext=FIG_FORMATS)
+    if GSWEEP:
+        out += expand("figures/worker_sweep.{ext}", ext=FIG_FORMATS)
+        out += expand("figures/energy_vs_workers.{ext}", ext=FIG_FORMATS)
+    return out
+
+
+def table_targets():
+    out = expand("results/traces/{trace}.stats.json", trace=config["traces"])
+    out += expand("results/tables/traces.{fmt}", fmt=["csv", "md"])
+    out += expand("results/tables/decode_geometric_fit.{fmt}", fmt=["csv", "md"])
+    out += expand("results/tables/{experiment}_summary.{fmt}", experiment=EXPERIMENTS, fmt=["csv", "md"])
+    out += expand("results/tables/{table}.{fmt}", table=sorted(set(PAPER_TABLES.values())), fmt=["csv", "md"])
+    if GSWEEP:
+        out += expand("results/tables/worker_sweep_energy.{fmt}", fmt=["csv", "md"])
+    if ENERGY_CHECK:
+        out += expand("results/tables/energy_decomposition.{fmt}", fmt=["csv", "md"])
+    return out
+
+
+def all_targets():
+    return table_targets() + figure_targets()
+
+
+def _energy_check_available():
+    try:
+        from bfio.theory.energy import check_runs  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+ENERGY_CHECK = _energy_check_available()

@@ -1,0 +1,48 @@
+# Traces: verify the pinned sha256, convert to the canonical table
+# (prefill_tokens, decode_tokens[, arrival_s]) and write summary statistics.
+
+
+rule prepare_trace:
+    input:
+        trace_source,
+    output:
+        table="results/traces/{trace}.parquet",
+        stats="results/traces/{trace}.stats.json",
+    log:
+        "logs/traces/{trace}.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/prepare_trace.py"
+
+
+rule download_trace:
+    # Only used when download.enabled is true and the trace is not in data_dir.
+    output:
+        f"{DOWNLOAD_DIR}/{{relpath}}",
+    params:
+        url=lambda wc: TRACE_BY_RELPATH[wc.relpath].url,
+        sha256=lambda wc: TRACE_BY_RELPATH[wc.relpath].sha256,
+    wildcard_constraints:
+        relpath="|".join(re.escape(t.relpath) for t in KNOWN_TRACES.values() if t.url),
+    log:
+        "logs/download/{relpath}.log",
+    retries: 2
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/download_trace.py"
+
+
+rule trace_table:
+    input:
+        expand("results/traces/{trace}.stats.json", trace=config["traces"]),
+    output:
+        csv="results/tables/traces.csv",
+        md="results/tables/traces.md",
+    log:
+        "logs/tables/traces.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/trace_table.py"

@@ -1,0 +1,6 @@
+"""Collect an experiment's run summaries into one CSV (rule collect_runs)."""
+from bfio.experiments import collect_runs, script_log
+
+with script_log(snakemake.log[0]):  # noqa: F821
+    sm = snakemake  # noqa: F821
+    collect_runs(list(sm.input), experiment=sm.wildcards.experiment).to_csv(sm.output[0], index=False)

@@ -1,0 +1,19 @@
+"""Mean power over time with total energy in the legend (rule fig_power_timeseries)."""
+import pandas as pd
+
+from bfio.experiments import read_summary, script_log
+from bfio.figures import save
+from bfio.figures.power_timeseries import plot_power_timeseries
+from bfio.tables import row_label
+
+with script_log(snakemake.log[0]):  # noqa: F821
+    sm = snakemake  # noqa: F821
+    curves = []
+    for row, series_path, summary_path in zip(sm.params.rows, sm.input.series, sm.input.summaries):
+        series = pd.read_parquet(series_path)
+        s = read_summary(summary_path)
+        window = s["window_steps"]
+        window_end = float(series["clock"].iloc[window - 1]) if window >= 1 else None
+        curves.append((row_label(row), series["clock"].to_numpy(), series["power_mean_post"].to_numpy(),
+                       s["energy_j"], window_end))
+    save(plot_power_timeseries(curves, title=sm.params.title), sm.output.pdf, sm.output.png)

@@ -1,0 +1,18 @@
+"""Table 1 / Table 2 against the paper's printed values (rule paper_table)."""
+import pandas as pd
+
+from bfio.experiments import script_log
+from bfio.tables import is_paper_setting, paper_comparison, paper_markdown, write_table
+
+with script_log(snakemake.log[0]) as log:  # noqa: F821
+    sm = snakemake  # noqa: F821
+    runs = pd.read_csv(sm.input[0])
+    table = sm.wildcards.table
+    comp = paper_comparison(runs, table, sm.params.ref_seed)
+    first = runs.iloc[0]
+    note = (f"{first['trace']}, G={first['workers']}, B={first['slots']}, N={first['requests']:,}, "
+            f"seeds {sorted(runs['seed'].unique().tolist())}")
+    md = paper_markdown(comp, table, is_paper_setting(runs, table), sm.params.ref_seed, note)
+    write_table(comp, sm.output.csv, sm.output.md, markdown=md)
+    log.info("%s: %d cells, %d checked, %d pass", table, len(comp), comp["check"].notna().sum(),
+             int(comp["ok"].fillna(False).astype(bool).sum()))
