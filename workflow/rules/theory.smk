@@ -1,0 +1,163 @@
+# Monte Carlo checks of the paper's Section 5 guarantees (issue 5).
+# config["theory"] is validated against workflow/schemas/theory.schema.yaml;
+# profile "full" (default) or "smoke" selects the grid, resolved in
+# bfio.theory.config.resolve. Outputs: results/theory/*.csv, summary.md,
+# figures/theory/*.{pdf,png}, logs under logs/theory/.
+
+from snakemake.utils import validate as _theory_validate
+
+from bfio.theory.config import resolve as _theory_resolve
+
+THEORY_RAW = dict(config.get("theory") or {})
+_theory_validate(THEORY_RAW, workflow.source_path("../schemas/theory.schema.yaml"), set_default=True)
+THEORY = _theory_resolve(THEORY_RAW)
+
+THEORY_THM = {"thm2": "geometric", "thm3": "drift"}
+THEORY_FIGS = ["thm1_iir", "thm2_iir", "thm2_snapshot", "thm2_gap", "thm3_iir", "thm3_gap", "energy_saving_vs_G"]
+
+THEORY_TARGETS = (
+    [f"results/theory/{t}_{kind}.csv" for t in ("thm1", "thm2", "thm3") for kind in ("cells", "fits")]
+    + [f"results/theory/{t}_gap_trends.csv" for t in ("thm2", "thm3")]
+    + ["results/theory/energy_decomposition.csv", "results/theory/energy_saving.csv",
+       "results/theory/corollary.csv", "results/theory/summary.csv", "results/theory/summary.md"]
+    + [f"figures/theory/{f}.{ext}" for f in THEORY_FIGS for ext in ("pdf", "png")]
+)
+
+
+rule theory_thm1:
+    output:
+        cells="results/theory/thm1_cells.csv",
+        fits="results/theory/thm1_fits.csv",
+        edec="results/theory/energy_decomposition_thm1.csv",
+        esav="results/theory/energy_saving_thm1.csv",
+        timing="results/theory/timing_thm1.json",
+    params:
+        cfg=THEORY,
+    log:
+        "logs/theory/thm1.log",
+    script:
+        "../scripts/theory_thm1.py"
+
+
+rule theory_slot:
+    output:
+        cells="results/theory/{thm}_cells.csv",
+        fits="results/theory/{thm}_fits.csv",
+        gaps="results/theory/{thm}_gap_trends.csv",
+        edec="results/theory/energy_decomposition_{thm}.csv",
+        esav="results/theory/energy_saving_{thm}.csv",
+        timing="results/theory/timing_{thm}.json",
+    wildcard_constraints:
+        thm="thm2|thm3",
+    params:
+        cfg=THEORY,
+        section=lambda wc: THEORY_THM[wc.thm],
+    log:
+        "logs/theory/{thm}.log",
+    script:
+        "../scripts/theory_slot.py"
+
+
+rule theory_energy:
+    input:
+        edec=expand("results/theory/energy_decomposition_{t}.csv", t=["thm1", "thm2", "thm3"]),
+        esav=expand("results/theory/energy_saving_{t}.csv", t=["thm1", "thm2", "thm3"]),
+    output:
+        edec="results/theory/energy_decomposition.csv",
+        esav="results/theory/energy_saving.csv",
+        corollary="results/theory/corollary.csv",
+    params:
+        cfg=THEORY,
+    log:
+        "logs/theory/energy.log",
+    script:
+        "../scripts/theory_energy.py"
+
+
+rule theory_summary:
+    input:
+        cells=expand("results/theory/{t}_cells.csv", t=["thm1", "thm2", "thm3"]),
+        fits=expand("results/theory/{t}_fits.csv", t=["thm1", "thm2", "thm3"]),
+        gaps=expand("results/theory/{t}_gap_trends.csv", t=["thm2", "thm3"]),
+        edec="results/theory/energy_decomposition.csv",
+        esav="results/theory/energy_saving.csv",
+        corollary="results/theory/corollary.csv",
+        timing=expand("results/theory/timing_{t}.json", t=["thm1", "thm2", "thm3"]),
+    output:
+        csv="results/theory/summary.csv",
+        md="results/theory/summary.md",
+    params:
+        cfg=THEORY,
+    log:
+        "logs/theory/summary.log",
+    script:
+        "../scripts/theory_summary.py"
+
+
+rule theory_fig_thm1_iir:
+    input:
+        cells="results/theory/thm1_cells.csv",
+        fits="results/theory/thm1_fits.csv",
+    output:
+        pdf="figures/theory/thm1_iir.pdf",
+        png="figures/theory/thm1_iir.png",
+    log:
+        "logs/theory/fig_thm1_iir.log",
+    script:
+        "../scripts/theory_thm1_iir.py"
+
+
+rule theory_fig_slot_iir:
+    input:
+        cells="results/theory/{thm}_cells.csv",
+        fits="results/theory/{thm}_fits.csv",
+    output:
+        pdf="figures/theory/{thm}_iir.pdf",
+        png="figures/theory/{thm}_iir.png",
+    wildcard_constraints:
+        thm="thm2|thm3",
+    log:
+        "logs/theory/fig_{thm}_iir.log",
+    script:
+        "../scripts/theory_{wildcards.thm}_iir.py"
+
+
+rule theory_fig_thm2_snapshot:
+    input:
+        cells="results/theory/thm2_cells.csv",
+    output:
+        pdf="figures/theory/thm2_snapshot.pdf",
+        png="figures/theory/thm2_snapshot.png",
+    log:
+        "logs/theory/fig_thm2_snapshot.log",
+    script:
+        "../scripts/theory_thm2_snapshot.py"
+
+
+rule theory_fig_gap:
+    input:
+        cells="results/theory/{thm}_cells.csv",
+    output:
+        pdf="figures/theory/{thm}_gap.pdf",
+        png="figures/theory/{thm}_gap.png",
+    wildcard_constraints:
+        thm="thm2|thm3",
+    log:
+        "logs/theory/fig_{thm}_gap.log",
+    script:
+        "../scripts/theory_{wildcards.thm}_gap.py"
+
+
+rule theory_fig_energy_saving_vs_G:
+    input:
+        esav="results/theory/energy_saving.csv",
+        corollary="results/theory/corollary.csv",
+    output:
+        pdf="figures/theory/energy_saving_vs_G.pdf",
+        png="figures/theory/energy_saving_vs_G.png",
+    params:
+        series=THEORY["energy"]["series"],
+    log:
+        "logs/theory/fig_energy_saving_vs_G.log",
+    script:
+        "../scripts/theory_energy_saving_vs_G.py"
