@@ -11,6 +11,8 @@ from bfio.theory.config import resolve as _theory_resolve
 THEORY_RAW = dict(config.get("theory") or {})
 _theory_validate(THEORY_RAW, workflow.source_path("../schemas/theory.schema.yaml"), set_default=True)
 THEORY = _theory_resolve(THEORY_RAW)
+if THEORY.get("data_dir") is None and config.get("data_dir"):
+    THEORY["data_dir"] = config["data_dir"]
 
 THEORY_THM = {"thm2": "geometric", "thm3": "drift"}
 THEORY_FIGS = ["thm1_iir", "thm2_iir", "thm2_snapshot", "thm2_gap", "thm3_iir", "thm3_gap", "energy_saving_vs_G"]
