@@ -250,7 +250,7 @@ def missing_trace_message(name: str, data_dir, download_dir: str = "resources/tr
     if spec.url:
         lines.append(f"  2. let the workflow download it from its pinned public source ({spec.url}, sha256 "
                      f"{spec.sha256[:12]}...) into {download_dir}: snakemake --config "
-                     f"download='{{enabled: true}}'.")
+                     f"download=True.")
     else:
         lines.append(f"  2. this trace has no public download source pinned by the project; otherwise drop "
                      f"'{name}' from the config key 'traces' (and from any experiment or figure using it).")

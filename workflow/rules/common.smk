@@ -29,7 +29,7 @@ FIG = config["figures"]
 HSWEEP = FIG["horizon_sweep"] if FIG["horizon_sweep"] in config["experiments"] else None
 GSWEEP = FIG["worker_sweep"] if FIG["worker_sweep"] in config["experiments"] else None
 FIG_FORMATS = ["pdf", "png"]
-DOWNLOAD_DIR = config["download"]["dir"].rstrip("/")
+DOWNLOAD_DIR = config["download_dir"].rstrip("/")
 TRACE_BY_RELPATH = {t.relpath: t for t in KNOWN_TRACES.values()}
 
 
@@ -46,10 +46,10 @@ def trace_source(wildcards):
     local = Path(config["data_dir"]) / spec.relpath
     if local.exists():
         return str(local)
-    if config["download"]["enabled"] and spec.url:
-        return str(Path(config["download"]["dir"]) / spec.relpath)
+    if config["download"] and spec.url:
+        return str(Path(config["download_dir"]) / spec.relpath)
     raise WorkflowError(
-        missing_trace_message(wildcards.trace, config["data_dir"], config["download"]["dir"])
+        missing_trace_message(wildcards.trace, config["data_dir"], config["download_dir"])
     )
 
 

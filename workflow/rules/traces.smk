@@ -17,7 +17,7 @@ rule prepare_trace:
 
 
 rule download_trace:
-    # Only used when download.enabled is true and the trace is not in data_dir.
+    # Only used when the config key download is True and the trace is not in data_dir.
     output:
         f"{DOWNLOAD_DIR}/{{relpath}}",
     params:

@@ -79,7 +79,7 @@ def plot_decode_geometric(decodes: dict, fits: pd.DataFrame | None = None, ncols
         ax.set_title(f"{name} (n={o.size:,}, mean {o.mean():.0f})\n"
                      f"p={p:.3g}, KS={fits.loc[name, 'ks']:.3f}, TV={fits.loc[name, 'tv']:.3f}")
         ax.set_xlabel("decode length (tokens)")
-        ax.set_ylabel("probability per token")
+        ax.set_ylabel("probability (1/token, log scale)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, bbox_to_anchor=(0.5, -0.02))
     fig.tight_layout(rect=(0, 0.04, 1, 1))

@@ -21,7 +21,7 @@ def plot_energy_vs_workers(energy: pd.DataFrame, title: str = "", metric: str = 
     for i, (col, row) in enumerate(((f"{metric}_baseline_mean", base), (f"{metric}_target_mean", target))):
         (h,) = ax.plot(energy["workers"], energy[col] / factor, label=f"{row_label(row)} energy", **line_style(i))
         handles.append(h)
-    ax.set_xlabel("workers G")
+    ax.set_xlabel("workers G (GPUs)")
     ax.set_ylabel(f"energy ({unit})")
     ax2 = ax.twinx()
     ax2.spines["right"].set_visible(True)

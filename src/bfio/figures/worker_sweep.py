@@ -22,7 +22,7 @@ def plot_worker_sweep(summary: pd.DataFrame, rows=None, title: str = ""):
             sub = summary[summary["row"] == row].sort_values("workers")
             mean, yerr = _err(sub, m, factor)
             ax.errorbar(sub["workers"], mean, yerr=yerr, capsize=2, label=row_label(row), **line_style(i))
-        ax.set_xlabel("workers G")
+        ax.set_xlabel("workers G (GPUs)")
         ax.set_ylabel(f"{label} ({u})")
         ax.legend()
     n = int(summary["n_seeds"].max())

@@ -1,0 +1,151 @@
+"""Figure functions on synthetic data: they draw, label axes with units and
+save PDF + PNG; the geometric fit recovers its parameter."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bfio.figures import save
+from bfio.figures.decode_geometric import caption_text, fit_geometric, fit_table, plot_decode_geometric
+from bfio.figures.distributions import plot_distributions
+from bfio.figures.energy_vs_workers import plot_energy_vs_workers
+from bfio.figures.horizon_sweep import plot_horizon_sweep
+from bfio.figures.load_trajectories import plot_load_trajectories, sample_workers
+from bfio.figures.power_timeseries import plot_power_timeseries
+from bfio.figures.style import scale_for
+from bfio.figures.worker_sweep import plot_worker_sweep
+
+RNG = np.random.default_rng(0)
+
+
+def labelled(fig):
+    """Every visible axes has x and y labels, and every label states a unit in parentheses."""
+    for ax in fig.axes:
+        if not ax.get_visible() or ax.get_label() == "<colorbar>":
+            continue
+        twin = ax.get_xlabel() == "" and any(o is not ax and o.bbox.bounds == ax.bbox.bounds for o in fig.axes)
+        for lab in ((ax.get_ylabel(),) if twin else (ax.get_xlabel(), ax.get_ylabel())):
+            assert lab and "(" in lab and ")" in lab, f"axis label without unit: {lab!r}"
+    return True
+
+
+def check_saves(fig, tmp_path, name="f"):
+    pdf, png = tmp_path / f"{name}.pdf", tmp_path / f"{name}.png"
+    save(fig, pdf, png)
+    assert pdf.read_bytes()[:5] == b"%PDF-" and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def summary_frame(rows, workers=(256,), seeds=3):
+    recs = []
+    for row in rows:
+        for g in workers:
+            base = {"avg_imbalance": 3e8 * (1 + g / 100), "throughput": 5e3 + g, "tpot": 2.0, "energy_j": 2.5e7}
+            if row.startswith("bfio_h"):
+                base = {k: v * (0.5 if k != "throughput" else 1.5) for k, v in base.items()}
+            rec = {"row": row, "workers": g, "n_seeds": seeds, "ref_seed": 42,
+                   "horizon": int(row[6:]) if row.startswith("bfio_h") else None}
+            for m, v in base.items():
+                rec.update({m: v, f"{m}_mean": v * 1.01, f"{m}_ci_lo": v * 0.95, f"{m}_ci_hi": v * 1.07})
+            recs.append(rec)
+    return pd.DataFrame(recs)
+
+
+def test_fit_geometric_recovers_p():
+    o = RNG.geometric(0.03, size=50_000)
+    fit = fit_geometric(o)
+    assert fit["p"] == pytest.approx(0.03, rel=0.03)
+    assert fit["ks"] < 0.01 and fit["tv"] < 0.05
+    point = fit_geometric(np.full(1000, 20))
+    assert point["p"] == pytest.approx(0.05) and point["ks"] > 0.5
+    with pytest.raises(ValueError):
+        fit_geometric(np.array([0, 1]))
+
+
+def test_decode_geometric_figure_and_caption(tmp_path):
+    decodes = {"a": RNG.geometric(0.02, 3000), "b": RNG.integers(1, 500, 3000), "c": RNG.geometric(0.1, 500)}
+    fits = fit_table(decodes)
+    assert list(fits["trace"]) == ["a", "b", "c"]
+    fig = plot_decode_geometric(decodes, fits)
+    assert labelled(fig)
+    check_saves(fig, tmp_path)
+    cap = caption_text("Template text.", fits)
+    assert cap.startswith("Template text.") and "list-table" in cap and "KS distance" in cap
+    assert f"{fits['p'].iloc[0]:.4g}" in cap
+
+
+def test_distributions(tmp_path):
+    frame = pd.DataFrame({"prefill_tokens": RNG.integers(1, 10**6, 2000), "decode_tokens": RNG.integers(1, 400, 2000)})
+    fig = plot_distributions(frame, "synthetic")
+    assert labelled(fig) and len(fig.axes) == 2
+    check_saves(fig, tmp_path)
+
+
+def test_load_trajectories(tmp_path):
+    steps, G = 200, 64
+    t = np.cumsum(np.full(steps, 0.5))
+    panels = [(name, RNG.integers(1e6, 3e7, size=(steps, G)), t) for name in ("FCFS", "JSQ", "BF-IO (H=0)",
+                                                                               "BF-IO (H=40)")]
+    fig = plot_load_trajectories(panels, sample=16, seed=0, title="synthetic")
+    assert labelled(fig)
+    assert len(fig.axes[0].lines) == 16
+    assert "M tokens" in fig.axes[0].get_ylabel()
+    check_saves(fig, tmp_path)
+    assert np.array_equal(sample_workers(64, 16, 0), sample_workers(64, 16, 0))
+    assert len(set(sample_workers(64, 16, 0))) == 16 and len(sample_workers(8, 16, 0)) == 8
+
+
+def test_power_timeseries(tmp_path):
+    t = np.linspace(0, 100, 300)
+    curves = [("FCFS", t, 300 + 30 * np.sin(t), 29.1e6, 60.0), ("BF-IO (H=40)", t * 0.7, np.full(300, 398.0), 20.9e6,
+                                                                  40.0)]
+    fig = plot_power_timeseries(curves, title="synthetic")
+    assert labelled(fig)
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert any("29.1 MJ" in lab for lab in labels) and any("20.9 MJ" in lab for lab in labels)
+    check_saves(fig, tmp_path)
+
+
+def test_horizon_sweep(tmp_path):
+    summary = summary_frame(["fcfs", "jsq_tokens"] + [f"bfio_h{h}" for h in range(0, 101, 20)])
+    fig = plot_horizon_sweep(summary)
+    assert labelled(fig) and len(fig.axes) == 4
+    assert all("horizon H" in ax.get_xlabel() for ax in fig.axes)
+    check_saves(fig, tmp_path)
+    # no BF-IO rows: still draws
+    check_saves(plot_horizon_sweep(summary_frame(["fcfs"])), tmp_path, "empty")
+
+
+def test_worker_sweep_and_energy(tmp_path):
+    summary = summary_frame(["fcfs", "bfio_h40"], workers=(16, 32, 48))
+    fig = plot_worker_sweep(summary, rows=["fcfs", "bfio_h40"])
+    assert labelled(fig) and len(fig.axes) == 2
+    check_saves(fig, tmp_path)
+    energy = pd.DataFrame({"workers": [16, 32, 48], "baseline": "fcfs", "target": "bfio_h40",
+                           "energy_j_baseline_mean": [3.3e7, 3.2e7, 3.1e7], "energy_j_target_mean": [2.9e7, 2.5e7, 2.2e7],
+                           "reduction_pct_mean": [12.0, 20.0, 30.0], "reduction_pct_ci_lo": [10.0, 18, 28],
+                           "reduction_pct_ci_hi": [14.0, 22, 32], "n_seeds": 5})
+    fig = plot_energy_vs_workers(energy)
+    assert labelled(fig) and len(fig.axes) == 2  # second axis for the reduction
+    assert "%" in fig.axes[1].get_ylabel() and "MJ" in fig.axes[0].get_ylabel()
+    check_saves(fig, tmp_path, "energy")
+
+
+def test_grayscale_styles_differ_without_colour():
+    from bfio.figures.style import LINE_STYLES
+    keys = {(str(s["linestyle"]), s["marker"]) for s in LINE_STYLES}
+    assert len(keys) == len(LINE_STYLES)
+    for s in LINE_STYLES:
+        assert 0.0 <= float(s["color"]) <= 1.0  # gray levels only
+
+
+def test_scale_for():
+    assert scale_for([3.2e7], "tokens") == (1e6, "M tokens")
+    assert scale_for([2.9e7], "J") == (1e6, "MJ")
+    assert scale_for([396e3], "J") == (1e3, "kJ")
+    assert scale_for([12.0], "tokens")[0] == 1.0

@@ -1,0 +1,153 @@
+"""Config schema (defaults, errors naming the key), run expansion and trace helpers."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from bfio.errors import ChecksumError, ConfigError
+from bfio.experiments import (
+    RunSpec,
+    all_runs,
+    download_trace,
+    experiment_rows,
+    experiment_runs,
+    missing_trace_message,
+    parse_row,
+    prepare_trace,
+    run_one,
+    trajectory_runs,
+    validate_config,
+)
+from bfio.traces import sha256_of
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def load(name):
+    with open(REPO / "config" / name) as f:
+        return yaml.safe_load(f)
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml"])
+def test_shipped_configs_validate(name):
+    cfg = validate_config(load(name), SCHEMA)
+    assert cfg["seeds"][0] == 42
+    assert cfg["data_dir"] == "../shared/data"
+    assert {"table1", "table2", "horizon_sweep", "worker_sweep"} <= set(cfg["experiments"])
+
+
+def test_paper_config_matches_paper_settings():
+    cfg = validate_config(load("config.yaml"), SCHEMA)
+    t1, t2 = cfg["experiments"]["table1"], cfg["experiments"]["table2"]
+    assert (t1["trace"], t1["requests"], t1["workers"], t1["horizons"]) == ("longbench", 80000, [256],
+                                                                             [0, 20, 40, 60, 80, 100])
+    assert (t2["trace"], t2["requests"], t2["workers"], t2["horizons"]) == ("burstgpt", 100000, [16], [0, 20])
+    assert t1["baselines"] == t2["baselines"] == ["fcfs", "jsq_tokens"]
+    assert cfg["slots"] == 72 and len(cfg["seeds"]) == 5
+    assert cfg["experiments"]["worker_sweep"]["workers"] == list(range(16, 225, 16))
+    assert cfg["traces"] == ["longbench", "burstgpt", "arxiv", "azure_code", "azure_conv", "vidur_arxiv",
+                             "sarathi_sharegpt", "sharegpt_10k", "longbench_v1"]
+
+
+def test_defaults_are_filled():
+    cfg = validate_config({"experiments": {"x": {"trace": "longbench", "requests": 10, "workers": [2],
+                                                 "baselines": ["fcfs"]}}}, SCHEMA)
+    assert cfg["seeds"] == [42, 1, 2, 3, 4]
+    assert cfg["slots"] == 72 and cfg["download"] is False
+    assert cfg["experiments"]["x"]["horizons"] == [] and cfg["experiments"]["x"]["paper_table"] is None
+    assert cfg["bfio"] == {"predictor": "oracle", "solver": "fast", "admission": "free"}
+    assert cfg["figures"]["sample_workers"] == 16
+    assert cfg["theory"] == {}
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (lambda c: c.update(seeds=[42, "x"]), "seeds.1"),
+    (lambda c: c.update(slots=0), "slots"),
+    (lambda c: c["experiments"]["table1"].update(requests=-5), "experiments.table1.requests"),
+    (lambda c: c["experiments"]["table1"].update(trace="nope"), "experiments.table1.trace"),
+    (lambda c: c["experiments"]["table2"].pop("workers"), "experiments.table2.workers"),
+    (lambda c: c.update(typo_key=1), "typo_key"),
+    (lambda c: c["experiments"]["table1"].update(horizons=[-1]), "experiments.table1.horizons.0"),
+    (lambda c: c["figures"]["trajectories"].update(table1=["bfio_h7"]), "figures.trajectories.table1"),
+    (lambda c: c["figures"].update(worker_sweep_target="bfio_h99"), "figures.worker_sweep_target"),
+    (lambda c: c.update(traces=["longbench"]), "experiments.table2.trace"),
+    (lambda c: c["experiments"]["table1"].update(baselines=[], horizons=[]), "experiments.table1"),
+])
+def test_errors_name_the_key(mutate, key):
+    cfg = copy.deepcopy(load("config.yaml"))
+    mutate(cfg)
+    with pytest.raises(ConfigError) as err:
+        validate_config(cfg, SCHEMA)
+    assert str(err.value).startswith(f"config key '{key}'"), str(err.value)
+
+
+def test_run_paths_round_trip_and_rows():
+    spec = RunSpec("longbench", 80000, 256, 72, "bfio_h40", 42)
+    assert spec.path == "longbench/n80000-g256-b72/bfio_h40/seed42"
+    assert RunSpec.from_path(spec.path) == spec
+    assert (spec.policy, spec.horizon) == ("bfio", 40)
+    assert spec.policy_options({"predictor": "oracle"}) == {"predictor": "oracle", "horizon": 40}
+    assert RunSpec("burstgpt", 5, 2, 72, "fcfs", 1).policy_options({"x": 1}) is None
+    assert parse_row("jsq_tokens") == ("jsq_tokens", None)
+    with pytest.raises(ConfigError):
+        parse_row("bogus")
+    with pytest.raises(ConfigError):
+        RunSpec.from_path("longbench/n80000/bfio_h40/seed42")
+
+
+def test_expansion_counts_and_sharing():
+    cfg = validate_config(load("config.yaml"), SCHEMA)
+    assert experiment_rows(cfg["experiments"]["table1"]) == ["fcfs", "jsq_tokens", "bfio_h0", "bfio_h20", "bfio_h40",
+                                                             "bfio_h60", "bfio_h80", "bfio_h100"]
+    t1 = experiment_runs(cfg, "table1")
+    assert len(t1) == 8 * 5 and t1[0].seed == 42
+    hs = experiment_runs(cfg, "horizon_sweep")
+    assert set(t1) <= set(hs)  # Table 1 runs are shared with the H sweep
+    runs = all_runs(cfg)
+    assert len(runs) == len(set(runs))
+    assert len(runs) == 13 * 5 + 4 * 5 + 14 * 2 * 5  # H sweep (+FCFS, JSQ) + Table 2 + G sweep
+    traj = trajectory_runs(cfg)
+    assert [r.row for r in traj["table1"]] == ["fcfs", "jsq_tokens", "bfio_h0", "bfio_h40"]
+    assert all(r.seed == 42 for rs in traj.values() for r in rs)
+
+
+def test_missing_trace_message_names_file_and_remedies(tmp_path):
+    msg = missing_trace_message("burstgpt", tmp_path)
+    assert "paper-traces/burst_data_8000.json" in msg and "data_dir" in msg and "download=True" in msg
+    assert "raw.githubusercontent.com/Echoscd/Load-Balancing-Release/6ae705d" in msg
+    msg = missing_trace_message("vidur_arxiv", tmp_path)
+    assert "no public download source" in msg
+
+
+def test_download_trace_verifies_checksum(tmp_path):
+    src = tmp_path / "src.json"
+    src.write_text('{"data": [{"input_length": 3, "output_length": 2}]}')
+    dest = tmp_path / "out" / "t.json"
+    download_trace(src.as_uri(), dest, sha256_of(src))
+    assert dest.read_bytes() == src.read_bytes()
+    with pytest.raises(ChecksumError):
+        download_trace(src.as_uri(), tmp_path / "bad.json", "0" * 64)
+    assert not (tmp_path / "bad.json").exists()
+
+
+def test_prepare_trace_and_run_one(tmp_path, data_dir):
+    stats = prepare_trace("burstgpt", data_dir / "paper-traces" / "burst_data_8000.json",
+                          tmp_path / "t.parquet", tmp_path / "t.json")
+    assert stats["rows"] == 8000 and abs(stats["decode_tokens"]["mean"] - 57.0) < 0.1
+    spec = RunSpec("burstgpt", 500, 4, 8, "jsq_tokens", 42)
+    summary = run_one(spec, tmp_path / "t.parquet", tmp_path / "s.json", tmp_path / "s.parquet",
+                      loads_path=tmp_path / "l.npy")
+    assert summary["run"] == spec.path and summary["steps"] == np.load(tmp_path / "l.npy").shape[0]
+
+
+def test_prepare_trace_rejects_wrong_checksum(tmp_path):
+    bad = tmp_path / "burst_data_8000.json"
+    bad.write_text('{"data": [{"input_length": 3, "output_length": 2}]}')
+    with pytest.raises(ChecksumError, match="expected"):
+        prepare_trace("burstgpt", bad, tmp_path / "t.parquet", tmp_path / "t.json")

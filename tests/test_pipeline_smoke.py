@@ -1,0 +1,187 @@
+"""End to end: the smoke workflow (config/smoke.yaml) in a fresh working
+directory, its outputs, the report, lint, and the missing-trace message."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from bfio.experiments import all_runs, experiment_rows, trajectory_runs, validate_config
+from bfio.paper import TABLE_SETTINGS
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+SMOKE = REPO / "config" / "smoke.yaml"
+
+
+def snakemake(workdir, *args, check=True, timeout=600):
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--workflow-profile", str(REPO / "profiles" / "default"), *args]
+    env = {**os.environ, "CI": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def smoke_config(data_dir):
+    with open(SMOKE) as f:
+        cfg = yaml.safe_load(f)
+    cfg["data_dir"] = str(data_dir)
+    return validate_config(cfg, SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory, data_dir, smoke_config):
+    work = tmp_path_factory.mktemp("smoke")
+    base = ["--configfile", str(SMOKE), "--config", f"data_dir={data_dir}"]
+    snakemake(work, "-c", "2", *base)
+    snakemake(work, *base, "--report", str(work / "report.html"))
+    return work, base
+
+
+def test_smoke_tables_exist_and_are_well_formed(smoke, smoke_config):
+    work, _ = smoke
+    tables = work / "results" / "tables"
+    for exp in smoke_config["experiments"]:
+        for ext in ("csv", "md"):
+            assert (tables / f"{exp}_summary.{ext}").stat().st_size > 0
+        summary = pd.read_csv(tables / f"{exp}_summary.csv")
+        exp_cfg = smoke_config["experiments"][exp]
+        assert set(summary["row"]) == set(experiment_rows(exp_cfg))
+        assert len(summary) == len(experiment_rows(exp_cfg)) * len(exp_cfg["workers"])
+        assert (summary["n_seeds"] == len(smoke_config["seeds"])).all()
+        for m in ("avg_imbalance", "throughput", "tpot", "energy_j", "avg_imbalance_pre", "energy_j_pre"):
+            assert np.isfinite(summary[m]).all() and (summary[m] >= 0).all()
+            assert (summary[f"{m}_ci_lo"] <= summary[f"{m}_mean"] + 1e-9).all()
+            assert (summary[f"{m}_mean"] <= summary[f"{m}_ci_hi"] + 1e-9).all()
+    for table in ("table1", "table2"):
+        comp = pd.read_csv(tables / f"{table}.csv")
+        printed = TABLE_SETTINGS[table]["values"]
+        for row in printed:
+            assert row in set(comp["row"]), row
+        assert {"paper", "ours", "rel_diff", "mean", "ci_lo", "ci_hi", "check", "ok", "convention"} <= set(comp)
+        ran = comp[comp["ran"] & comp["paper_printed"].notna()]
+        assert len(ran) > 0 and np.isfinite(ran["rel_diff"]).all()
+        assert set(comp["metric"]) >= {"avg_imbalance_pre", "energy_j_pre"}
+        md = (tables / f"{table}.md").read_text()
+        assert "Pre-step convention" in md and "paper convention" in md
+        assert "do not use the paper's setting" in md  # smoke scale is labelled as such
+    energy = pd.read_csv(tables / "worker_sweep_energy.csv")
+    assert set(energy["workers"]) == set(smoke_config["experiments"]["worker_sweep"]["workers"])
+    assert np.isfinite(energy["reduction_pct"]).all()
+    fit = pd.read_csv(tables / "decode_geometric_fit.csv")
+    assert list(fit["trace"]) == smoke_config["traces"]
+    assert ((fit["p"] > 0) & (fit["p"] < 1) & (fit["ks"] >= 0) & (fit["ks"] <= 1)).all()
+    traces = pd.read_csv(tables / "traces.csv")
+    assert len(traces) == len(smoke_config["traces"])
+
+
+def test_smoke_traces_canonical(smoke, smoke_config):
+    work, _ = smoke
+    for name in smoke_config["traces"]:
+        frame = pd.read_parquet(work / "results" / "traces" / f"{name}.parquet")
+        assert {"prefill_tokens", "decode_tokens"} <= set(frame.columns)
+        assert (frame["prefill_tokens"] >= 1).all() and (frame["decode_tokens"] >= 1).all()
+        stats = json.loads((work / "results" / "traces" / f"{name}.stats.json").read_text())
+        assert stats["rows"] == len(frame) and len(stats["sha256"]) == 64
+    azure = pd.read_parquet(work / "results" / "traces" / "azure_code.parquet")
+    assert "arrival_s" in azure.columns
+
+
+def test_smoke_runs_and_load_matrices(smoke, smoke_config):
+    work, _ = smoke
+    runs = all_runs(smoke_config)
+    recorded = {r.path for rs in trajectory_runs(smoke_config).values() for r in rs}
+    for run in runs:
+        d = work / "results" / "runs" / run.path
+        summary = json.loads((d / "summary.json").read_text())
+        assert summary["run"] == run.path and summary["workers"] == run.workers
+        assert summary["seed"] == run.seed and summary["requests"] == run.requests
+        series = pd.read_parquet(d / "series.parquet")
+        assert len(series) == summary["steps"]
+        assert {"clock", "dt", "imbalance_post", "imbalance_pre", "power_mean_post"} <= set(series.columns)
+        # load matrices only for the trajectory-figure runs
+        assert (d / "loads.npy").exists() == (run.path in recorded), run.path
+        if run.path in recorded:
+            loads = np.load(d / "loads.npy")
+            assert loads.shape == (summary["steps"], run.workers)
+        assert (work / "logs" / "runs" / (run.path + (".recorded.log" if run.path in recorded else ".log"))).exists()
+
+
+def test_smoke_figures(smoke, smoke_config):
+    work, _ = smoke
+    figs = work / "figures"
+    names = [f"distributions_{t}" for t in smoke_config["figures"]["distributions"]]
+    names += ["decode_geometric", "horizon_sweep", "worker_sweep", "energy_vs_workers"]
+    names += [f"load_trajectories_{e}" for e in smoke_config["figures"]["trajectories"]]
+    names += [f"power_timeseries_{e}" for e in smoke_config["figures"]["power"]]
+    for name in names:
+        pdf, png = figs / f"{name}.pdf", figs / f"{name}.png"
+        assert pdf.read_bytes()[:5] == b"%PDF-", name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert png.stat().st_size > 10_000, name
+    caption = (work / "results" / "report" / "decode_geometric_caption.rst").read_text()
+    for t in smoke_config["traces"]:
+        assert t in caption
+    assert "KS distance" in caption
+
+
+def test_smoke_report_has_every_figure_with_caption(smoke):
+    work, _ = smoke
+    html = (work / "report.html").read_text(errors="replace")
+    assert len(html) > 100_000
+    for needle in ("load_trajectories_table1.png", "horizon_sweep.png", "energy_vs_workers.png",
+                   "decode_geometric.png", "Kolmogorov-Smirnov", "Per-worker token load"):
+        assert needle in html, needle
+
+
+def test_smoke_is_complete_and_figures_do_not_rerun_simulations(smoke):
+    work, base = smoke
+    dry = snakemake(work, "-n", *base)
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+    forced = snakemake(work, "-n", *base, "-R", "fig_power_timeseries", "fig_horizon_sweep",
+                       "fig_load_trajectories")
+    out = forced.stdout + forced.stderr
+    assert "fig_power_timeseries" in out
+    assert "rule simulate" not in out and "simulate_recorded" not in out
+
+
+def test_lint_passes():
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "-s", str(REPO / "Snakefile"),
+                           "--configfile", str(SMOKE)], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Congratulations" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_missing_trace_names_file_and_both_remedies(tmp_path):
+    proc = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={tmp_path / 'nodata'}",
+                     check=False)
+    assert proc.returncode != 0
+    err = proc.stdout + proc.stderr
+    assert "Trace 'longbench' is missing" in err or "is missing" in err
+    assert "longbench_data_8000.json" in err or "_data_8000.json" in err
+    assert "data_dir" in err and "download=True" in err
+
+
+def test_download_rule_used_when_enabled(tmp_path):
+    proc = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={tmp_path / 'nodata'}",
+                     "download=True", "traces=[longbench,burstgpt]", check=False)
+    out = proc.stdout + proc.stderr
+    assert "rule download_trace" in out, out[-3000:]
+    assert "paper-traces/longbench_data_8000.json" in out
+
+
+def test_bad_config_stops_with_key(tmp_path):
+    proc = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", "slots=0", check=False)
+    assert proc.returncode != 0
+    assert "config key 'slots'" in proc.stdout + proc.stderr
