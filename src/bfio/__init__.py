@@ -13,9 +13,18 @@ Application to Large Language Model Serving". The package reads like the paper:
 - :mod:`bfio.metrics`    AvgImbalance, throughput, TPOT, energy (Section 6.3)
 """
 
-from bfio.constants import PaperConstants
-from bfio.workload import Workload, draw_workload
-from bfio.simulator import simulate, SimulationResult
-
 __all__ = ["PaperConstants", "Workload", "draw_workload", "simulate", "SimulationResult"]
 __version__ = "0.1.0"
+
+_LAZY = {"PaperConstants": "bfio.constants", "Workload": "bfio.workload", "draw_workload": "bfio.workload",
+         "simulate": "bfio.simulator", "SimulationResult": "bfio.simulator"}
+
+
+def __getattr__(name):
+    # Lazy so that ``import bfio.theory`` or a plotting script does not pay for
+    # the simulator's imports (numba, pandas) it never uses.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'bfio' has no attribute {name!r}")
