@@ -1,0 +1,168 @@
+"""BF-IO: Balance Future with Integer Optimization (Section 4, Algorithm 1).
+
+At every routing call the router solves the integer program (IO): choose
+``x_jg in {0, 1}`` admitting exactly ``U = min(|R_wait|, sum_g cap_g)``
+waiting requests, at most ``cap_g`` per worker, to minimize the accumulated
+predicted imbalance over the lookahead window
+
+    J = sum_{h=0..H} [ G max_g Lhat_g(h) - sum_g Lhat_g(h) ],
+
+where ``Lhat_g(h)`` are the predicted loads of the active requests (from the
+lookahead predictor) plus ``s_j + h`` for every request admitted to ``g``
+(``../shared/spec/semantics.md``, "BF-IO").
+
+Options (all keyword, validated; errors name the option):
+
+- ``horizon`` (``H``, default 0): lookahead window length;
+- ``predictor``: ``oracle`` (default) | ``noisy`` | ``none`` (:mod:`bfio.predictors`);
+- ``noise_low``/``noise_high`` (``d_lo``/``d_hi``, default 0.2 each): width of
+  the noisy predictor's ``U[1 - d_lo, 1 + d_hi]`` factor;
+- ``solver``: ``fast`` (default) | ``highs`` | ``gurobi`` (:mod:`bfio.solvers`);
+- ``admission``: ``free`` (default; Eq. (IO) as stated) | ``fifo`` (oldest ``U``
+  admitted, placement optimized) | ``aging:N`` (requests waiting ``N`` or more
+  steps are admitted first, the rest free);
+- ``on_solver_error``: ``fail`` (default) | ``fallback`` (gurobi -> highs -> fast);
+- ``time_limit_s`` (default 10): time limit per exact solve.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from bfio.errors import ConfigError
+from bfio.policies import register
+from bfio.policies.base import Policy, RoutingState
+from bfio.predictors import make_predictor
+from bfio.solvers import DEFAULT_TIME_LIMIT_S, SolverError, check_solver, solve
+from bfio.solvers.fast import size_order, solve_fast
+from bfio.solvers.instance import Instance, instance_from_state, parse_admission
+from bfio.solvers.profiles import predicted_loads
+
+MAX_HORIZON = 100_000
+LOCAL_SEARCH_ROUNDS = 8
+
+
+@register
+class BFIO(Policy):
+    name = "bfio"
+
+    def __init__(self, seed: int = 0, horizon=0, predictor="oracle", solver="fast", admission="free",
+                 on_solver_error="fail", noise_low=0.2, noise_high=0.2,
+                 time_limit_s=DEFAULT_TIME_LIMIT_S):
+        super().__init__(seed=seed)
+        if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 0 <= horizon <= MAX_HORIZON:
+            raise ConfigError(f"horizon: expected an integer in 0..{MAX_HORIZON}, got {horizon!r}")
+        self.horizon = int(horizon)
+        if predictor not in ("oracle", "noisy", "none"):
+            raise ConfigError(f"predictor: expected oracle | noisy | none, got {predictor!r}")
+        self.predictor = make_predictor(predictor, noise_low, noise_high, seed)
+        self.solver = check_solver(solver)
+        self.admission = admission
+        self.admission_mode, self.aging_steps = parse_admission(admission)
+        if on_solver_error not in ("fail", "fallback"):
+            raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_solver_error!r}")
+        self.on_solver_error = on_solver_error
+        if (isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float))
+                or not math.isfinite(time_limit_s) or time_limit_s <= 0):
+            raise ConfigError(f"time_limit_s: expected a positive number of seconds, got {time_limit_s!r}")
+        self.time_limit_s = float(time_limit_s)
+        self.capture = None  # optional callable(Instance) -> None, see capture_instances()
+        self.reset(0, 0)
+
+    # -- configuration ----------------------------------------------------------------
+    def describe(self) -> dict:
+        d = {"name": self.name, "horizon": self.horizon, "solver": self.solver, "admission": self.admission,
+             "on_solver_error": self.on_solver_error, **self.predictor.describe()}
+        if self.solver != "fast":
+            d["time_limit_s"] = self.time_limit_s
+        return d
+
+    def capture_instances(self, sink) -> None:
+        """Call ``sink(instance)`` with the Eq. (IO) instance of every routing call
+        (for saving real simulation steps and re-solving them with every backend)."""
+        self.capture = sink
+
+    def reset(self, workers: int, slots: int) -> None:
+        self._estimate = None
+        self._estimate_key = None
+        self._times: list[float] = []
+        self._gaps: list[float] = []
+        self._proven = 0
+        self._fallbacks = 0
+        self._forced = 0
+
+    # -- routing ----------------------------------------------------------------------
+    def _decode_estimate(self, workload) -> np.ndarray:
+        key = (id(workload), len(workload))
+        if self._estimate_key != key:
+            self._estimate = self.predictor.decode_estimate(workload.decode)
+            self._estimate_key = key
+        return self._estimate
+
+    def route(self, state: RoutingState) -> np.ndarray:
+        n = state.pool.shape[0]
+        U = state.admissible
+        if U == 0:
+            return np.full(n, -1, dtype=np.int64)
+        est = self._decode_estimate(state.workload)
+        t0 = time.perf_counter()
+        if self.solver == "fast" and self.capture is None:
+            assign = self._route_fast(state, est, U)
+        else:
+            inst = instance_from_state(state, est, self.horizon, self.admission)
+            if self.capture is not None:
+                self.capture(inst)
+            assign = self._route_exact(inst)
+        self._times.append(time.perf_counter() - t0)
+        admitted = int((assign >= 0).sum())
+        if admitted != U:  # pragma: no cover - guarded by the solvers
+            raise SolverError(self.solver, f"admitted {admitted} requests at step {state.step}, Eq. (IO) needs U = {U}")
+        return assign
+
+    def _forced_mask(self, n: int, U: int, ages: np.ndarray) -> np.ndarray:
+        forced = np.zeros(n, dtype=bool)
+        if U == n:
+            forced[:] = True
+        elif self.admission_mode == "fifo":
+            forced[:U] = True
+        elif self.admission_mode == "aging":
+            forced[np.flatnonzero(ages >= self.aging_steps)[:U]] = True
+        return forced
+
+    def _route_fast(self, state: RoutingState, est: np.ndarray, U: int) -> np.ndarray:
+        base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, self.horizon)
+        sizes = state.pool_prefill
+        n = sizes.shape[0]
+        ages = state.step - state.enter_step[state.pool]
+        forced = self._forced_mask(n, U, ages)
+        if self.admission_mode == "aging" and U < n:
+            self._forced += int(forced.sum())
+        return solve_fast(base, np.asarray(state.free, dtype=np.int64), sizes, forced, size_order(sizes), U,
+                          LOCAL_SEARCH_ROUNDS)
+
+    def _route_exact(self, inst: Instance) -> np.ndarray:
+        if self.admission_mode == "aging" and inst.admissible < inst.waiting:
+            self._forced += int(inst.forced().sum())
+        sol = solve(inst, self.solver, time_limit_s=self.time_limit_s, on_error=self.on_solver_error)
+        if sol.fallback_from is not None:
+            self._fallbacks += 1
+        self._proven += int(sol.proven_optimal)
+        self._gaps.append(sol.gap)
+        return sol.assign
+
+    def stats(self) -> dict:
+        t = np.asarray(self._times)
+        out = {"solver_calls": int(t.size), "solver_fallbacks": self._fallbacks}
+        if t.size:
+            out.update({"solver_s_p50": float(np.percentile(t, 50)), "solver_s_p99": float(np.percentile(t, 99)),
+                        "solver_s_max": float(t.max()), "solver_s_total": float(t.sum())})
+        if self._gaps:
+            g = np.asarray(self._gaps)
+            out.update({"solver_proven_optimal_frac": self._proven / len(g),
+                        "solver_gap_p50": float(np.median(g)), "solver_gap_max": float(g.max())})
+        if self.admission_mode == "aging":
+            out["aging_forced_admissions"] = self._forced
+        return out

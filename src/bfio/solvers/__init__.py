@@ -1,0 +1,94 @@
+"""Solvers of the BF-IO integer program (Eq. (IO), Section 4).
+
+``solve(instance, solver)`` with ``solver`` one of
+
+- ``fast`` (default): greedy placement plus local search in numba (:mod:`.fast`);
+- ``highs``: exact, HiGHS on the aggregated formulation (:mod:`.highs`);
+- ``gurobi``: exact, Gurobi on the same formulation (:mod:`.gurobi`).
+
+The exact backends are warm-started from the fast solution, run under a time
+limit and report the proven gap. ``on_error="fallback"`` moves to the next
+backend (gurobi -> highs -> fast) when one fails; ``"fail"`` raises
+:class:`SolverError` with a message naming the backend and how to switch.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from bfio.errors import ConfigError
+from bfio.solvers.result import Solution, SolverError
+
+SOLVERS = ("fast", "highs", "gurobi")
+FALLBACK = {"gurobi": "highs", "highs": "fast"}
+DEFAULT_TIME_LIMIT_S = 10.0
+
+
+def trivial_bound(inst) -> float:
+    """A lower bound on ``J``: the envelope cannot drop below the active loads'
+    ``max_g base_g(h)`` and the admitted volume is at most the forced requests
+    plus the largest others."""
+    U = inst.admissible
+    forced = inst.forced()
+    rest = np.sort(inst.sizes[~forced])[::-1][: max(0, U - int(forced.sum()))]
+    vol = int(inst.sizes[forced].sum()) + int(rest.sum())
+    H1 = inst.horizon + 1
+    return float(inst.lower_bound_envelope() - int(inst.base.sum()) - H1 * vol - U * (H1 - 1) * H1 // 2)
+
+
+def solve_fast_instance(inst, max_rounds: int = 8) -> Solution:
+    from bfio.solvers.fast import fast_assign
+
+    t0 = time.perf_counter()
+    assign = fast_assign(inst, max_rounds=max_rounds)
+    bound = trivial_bound(inst)
+    sol = Solution.make(inst, assign, solver="fast", status="heuristic", proven_optimal=False,
+                        bound=bound, wall_s=0.0)
+    if sol.objective <= bound:
+        sol.proven_optimal, sol.status = True, "heuristic (meets lower bound)"
+    sol.wall_s = time.perf_counter() - t0
+    return sol
+
+
+def check_solver(name) -> str:
+    if name not in SOLVERS:
+        raise ConfigError(f"solver: expected {' | '.join(SOLVERS)}, got {name!r}")
+    return name
+
+
+def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_error: str = "fail",
+          warm_start: Solution | None = None, threads: int = 1) -> Solution:
+    """Solve ``inst`` with ``solver``; see the module docstring."""
+    check_solver(solver)
+    if on_error not in ("fail", "fallback"):
+        raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_error!r}")
+    if solver == "fast" or inst.admissible == 0:
+        return solve_fast_instance(inst)
+    limit = DEFAULT_TIME_LIMIT_S if time_limit_s is None else float(time_limit_s)
+    t0 = time.perf_counter()
+    start = warm_start if warm_start is not None else solve_fast_instance(inst)
+    try:
+        if solver == "highs":
+            from bfio.solvers.highs import solve_highs as backend
+        else:
+            from bfio.solvers.gurobi import solve_gurobi as backend
+        remaining = max(0.05, limit - (time.perf_counter() - t0))
+        sol = backend(inst, time_limit_s=remaining, warm_start=start.assign, threads=threads)
+    except SolverError:
+        if on_error == "fail":
+            raise
+        nxt = FALLBACK[solver]
+        sol = start if nxt == "fast" else solve(inst, nxt, time_limit_s=limit, on_error=on_error,
+                                                warm_start=start, threads=threads)
+        sol.fallback_from = solver
+        return sol
+    if start.objective < sol.objective:  # never worse than the warm start
+        sol.assign, sol.objective = start.assign, start.objective
+    sol.wall_s = time.perf_counter() - t0
+    return sol
+
+
+__all__ = ["SOLVERS", "DEFAULT_TIME_LIMIT_S", "Solution", "SolverError", "solve", "check_solver",
+           "trivial_bound", "solve_fast_instance"]

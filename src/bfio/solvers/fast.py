@@ -1,0 +1,506 @@
+"""The default BF-IO solver: a greedy placement plus local search for Eq. (IO).
+
+Write ``E(h) = max_g Lhat_g(h)`` for the envelope of predicted loads. Because
+exactly ``U`` requests are admitted and each adds ``s_j + h`` at offset ``h``,
+
+    J = G sum_h E(h) - sum_{g,h} base_g(h) - (H + 1) sum_{admitted} s_j - U H (H + 1) / 2,
+
+so the integer program trades the envelope (weight ``G`` per token per offset)
+against admitted volume (weight ``H + 1`` per token). Adding a request of size
+``s`` to worker ``g`` changes ``J`` by
+
+    delta_g(s) = G sum_h max(0, s - c_g(h)) - (H + 1) s,   c_g(h) = E(h) - Lhat_g(h) - h,
+
+a convex piecewise-linear function of ``s`` whose minimum is at the
+``k``-th smallest ``c_g(h)``, ``k = floor(H / G)`` (for ``G > H`` the
+*headroom* ``min_h c_g(h)``: the largest request that does not raise the
+envelope at any offset). The solver
+
+1. places the requests that must be admitted (admission ``fifo``/``aging``, or
+   all of them when ``U = |R_wait|``) largest first, each on the worker where it
+   raises the envelope least (best fit among the workers where it fits);
+2. fills the remaining slots one at a time, each time taking the
+   (worker, request) pair with the most negative ``delta`` (the two waiting
+   requests around the minimizer of ``delta_g`` are the only candidates, by
+   convexity), keeping room on workers with several free slots for their
+   remaining slots;
+3. runs a local search to a local optimum: replace an admitted request by a
+   waiting one (free admission only), and move or swap admitted requests
+   between workers for the workers that set the envelope.
+
+Every step keeps the assignment feasible, so the result always satisfies
+Eq. (IO)'s constraints. Only workers with free slots change; the others enter
+through the fixed envelope ``Mo(h)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_NONE = -2  # index of an empty envelope entry
+_FIXED = -1  # index standing for the workers without free slots (Mo)
+
+
+@njit(cache=True)
+def _kth_smallest(c, k):
+    if k == 0:
+        m = c[0]
+        for h in range(1, c.shape[0]):
+            if c[h] < m:
+                m = c[h]
+        return m
+    tmp = np.sort(c)
+    return tmp[k]
+
+
+@njit(cache=True)
+def _bit_add(bit, pos, v):
+    """Fenwick tree over size-ordered positions, 1 = still waiting."""
+    i = pos + 1
+    n = bit.shape[0] - 1
+    while i <= n:
+        bit[i] += v
+        i += i & (-i)
+
+
+@njit(cache=True)
+def _bit_prefix(bit, pos):
+    """Number of waiting requests at positions ``0..pos``."""
+    i = pos + 1
+    s = 0
+    while i > 0:
+        s += bit[i]
+        i -= i & (-i)
+    return s
+
+
+@njit(cache=True)
+def _bit_kth(bit, k):
+    """Position of the ``k``-th (1-based) waiting request."""
+    n = bit.shape[0] - 1
+    pos = 0
+    step = 1
+    while step * 2 <= n:
+        step *= 2
+    while step > 0:
+        if pos + step <= n and bit[pos + step] < k:
+            pos += step
+            k -= bit[pos]
+        step //= 2
+    return pos  # 0-based position
+
+
+@njit(cache=True)
+def _find_le(ssorted, bit, x):
+    """Position (in size order) of the largest waiting request with size <= x, or -1.
+    Among equal sizes the oldest request sits last, so it is found first."""
+    pos = np.searchsorted(ssorted, x, side="right") - 1
+    if pos < 0:
+        return -1
+    c = _bit_prefix(bit, pos)
+    if c == 0:
+        return -1
+    return _bit_kth(bit, c)
+
+
+@njit(cache=True)
+def _find_gt(ssorted, bit, x):
+    """Position of the smallest waiting request with size > x, or -1."""
+    pos = np.searchsorted(ssorted, x, side="right")
+    c = _bit_prefix(bit, pos - 1) if pos > 0 else 0
+    total = _bit_prefix(bit, ssorted.shape[0] - 1)
+    if c >= total:
+        return -1
+    return _bit_kth(bit, c + 1)
+
+
+@njit(cache=True)
+def _raise_cost(c, s, G, H1):
+    """``delta(s) = G sum_h max(0, s - c(h)) - (H + 1) s``."""
+    tot = 0
+    for h in range(H1):
+        d = s - c[h]
+        if d > 0:
+            tot += d
+    return G * tot - H1 * s
+
+
+@njit(cache=True)
+def _column_scan(P, Mo, tv, ti, h):
+    """Top three of column ``h`` over ``{Mo} U touched workers``."""
+    nT = P.shape[0]
+    for k in range(3):
+        tv[k, h] = -1
+        ti[k, h] = _NONE
+    for t in range(-1, nT):
+        v = Mo[h] if t < 0 else P[t, h]
+        if v > tv[0, h]:
+            tv[2, h] = tv[1, h]
+            ti[2, h] = ti[1, h]
+            tv[1, h] = tv[0, h]
+            ti[1, h] = ti[0, h]
+            tv[0, h] = v
+            ti[0, h] = t
+        elif v > tv[1, h]:
+            tv[2, h] = tv[1, h]
+            ti[2, h] = ti[1, h]
+            tv[1, h] = v
+            ti[1, h] = t
+        elif v > tv[2, h]:
+            tv[2, h] = v
+            ti[2, h] = t
+
+
+@njit(cache=True)
+def _update_worker(P, Mo, tv, ti, t):
+    """Refresh the top-three structure after worker ``t``'s profile changed."""
+    H1 = P.shape[1]
+    for h in range(H1):
+        if ti[0, h] == t or ti[1, h] == t or ti[2, h] == t:
+            _column_scan(P, Mo, tv, ti, h)
+        else:
+            v = P[t, h]
+            if v > tv[0, h]:
+                tv[2, h] = tv[1, h]
+                ti[2, h] = ti[1, h]
+                tv[1, h] = tv[0, h]
+                ti[1, h] = ti[0, h]
+                tv[0, h] = v
+                ti[0, h] = t
+            elif v > tv[1, h]:
+                tv[2, h] = tv[1, h]
+                ti[2, h] = ti[1, h]
+                tv[1, h] = v
+                ti[1, h] = t
+            elif v > tv[2, h]:
+                tv[2, h] = v
+                ti[2, h] = t
+
+
+@njit(cache=True)
+def _excl1(tv, ti, t, h):
+    return tv[0, h] if ti[0, h] != t else tv[1, h]
+
+
+@njit(cache=True)
+def _excl2(tv, ti, a, b, h):
+    for k in range(3):
+        if ti[k, h] != a and ti[k, h] != b:
+            return tv[k, h]
+    return -1
+
+
+@njit(cache=True)
+def _headroom(E, P, t):
+    H1 = P.shape[1]
+    m = E[0] - P[t, 0]
+    for h in range(1, H1):
+        v = E[h] - P[t, h] - h
+        if v < m:
+            m = v
+    return m
+
+
+@njit(cache=True)
+def _place(P, E, t, s):
+    """Add a request of size ``s`` to touched worker ``t``; True if the envelope rose."""
+    H1 = P.shape[1]
+    rose = False
+    for h in range(H1):
+        P[t, h] += s + h
+        if P[t, h] > E[h]:
+            E[h] = P[t, h]
+            rose = True
+    return rose
+
+
+@njit(cache=True)
+def solve_fast(base, free, sizes, forced, order, U, max_rounds):
+    """Heuristic solution of Eq. (IO); returns request -> worker (or -1).
+
+    ``order`` sorts the waiting requests by size ascending, with the oldest last
+    among equal sizes. ``forced[j]`` marks requests that must be admitted.
+    """
+    G, H1 = base.shape
+    n = sizes.shape[0]
+    assign = np.full(n, -1, dtype=np.int64)
+    if U <= 0 or n == 0:
+        return assign
+    H = H1 - 1
+    kth = H // G
+    # touched workers (free slots) and the fixed envelope of the others
+    nT = 0
+    for g in range(G):
+        if free[g] > 0:
+            nT += 1
+    tw = np.empty(nT, dtype=np.int64)
+    Mo = np.zeros(H1, dtype=np.int64)
+    k = 0
+    for g in range(G):
+        if free[g] > 0:
+            tw[k] = g
+            k += 1
+        else:
+            for h in range(H1):
+                if base[g, h] > Mo[h]:
+                    Mo[h] = base[g, h]
+    P = np.empty((nT, H1), dtype=np.int64)
+    capl = np.empty(nT, dtype=np.int64)
+    E = Mo.copy()
+    for t in range(nT):
+        capl[t] = free[tw[t]]
+        for h in range(H1):
+            P[t, h] = base[tw[t], h]
+            if P[t, h] > E[h]:
+                E[h] = P[t, h]
+    ssorted = sizes[order]
+    taken = np.zeros(n, dtype=np.bool_)
+    rank = np.empty(n, dtype=np.int64)  # position of each request in size order
+    bit = np.zeros(n + 1, dtype=np.int64)
+    for q in range(n):
+        rank[order[q]] = q
+        _bit_add(bit, q, 1)
+    at = np.full(n, -1, dtype=np.int64)  # touched index per request
+    placed = 0
+
+    # 1. requests that must be admitted: largest first, best fit
+    minc = np.empty(nT, dtype=np.int64)
+    for t in range(nT):
+        minc[t] = _headroom(E, P, t)
+    for q in range(n - 1, -1, -1):
+        j = order[q]
+        if not forced[j] or placed >= U:
+            continue
+        s = sizes[j]
+        best = -1
+        for t in range(nT):
+            if capl[t] > 0 and minc[t] >= s and (best < 0 or minc[t] < minc[best]):
+                best = t
+        if best < 0:
+            bestd = 0
+            for t in range(nT):
+                if capl[t] == 0:
+                    continue
+                d = 0
+                for h in range(H1):
+                    x = s + h + P[t, h] - E[h]
+                    if x > 0:
+                        d += x
+                if best < 0 or d < bestd or (d == bestd and P[t, 0] < P[best, 0]):
+                    best = t
+                    bestd = d
+        rose = _place(P, E, best, s)
+        capl[best] -= 1
+        taken[j] = True
+        _bit_add(bit, rank[j], -1)
+        at[j] = best
+        placed += 1
+        if rose:
+            for t in range(nT):
+                minc[t] = _headroom(E, P, t)
+        else:
+            minc[best] = _headroom(E, P, best)
+
+    # 2. free choice: the most negative delta first
+    if placed < U:
+        bestd = np.zeros(nT, dtype=np.int64)
+        bestj = np.full(nT, -1, dtype=np.int64)
+        valid = np.zeros(nT, dtype=np.bool_)
+        c = np.empty(H1, dtype=np.int64)
+        while placed < U:
+            lo = _find_gt(ssorted, bit, -1)
+            smin = ssorted[lo] if lo >= 0 else 0
+            pick = -1
+            for t in range(nT):
+                if capl[t] == 0:
+                    continue
+                if not valid[t] or taken[bestj[t]]:
+                    r = capl[t] - 1
+                    for h in range(H1):
+                        c[h] = E[h] - P[t, h] - h - r * (smin + h)
+                    sstar = _kth_smallest(c, kth)
+                    bj = -1
+                    bd = 0
+                    p1 = _find_le(ssorted, bit, sstar)
+                    if p1 >= 0:
+                        bj = order[p1]
+                        bd = _raise_cost(c, sizes[bj], G, H1)
+                    p2 = _find_gt(ssorted, bit, sstar)
+                    if p2 >= 0:
+                        d2 = _raise_cost(c, sizes[order[p2]], G, H1)
+                        if bj < 0 or d2 < bd:
+                            bj = order[p2]
+                            bd = d2
+                    bestj[t] = bj
+                    bestd[t] = bd
+                    valid[t] = True
+                if pick < 0 or bestd[t] < bestd[pick]:
+                    pick = t
+            j = bestj[pick]
+            rose = _place(P, E, pick, sizes[j])
+            capl[pick] -= 1
+            taken[j] = True
+            _bit_add(bit, rank[j], -1)
+            at[j] = pick
+            placed += 1
+            valid[pick] = False
+            if rose:
+                for t in range(nT):
+                    valid[t] = False
+
+    # 3. local search
+    tv = np.empty((3, H1), dtype=np.int64)
+    ti = np.empty((3, H1), dtype=np.int64)
+    for h in range(H1):
+        _column_scan(P, Mo, tv, ti, h)
+    Pm = np.empty(H1, dtype=np.int64)
+    c = np.empty(H1, dtype=np.int64)
+    any_free = False
+    for j in range(n):
+        if not taken[j]:
+            any_free = True
+            break
+    for _round in range(max_rounds):
+        improved = False
+        # (a) replace an admitted request by a waiting one (free admission)
+        if any_free:
+            for j in range(n):
+                if at[j] < 0 or forced[j]:
+                    continue
+                t = at[j]
+                sj = sizes[j]
+                for h in range(H1):
+                    Pm[h] = P[t, h] - sj - h
+                    c[h] = _excl1(tv, ti, t, h) - Pm[h] - h
+                sstar = _kth_smallest(c, kth)
+                bw = -1
+                bd = 0
+                for side in range(2):
+                    if side == 0:
+                        p = _find_le(ssorted, bit, sstar)
+                    else:
+                        p = _find_gt(ssorted, bit, sstar)
+                    if p < 0:
+                        continue
+                    w = order[p]
+                    sw = sizes[w]
+                    d = 0
+                    for h in range(H1):
+                        o = _excl1(tv, ti, t, h)
+                        v = Pm[h] + sw + h
+                        d += (v if v > o else o) - tv[0, h]
+                    d = G * d - H1 * (sw - sj)
+                    if d < bd:
+                        bd = d
+                        bw = w
+                if bw >= 0:
+                    for h in range(H1):
+                        P[t, h] = Pm[h] + sizes[bw] + h
+                    taken[j] = False
+                    _bit_add(bit, rank[j], 1)
+                    at[j] = -1
+                    taken[bw] = True
+                    _bit_add(bit, rank[bw], -1)
+                    at[bw] = t
+                    _update_worker(P, Mo, tv, ti, t)
+                    improved = True
+        # (b) moves and swaps for the workers that set the envelope
+        for t in range(nT):
+            critical = False
+            for h in range(H1):
+                if ti[0, h] == t and tv[0, h] > tv[1, h]:
+                    critical = True
+                    break
+            if not critical:
+                continue
+            for j in range(n):
+                if at[j] != t:
+                    continue
+                sj = sizes[j]
+                for h in range(H1):
+                    Pm[h] = P[t, h] - sj - h
+                best_kind = 0
+                best_t2 = -1
+                best_j2 = -1
+                best_d = 0
+                # moves to workers with a free slot
+                for t2 in range(nT):
+                    if t2 == t or capl[t2] == 0:
+                        continue
+                    d = 0
+                    for h in range(H1):
+                        o = _excl2(tv, ti, t, t2, h)
+                        v1 = Pm[h]
+                        v2 = P[t2, h] + sj + h
+                        m = o if o > v1 else v1
+                        m = m if m > v2 else v2
+                        d += m - tv[0, h]
+                    if d < best_d:
+                        best_d = d
+                        best_kind = 1
+                        best_t2 = t2
+                # swaps with a smaller admitted request elsewhere
+                for j2 in range(n):
+                    t2 = at[j2]
+                    if t2 < 0 or t2 == t or sizes[j2] >= sj:
+                        continue
+                    s2 = sizes[j2]
+                    d = 0
+                    for h in range(H1):
+                        o = _excl2(tv, ti, t, t2, h)
+                        v1 = Pm[h] + s2 + h
+                        v2 = P[t2, h] - s2 + sj
+                        m = o if o > v1 else v1
+                        m = m if m > v2 else v2
+                        d += m - tv[0, h]
+                    if d < best_d:
+                        best_d = d
+                        best_kind = 2
+                        best_t2 = t2
+                        best_j2 = j2
+                if best_kind == 0:
+                    continue
+                t2 = best_t2
+                if best_kind == 1:
+                    for h in range(H1):
+                        P[t, h] = Pm[h]
+                        P[t2, h] += sj + h
+                    capl[t] += 1
+                    capl[t2] -= 1
+                    at[j] = t2
+                else:
+                    s2 = sizes[best_j2]
+                    for h in range(H1):
+                        P[t, h] = Pm[h] + s2 + h
+                        P[t2, h] += sj - s2
+                    at[j] = t2
+                    at[best_j2] = t
+                _update_worker(P, Mo, tv, ti, t)
+                _update_worker(P, Mo, tv, ti, t2)
+                improved = True
+                break  # worker t changed: re-check whether it is still critical next round
+        if not improved:
+            break
+    for j in range(n):
+        if at[j] >= 0:
+            assign[j] = tw[at[j]]
+    return assign
+
+
+def size_order(sizes: np.ndarray) -> np.ndarray:
+    """Waiting requests by size ascending; among equal sizes the oldest (lowest
+    index, the pool is oldest first) comes last, so "largest that fits" prefers it."""
+    n = sizes.shape[0]
+    return np.lexsort((-np.arange(n), sizes)).astype(np.int64)
+
+
+def fast_assign(inst, max_rounds: int = 8, forced: np.ndarray | None = None) -> np.ndarray:
+    """Solve an :class:`~bfio.solvers.instance.Instance` with the fast heuristic."""
+    sizes = inst.sizes
+    if forced is None:
+        forced = inst.forced()
+    return solve_fast(inst.base, inst.free, sizes, forced, size_order(sizes), inst.admissible, int(max_rounds))
+
+
+__all__ = ["solve_fast", "fast_assign", "size_order"]

@@ -1,0 +1,282 @@
+"""One BF-IO routing problem: the integer program (IO) of Section 4 as data.
+
+An :class:`Instance` holds what the integer program needs at one routing call
+(``../shared/spec/semantics.md``, "BF-IO"):
+
+- ``base[g, h]``: predicted load ``Lhat_g(h)`` of the requests already active on
+  worker ``g`` at offset ``h = 0..H``;
+- ``free[g]``: free slots ``cap_g``;
+- ``sizes[j]``, ``ages[j]``: prefill ``s_j`` and steps waited of the waiting
+  requests, oldest first;
+- ``admission``: ``free`` (the IO as stated), ``fifo`` (the oldest ``U`` are
+  admitted, only placement is optimized) or ``aging:N`` (requests that waited
+  ``N`` or more steps are admitted first).
+
+A newly admitted request ``j`` adds ``s_j + h`` at every offset, exactly
+``U = min(|R_wait|, sum_g cap_g)`` requests are admitted, and the objective is
+the accumulated predicted imbalance
+``J = sum_{h=0..H} [G max_g Lhat_g(h) - sum_g Lhat_g(h)]`` (Eq. (IO)).
+
+Instances are plain JSON (:func:`save_instance`, :func:`load_instance`) so any
+routing call can be saved and re-solved by every backend
+(``bfio solve --instance FILE --solver NAME``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bfio.errors import BfioError, ConfigError
+
+FORMAT = "bfio-instance/1"
+
+
+class InstanceError(BfioError, ValueError):
+    """A saved instance file is missing, unreadable or malformed (names file and field)."""
+
+    def __init__(self, path, message, field=None):
+        self.path = str(path)
+        self.field = field
+        where = f"file {self.path}" + (f", field '{field}'" if field else "")
+        super().__init__(f"{where}: {message}")
+
+
+def parse_admission(text) -> tuple[str, int]:
+    """``'free' | 'fifo' | 'aging:N'`` -> ``(mode, N)`` (``N = 0`` unless aging)."""
+    if text in ("free", "fifo"):
+        return text, 0
+    if isinstance(text, str) and text.startswith("aging:"):
+        tail = text[len("aging:"):]
+        if tail.isdigit() and int(tail) >= 1:
+            return "aging", int(tail)
+    raise ConfigError(f"admission: expected free | fifo | aging:N (N >= 1 steps), got {text!r}")
+
+
+@dataclass
+class Instance:
+    """The data of Eq. (IO) at one routing call (see the module docstring)."""
+
+    base: np.ndarray
+    free: np.ndarray
+    sizes: np.ndarray
+    ages: np.ndarray
+    admission: str = "free"
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.base = np.ascontiguousarray(np.atleast_2d(self.base), dtype=np.int64)
+        self.free = np.ascontiguousarray(self.free, dtype=np.int64).reshape(-1)
+        self.sizes = np.ascontiguousarray(self.sizes, dtype=np.int64).reshape(-1)
+        self.ages = np.ascontiguousarray(self.ages, dtype=np.int64).reshape(-1)
+        parse_admission(self.admission)
+
+    @property
+    def workers(self) -> int:
+        """``G``."""
+        return int(self.base.shape[0])
+
+    @property
+    def horizon(self) -> int:
+        """``H`` (the window has ``H + 1`` offsets)."""
+        return int(self.base.shape[1]) - 1
+
+    @property
+    def waiting(self) -> int:
+        return int(self.sizes.shape[0])
+
+    @property
+    def admissible(self) -> int:
+        """``U = min(|R_wait|, sum_g cap_g)``."""
+        return int(min(self.waiting, int(self.free.sum())))
+
+    def forced(self) -> np.ndarray:
+        """Mask of waiting requests that must be admitted under the admission rule.
+
+        ``fifo``: the oldest ``U``. ``aging:N``: requests with age ``>= N``, oldest
+        first, at most ``U`` of them. ``free``: none, unless every waiting request
+        fits (``U = |R_wait|``), when all of them are admitted whatever the rule.
+        """
+        mode, n_age = parse_admission(self.admission)
+        U = self.admissible
+        mask = np.zeros(self.waiting, dtype=bool)
+        if U == self.waiting:
+            mask[:] = True
+        elif mode == "fifo":
+            mask[:U] = True
+        elif mode == "aging":
+            idx = np.flatnonzero(self.ages >= n_age)[:U]
+            mask[idx] = True
+        return mask
+
+    # -- the objective of Eq. (IO) -------------------------------------------------------
+    def loads(self, assign: np.ndarray) -> np.ndarray:
+        """``Lhat_g(h)`` after admitting per ``assign`` (request -> worker or -1)."""
+        assign = np.asarray(assign, dtype=np.int64)
+        on = assign >= 0
+        G = self.workers
+        k = np.bincount(assign[on], minlength=G).astype(np.int64)
+        vol = np.zeros(G, dtype=np.int64)
+        np.add.at(vol, assign[on], self.sizes[on])
+        h = np.arange(self.horizon + 1, dtype=np.int64)
+        return self.base + vol[:, None] + k[:, None] * h[None, :]
+
+    def objective(self, assign: np.ndarray) -> int:
+        """``J = sum_h [G max_g Lhat_g(h) - sum_g Lhat_g(h)]`` as an exact integer."""
+        L = self.loads(assign)
+        return int(self.workers * int(L.max(axis=0).sum()) - int(L.sum()))
+
+    def lower_bound_envelope(self) -> int:
+        """``G sum_h max_g base_g(h)``: no assignment can lower the envelope below it."""
+        return int(self.workers * int(self.base.max(axis=0).sum()))
+
+    def check(self, assign) -> None:
+        """Raise :class:`ValueError` unless ``assign`` is feasible for Eq. (IO)."""
+        assign = np.asarray(assign)
+        if assign.shape != (self.waiting,):
+            raise ValueError(f"assignment has shape {assign.shape}, expected ({self.waiting},)")
+        if assign.dtype.kind not in "iu":
+            raise ValueError(f"assignment dtype {assign.dtype} is not integer")
+        if np.any((assign < -1) | (assign >= self.workers)):
+            raise ValueError("assignment names a worker outside 0..G-1 (or -1)")
+        counts = np.bincount(assign[assign >= 0], minlength=self.workers)
+        if np.any(counts > self.free):
+            g = int(np.flatnonzero(counts > self.free)[0])
+            raise ValueError(f"worker {g} gets {counts[g]} requests but has {self.free[g]} free slots")
+        if int(counts.sum()) != self.admissible:
+            raise ValueError(f"{int(counts.sum())} requests admitted, Eq. (IO) needs exactly U = {self.admissible}")
+        forced = self.forced()
+        if np.any(assign[forced] < 0):
+            raise ValueError(f"admission '{self.admission}' requires request {int(np.flatnonzero(forced & (assign < 0))[0])}")
+
+    def is_feasible(self, assign) -> bool:
+        try:
+            self.check(assign)
+        except ValueError:
+            return False
+        return True
+
+    # -- JSON ---------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "workers": self.workers, "horizon": self.horizon,
+                "admission": self.admission, "free": self.free.tolist(),
+                "base_loads": self.base.tolist(),
+                "waiting": {"prefill": self.sizes.tolist(), "age": self.ages.tolist()},
+                "meta": self.meta}
+
+
+def save_instance(inst: Instance, path) -> Path:
+    """Write ``inst`` as JSON (atomically)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(inst.to_dict()) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def _int_list(path, name, value, *, minimum=None, length=None):
+    if not isinstance(value, list):
+        raise InstanceError(path, f"expected a list of integers, got {type(value).__name__}", name)
+    for k, v in enumerate(value):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
+            raise InstanceError(path, f"entry {k} is {v!r}, expected an integer", name)
+        if minimum is not None and v < minimum:
+            raise InstanceError(path, f"entry {k} is {v}, expected >= {minimum}", name)
+    if length is not None and len(value) != length:
+        raise InstanceError(path, f"has {len(value)} entries, expected {length}", name)
+    return np.asarray(value, dtype=np.int64)
+
+
+def instance_from_dict(data, path="<dict>") -> Instance:
+    """Validate a decoded instance; every error names the file and field."""
+    if not isinstance(data, dict):
+        raise InstanceError(path, "expected a JSON object at top level")
+    fmt = data.get("format", FORMAT)
+    if fmt != FORMAT:
+        raise InstanceError(path, f"unknown format {fmt!r}, expected {FORMAT!r}", "format")
+    for key in ("free", "base_loads", "waiting"):
+        if key not in data:
+            raise InstanceError(path, "missing", key)
+    free = _int_list(path, "free", data["free"], minimum=0)
+    G = len(free)
+    if G < 1:
+        raise InstanceError(path, "needs at least one worker", "free")
+    rows = data["base_loads"]
+    if not isinstance(rows, list) or len(rows) != G:
+        raise InstanceError(path, f"expected {G} rows (one per worker, as in 'free')", "base_loads")
+    H = data.get("horizon")
+    width = None if H is None else H + 1
+    if H is not None and (not isinstance(H, int) or isinstance(H, bool) or H < 0):
+        raise InstanceError(path, f"expected an integer >= 0, got {H!r}", "horizon")
+    base = []
+    for g, row in enumerate(rows):
+        arr = _int_list(path, f"base_loads[{g}]", row, minimum=0, length=width)
+        width = len(arr)
+        base.append(arr)
+    if width is None or width < 1:
+        raise InstanceError(path, "rows must have H + 1 >= 1 entries", "base_loads")
+    if "workers" in data and data["workers"] != G:
+        raise InstanceError(path, f"says {data['workers']} workers but 'free' has {G}", "workers")
+    waiting = data["waiting"]
+    if not isinstance(waiting, dict) or "prefill" not in waiting:
+        raise InstanceError(path, "expected an object with 'prefill' (and optional 'age') lists", "waiting")
+    sizes = _int_list(path, "waiting.prefill", waiting["prefill"], minimum=1)
+    ages = _int_list(path, "waiting.age", waiting.get("age", [0] * len(sizes)), minimum=0, length=len(sizes))
+    admission = data.get("admission", "free")
+    try:
+        parse_admission(admission)
+    except ConfigError as e:
+        raise InstanceError(path, str(e), "admission") from None
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise InstanceError(path, "expected an object", "meta")
+    return Instance(base=np.vstack(base), free=free, sizes=sizes, ages=ages, admission=admission, meta=meta)
+
+
+def load_instance(path) -> Instance:
+    """Read and validate an instance JSON file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InstanceError(path, f"cannot read ({e.strerror or e})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InstanceError(path, f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    return instance_from_dict(data, path)
+
+
+def instance_from_state(state, decode_estimate: np.ndarray, horizon: int, admission: str = "free",
+                        meta: dict | None = None) -> Instance:
+    """Build the Eq. (IO) instance of a routing call from a
+    :class:`~bfio.policies.base.RoutingState` and a predictor's ``o_hat``."""
+    from bfio.solvers.profiles import predicted_loads
+
+    base = predicted_loads(state.slot_request, state.workload.prefill, state.generated,
+                           decode_estimate, int(horizon))
+    ages = state.step - state.enter_step[state.pool]
+    return Instance(base=base, free=np.asarray(state.free, dtype=np.int64), sizes=state.pool_prefill,
+                    ages=ages, admission=admission, meta={"step": int(state.step), **(meta or {})})
+
+
+def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None = None) -> dict:
+    """Load an instance file, solve it with ``solver`` and return a JSON-ready dict
+    with ``objective``, ``assignment`` (request index -> worker or -1),
+    ``proven_optimal``, ``wall_s`` and the solver's bound and status."""
+    from bfio.solvers import solve
+
+    inst = load_instance(path)
+    sol = solve(inst, solver, time_limit_s=time_limit_s)
+    return {"instance": str(path), "workers": inst.workers, "horizon": inst.horizon,
+            "waiting": inst.waiting, "admissible": inst.admissible, "admission": inst.admission,
+            **sol.to_dict()}
+
+
+__all__ = ["FORMAT", "Instance", "InstanceError", "parse_admission", "save_instance", "load_instance",
+           "instance_from_dict", "instance_from_state", "solve_instance_file"]
