@@ -42,7 +42,7 @@ from bfio.solvers.instance import Instance, instance_from_state, parse_admission
 from bfio.solvers.profiles import predicted_loads
 
 MAX_HORIZON = 100_000
-LOCAL_SEARCH_ROUNDS = 8
+LOCAL_SEARCH_ROUNDS = 4
 
 
 @register

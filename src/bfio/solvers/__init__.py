@@ -38,7 +38,7 @@ def trivial_bound(inst) -> float:
     return float(inst.lower_bound_envelope() - int(inst.base.sum()) - H1 * vol - U * (H1 - 1) * H1 // 2)
 
 
-def solve_fast_instance(inst, max_rounds: int = 8) -> Solution:
+def solve_fast_instance(inst, max_rounds: int = 4) -> Solution:
     from bfio.solvers.fast import fast_assign
 
     t0 = time.perf_counter()

@@ -356,6 +356,8 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds):
         _column_scan(P, Mo, tv, ti, h)
     Pm = np.empty(H1, dtype=np.int64)
     c = np.empty(H1, dtype=np.int64)
+    adm = np.empty(n, dtype=np.int64)
+    slack = np.empty(nT, dtype=np.int64)
     any_free = False
     for j in range(n):
         if not taken[j]:
@@ -406,6 +408,17 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds):
                     _update_worker(P, Mo, tv, ti, t)
                     improved = True
         # (b) moves and swaps for the workers that set the envelope
+        nadm = 0
+        for j in range(n):
+            if at[j] >= 0:
+                adm[nadm] = j
+                nadm += 1
+        for t in range(nT):
+            slack[t] = tv[0, 0] - P[t, 0]
+            for h in range(1, H1):
+                v = tv[0, h] - P[t, h]
+                if v < slack[t]:
+                    slack[t] = v
         for t in range(nT):
             critical = False
             for h in range(H1):
@@ -414,7 +427,8 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds):
                     break
             if not critical:
                 continue
-            for j in range(n):
+            for q in range(nadm):
+                j = adm[q]
                 if at[j] != t:
                     continue
                 sj = sizes[j]
@@ -440,10 +454,11 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds):
                         best_d = d
                         best_kind = 1
                         best_t2 = t2
-                # swaps with a smaller admitted request elsewhere
-                for j2 in range(n):
+                # swaps with a smaller admitted request on a worker with room for the difference
+                for q2 in range(nadm):
+                    j2 = adm[q2]
                     t2 = at[j2]
-                    if t2 < 0 or t2 == t or sizes[j2] >= sj:
+                    if t2 < 0 or t2 == t or sizes[j2] >= sj or slack[t2] < sj - sizes[j2]:
                         continue
                     s2 = sizes[j2]
                     d = 0
@@ -478,6 +493,12 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds):
                     at[best_j2] = t
                 _update_worker(P, Mo, tv, ti, t)
                 _update_worker(P, Mo, tv, ti, t2)
+                for tt in (t, t2):
+                    slack[tt] = tv[0, 0] - P[tt, 0]
+                    for h in range(1, H1):
+                        v = tv[0, h] - P[tt, h]
+                        if v < slack[tt]:
+                            slack[tt] = v
                 improved = True
                 break  # worker t changed: re-check whether it is still critical next round
         if not improved:
@@ -495,7 +516,7 @@ def size_order(sizes: np.ndarray) -> np.ndarray:
     return np.lexsort((-np.arange(n), sizes)).astype(np.int64)
 
 
-def fast_assign(inst, max_rounds: int = 8, forced: np.ndarray | None = None) -> np.ndarray:
+def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> np.ndarray:
     """Solve an :class:`~bfio.solvers.instance.Instance` with the fast heuristic."""
     sizes = inst.sizes
     if forced is None:

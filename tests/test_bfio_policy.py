@@ -1,0 +1,97 @@
+"""The ``bfio`` policy in the simulator: option validation, determinism,
+predictors, admission rules, exact backends on small runs, and the CLI."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bfio.cli import main
+from bfio.errors import ConfigError
+from bfio.policies import make_policy
+from bfio.predictors import make_predictor
+from bfio.simulator import simulate
+from bfio.solvers.brute import brute_force
+from bfio.solvers.instance import instance_from_state
+from bfio.workload import Workload
+
+
+def small_workload(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    return Workload(prefill=rng.integers(50, 5000, n), decode=rng.integers(1, 40, n))
+
+
+@pytest.mark.parametrize("opts, key", [
+    ({"horizon": -1}, "horizon"), ({"horizon": 1.5}, "horizon"), ({"predictor": "magic"}, "predictor"),
+    ({"solver": "cplex"}, "solver"), ({"admission": "x"}, "admission"), ({"admission": "aging:0"}, "admission"),
+    ({"on_solver_error": "retry"}, "on_solver_error"), ({"time_limit_s": 0}, "time_limit_s"),
+    ({"predictor": "noisy", "noise_low": -0.1}, "noise_low"), ({"color": 1}, "color"),
+])
+def test_bad_options_name_the_option(opts, key):
+    with pytest.raises((ConfigError, TypeError), match=key):
+        make_policy("bfio", **opts)
+
+
+@pytest.mark.parametrize("admission", ["free", "fifo", "aging:3"])
+@pytest.mark.parametrize("predictor", ["oracle", "noisy", "none"])
+def test_simulation_runs_and_is_deterministic(admission, predictor):
+    w = small_workload()
+    opts = {"horizon": 5, "predictor": predictor, "admission": admission}
+    a = simulate(w, 4, 6, "bfio", seed=7, policy_options=opts)
+    b = simulate(w, 4, 6, "bfio", seed=7, policy_options=opts)
+    assert a.metrics["avg_imbalance"] == b.metrics["avg_imbalance"]
+    assert a.requests["worker"].equals(b.requests["worker"])
+    for k in ("wait_steps_p50", "wait_steps_p99", "wait_steps_max", "wait_s_p99", "solver_s_p50", "solver_s_p99"):
+        assert k in a.metrics
+
+
+def test_aging_bounds_the_wait():
+    w = small_workload(600, seed=1)
+    free = simulate(w, 4, 6, "bfio", policy_options={"horizon": 5})
+    aged = simulate(w, 4, 6, "bfio", policy_options={"horizon": 5, "admission": "aging:5"})
+    assert aged.metrics["wait_steps_max"] <= free.metrics["wait_steps_max"]
+
+
+def test_noisy_predictor_model():
+    o = np.arange(1, 2001)
+    est = make_predictor("noisy", 0.3, 0.1, seed=5).decode_estimate(o)
+    assert np.all(est >= 1)
+    assert np.all(est >= np.floor(o * 0.7) - 1) and np.all(est <= np.ceil(o * 1.1) + 1)
+    assert np.array_equal(est, make_predictor("noisy", 0.3, 0.1, seed=5).decode_estimate(o))
+    assert np.array_equal(make_predictor("oracle").decode_estimate(o), o)
+
+
+class Recorder:
+    def __init__(self):
+        self.items = []
+
+    def __call__(self, inst):
+        self.items.append(inst)
+
+
+def test_every_routing_call_solves_the_io_exactly_with_highs():
+    w = small_workload(120, seed=2)
+    pol = make_policy("bfio", horizon=3, solver="highs")
+    rec = Recorder()
+    pol.capture_instances(rec)
+    r = simulate(w, 3, 2, pol)
+    assert r.metrics["solver_proven_optimal_frac"] == 1.0
+    small = [i for i in rec.items if (int((i.free > 0).sum()) + 1) ** i.waiting <= 50_000]
+    assert small
+    for inst in small[:20]:
+        J, _ = brute_force(inst)
+        assert J == __import__("bfio.solvers", fromlist=["solve"]).solve(inst, "highs").objective
+
+
+def test_cli_simulate_bfio(tmp_path, capsys):
+    trace = tmp_path / "t.csv"
+    rng = np.random.default_rng(0)
+    rows = "\n".join(f"{a},{b}" for a, b in zip(rng.integers(10, 900, 200), rng.integers(1, 30, 200)))
+    trace.write_text("input_length,output_length\n" + rows + "\n")
+    code = main(["simulate", "--trace", str(trace), "--requests", "200", "--workers", "4", "--slots", "4",
+                 "--policy", "bfio", "--horizon", "5", "--solver", "fast", "--predictor", "oracle",
+                 "--admission", "free", "--json", "-"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    for k in ("avg_imbalance", "throughput", "tpot", "energy_j", "wait_steps_p99", "solver_s_p50", "solver_s_p99"):
+        assert k in out
