@@ -32,10 +32,10 @@ def plot_energy_vs_workers(energy: pd.DataFrame, title: str = "", metric: str = 
                      capsize=2, label="energy reduction (right axis)", **line_style(2))
     handles.append(h)
     ax2.set_ylabel(f"energy reduction of {row_label(target)} vs {row_label(base)} (%)")
-    ax.legend(handles=handles, loc="upper left", fontsize=7)
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, bbox_to_anchor=(0.5, -0.01))
     n = int(energy["n_seeds"].max())
     ax.set_title((title + ": " if title else "") + f"mean over {n} seed(s); reduction with 95% CI", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
