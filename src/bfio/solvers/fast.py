@@ -216,7 +216,18 @@ def _place(P, E, t, s):
 
 
 @njit(cache=True)
-def solve_fast(base, free, sizes, forced, order, U, max_rounds):
+def _prefer(capl, P, a, b, spread):
+    """Tie-break among equal-``delta`` choices: worker ``a`` before ``b`` if it has
+    more free slots, then a lower current predicted load."""
+    if not spread:
+        return False
+    if capl[a] != capl[b]:
+        return capl[a] > capl[b]
+    return P[a, 0] < P[b, 0]
+
+
+@njit(cache=True)
+def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
     """Heuristic solution of Eq. (IO); returns request -> worker (or -1).
 
     ``order`` sorts the waiting requests by size ascending, with the oldest last
@@ -275,8 +286,9 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds):
         s = sizes[j]
         best = -1
         for t in range(nT):
-            if capl[t] > 0 and minc[t] >= s and (best < 0 or minc[t] < minc[best]):
-                best = t
+            if capl[t] > 0 and minc[t] >= s:
+                if best < 0 or (_prefer(capl, P, t, best, spread) if spread else minc[t] < minc[best]):
+                    best = t
         if best < 0:
             bestd = 0
             for t in range(nT):
@@ -335,7 +347,8 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds):
                     bestj[t] = bj
                     bestd[t] = bd
                     valid[t] = True
-                if pick < 0 or bestd[t] < bestd[pick]:
+                if pick < 0 or bestd[t] < bestd[pick] or (
+                        spread and bestd[t] == bestd[pick] and _prefer(capl, P, t, pick, spread)):
                     pick = t
             j = bestj[pick]
             rose = _place(P, E, pick, sizes[j])
