@@ -151,3 +151,12 @@ def test_prepare_trace_rejects_wrong_checksum(tmp_path):
     bad.write_text('{"data": [{"input_length": 3, "output_length": 2}]}')
     with pytest.raises(ChecksumError, match="expected"):
         prepare_trace("burstgpt", bad, tmp_path / "t.parquet", tmp_path / "t.json")
+
+
+def test_code_fingerprints_separate_simulation_from_figures():
+    from bfio.experiments import SIMULATION_SOURCES, code_fingerprint
+
+    sim = code_fingerprint(SIMULATION_SOURCES)
+    assert sim == code_fingerprint(SIMULATION_SOURCES) and len(sim) == 16
+    assert code_fingerprint(["tables.py"]) != code_fingerprint(["paper.py"])
+    assert not any(s.startswith("figures") or s == "tables.py" for s in SIMULATION_SOURCES)

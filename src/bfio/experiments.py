@@ -147,6 +147,35 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
     return out
 
 
+# --------------------------------------------------------------------------- code
+
+#: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
+SIMULATION_SOURCES = ("constants.py", "kernels.py", "metrics.py", "power.py", "simulator.py", "workload.py",
+                      "predictors.py", "policies", "solvers")
+
+
+def code_fingerprint(sources) -> str:
+    """sha256 (first 16 hex digits) of the given ``bfio`` source files or
+    directories (``*.py`` inside, recursively), relative to the package.
+
+    The workflow passes it as a rule parameter so Snakemake's params rerun
+    trigger reruns exactly the jobs whose code changed: simulations when the
+    simulator, a policy or a solver changes; a figure when its module changes.
+    """
+    import hashlib
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for src in sources:
+        path = root / src
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            if f.exists():
+                h.update(str(f.relative_to(root)).encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 # --------------------------------------------------------------------------- config
 
 def _default_filling_validator():
@@ -423,7 +452,7 @@ def script_log(path, name: str = "bfio"):
             root.removeHandler(handler)
 
 
-__all__ = ["RunSpec", "parse_row", "experiment_rows", "experiment_runs", "all_runs", "trajectory_runs",
+__all__ = ["code_fingerprint", "SIMULATION_SOURCES", "RunSpec", "parse_row", "experiment_rows", "experiment_runs", "all_runs", "trajectory_runs",
            "figure_runs", "reference_seed", "validate_config", "missing_trace_message", "download_trace",
            "prepare_trace", "trace_stats", "run_one", "collect_runs", "read_summary", "write_json",
            "script_log", "METRICS", "RUN_WILDCARD"]

@@ -2,6 +2,8 @@
 # the config, input functions. All logic lives in bfio.experiments.
 from bfio.experiments import (
     RUN_WILDCARD,
+    SIMULATION_SOURCES,
+    code_fingerprint,
     RunSpec,
     all_runs,
     experiment_runs,
@@ -29,6 +31,15 @@ FIG = config["figures"]
 HSWEEP = FIG["horizon_sweep"] if FIG["horizon_sweep"] in config["experiments"] else None
 GSWEEP = FIG["worker_sweep"] if FIG["worker_sweep"] in config["experiments"] else None
 FIG_FORMATS = ["pdf", "png"]
+# Fingerprints of the package code behind each kind of job (params => rerun
+# when that code changes; figure code never touches simulations).
+SIM_CODE = code_fingerprint(SIMULATION_SOURCES)
+TABLE_CODE = code_fingerprint(["tables.py", "paper.py"])
+
+
+def figure_code(module):
+    return code_fingerprint(["figures/style.py", f"figures/{module}.py"])
+
 DOWNLOAD_DIR = config["download_dir"].rstrip("/")
 TRACE_BY_RELPATH = {t.relpath: t for t in KNOWN_TRACES.values()}
 

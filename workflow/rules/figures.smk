@@ -15,6 +15,8 @@ rule fig_distributions:
             subcategory="Traces",
             labels={"figure": "length distributions", "trace": "{trace}"},
         ),
+    params:
+        code=figure_code("distributions"),
     log:
         "logs/figures/distributions_{trace}.log",
     conda:
@@ -41,6 +43,7 @@ rule fig_decode_geometric:
             labels={"figure": "decode lengths vs geometric fit"},
         ),
     params:
+        code=figure_code("decode_geometric"),
         traces=config["traces"],
     log:
         "logs/figures/decode_geometric.log",
@@ -64,6 +67,7 @@ rule fig_load_trajectories:
             labels={"figure": "load trajectories", "experiment": "{experiment}"},
         ),
     params:
+        code=figure_code("load_trajectories"),
         rows=lambda wc: FIG["trajectories"][wc.experiment],
         sample_workers=FIG["sample_workers"],
         sample_seed=FIG["sample_seed"],
@@ -94,6 +98,7 @@ rule fig_power_timeseries:
             labels={"figure": "mean power over time", "experiment": "{experiment}"},
         ),
     params:
+        code=figure_code("power_timeseries"),
         rows=lambda wc: FIG["power"][wc.experiment],
         title=lambda wc: config["experiments"][wc.experiment]["description"],
     log:
@@ -116,6 +121,8 @@ rule fig_horizon_sweep:
             subcategory="Sweeps",
             labels={"figure": "effect of lookahead H"},
         ),
+    params:
+        code=figure_code("horizon_sweep"),
     log:
         "logs/figures/horizon_sweep.log",
     conda:
@@ -137,6 +144,7 @@ rule fig_worker_sweep:
             labels={"figure": "imbalance and throughput vs G"},
         ),
     params:
+        code=figure_code("worker_sweep"),
         rows=[FIG["worker_sweep_baseline"], FIG["worker_sweep_target"]],
     log:
         "logs/figures/worker_sweep.log",
@@ -158,6 +166,8 @@ rule fig_energy_vs_workers:
             subcategory="Sweeps",
             labels={"figure": "energy vs G"},
         ),
+    params:
+        code=figure_code("energy_vs_workers"),
     log:
         "logs/figures/energy_vs_workers.log",
     conda:

@@ -11,6 +11,7 @@ rule simulate:
         series="results/runs/{run}/series.parquet",
     params:
         bfio=config["bfio"],
+        code=SIM_CODE,
     log:
         "logs/runs/{run}.log",
     conda:

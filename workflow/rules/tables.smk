@@ -11,6 +11,7 @@ rule experiment_summary:
         csv="results/tables/{experiment}_summary.csv",
         md="results/tables/{experiment}_summary.md",
     params:
+        code=TABLE_CODE,
         ref_seed=reference_seed(config),
         title=lambda wc: config["experiments"][wc.experiment]["description"] or wc.experiment,
     log:
@@ -32,6 +33,7 @@ rule paper_table:
         ),
         md="results/tables/{table}.md",
     params:
+        code=TABLE_CODE,
         ref_seed=reference_seed(config),
     wildcard_constraints:
         table="table1|table2",
@@ -50,6 +52,7 @@ rule worker_sweep_energy:
         csv="results/tables/worker_sweep_energy.csv",
         md="results/tables/worker_sweep_energy.md",
     params:
+        code=TABLE_CODE,
         baseline=FIG["worker_sweep_baseline"],
         target=FIG["worker_sweep_target"],
         ref_seed=reference_seed(config),
@@ -68,6 +71,7 @@ rule decode_geometric_fit:
         csv="results/tables/decode_geometric_fit.csv",
         md="results/tables/decode_geometric_fit.md",
     params:
+        code=figure_code("decode_geometric"),
         traces=config["traces"],
     log:
         "logs/tables/decode_geometric_fit.log",
