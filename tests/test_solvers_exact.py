@@ -71,3 +71,42 @@ def test_admission_rules_respected(instances, highs_solutions):
         forced = inst.forced()
         assert np.all(sol.assign[forced] >= 0)
         assert int((sol.assign >= 0).sum()) == inst.admissible
+
+
+def _with_lifetimes(inst, rng):
+    from bfio.solvers.instance import Instance
+
+    life = rng.integers(1, inst.horizon + 3, size=inst.waiting)
+    return Instance(base=inst.base, free=inst.free, sizes=inst.sizes, ages=inst.ages,
+                    admission=inst.admission, lifetimes=life)
+
+
+def test_predicted_new_requests_fast_vs_brute(instances):
+    """new_requests='predicted' (per-request lifetimes): brute force evaluates J
+    like Instance.objective, and the fast solver is feasible, never below it,
+    with a median gap <= 1%."""
+    rng = np.random.default_rng(7)
+    gaps = []
+    for inst0 in instances:
+        inst = _with_lifetimes(inst0, rng)
+        a = solve(inst, "fast").assign
+        inst.check(a)
+        if enumeration_size(inst) > 20_000:
+            continue
+        J, b = brute_force(inst)
+        assert J == inst.objective(b)
+        Jf = inst.objective(a)
+        assert Jf >= J
+        gaps.append((Jf - J) / max(1, abs(J)))
+    assert len(gaps) >= 50
+    assert float(np.median(gaps)) <= 0.01
+
+
+def test_predicted_lifetimes_at_full_window_equal_persist(instances):
+    from bfio.solvers.instance import Instance
+
+    for inst in instances[:50]:
+        full = Instance(base=inst.base, free=inst.free, sizes=inst.sizes, ages=inst.ages,
+                        admission=inst.admission, lifetimes=np.full(inst.waiting, inst.horizon + 1))
+        a = solve(inst, "fast").assign
+        assert full.objective(a) == inst.objective(a)

@@ -87,3 +87,27 @@ def test_gurobi_size_limit_fails_or_falls_back():
     sol = solve(inst, "gurobi", time_limit_s=5, on_error="fallback")
     assert sol.fallback_from == "gurobi"
     inst.check(sol.assign)
+
+
+def test_lifetimes_round_trip_and_exact_backends_refuse(tmp_path):
+    import numpy as np
+    import pytest as _pytest
+
+    from bfio.errors import ConfigError
+    from bfio.policies.bfio import BFIO
+    from bfio.solvers import solve
+    from bfio.solvers.instance import Instance, load_instance, save_instance
+
+    inst = Instance(base=[[5, 6, 0], [9, 0, 0]], free=[1, 1], sizes=[2, 3], ages=[4, 0], lifetimes=[1, 5])
+    assert inst.lifetimes.tolist() == [1, 3]  # clipped to H + 1
+    back = load_instance(save_instance(inst, tmp_path / "i.json"))
+    assert back.lifetimes.tolist() == [1, 3]
+    a = np.array([0, 1])
+    assert back.objective(a) == inst.objective(a)
+    assert inst.loads(a).tolist() == [[7, 6, 0], [12, 4, 5]]
+    with _pytest.raises(ConfigError, match="predicted"):
+        solve(inst, "highs")
+    with _pytest.raises(ConfigError, match="new_requests"):
+        BFIO(new_requests="maybe")
+    with _pytest.raises(ConfigError, match="fast"):
+        BFIO(new_requests="predicted", solver="highs")

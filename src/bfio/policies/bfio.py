@@ -22,7 +22,10 @@ Options (all keyword, validated; errors name the option):
   admitted, placement optimized) | ``aging:N`` (requests waiting ``N`` or more
   steps are admitted first, the rest free);
 - ``on_solver_error``: ``fail`` (default) | ``fallback`` (gurobi -> highs -> fast);
-- ``time_limit_s`` (default 10): time limit per exact solve.
+- ``time_limit_s`` (default 10): time limit per exact solve;
+- ``new_requests``: ``persist`` (default; the spec: a new request adds ``s_j + h``
+  at every offset) | ``predicted`` (the predictor's ``o_hat_j`` also truncates new
+  requests: ``s_j + h`` while ``h < o_hat_j``; fast solver only).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from bfio.policies import register
 from bfio.policies.base import Policy, RoutingState
 from bfio.predictors import make_predictor
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, SolverError, check_solver, solve
-from bfio.solvers.fast import size_order, solve_fast
+from bfio.solvers.fast import size_order, solve_fast, solve_fast_life
 from bfio.solvers.instance import Instance, instance_from_state, parse_admission
 from bfio.solvers.profiles import predicted_loads
 
@@ -51,7 +54,7 @@ class BFIO(Policy):
 
     def __init__(self, seed: int = 0, horizon=0, predictor="oracle", solver="fast", admission="free",
                  on_solver_error="fail", noise_low=0.2, noise_high=0.2,
-                 time_limit_s=DEFAULT_TIME_LIMIT_S):
+                 time_limit_s=DEFAULT_TIME_LIMIT_S, new_requests="persist"):
         super().__init__(seed=seed)
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 0 <= horizon <= MAX_HORIZON:
             raise ConfigError(f"horizon: expected an integer in 0..{MAX_HORIZON}, got {horizon!r}")
@@ -69,13 +72,20 @@ class BFIO(Policy):
                 or not math.isfinite(time_limit_s) or time_limit_s <= 0):
             raise ConfigError(f"time_limit_s: expected a positive number of seconds, got {time_limit_s!r}")
         self.time_limit_s = float(time_limit_s)
+        if new_requests not in ("persist", "predicted"):
+            raise ConfigError(f"new_requests: expected persist | predicted, got {new_requests!r}")
+        if new_requests == "predicted" and self.solver != "fast":
+            raise ConfigError(f"new_requests: 'predicted' is supported by solver='fast' only (got solver={self.solver!r}); "
+                              "the exact backends solve the aggregated model of persisting new requests")
+        self.new_requests = new_requests
         self.capture = None  # optional callable(Instance) -> None, see capture_instances()
         self.reset(0, 0)
 
     # -- configuration ----------------------------------------------------------------
     def describe(self) -> dict:
         d = {"name": self.name, "horizon": self.horizon, "solver": self.solver, "admission": self.admission,
-             "on_solver_error": self.on_solver_error, **self.predictor.describe()}
+             "on_solver_error": self.on_solver_error, "new_requests": self.new_requests,
+             **self.predictor.describe()}
         if self.solver != "fast":
             d["time_limit_s"] = self.time_limit_s
         return d
@@ -112,7 +122,7 @@ class BFIO(Policy):
         if self.solver == "fast" and self.capture is None:
             assign = self._route_fast(state, est, U)
         else:
-            inst = instance_from_state(state, est, self.horizon, self.admission)
+            inst = instance_from_state(state, est, self.horizon, self.admission, new_requests=self.new_requests)
             if self.capture is not None:
                 self.capture(inst)
             assign = self._route_exact(inst)
@@ -140,8 +150,11 @@ class BFIO(Policy):
         forced = self._forced_mask(n, U, ages)
         if self.admission_mode == "aging" and U < n:
             self._forced += int(forced.sum())
-        return solve_fast(base, np.asarray(state.free, dtype=np.int64), sizes, forced, size_order(sizes), U,
-                          LOCAL_SEARCH_ROUNDS)
+        free = np.asarray(state.free, dtype=np.int64)
+        if self.new_requests == "predicted":
+            life = np.maximum(1, est[state.pool])
+            return solve_fast_life(base, free, sizes, life, forced, U, LOCAL_SEARCH_ROUNDS)
+        return solve_fast(base, free, sizes, forced, size_order(sizes), U, LOCAL_SEARCH_ROUNDS)
 
     def _route_exact(self, inst: Instance) -> np.ndarray:
         if self.admission_mode == "aging" and inst.admissible < inst.waiting:

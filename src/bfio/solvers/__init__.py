@@ -32,9 +32,13 @@ def trivial_bound(inst) -> float:
     plus the largest others."""
     U = inst.admissible
     forced = inst.forced()
+    H1 = inst.horizon + 1
+    if inst.lifetimes is not None:
+        v = inst.profiles().sum(axis=1)
+        rest = np.sort(v[~forced])[::-1][: max(0, U - int(forced.sum()))]
+        return float(inst.lower_bound_envelope() - int(inst.base.sum()) - int(v[forced].sum()) - int(rest.sum()))
     rest = np.sort(inst.sizes[~forced])[::-1][: max(0, U - int(forced.sum()))]
     vol = int(inst.sizes[forced].sum()) + int(rest.sum())
-    H1 = inst.horizon + 1
     return float(inst.lower_bound_envelope() - int(inst.base.sum()) - H1 * vol - U * (H1 - 1) * H1 // 2)
 
 
@@ -66,6 +70,10 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
         raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_error!r}")
     if solver == "fast" or inst.admissible == 0:
         return solve_fast_instance(inst)
+    if inst.lifetimes is not None:
+        raise ConfigError(f"solver: '{solver}' solves the aggregated model, which needs new requests to persist "
+                          "over the window; new_requests='predicted' is supported by solver='fast' only "
+                          "(and bfio.solvers.brute for tiny instances)")
     limit = DEFAULT_TIME_LIMIT_S if time_limit_s is None else float(time_limit_s)
     t0 = time.perf_counter()
     start = warm_start if warm_start is not None else solve_fast_instance(inst)

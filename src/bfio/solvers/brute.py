@@ -45,6 +45,15 @@ def brute_force(inst, limit: int = MAX_ENUMERATION) -> tuple[int, np.ndarray]:
     h = np.arange(H1)
     env = np.broadcast_to(inst.base.max(axis=0), (A.shape[0], H1)).copy()
     total = np.full(A.shape[0], int(inst.base.sum()), dtype=np.int64)
+    if inst.lifetimes is not None:  # new_requests = "predicted": per-request profiles
+        W = inst.profiles()
+        for g in touched:
+            prof = inst.base[g][None, :] + (A == g).astype(np.int64) @ W
+            env = np.maximum(env, prof)
+            total += prof.sum(axis=1) - int(inst.base[g].sum())
+        J = G * env.sum(axis=1) - total
+        best = int(np.argmin(J))
+        return int(J[best]), A[best].copy()
     for g in touched:
         on = (A == g)
         k = on.sum(axis=1)

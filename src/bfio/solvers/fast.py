@@ -432,6 +432,17 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                 v = tv[0, h] - P[t, h]
                 if v < slack[t]:
                     slack[t] = v
+        maxslack = 0
+        for t in range(nT):
+            if slack[t] > maxslack:
+                maxslack = slack[t]
+        # admitted requests by size: a swap partner j2 needs sj - maxslack <= s2 < sj
+        asz = np.empty(nadm, dtype=np.int64)
+        for q in range(nadm):
+            asz[q] = sizes[adm[q]]
+        aord = np.argsort(asz, kind="mergesort")
+        adms = adm[:nadm][aord]
+        asz = asz[aord]
         for t in range(nT):
             critical = False
             for h in range(H1):
@@ -445,15 +456,24 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                 if at[j] != t:
                     continue
                 sj = sizes[j]
+                # gain = what removing j from t lowers the envelope by; any move or swap
+                # of j has delta >= -gain (+ its raise at h = 0), so these prune exactly
+                gain = 0
                 for h in range(H1):
                     Pm[h] = P[t, h] - sj - h
+                    o1 = _excl1(tv, ti, t, h)
+                    gain += tv[0, h] - (o1 if o1 > Pm[h] else Pm[h])
+                if gain <= 0:
+                    continue
+                o1 = _excl1(tv, ti, t, 0)
+                base0 = o1 if o1 > Pm[0] else Pm[0]
                 best_kind = 0
                 best_t2 = -1
                 best_j2 = -1
                 best_d = 0
                 # moves to workers with a free slot
                 for t2 in range(nT):
-                    if t2 == t or capl[t2] == 0:
+                    if t2 == t or capl[t2] == 0 or P[t2, 0] + sj - base0 >= gain:
                         continue
                     d = 0
                     for h in range(H1):
@@ -468,10 +488,13 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                         best_kind = 1
                         best_t2 = t2
                 # swaps with a smaller admitted request on a worker with room for the difference
-                for q2 in range(nadm):
-                    j2 = adm[q2]
+                q2lo = np.searchsorted(asz, sj - maxslack, side="left")
+                q2hi = np.searchsorted(asz, sj, side="left")
+                for q2 in range(q2lo, q2hi):
+                    j2 = adms[q2]
                     t2 = at[j2]
-                    if t2 < 0 or t2 == t or sizes[j2] >= sj or slack[t2] < sj - sizes[j2]:
+                    if (t2 < 0 or t2 == t or sizes[j2] >= sj or slack[t2] < sj - sizes[j2]
+                            or P[t2, 0] + sj - sizes[j2] - base0 >= gain):
                         continue
                     s2 = sizes[j2]
                     d = 0
@@ -512,8 +535,363 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                         v = tv[0, h] - P[tt, h]
                         if v < slack[tt]:
                             slack[tt] = v
+                    if slack[tt] > maxslack:
+                        maxslack = slack[tt]
                 improved = True
                 break  # worker t changed: re-check whether it is still critical next round
+        if not improved:
+            break
+    for j in range(n):
+        if at[j] >= 0:
+            assign[j] = tw[at[j]]
+    return assign
+
+
+# ----------------------------------------------------------------------------------------
+# new_requests = "predicted": a newly admitted request j adds s_j + h only while h < l_j
+# (its predicted lifetime, 1..H+1 offsets). Same three phases as solve_fast; the waiting
+# requests are grouped by lifetime and, within a group, the convexity argument of the
+# module docstring applies over the offsets h < l (minimizer: the ceil(l / G)-th smallest
+# c_g(h), h < l), so each group contributes its two requests around that minimizer.
+# ----------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _grp_le(ssorted, bit, lo, hi, x):
+    """Largest waiting request with size <= x among positions lo..hi-1, or -1."""
+    if hi <= lo:
+        return -1
+    pos = lo + np.searchsorted(ssorted[lo:hi], x, side="right") - 1
+    if pos < lo:
+        return -1
+    before = _bit_prefix(bit, lo - 1) if lo > 0 else 0
+    c = _bit_prefix(bit, pos)
+    if c == before:
+        return -1
+    return _bit_kth(bit, c)
+
+
+@njit(cache=True)
+def _grp_gt(ssorted, bit, lo, hi, x):
+    """Smallest waiting request with size > x among positions lo..hi-1, or -1."""
+    if hi <= lo:
+        return -1
+    pos = lo + np.searchsorted(ssorted[lo:hi], x, side="right")
+    c = _bit_prefix(bit, pos - 1) if pos > 0 else 0
+    total = _bit_prefix(bit, hi - 1)
+    if c >= total:
+        return -1
+    return _bit_kth(bit, c + 1)
+
+
+@njit(cache=True)
+def _life_cost(c, s, l, G):
+    """``G sum_{h<l} max(0, s + h - (c(h) + h)) - sum_{h<l} (s + h)`` with ``c`` the
+    headroom net of ``h`` (so the raise at ``h`` is ``s - c(h)``)."""
+    tot = 0
+    for h in range(l):
+        d = s - c[h]
+        if d > 0:
+            tot += d
+    return G * tot - (l * s + l * (l - 1) // 2)
+
+
+@njit(cache=True)
+def _best_for_worker(c, G, ssorted, bit, gstart, order, sizes, srt):
+    """Best (request, delta) for headroom ``c`` over all lifetime groups."""
+    H1 = c.shape[0]
+    bj = -1
+    bd = 0
+    bvol = 0
+    m = 0
+    for l in range(1, H1 + 1):
+        # insert c[l-1] into the sorted prefix srt[0..l-1]
+        v = c[l - 1]
+        k = l - 1
+        while k > 0 and srt[k - 1] > v:
+            srt[k] = srt[k - 1]
+            k -= 1
+        srt[k] = v
+        lo = gstart[l]
+        hi = gstart[l + 1]
+        if hi <= lo:
+            continue
+        kk = (l + G - 1) // G - 1
+        sstar = srt[kk]
+        for side in range(2):
+            if side == 0:
+                p = _grp_le(ssorted, bit, lo, hi, sstar)
+            else:
+                p = _grp_gt(ssorted, bit, lo, hi, sstar)
+            if p < 0:
+                continue
+            j = order[p]
+            d = _life_cost(c, sizes[j], l, G)
+            vol = l * sizes[j]
+            if bj < 0 or d < bd or (d == bd and vol > bvol):
+                bj = j
+                bd = d
+                bvol = vol
+    return bj, bd
+
+
+@njit(cache=True)
+def solve_fast_life(base, free, sizes, life, forced, U, max_rounds):
+    """:func:`solve_fast` for ``new_requests = "predicted"``: request ``j`` adds
+    ``s_j + h`` at offsets ``h < life[j]`` (``1 <= life[j] <= H + 1``)."""
+    G, H1 = base.shape
+    n = sizes.shape[0]
+    assign = np.full(n, -1, dtype=np.int64)
+    if U <= 0 or n == 0:
+        return assign
+    nT = 0
+    for g in range(G):
+        if free[g] > 0:
+            nT += 1
+    tw = np.empty(nT, dtype=np.int64)
+    Mo = np.zeros(H1, dtype=np.int64)
+    k = 0
+    for g in range(G):
+        if free[g] > 0:
+            tw[k] = g
+            k += 1
+        else:
+            for h in range(H1):
+                if base[g, h] > Mo[h]:
+                    Mo[h] = base[g, h]
+    P = np.empty((nT, H1), dtype=np.int64)
+    capl = np.empty(nT, dtype=np.int64)
+    E = Mo.copy()
+    for t in range(nT):
+        capl[t] = free[tw[t]]
+        for h in range(H1):
+            P[t, h] = base[tw[t], h]
+            if P[t, h] > E[h]:
+                E[h] = P[t, h]
+    lf = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        v = life[j]
+        lf[j] = 1 if v < 1 else (H1 if v > H1 else v)
+    # order: by lifetime, then size ascending, oldest last among equal sizes
+    order = np.empty(n, dtype=np.int64)
+    # counting sort by lifetime of the size order
+    sorder = np.argsort(sizes * (n + 1) + (n - np.arange(n)), kind="mergesort")
+    gstart = np.zeros(H1 + 2, dtype=np.int64)
+    for j in range(n):
+        gstart[lf[j] + 1] += 1
+    for l in range(1, H1 + 2):
+        gstart[l] += gstart[l - 1]
+    fill = gstart.copy()
+    for q in range(n):
+        j = sorder[q]
+        order[fill[lf[j]]] = j
+        fill[lf[j]] += 1
+    ssorted = sizes[order]
+    taken = np.zeros(n, dtype=np.bool_)
+    rank = np.empty(n, dtype=np.int64)
+    bit = np.zeros(n + 1, dtype=np.int64)
+    for q in range(n):
+        rank[order[q]] = q
+        _bit_add(bit, q, 1)
+    at = np.full(n, -1, dtype=np.int64)
+    placed = 0
+
+    # 1. forced requests, largest first; spread among workers where they fit
+    pm = np.empty((nT, H1), dtype=np.int64)  # prefix minima of E - P - h
+    for t in range(nT):
+        m = E[0] - P[t, 0]
+        for h in range(H1):
+            v = E[h] - P[t, h] - h
+            if v < m:
+                m = v
+            pm[t, h] = m
+    for q in range(n - 1, -1, -1):
+        j = sorder[q]
+        if not forced[j] or placed >= U:
+            continue
+        s = sizes[j]
+        l = lf[j]
+        best = -1
+        for t in range(nT):
+            if capl[t] > 0 and pm[t, l - 1] >= s:
+                if best < 0 or _prefer(capl, P, t, best, True):
+                    best = t
+        if best < 0:
+            bestd = 0
+            for t in range(nT):
+                if capl[t] == 0:
+                    continue
+                d = 0
+                for h in range(l):
+                    x = s + h + P[t, h] - E[h]
+                    if x > 0:
+                        d += x
+                if best < 0 or d < bestd or (d == bestd and P[t, 0] < P[best, 0]):
+                    best = t
+                    bestd = d
+        rose = False
+        for h in range(l):
+            P[best, h] += s + h
+            if P[best, h] > E[h]:
+                E[h] = P[best, h]
+                rose = True
+        capl[best] -= 1
+        taken[j] = True
+        _bit_add(bit, rank[j], -1)
+        at[j] = best
+        placed += 1
+        for t in range(nT):
+            if rose or t == best:
+                m = E[0] - P[t, 0]
+                for h in range(H1):
+                    v = E[h] - P[t, h] - h
+                    if v < m:
+                        m = v
+                    pm[t, h] = m
+
+    # 2. free choice: most negative delta first
+    if placed < U:
+        bestd = np.zeros(nT, dtype=np.int64)
+        bestj = np.full(nT, -1, dtype=np.int64)
+        valid = np.zeros(nT, dtype=np.bool_)
+        c = np.empty(H1, dtype=np.int64)
+        srt = np.empty(H1, dtype=np.int64)
+        while placed < U:
+            smin = -1
+            for q in range(n):  # smallest waiting size (for the slot reservation)
+                j = sorder[q]
+                if not taken[j]:
+                    smin = sizes[j]
+                    break
+            pick = -1
+            for t in range(nT):
+                if capl[t] == 0:
+                    continue
+                if not valid[t] or bestj[t] < 0 or taken[bestj[t]]:
+                    r = capl[t] - 1
+                    for h in range(H1):
+                        c[h] = E[h] - P[t, h] - h - (r * smin if h == 0 else 0)
+                    bj, bd = _best_for_worker(c, G, ssorted, bit, gstart, order, sizes, srt)
+                    bestj[t] = bj
+                    bestd[t] = bd
+                    valid[t] = True
+                if pick < 0 or bestd[t] < bestd[pick] or (
+                        bestd[t] == bestd[pick] and _prefer(capl, P, t, pick, True)):
+                    pick = t
+            j = bestj[pick]
+            s = sizes[j]
+            rose = False
+            for h in range(lf[j]):
+                P[pick, h] += s + h
+                if P[pick, h] > E[h]:
+                    E[h] = P[pick, h]
+                    rose = True
+            capl[pick] -= 1
+            taken[j] = True
+            _bit_add(bit, rank[j], -1)
+            at[j] = pick
+            placed += 1
+            valid[pick] = False
+            if rose:
+                for t in range(nT):
+                    valid[t] = False
+
+    # 3. local search: moves and swaps for the workers that set the envelope
+    tv = np.empty((3, H1), dtype=np.int64)
+    ti = np.empty((3, H1), dtype=np.int64)
+    for h in range(H1):
+        _column_scan(P, Mo, tv, ti, h)
+    Pm = np.empty(H1, dtype=np.int64)
+    adm = np.empty(n, dtype=np.int64)
+    for _round in range(max_rounds):
+        improved = False
+        nadm = 0
+        for j in range(n):
+            if at[j] >= 0:
+                adm[nadm] = j
+                nadm += 1
+        for t in range(nT):
+            critical = False
+            for h in range(H1):
+                if ti[0, h] == t and tv[0, h] > tv[1, h]:
+                    critical = True
+                    break
+            if not critical:
+                continue
+            for q in range(nadm):
+                j = adm[q]
+                if at[j] != t:
+                    continue
+                sj = sizes[j]
+                lj = lf[j]
+                for h in range(H1):
+                    Pm[h] = P[t, h] - (sj + h if h < lj else 0)
+                best_kind = 0
+                best_t2 = -1
+                best_j2 = -1
+                best_d = 0
+                for t2 in range(nT):
+                    if t2 == t or capl[t2] == 0:
+                        continue
+                    d = 0
+                    for h in range(H1):
+                        o = _excl2(tv, ti, t, t2, h)
+                        v1 = Pm[h]
+                        v2 = P[t2, h] + (sj + h if h < lj else 0)
+                        m = o if o > v1 else v1
+                        m = m if m > v2 else v2
+                        d += m - tv[0, h]
+                    if d < best_d:
+                        best_d = d
+                        best_kind = 1
+                        best_t2 = t2
+                for q2 in range(nadm):
+                    j2 = adm[q2]
+                    t2 = at[j2]
+                    s2 = sizes[j2]
+                    if t2 < 0 or t2 == t or s2 >= sj or tv[0, 0] - P[t2, 0] < sj - s2:
+                        continue
+                    l2 = lf[j2]
+                    d = 0
+                    for h in range(H1):
+                        w1 = sj + h if h < lj else 0
+                        w2 = s2 + h if h < l2 else 0
+                        o = _excl2(tv, ti, t, t2, h)
+                        v1 = Pm[h] + w2
+                        v2 = P[t2, h] - w2 + w1
+                        m = o if o > v1 else v1
+                        m = m if m > v2 else v2
+                        d += m - tv[0, h]
+                    if d < best_d:
+                        best_d = d
+                        best_kind = 2
+                        best_t2 = t2
+                        best_j2 = j2
+                if best_kind == 0:
+                    continue
+                t2 = best_t2
+                if best_kind == 1:
+                    for h in range(H1):
+                        w1 = sj + h if h < lj else 0
+                        P[t, h] = Pm[h]
+                        P[t2, h] += w1
+                    capl[t] += 1
+                    capl[t2] -= 1
+                    at[j] = t2
+                else:
+                    s2 = sizes[best_j2]
+                    l2 = lf[best_j2]
+                    for h in range(H1):
+                        w1 = sj + h if h < lj else 0
+                        w2 = s2 + h if h < l2 else 0
+                        P[t, h] = Pm[h] + w2
+                        P[t2, h] += w1 - w2
+                    at[j] = t2
+                    at[best_j2] = t
+                _update_worker(P, Mo, tv, ti, t)
+                _update_worker(P, Mo, tv, ti, t2)
+                improved = True
+                break
         if not improved:
             break
     for j in range(n):
@@ -534,7 +912,9 @@ def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> 
     sizes = inst.sizes
     if forced is None:
         forced = inst.forced()
+    if inst.lifetimes is not None:
+        return solve_fast_life(inst.base, inst.free, sizes, inst.lifetimes, forced, inst.admissible, int(max_rounds))
     return solve_fast(inst.base, inst.free, sizes, forced, size_order(sizes), inst.admissible, int(max_rounds))
 
 
-__all__ = ["solve_fast", "fast_assign", "size_order"]
+__all__ = ["solve_fast", "solve_fast_life", "fast_assign", "size_order"]

@@ -67,8 +67,12 @@ class Instance:
     ages: np.ndarray
     admission: str = "free"
     meta: dict = field(default_factory=dict)
+    lifetimes: np.ndarray | None = None
 
     def __post_init__(self):
+        if self.lifetimes is not None:
+            self.lifetimes = np.clip(np.ascontiguousarray(self.lifetimes, dtype=np.int64).reshape(-1),
+                                     1, np.atleast_2d(self.base).shape[1])
         self.base = np.ascontiguousarray(np.atleast_2d(self.base), dtype=np.int64)
         self.free = np.ascontiguousarray(self.free, dtype=np.int64).reshape(-1)
         self.sizes = np.ascontiguousarray(self.sizes, dtype=np.int64).reshape(-1)
@@ -114,11 +118,24 @@ class Instance:
         return mask
 
     # -- the objective of Eq. (IO) -------------------------------------------------------
+    def profiles(self) -> np.ndarray:
+        """``(n, H + 1)``: what each waiting request adds at each offset if admitted
+        (``s_j + h``; with ``lifetimes`` only while ``h < lifetimes[j]``)."""
+        h = np.arange(self.horizon + 1, dtype=np.int64)
+        W = self.sizes[:, None] + h[None, :]
+        if self.lifetimes is not None:
+            W = np.where(h[None, :] < self.lifetimes[:, None], W, 0)
+        return W
+
     def loads(self, assign: np.ndarray) -> np.ndarray:
         """``Lhat_g(h)`` after admitting per ``assign`` (request -> worker or -1)."""
         assign = np.asarray(assign, dtype=np.int64)
         on = assign >= 0
         G = self.workers
+        if self.lifetimes is not None:
+            out = self.base.copy()
+            np.add.at(out, assign[on], self.profiles()[on])
+            return out
         k = np.bincount(assign[on], minlength=G).astype(np.int64)
         vol = np.zeros(G, dtype=np.int64)
         np.add.at(vol, assign[on], self.sizes[on])
@@ -165,7 +182,8 @@ class Instance:
         return {"format": FORMAT, "workers": self.workers, "horizon": self.horizon,
                 "admission": self.admission, "free": self.free.tolist(),
                 "base_loads": self.base.tolist(),
-                "waiting": {"prefill": self.sizes.tolist(), "age": self.ages.tolist()},
+                "waiting": {"prefill": self.sizes.tolist(), "age": self.ages.tolist(),
+                            **({} if self.lifetimes is None else {"lifetime": self.lifetimes.tolist()})},
                 "meta": self.meta}
 
 
@@ -227,6 +245,9 @@ def instance_from_dict(data, path="<dict>") -> Instance:
         raise InstanceError(path, "expected an object with 'prefill' (and optional 'age') lists", "waiting")
     sizes = _int_list(path, "waiting.prefill", waiting["prefill"], minimum=1)
     ages = _int_list(path, "waiting.age", waiting.get("age", [0] * len(sizes)), minimum=0, length=len(sizes))
+    lifetimes = None
+    if "lifetime" in waiting:
+        lifetimes = _int_list(path, "waiting.lifetime", waiting["lifetime"], minimum=1, length=len(sizes))
     admission = data.get("admission", "free")
     try:
         parse_admission(admission)
@@ -235,7 +256,8 @@ def instance_from_dict(data, path="<dict>") -> Instance:
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise InstanceError(path, "expected an object", "meta")
-    return Instance(base=np.vstack(base), free=free, sizes=sizes, ages=ages, admission=admission, meta=meta)
+    return Instance(base=np.vstack(base), free=free, sizes=sizes, ages=ages, admission=admission, meta=meta,
+                    lifetimes=lifetimes)
 
 
 def load_instance(path) -> Instance:
@@ -253,7 +275,7 @@ def load_instance(path) -> Instance:
 
 
 def instance_from_state(state, decode_estimate: np.ndarray, horizon: int, admission: str = "free",
-                        meta: dict | None = None) -> Instance:
+                        meta: dict | None = None, new_requests: str = "persist") -> Instance:
     """Build the Eq. (IO) instance of a routing call from a
     :class:`~bfio.policies.base.RoutingState` and a predictor's ``o_hat``."""
     from bfio.solvers.profiles import predicted_loads
@@ -261,8 +283,12 @@ def instance_from_state(state, decode_estimate: np.ndarray, horizon: int, admiss
     base = predicted_loads(state.slot_request, state.workload.prefill, state.generated,
                            decode_estimate, int(horizon))
     ages = state.step - state.enter_step[state.pool]
+    lifetimes = None
+    if new_requests == "predicted":
+        lifetimes = np.maximum(1, np.asarray(decode_estimate, dtype=np.int64)[state.pool])
     return Instance(base=base, free=np.asarray(state.free, dtype=np.int64), sizes=state.pool_prefill,
-                    ages=ages, admission=admission, meta={"step": int(state.step), **(meta or {})})
+                    ages=ages, admission=admission, meta={"step": int(state.step), **(meta or {})},
+                    lifetimes=lifetimes)
 
 
 def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None = None) -> dict:
