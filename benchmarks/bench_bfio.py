@@ -2,7 +2,9 @@
 workload), whole Table-1 run times at H=40 and H=100, every BF-IO row of
 Tables 1 and 2 beside the paper's, and the fast solver's gap table.
 
-    python benchmarks/bench_bfio.py [--skip-gap]
+    python benchmarks/bench_bfio.py [--skip-gap] [--new-requests persist,predicted]
+
+Every row is run once per ``new_requests`` mode given (default: both).
 """
 
 import argparse
@@ -17,20 +19,21 @@ from bfio.traces import load_trace
 from bfio.workload import draw_workload
 
 
-def table_rows():
+def table_rows(modes=("persist", "predicted")):
     for table, st in TABLE_SETTINGS.items():
         t = load_trace(st["trace"])
         w = draw_workload(t.prefill, t.decode, st["requests"], st["seed"])
         simulate(w, st["workers"], st["slots"], "bfio", policy_options={"horizon": 0})  # warm numba cache
-        for H in st["horizons"]:
-            r = simulate(w, st["workers"], st["slots"], "bfio", seed=st["seed"], policy_options={"horizon": H})
+        for mode, H in [(m, H) for m in modes for H in st["horizons"]]:
+            r = simulate(w, st["workers"], st["slots"], "bfio", seed=st["seed"],
+                         policy_options={"horizon": H, "new_requests": mode})
             m = r.metrics
             cells = []
             for metric, printed in st["values"][f"bfio_h{H}"].items():
                 scale = st["units"][metric][0]
                 ok = at_least_as_good(m[metric], printed, scale, metric)
                 cells.append(f"{metric} {round_like(m[metric], printed, scale)} (paper {printed}){'' if ok else ' WORSE'}")
-            print(f"{table} H={H:3d}: " + "; ".join(cells) +
+            print(f"{table} H={H:3d} {mode}: " + "; ".join(cells) +
                   f" | wall {r.wall_s:.2f} s, call p50 {m['solver_s_p50'] * 1e3:.2f} ms, p99 {m['solver_s_p99'] * 1e3:.2f} ms,"
                   f" wait steps p50/p99/max {m['wait_steps_p50']:.0f}/{m['wait_steps_p99']:.0f}/{m['wait_steps_max']:.0f}",
                   flush=True)
@@ -51,9 +54,10 @@ def gaps():
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-gap", action="store_true")
+    ap.add_argument("--new-requests", default="persist,predicted")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    table_rows()
+    table_rows(tuple(args.new_requests.split(",")))
     if not args.skip_gap:
         gaps()
     print(f"total {time.perf_counter() - t0:.1f} s")
