@@ -37,6 +37,8 @@ rule theory_thm1:
         cfg=THEORY,
     log:
         "logs/theory/thm1.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/theory_thm1.py"
 
@@ -56,6 +58,8 @@ rule theory_slot:
         section=lambda wc: THEORY_THM[wc.thm],
     log:
         "logs/theory/{thm}.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/theory_slot.py"
 
@@ -72,6 +76,8 @@ rule theory_energy:
         cfg=THEORY,
     log:
         "logs/theory/energy.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/theory_energy.py"
 
@@ -92,6 +98,8 @@ rule theory_summary:
         cfg=THEORY,
     log:
         "logs/theory/summary.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/theory_summary.py"
 
@@ -105,6 +113,8 @@ rule theory_fig_thm1_iir:
         png="figures/theory/thm1_iir.png",
     log:
         "logs/theory/fig_thm1_iir.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/theory_thm1_iir.py"
 
@@ -120,6 +130,8 @@ rule theory_fig_slot_iir:
         thm="thm2|thm3",
     log:
         "logs/theory/fig_{thm}_iir.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/theory_{wildcards.thm}_iir.py"
 
@@ -132,6 +144,8 @@ rule theory_fig_thm2_snapshot:
         png="figures/theory/thm2_snapshot.png",
     log:
         "logs/theory/fig_thm2_snapshot.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/theory_thm2_snapshot.py"
 
@@ -146,6 +160,8 @@ rule theory_fig_gap:
         thm="thm2|thm3",
     log:
         "logs/theory/fig_{thm}_gap.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/theory_{wildcards.thm}_gap.py"
 
@@ -161,5 +177,7 @@ rule theory_fig_energy_saving_vs_G:
         series=THEORY["energy"]["series"],
     log:
         "logs/theory/fig_energy_saving_vs_G.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/theory_energy_saving_vs_G.py"
