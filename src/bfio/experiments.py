@@ -123,19 +123,11 @@ def reference_seed(config: dict) -> int:
 
 def trajectory_runs(config: dict) -> dict[str, list[RunSpec]]:
     """experiment -> runs (reference seed, first G) whose load matrices are recorded."""
-    out = {}
-    for name, rows in config.get("figures", {}).get("trajectories", {}).items():
-        if name not in config["experiments"]:
-            continue
-        exp = config["experiments"][name]
-        slots = int(exp.get("slots", config.get("slots", 72)))
-        out[name] = [RunSpec(exp["trace"], int(exp["requests"]), int(exp["workers"][0]), slots, row,
-                             reference_seed(config)) for row in rows]
-    return out
+    return figure_runs(config, "trajectories")
 
 
 def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
-    """Like :func:`trajectory_runs` for another ``figures`` mapping (e.g. ``power``)."""
+    """experiment -> runs (reference seed, first G) named by the ``figures`` mapping ``key``."""
     out = {}
     for name, rows in config.get("figures", {}).get(key, {}).items():
         if name not in config["experiments"]:
