@@ -14,11 +14,12 @@ from bfio.power import worker_power
 
 @njit(cache=True)
 def advance_step(slot_request, prefill, decode, generated, finish, finish_step, clock, step,
-                 loads, active):
+                 loads, active, completed, n_completed):
     """One decode step: every active request generates a token (``tau_i += 1``),
     requests with ``tau_i >= o_i`` finish at ``clock`` and leave their slot.
-    Rewrites ``loads`` and ``active`` with the post-completion values and
-    returns the number of completions."""
+    Finished request ids are appended to ``completed`` from position
+    ``n_completed`` (completion order). Rewrites ``loads`` and ``active`` with
+    the post-completion values and returns the number of completions."""
     G, B = slot_request.shape
     done = 0
     for g in range(G):
@@ -33,6 +34,7 @@ def advance_step(slot_request, prefill, decode, generated, finish, finish_step, 
                     finish[i] = clock
                     finish_step[i] = step
                     slot_request[g, b] = -1
+                    completed[n_completed + done] = i
                     done += 1
                 else:
                     total += prefill[i] + t

@@ -122,13 +122,14 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     finish_step = np.full(N, -1, dtype=np.int64)
     enter_step = np.full(N, -1, dtype=np.int64)
     enter_clock = np.full(N, np.nan)
+    completed = np.full(N, -1, dtype=np.int64)
     loads = np.zeros(G, dtype=np.int64)
     active = np.zeros(G, dtype=np.int64)
     series = _Series()
     load_rows: list[np.ndarray] = []
     route_times: list[float] = []
 
-    state = {"pool": np.empty(0, dtype=np.int64), "next": 0, "clock": 0.0, "step": 0}
+    state = {"pool": np.empty(0, dtype=np.int64), "next": 0, "clock": 0.0, "step": 0, "finished": 0}
     policy.reset(G, B)
 
     def top_up():
@@ -160,7 +161,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
             return 0
         rs = RoutingState(step=state["step"], clock=state["clock"], workers=G, slots=B, pool=pool,
                           free=free, loads=loads, active=active, workload=workload,
-                          slot_request=slot_request, generated=generated, enter_step=enter_step)
+                          slot_request=slot_request, generated=generated, enter_step=enter_step,
+                          completed=completed[:state["finished"]])
         t0 = time.perf_counter()
         assign = np.asarray(policy.route(rs))
         route_times.append(time.perf_counter() - t0)
@@ -198,7 +200,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         state["clock"] += dt
         state["step"] += 1
         done = advance_step(slot_request, s, o, generated, finish, finish_step, state["clock"],
-                            state["step"], loads, active)
+                            state["step"], loads, active, completed, finished)
         post_max, post_sum, post_psum = load_stats(loads, p_idle, p_max, gamma)
         series.append(clock=state["clock"], dt=dt, active=n_active, completions=done,
                       imbalance_post=G * post_max - post_sum, imbalance_pre=G * pre_max - pre_sum,
@@ -206,6 +208,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
                       power_mean_post=post_psum / G, power_mean_pre=pre_psum / G,
                       max_load_pre=pre_max, sum_load_pre=pre_sum, power_sum_pre=pre_psum)
         finished += done
+        state["finished"] = finished
         if done:
             bar.update(done)
         if route() > 0:

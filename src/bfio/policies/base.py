@@ -24,7 +24,9 @@ class RoutingState:
     Arrays are views of simulator state: policies must not modify them.
     ``slot_request[g, b]`` is the request in slot ``b`` of worker ``g`` (or -1);
     ``generated[i]`` is ``tau_i``; ``enter_step[i]`` is the step at which request
-    ``i`` entered the pool (used for ages by aging guards).
+    ``i`` entered the pool (used for ages by aging guards); ``completed`` holds
+    the ids of the requests finished so far, in completion order (what an
+    online, oracle-free predictor may learn from).
     """
 
     step: int
@@ -39,6 +41,7 @@ class RoutingState:
     slot_request: np.ndarray
     generated: np.ndarray
     enter_step: np.ndarray
+    completed: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     @property
     def pool_prefill(self) -> np.ndarray:
