@@ -1,0 +1,191 @@
+"""One study simulation: workload construction per arrival mode and the call
+to :func:`bfio.simulator.simulate`.
+
+Arrival modes (``ArrivalSpec.mode``):
+
+- ``backlog``: the paper's convention (Section 6.2, ``../shared/spec/semantics.md``):
+  ``N`` requests drawn with replacement, a pool of ``4 G`` kept topped up;
+- ``poisson``: the same draw, arrival times of a Poisson process with ``rate``
+  requests/s (seeded), requests enter the pool when the clock passes them;
+- ``trace``: the trace's own rows replayed in timestamp order (a contiguous
+  window of ``N`` rows at a seeded offset, or the whole trace when ``N`` is
+  ``None``), times multiplied by ``time_scale`` (< 1 compresses time: more load).
+
+Policy rows are the paper's keys (``fcfs``, ``jsq_tokens``, ``bfio_h40``) or
+names of ``variants`` given in the config: ``{label: {policy: name, **options}}``
+(e.g. ``bfio_h40_noisy50: {policy: bfio, horizon: 40, predictor: noisy,
+noise_low: 0.5, noise_high: 0.5}``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from bfio.errors import ConfigError
+
+ARRIVAL_MODES = ("backlog", "poisson", "trace")
+DISPATCH_MODES = ("central", "instant")
+
+
+@dataclass(frozen=True)
+class ArrivalSpec:
+    """How requests arrive: ``mode`` plus ``rate`` (poisson, req/s) or ``time_scale`` (trace)."""
+
+    mode: str = "backlog"
+    rate: float | None = None
+    time_scale: float = 1.0
+
+    def __post_init__(self):
+        if self.mode not in ARRIVAL_MODES:
+            raise ConfigError(f"arrival.mode: expected one of {', '.join(ARRIVAL_MODES)}, got {self.mode!r}")
+        if self.mode == "poisson" and not (self.rate is not None and self.rate > 0):
+            raise ConfigError(f"arrival.rate: poisson arrivals need a rate > 0 requests/s, got {self.rate!r}")
+        if not self.time_scale > 0:
+            raise ConfigError(f"arrival.time_scale: must be > 0, got {self.time_scale!r}")
+
+    @property
+    def label(self) -> str:
+        """Short, path-safe label: ``backlog``, ``poisson-r120``, ``trace-x0.05``."""
+        if self.mode == "poisson":
+            return f"poisson-r{self.rate:g}"
+        if self.mode == "trace":
+            return f"trace-x{self.time_scale:g}"
+        return "backlog"
+
+    @classmethod
+    def from_config(cls, d) -> "ArrivalSpec":
+        if isinstance(d, str):
+            return cls(mode=d)
+        d = dict(d)
+        return cls(mode=d.get("mode", "backlog"), rate=d.get("rate"), time_scale=float(d.get("time_scale", 1.0)))
+
+
+_ROW_H = re.compile(r"^bfio_h(\d+)$")
+
+
+def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | None = None) -> tuple[str, dict]:
+    """``row`` -> ``(policy name, policy options)``.
+
+    ``bfio_h<H>`` is BF-IO with ``bfio_defaults`` and horizon ``H``; a label in
+    ``variants`` gives its ``policy`` and options (BF-IO variants also start from
+    ``bfio_defaults``); any other label is a registry policy name without options.
+    """
+    variants = variants or {}
+    if row in variants:
+        opts = dict(variants[row])
+        if "policy" not in opts:
+            raise ConfigError(f"variants.{row}: needs a 'policy' key (a registry policy name)")
+        policy = opts.pop("policy")
+        if policy == "bfio":
+            opts = {**(bfio_defaults or {}), **opts}
+        return policy, opts
+    m = _ROW_H.match(row)
+    if m:
+        return "bfio", {**(bfio_defaults or {}), "horizon": int(m.group(1))}
+    return row, {}
+
+
+@dataclass(frozen=True)
+class StudyRun:
+    """One simulation of a study."""
+
+    trace: str
+    requests: int | None
+    workers: int
+    slots: int
+    row: str
+    seed: int
+    arrival: ArrivalSpec = field(default_factory=ArrivalSpec)
+    dispatch: str = "central"
+    policy: str = ""
+    options: tuple = ()
+
+    def __post_init__(self):
+        if self.dispatch not in DISPATCH_MODES:
+            raise ConfigError(f"dispatch: expected one of {', '.join(DISPATCH_MODES)}, got {self.dispatch!r}")
+        if self.requests is None and self.arrival.mode != "trace":
+            raise ConfigError(f"requests: needed for arrival mode {self.arrival.mode!r} (only 'trace' replays "
+                              "the whole trace)")
+
+    @classmethod
+    def make(cls, trace, requests, workers, slots, row, seed, arrival=None, dispatch="central",
+             variants=None, bfio_defaults=None) -> "StudyRun":
+        policy, opts = resolve_row(row, variants, bfio_defaults)
+        arrival = arrival if isinstance(arrival, ArrivalSpec) else ArrivalSpec.from_config(arrival or "backlog")
+        return cls(trace, None if requests is None else int(requests), int(workers), int(slots), row, int(seed),
+                   arrival, dispatch, policy, tuple(sorted(opts.items())))
+
+    @property
+    def policy_options(self) -> dict:
+        return dict(self.options)
+
+    def ident(self) -> dict:
+        """Flat identifying columns for result tables."""
+        return {"trace": self.trace, "requests": self.requests, "workers": self.workers, "slots": self.slots,
+                "row": self.row, "seed": self.seed, "arrival": self.arrival.label,
+                "arrival_mode": self.arrival.mode, "arrival_rate": self.arrival.rate,
+                "time_scale": self.arrival.time_scale, "dispatch": self.dispatch, "policy": self.policy}
+
+
+def build_workload(run: StudyRun, frame: pd.DataFrame):
+    """The workload of ``run`` from a canonical trace table (``prefill_tokens``,
+    ``decode_tokens`` [, ``arrival_s``])."""
+    from bfio import workload as wl
+
+    s = frame["prefill_tokens"].to_numpy()
+    o = frame["decode_tokens"].to_numpy()
+    mode = run.arrival.mode
+    if mode == "trace":
+        if "arrival_s" not in frame:
+            raise ConfigError(f"arrival.mode: trace '{run.trace}' has no arrival times; use backlog or poisson")
+        n = run.requests if run.requests is None or run.requests < len(frame) else None
+        return wl.replay_workload(s, o, frame["arrival_s"].to_numpy(dtype=float), n=n,
+                                  seed=run.seed if n is not None else None,
+                                  time_scale=run.arrival.time_scale, name=run.trace)
+    work = wl.draw_workload(s, o, run.requests, run.seed, name=run.trace)
+    if mode == "poisson":
+        work = wl.with_arrivals(work, wl.poisson_arrivals(run.requests, run.arrival.rate, run.seed))
+    return work
+
+
+def run_study(run: StudyRun, frame: pd.DataFrame) -> dict:
+    """Simulate ``run`` on trace table ``frame``; a flat dict of its identity and metrics."""
+    from bfio.simulator import simulate
+
+    work = build_workload(run, frame)
+    kwargs = {}
+    if run.dispatch != "central":
+        kwargs["dispatch"] = run.dispatch
+    t0 = time.perf_counter()
+    result = simulate(work, run.workers, run.slots, run.policy, seed=run.seed,
+                      admission_mode="backlog" if run.arrival.mode == "backlog" else "arrivals",
+                      policy_options=run.policy_options or None, show_progress=False, **kwargs)
+    metrics = {k: v for k, v in result.metrics.items() if np.isscalar(v)}
+    return {**run.ident(), "requests_run": len(work), "steps": result.steps, "window_steps": result.window_steps,
+            **metrics, "sim_wall_s": time.perf_counter() - t0}
+
+
+def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None) -> pd.DataFrame:
+    """Run every :class:`StudyRun` in ``runs`` (``frames``: trace name -> table); one row each."""
+    from bfio.progress import progress
+
+    rows = []
+    bar = progress(total=len(runs), desc="study runs", enabled=show_progress, unit="run")
+    for run in runs:
+        rec = run_study(run, frames[run.trace])
+        if log is not None:
+            log.info("%s G=%d %s %s %s seed=%d: %.2f s", run.trace, run.workers, run.arrival.label, run.dispatch,
+                     run.row, run.seed, rec["sim_wall_s"])
+        rows.append(rec)
+        bar.update(1)
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+__all__ = ["ARRIVAL_MODES", "DISPATCH_MODES", "ArrivalSpec", "StudyRun", "resolve_row", "build_workload",
+           "run_study", "run_batch", "asdict"]
