@@ -89,3 +89,113 @@ def test_online_arrivals_need_an_arrival_source(data_dir):
     r = run("simulate", "--trace", "burstgpt", "--requests", "5", "--workers", "2", "--admission-mode", "arrivals",
             "--data-dir", str(data_dir))
     assert r.returncode == 2 and "no arrival column" in r.stderr
+
+
+# -- arrival modes, dispatch and trace formats -----------------------------------------
+
+
+def write_trace(path, fmt, rows=40):
+    import pandas as pd
+
+    df = pd.DataFrame({"p": [10 + 7 * i for i in range(rows)], "d": [1 + i % 6 for i in range(rows)],
+                       # timestamps out of file order, to check the replay sorts them
+                       "t": [float((i * 7) % rows) * 0.01 for i in range(rows)]})
+    if fmt == "csv":
+        df.to_csv(path, index=False)
+    elif fmt == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in df.to_dict("records")))
+    elif fmt == "json":
+        path.write_text(json.dumps({"data": df.to_dict("records")}))
+    else:
+        df.to_parquet(path)
+    return df
+
+
+COLS = ["--prefill-col", "p", "--decode-col", "d", "--arrival-col", "t"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "json", "parquet"])
+@pytest.mark.parametrize("mode", ["backlog", "poisson", "trace"])
+def test_every_trace_format_in_every_arrival_mode(tmp_path, capsys, fmt, mode):
+    p = tmp_path / f"t.{fmt}"
+    write_trace(p, fmt)
+    extra = {"backlog": [], "poisson": ["--arrival-rate", "200"], "trace": ["--time-scale", "0.5"]}[mode]
+    per_req = tmp_path / "req.csv"
+    argv = ["simulate", "--trace", str(p), *COLS, "--requests", "25", "--workers", "3", "--slots", "2",
+            "--policy", "vllm_dp", "--dispatch", "instant", "--arrival-mode", mode, *extra, "--json", "-",
+            "--per-request", str(per_req)]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["arrival_mode"] == mode and out["dispatch"] == "instant" and out["requests"] == 25
+    assert out["admission_mode"] == ("backlog" if mode == "backlog" else "arrivals")
+    for k in ("queue_wait_s_p50", "tpot_s_p90", "e2e_s_p99", "avg_imbalance_run", "throughput_run", "energy_j_run"):
+        assert out[k] is not None and out[k] >= 0
+    import pandas as pd
+
+    req = pd.read_csv(per_req)
+    assert (req.worker == req.queue_worker).all()
+    if mode == "trace":
+        # the trace's own rows at their scaled timestamps, in time order
+        assert (req.arrival_s.diff().dropna() >= 0).all() and req.arrival_s.iloc[0] == 0
+        assert set(req.arrival_s.round(9)) <= {round(0.5 * 0.01 * k, 9) for k in range(40)}
+
+
+def test_trace_mode_time_scale_changes_the_arrivals(tmp_path, capsys):
+    p = tmp_path / "t.csv"
+    write_trace(p, "csv")
+    spans = []
+    for scale in ("1", "0.25"):
+        dest = tmp_path / f"r{scale}.csv"
+        assert main(["simulate", "--trace", str(p), *COLS, "--requests", "40", "--workers", "2", "--slots", "4",
+                     "--arrival-mode", "trace", "--time-scale", scale, "--json", str(tmp_path / "o.json"),
+                     "--per-request", str(dest)]) == 0
+        import pandas as pd
+
+        spans.append(pd.read_csv(dest).arrival_s.max())
+    assert spans[1] == pytest.approx(spans[0] * 0.25)
+
+
+def test_deprecated_admission_mode_still_works(data_dir, capsys):
+    argv = ["simulate", "--trace", "burstgpt", "--requests", "200", "--workers", "2", "--slots", "8",
+            "--admission-mode", "arrivals", "--arrival-rate", "50", "--json", "-", "--data-dir", str(data_dir)]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["arrival_mode"] == "poisson"
+    assert "deprecated" in cap.err and "--arrival-mode poisson" in cap.err
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--arrival-mode", "poisson"], "needs --arrival-rate"),
+    (["--arrival-rate", "5"], "--arrival-rate: only valid with --arrival-mode poisson"),
+    (["--arrival-mode", "poisson", "--arrival-rate", "0"], "--arrival-rate: expected a finite number > 0"),
+    (["--arrival-mode", "poisson", "--arrival-rate", "nan"], "--arrival-rate: expected a finite number > 0"),
+    (["--arrival-mode", "trace", "--time-scale", "-1"], "--time-scale: expected a finite number > 0"),
+    (["--arrival-mode", "poisson", "--arrival-rate", "5", "--time-scale", "2"], "--time-scale: only valid"),
+    (["--arrival-mode", "sometimes"], "invalid choice: 'sometimes'"),
+    (["--dispatch", "eventually"], "invalid choice: 'eventually'"),
+    (["--dispatch", "instant"], "dispatch: policy 'fcfs' does not support dispatch='instant'"),
+    (["--arrival-mode", "trace", "--requests", "41"], "--requests: --arrival-mode trace replays"),
+    (["--admission-mode", "backlog", "--arrival-mode", "trace"], "contradicts --arrival-mode trace"),
+])
+def test_bad_arrival_and_dispatch_flags(tmp_path, args, match):
+    p = tmp_path / "t.csv"
+    write_trace(p, "csv")
+    argv = ["simulate", "--trace", str(p), *COLS, "--workers", "2"]
+    if "--requests" not in args:
+        argv += ["--requests", "5"]
+    r = run(*argv, *args)
+    assert r.returncode == 2 and match in r.stderr, r.stderr
+
+
+def test_trace_mode_needs_an_arrival_column(tmp_path):
+    p = tmp_path / "t.csv"
+    write_trace(p, "csv")
+    r = run("simulate", "--trace", str(p), "--prefill-col", "p", "--decode-col", "d", "--requests", "5",
+            "--workers", "2", "--arrival-mode", "trace")
+    assert r.returncode == 2 and "has no arrival column" in r.stderr
+
+
+def test_help_documents_online_options():
+    r = run("simulate", "--help")
+    for opt in ["--arrival-mode", "--arrival-rate", "--time-scale", "--dispatch", "vllm_dp", "least_tokens"]:
+        assert opt in r.stdout

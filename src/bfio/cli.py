@@ -64,6 +64,21 @@ _positive_int = _int_at_least(1, "positive")
 _nonneg_int = _int_at_least(0, "non-negative")
 
 
+def _positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return v
+
+
+ARRIVAL_MODES = ("backlog", "poisson", "trace")
+DISPATCH_MODES = ("central", "instant")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="bfio",
@@ -80,24 +95,38 @@ def build_parser() -> argparse.ArgumentParser:
                         "sarathi_sharegpt, sharegpt_10k, longbench_v1; sha256-verified) or a path to a "
                         ".json/.jsonl/.csv/.parquet trace")
     s.add_argument("--requests", type=_positive_int, required=True,
-                   help="number of requests N drawn with replacement from the trace")
+                   help="number of requests N: drawn with replacement from the trace (backlog, poisson), or a "
+                        "contiguous window of N of the trace's own rows at a --seed offset (trace)")
     s.add_argument("--seed", type=int, default=42, help="seed of the workload draw and of random policies (default 42)")
     s.add_argument("--workers", type=_positive_int, required=True, help="number of workers G")
     s.add_argument("--slots", type=_positive_int, default=72, help="slots (max batch size) per worker B (default 72)")
     s.add_argument("--policy", default="fcfs",
-                   help="routing policy: fcfs, jsq_tokens, jsq_requests, round_robin, random, power_of_two, bfio")
+                   help="routing policy: fcfs, jsq_tokens, jsq_requests, round_robin, random, power_of_two, bfio, "
+                        "vllm_dp, least_tokens")
     s.add_argument("--json", metavar="DEST", help="write the result as one JSON object to DEST ('-' for stdout)")
     s.add_argument("--prefill-col", help="prefill-length column of a generic trace (default input_length)")
     s.add_argument("--decode-col", help="decode-length column of a generic trace (default output_length)")
     s.add_argument("--arrival-col", help="arrival-time column (seconds or timestamps), optional")
     s.add_argument("--data-dir", help="directory holding the known traces (default $BFIO_DATA_DIR or ../shared/data)")
     s.add_argument("--no-verify", action="store_true", help="skip the sha256 check of known traces")
-    s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default="backlog",
+    s.add_argument("--arrival-mode", choices=ARRIVAL_MODES, default=None,
                    help="backlog: the paper's pool of 4G requests, no arrival times (default); "
-                        "arrivals: online, requests enter the pool at their arrival time")
-    s.add_argument("--arrival-rate", type=float, metavar="REQ_PER_S",
-                   help="with --admission-mode arrivals: draw Poisson arrivals at this rate instead of using "
-                        "the trace's arrival column")
+                        "poisson: requests drawn as in backlog, Poisson arrivals at --arrival-rate; "
+                        "trace: the trace's own rows replayed at their timestamps (needs an arrival column), "
+                        "times multiplied by --time-scale")
+    s.add_argument("--arrival-rate", type=_positive_float, metavar="REQ_PER_S",
+                   help="with --arrival-mode poisson: arrival rate in requests/s (required)")
+    s.add_argument("--time-scale", type=_positive_float, metavar="X",
+                   help="with --arrival-mode trace: multiply the replayed arrival times by X (> 0; < 1 compresses "
+                        "time = more load; default 1)")
+    s.add_argument("--dispatch", choices=DISPATCH_MODES, default="central",
+                   help="central: one shared pool, the policy admits from it at every step (the paper's, default); "
+                        "instant: each request is bound to one worker's FIFO queue on arrival (vLLM/SGLang "
+                        "data-parallel routers); policies: jsq_requests, vllm_dp, least_tokens, round_robin, "
+                        "power_of_two, random")
+    s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
+                   help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
+                        "with --arrival-rate, else --arrival-mode trace")
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (CSV or .parquet)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (CSV or .parquet)")
     g = s.add_argument_group("BF-IO options (with --policy bfio)")
@@ -130,30 +159,54 @@ def _policy_options(args) -> dict:
     return opts
 
 
+def _arrival_mode(args) -> str:
+    """``--arrival-mode``, resolving the deprecated ``--admission-mode`` alias."""
+    mode = args.arrival_mode
+    if args.admission_mode is not None:
+        legacy = "backlog" if args.admission_mode == "backlog" else (
+            "poisson" if args.arrival_rate is not None else "trace")
+        if mode is not None and mode != legacy:
+            raise ConfigError(f"--admission-mode {args.admission_mode} (deprecated, means --arrival-mode {legacy}) "
+                              f"contradicts --arrival-mode {mode}; give --arrival-mode only")
+        print(f"bfio: warning: --admission-mode is deprecated; use --arrival-mode {legacy}", file=sys.stderr)
+        mode = legacy
+    mode = mode or "backlog"
+    if args.arrival_rate is not None and mode != "poisson":
+        raise ConfigError(f"--arrival-rate: only valid with --arrival-mode poisson (got {mode})")
+    if mode == "poisson" and args.arrival_rate is None:
+        raise ConfigError("--arrival-mode poisson: needs --arrival-rate REQ_PER_S")
+    if args.time_scale is not None and mode != "trace":
+        raise ConfigError(f"--time-scale: only valid with --arrival-mode trace (got {mode})")
+    return mode
+
+
 def cmd_simulate(args) -> int:
     from bfio.simulator import simulate
     from bfio.traces import load_trace
-    from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+    from bfio.workload import draw_workload, poisson_arrivals, replay_workload, with_arrivals
 
     options = _policy_options(args)
+    mode = _arrival_mode(args)
     trace = load_trace(args.trace, prefill_col=args.prefill_col, decode_col=args.decode_col,
                        arrival_col=args.arrival_col, data_dir=args.data_dir, verify=not args.no_verify)
-    online = args.admission_mode == "arrivals"
-    if args.arrival_rate is not None and not online:
-        raise ConfigError("--arrival-rate: only valid with --admission-mode arrivals")
-    if online and args.arrival_rate is None and trace.arrival_s is None:
-        raise ConfigError(f"--admission-mode arrivals: trace {trace.path} has no arrival column; "
-                          "name one with --arrival-col or give --arrival-rate")
-    workload = draw_workload(trace.prefill, trace.decode, args.requests, args.seed,
-                             arrival_s=trace.arrival_s if online and args.arrival_rate is None else None,
-                             name=trace.name)
-    if online and args.arrival_rate is not None:
-        if not args.arrival_rate > 0:
-            raise ConfigError(f"--arrival-rate: must be > 0 requests/s, got {args.arrival_rate}")
-        workload = with_arrivals(workload, poisson_arrivals(args.requests, args.arrival_rate, args.seed))
+    if mode == "trace":
+        if trace.arrival_s is None:
+            raise ConfigError(f"--arrival-mode trace: trace {trace.path} has no arrival column; "
+                              "name one with --arrival-col (or use --arrival-mode poisson --arrival-rate R)")
+        if args.requests > len(trace):
+            raise ConfigError(f"--requests: --arrival-mode trace replays the trace's own rows without resampling; "
+                              f"trace {trace.name} has {len(trace)} rows, got --requests {args.requests}")
+        workload = replay_workload(trace.prefill, trace.decode, trace.arrival_s, n=args.requests, seed=args.seed,
+                                   time_scale=args.time_scale or 1.0, name=trace.name)
+    else:
+        workload = draw_workload(trace.prefill, trace.decode, args.requests, args.seed, name=trace.name)
+        if mode == "poisson":
+            workload = with_arrivals(workload, poisson_arrivals(args.requests, args.arrival_rate, args.seed))
     result = simulate(workload, args.workers, args.slots, args.policy, seed=args.seed,
-                      policy_options=options, admission_mode=args.admission_mode)
-    summary = {"trace": trace.name, **result.summary()}
+                      policy_options=options, admission_mode="backlog" if mode == "backlog" else "arrivals",
+                      dispatch=args.dispatch)
+    summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
+               "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}
     for dest, frame in ((args.series, result.series), (args.per_request, result.requests)):
         if dest:
             _write_frame(frame, dest)
@@ -166,6 +219,10 @@ def cmd_simulate(args) -> int:
               f"throughput={m['throughput']:.4g} tok/s, TPOT={m['tpot']:.4g} s/tok, "
               f"energy={m['energy_j']:.4g} J (pre-step {m['energy_j_pre']:.4g} J), "
               f"steps={result.steps} (window {result.window_steps}), wall={result.wall_s:.3f} s")
+        print(f"  {mode} arrivals, {args.dispatch} dispatch: queue wait p50/p99={m['queue_wait_s_p50']:.4g}/"
+              f"{m['queue_wait_s_p99']:.4g} s, TPOT p99={m['tpot_s_p99']:.4g} s/tok, e2e p99={m['e2e_s_p99']:.4g} s; "
+              f"whole run: AvgImbalance={m['avg_imbalance_run']:.4g}, throughput={m['throughput_run']:.4g} tok/s, "
+              f"energy={m['energy_j_run']:.4g} J")
     return 0
 
 

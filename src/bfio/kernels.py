@@ -73,3 +73,52 @@ def load_stats(loads, p_idle, p_max, gamma):
     for g in range(loads.shape[0]):
         psum += worker_power(loads[g], m, p_idle, p_max, gamma)
     return m, total, psum
+
+
+# -- per-worker FIFO queues (dispatch="instant") ------------------------------------------
+# Queue g is a singly linked list of request ids: q_head[g] -> q_next[i] -> ... -> q_tail[g]
+# (-1 terminates / marks empty). q_len[g] and q_tokens[g] (sum of queued s_i) are kept in step.
+
+
+@njit(cache=True)
+def enqueue(requests, workers, prefill, q_head, q_tail, q_next, q_len, q_tokens):
+    """Append each request to the tail of its worker's queue, in order."""
+    for j in range(requests.shape[0]):
+        i = requests[j]
+        g = workers[j]
+        q_next[i] = -1
+        if q_tail[g] < 0:
+            q_head[g] = i
+        else:
+            q_next[q_tail[g]] = i
+        q_tail[g] = i
+        q_len[g] += 1
+        q_tokens[g] += prefill[i]
+
+
+@njit(cache=True)
+def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill, loads, active,
+                 worker_of, out):
+    """Every worker moves requests from the head of its own queue into its free
+    slots, in queue order, until the queue or the slots run out. Admitted ids
+    are written to ``out``; returns how many."""
+    G, B = slot_request.shape
+    n = 0
+    for g in range(G):
+        while active[g] < B and q_head[g] >= 0:
+            i = q_head[g]
+            q_head[g] = q_next[i]
+            if q_head[g] < 0:
+                q_tail[g] = -1
+            q_len[g] -= 1
+            q_tokens[g] -= prefill[i]
+            for b in range(B):
+                if slot_request[g, b] < 0:
+                    slot_request[g, b] = i
+                    break
+            loads[g] += prefill[i]
+            active[g] += 1
+            worker_of[i] = g
+            out[n] = i
+            n += 1
+    return n

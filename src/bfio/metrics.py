@@ -10,6 +10,10 @@ Pre-step convention (the theory's, Eq. (imbalancek)): the same window and
 formulas on the loads ``L`` that gate each step. Whole-run totals (no window)
 feed the energy theorem check: ``ImbTot``, ``W`` and the synchronized-phase
 energy ``E = t_l sum_k Lmax(k) sum_g P(u_g(k))`` (Eq. (E-discrete)).
+
+Online metrics (``docs/online.md``; not in the paper): per-request latencies
+from arrival (pool entry in backlog mode) and whole-run metrics over every step
+of the run, with no backlog window, in the paper's post-completion convention.
 """
 
 from __future__ import annotations
@@ -67,4 +71,52 @@ def wait_stats(wait_steps: np.ndarray, wait_s: np.ndarray) -> dict:
         "wait_steps_p50": q(wait_steps, 50), "wait_steps_p99": q(wait_steps, 99),
         "wait_steps_max": float(np.max(wait_steps)),
         "wait_s_p50": q(wait_s, 50), "wait_s_p99": q(wait_s, 99), "wait_s_max": float(np.max(wait_s)),
+    }
+
+
+LATENCY_PERCENTILES = (50, 90, 99)
+
+
+def _summary(prefix: str, x: np.ndarray) -> dict:
+    out = {f"{prefix}_p{p}": float(np.percentile(x, p)) for p in LATENCY_PERCENTILES}
+    out[f"{prefix}_mean"] = float(np.mean(x))
+    return out
+
+
+def latency_stats(arrival_s: np.ndarray, start_s: np.ndarray, finish_s: np.ndarray, decode: np.ndarray) -> dict:
+    """p50/p90/p99 and mean of three per-request latencies (seconds):
+
+    - ``queue_wait_s``: ``start_i - arrival_i``, arrival to the first decode step
+      (``arrival_i`` is the pool-entry clock in backlog mode);
+    - ``tpot_s``: ``(finish_i - start_i) / o_i``, time per output token
+      (``tpot_s_mean`` equals the paper's ``tpot``);
+    - ``e2e_s``: ``finish_i - arrival_i`` = queue wait + decode time.
+    """
+    if len(arrival_s) == 0:
+        return {}
+    out = _summary("queue_wait_s", start_s - arrival_s)
+    out.update(_summary("tpot_s", (finish_s - start_s) / decode))
+    out.update(_summary("e2e_s", finish_s - arrival_s))
+    return out
+
+
+def run_metrics(series: dict, end_clock: float, idle_s: float, workers: int, p_idle: float) -> dict:
+    """Whole-run metrics, every step counted (no backlog window), paper's
+    post-completion convention:
+
+    - ``avg_imbalance_run``: mean over all steps of ``G max L' - sum L'``;
+    - ``throughput_run``: generated tokens (``sum_i o_i``) / ``makespan_run_s``;
+    - ``makespan_run_s``: clock at the last completion, from 0, including the
+      idle gaps the clock jumped over waiting for arrivals (``idle_s_run``);
+    - ``energy_j_run``: step energies of all steps plus ``G P_idle`` times the
+      idle gaps (every worker idles at ``P_idle`` while the cluster is empty).
+    """
+    tokens = float(np.sum(series["active"]))
+    makespan = float(end_clock)
+    return {
+        "avg_imbalance_run": _nanmean(series["imbalance_post"]),
+        "throughput_run": tokens / makespan if makespan > 0 else float("nan"),
+        "energy_j_run": float(np.sum(series["energy_post"])) + workers * p_idle * float(idle_s),
+        "makespan_run_s": makespan,
+        "idle_s_run": float(idle_s),
     }

@@ -8,8 +8,16 @@ The loop, the backlog pool of ``4 G`` requests and the metric window follow
 
 Two admission modes: ``backlog`` (the paper's: no arrival times, the pool is
 topped up to ``pool_factor * G`` before every routing call) and ``arrivals``
-(online: a request enters the pool when the clock passes its arrival time;
-idle periods jump to the next arrival).
+(online: a request enters the system when the clock passes its arrival time;
+when nothing is active or waiting the clock jumps to the next arrival without
+counting a step).
+
+Two dispatch interfaces (``docs/online.md``): ``central`` (the paper's: one
+shared pool, the policy's ``route`` picks which waiting requests each worker
+admits at every routing call) and ``instant`` (as vLLM / SGLang data-parallel
+routers: each request is bound to one worker's FIFO queue by the policy's
+``dispatch`` when it enters the system, never moved afterwards, and every worker
+admits from the head of its own queue into its free slots).
 """
 
 from __future__ import annotations
@@ -22,15 +30,17 @@ import pandas as pd
 
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
-from bfio.kernels import advance_step, load_stats, place
-from bfio.metrics import run_totals, wait_stats, window_metrics
-from bfio.policies import Policy, RoutingState, make_policy
+from bfio.kernels import admit_queues, advance_step, enqueue, load_stats, place
+from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
+from bfio.policies import DispatchState, Policy, RoutingState, make_policy
 from bfio.progress import progress
 from bfio.workload import Workload
 
 SERIES_FIELDS = ("clock", "dt", "active", "completions", "imbalance_post", "imbalance_pre",
                  "energy_post", "energy_pre", "power_mean_post", "power_mean_pre",
                  "max_load_pre", "sum_load_pre", "power_sum_pre")
+ADMISSION_MODES = ("backlog", "arrivals")
+DISPATCH_MODES = ("central", "instant")
 
 
 @dataclass
@@ -40,8 +50,13 @@ class SimulationResult:
     ``metrics`` holds the paper-convention metrics (``avg_imbalance``,
     ``throughput`` tokens/s, ``tpot`` s/token, ``energy_j``), their pre-step
     twins (``avg_imbalance_pre``, ``energy_j_pre``), whole-run totals, wait
-    statistics and policy statistics. ``requests`` has one row per request
-    (worker, start/finish clock and step, wait). ``series`` has one row per step
+    statistics, per-request latency percentiles (``queue_wait_s_*``, ``tpot_s_*``,
+    ``e2e_s_*``), whole-run metrics without the backlog window
+    (``avg_imbalance_run``, ``throughput_run``, ``energy_j_run``, see
+    :mod:`bfio.metrics`) and policy statistics. ``requests`` has one row per
+    request (worker, arrival, start/finish clock and step, wait, TPOT, end-to-end
+    latency; ``queue_worker`` is the worker bound at arrival with instant
+    dispatch, -1 otherwise). ``series`` has one row per step
     (index = step ``k`` from 1). ``loads`` is the ``(steps, G)`` array of gating
     loads when requested.
     """
@@ -85,20 +100,27 @@ class _Series:
 def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, seed: int = 0,
              constants: PaperConstants | None = None, admission_mode: str = "backlog",
              record_loads: bool = False, show_progress: bool | None = None,
-             policy_options: dict | None = None) -> SimulationResult:
+             policy_options: dict | None = None, dispatch: str = "central") -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
     ``seed`` seeds randomized policies (the workload is drawn separately, see
-    :func:`bfio.workload.draw_workload`).
+    :func:`bfio.workload.draw_workload`). ``admission_mode``: ``backlog`` (the
+    paper's pool of ``pool_factor * G``) or ``arrivals`` (requests enter at
+    ``workload.arrival_s``). ``dispatch``: ``central`` (the paper's shared pool)
+    or ``instant`` (per-worker FIFO queues bound at arrival; the policy must list
+    ``"instant"`` in its ``dispatch_modes``). With ``backlog`` and ``instant``,
+    topped-up requests are dispatched when they enter the pool.
     """
     t_wall = time.perf_counter()
     if workers < 1:
         raise ConfigError(f"workers: must be >= 1, got {workers}")
     if slots < 1:
         raise ConfigError(f"slots: must be >= 1, got {slots}")
-    if admission_mode not in ("backlog", "arrivals"):
+    if admission_mode not in ADMISSION_MODES:
         raise ConfigError(f"admission_mode: must be 'backlog' or 'arrivals', got '{admission_mode}'")
+    if dispatch not in DISPATCH_MODES:
+        raise ConfigError(f"dispatch: must be 'central' or 'instant', got {dispatch!r}")
     if admission_mode == "arrivals" and workload.arrival_s is None:
         raise ConfigError("admission_mode: 'arrivals' needs a workload with arrival times (arrival column)")
     c = constants or PaperConstants()
@@ -106,6 +128,10 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         policy = make_policy(policy, seed=seed, **(policy_options or {}))
     elif policy_options:
         raise ConfigError("policy_options: only valid with a policy name")
+    if dispatch not in getattr(policy, "dispatch_modes", ("central",)):
+        raise ConfigError(f"dispatch: policy '{policy.name}' does not support dispatch='{dispatch}' "
+                          f"(it supports: {', '.join(policy.dispatch_modes)})")
+    instant = dispatch == "instant"
     G, B = int(workers), int(slots)
     N = len(workload)
     s, o = workload.prefill, workload.decode
@@ -128,16 +154,28 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     series = _Series()
     load_rows: list[np.ndarray] = []
     route_times: list[float] = []
+    # per-worker FIFO queues of instant dispatch (see bfio.kernels.enqueue)
+    q_head = np.full(G, -1, dtype=np.int64)
+    q_tail = np.full(G, -1, dtype=np.int64)
+    q_next = np.full(N, -1, dtype=np.int64)
+    q_len = np.zeros(G, dtype=np.int64)
+    q_tokens = np.zeros(G, dtype=np.int64)
+    queue_worker = np.full(N, -1, dtype=np.int64)
+    admitted_buf = np.empty(max(1, min(N, G * B)), dtype=np.int64)
 
-    state = {"pool": np.empty(0, dtype=np.int64), "next": 0, "clock": 0.0, "step": 0, "finished": 0}
+    state = {"pool": np.empty(0, dtype=np.int64), "next": 0, "clock": 0.0, "step": 0, "finished": 0,
+             "queued": 0, "idle_s": 0.0}
     policy.reset(G, B)
+
+    def waiting() -> int:
+        return state["queued"] if instant else int(state["pool"].shape[0])
 
     def top_up():
         nxt = state["next"]
         if nxt >= N:
             return
         if admission_mode == "backlog":
-            need = pool_target - state["pool"].shape[0]
+            need = pool_target - waiting()
             if need <= 0:
                 return
             new = np.arange(nxt, min(N, nxt + need), dtype=np.int64)
@@ -148,10 +186,45 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
             new = np.arange(nxt, stop, dtype=np.int64)
         enter_step[new] = state["step"]
         enter_clock[new] = state["clock"] if admission_mode == "backlog" else workload.arrival_s[new]
-        state["pool"] = np.concatenate([state["pool"], new])
         state["next"] = int(new[-1]) + 1
+        if instant:
+            bind(new)
+        else:
+            state["pool"] = np.concatenate([state["pool"], new])
+
+    def bind(new: np.ndarray) -> None:
+        """Instant dispatch: the policy binds each new request to one worker's queue."""
+        ds = DispatchState(step=state["step"], clock=state["clock"], workers=G, slots=B, waiting=q_len,
+                           waiting_tokens=q_tokens, running=active, loads=loads, free=B - active,
+                           workload=workload)
+        t0 = time.perf_counter()
+        to = np.asarray(policy.dispatch(ds, new))
+        route_times.append(time.perf_counter() - t0)
+        _check_dispatch(to, new.shape[0], G, policy.name, state["step"])
+        to = to.astype(np.int64)
+        enqueue(new, to, s, q_head, q_tail, q_next, q_len, q_tokens)
+        queue_worker[new] = to
+        state["queued"] += int(new.shape[0])
+
+    def admit_from_queues() -> int:
+        if state["queued"] == 0:
+            return 0
+        n = int(admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, s, loads, active,
+                             worker_of, admitted_buf))
+        if n:
+            admitted = admitted_buf[:n]
+            start[admitted] = state["clock"]
+            start_step[admitted] = state["step"]
+            state["queued"] -= n
+        return n
 
     def route() -> int:
+        if instant:
+            # queued requests take the slots freed by the last step, then new
+            # arrivals are bound and may start at once on workers with room
+            n = admit_from_queues()
+            top_up()
+            return n + admit_from_queues()
         top_up()
         pool = state["pool"]
         if pool.shape[0] == 0:
@@ -183,14 +256,17 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     bar = progress(total=N, desc=f"simulate {policy.name}", enabled=show_progress, unit="req")
     while finished < N:
         if not active.any():
-            if admission_mode == "arrivals" and state["pool"].shape[0] == 0 and state["next"] < N:
-                state["clock"] = max(state["clock"], float(workload.arrival_s[state["next"]]))
+            if admission_mode == "arrivals" and waiting() == 0 and state["next"] < N:
+                nxt_arrival = float(workload.arrival_s[state["next"]])
+                if nxt_arrival > state["clock"]:
+                    state["idle_s"] += nxt_arrival - state["clock"]
+                    state["clock"] = nxt_arrival
             if route() > 0:
                 last_admission_step = state["step"]
             if not active.any():
-                if state["pool"].shape[0] and (B - active).any():
+                if waiting() and (B - active).any():
                     raise PolicyError(f"policy '{policy.name}' admitted nothing at step {state['step']} "
-                                      f"while every worker was idle and {state['pool'].shape[0]} requests waited")
+                                      f"while every worker was idle and {waiting()} requests waited")
                 break
         pre_max, pre_sum, pre_psum = load_stats(loads, p_idle, p_max, gamma)
         if record_loads:
@@ -224,6 +300,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     metrics = window_metrics(arrays, last_admission_step, tpot)
     metrics.update(run_totals(arrays, t_l, p_idle, p_max, gamma))
     metrics.update(wait_stats(wait_st, wait_sec))
+    metrics.update(latency_stats(enter_clock, start, finish, o))
+    metrics.update(run_metrics(arrays, state["clock"], state["idle_s"], G, p_idle))
     if route_times:
         rt = np.asarray(route_times)
         metrics.update({"route_calls": int(rt.size), "route_s_p50": float(np.percentile(rt, 50)),
@@ -231,11 +309,13 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     metrics.update(policy.stats())
     requests = pd.DataFrame({"prefill": s, "decode": o, "worker": worker_of, "start_s": start,
                              "finish_s": finish, "start_step": start_step, "finish_step": finish_step,
-                             "enter_step": enter_step, "wait_steps": wait_st, "wait_s": wait_sec})
+                             "enter_step": enter_step, "wait_steps": wait_st, "wait_s": wait_sec,
+                             "arrival_s": enter_clock, "tpot_s": (finish - start) / o,
+                             "e2e_s": finish - enter_clock, "queue_worker": queue_worker})
     frame = pd.DataFrame(arrays)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
     config = {"workers": G, "slots": B, "requests": N, "seed": seed, "policy": policy.name,
-              "policy_options": policy.describe(), "admission_mode": admission_mode,
+              "policy_options": policy.describe(), "admission_mode": admission_mode, "dispatch": dispatch,
               "overhead_s": overhead, **{k: v for k, v in c.to_dict().items() if k != "overhead_s"}}
     return SimulationResult(config=config, metrics=metrics, steps=int(state["step"]),
                             window_steps=int(last_admission_step), requests=requests, series=frame,
@@ -262,3 +342,16 @@ def _check_assignment(assign: np.ndarray, n_pool: int, free: np.ndarray, name: s
         g = int(np.flatnonzero(over)[0])
         raise PolicyError(f"policy '{name}' at step {step}: worker {g} got {counts[g]} requests "
                           f"but has {free[g]} free slots (capacity B exceeded)")
+
+
+def _check_dispatch(to: np.ndarray, n: int, G: int, name: str, step: int) -> None:
+    """Refuse a dispatch that does not bind every new request to an existing worker."""
+    if to.shape != (n,):
+        raise PolicyError(f"policy '{name}' at step {step}: dispatch returned shape {to.shape}, "
+                          f"expected one worker per new request ({n},)")
+    if to.dtype.kind not in "iu":
+        raise PolicyError(f"policy '{name}' at step {step}: dispatch returned dtype {to.dtype}, expected integers")
+    if n and (to.min() < 0 or to.max() >= G):
+        j = int(np.flatnonzero((to < 0) | (to >= G))[0])
+        raise PolicyError(f"policy '{name}' at step {step}: dispatch bound request {j} of the batch to worker "
+                          f"{to[j]}, outside 0..{G - 1} (instant dispatch cannot defer a request)")

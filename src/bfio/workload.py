@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
+
+from bfio.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -77,11 +81,16 @@ def draw_workload(prefill, decode, n: int, seed: int, arrival_s=None, name: str 
 
 
 def poisson_arrivals(n: int, rate_per_s: float, seed: int) -> np.ndarray:
-    """Arrival times of a stationary Poisson process with ``rate_per_s``
+    """Arrival times (seconds) of a stationary Poisson process with ``rate_per_s``
     (Section 6.1 describes the paper's arrivals this way; its tables use the
-    backlog pool instead). Seeded independently of the workload draw."""
-    if not rate_per_s > 0:
-        raise ValueError(f"arrival rate must be > 0 requests/s, got {rate_per_s}")
+    backlog pool instead). Seeded independently of the workload draw, so the
+    same ``seed`` gives the same requests in backlog and poisson mode. The first
+    arrival is one exponential gap after 0."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ConfigError(f"requests: must be an integer >= 1, got {n!r}")
+    if isinstance(rate_per_s, bool) or not isinstance(rate_per_s, (int, float, np.number)) \
+            or not math.isfinite(rate_per_s) or not rate_per_s > 0:
+        raise ConfigError(f"arrival_rate: must be a finite number > 0 requests/s, got {rate_per_s!r}")
     rng = np.random.default_rng([int(seed), 0xA11])
     return np.cumsum(rng.exponential(1.0 / rate_per_s, size=n))
 
@@ -89,3 +98,48 @@ def poisson_arrivals(n: int, rate_per_s: float, seed: int) -> np.ndarray:
 def with_arrivals(workload: Workload, arrival_s) -> Workload:
     """The same requests with the given arrival times (index order kept)."""
     return Workload(workload.prefill, workload.decode, np.asarray(arrival_s, dtype=float), name=workload.name)
+
+
+def replay_workload(prefill, decode, arrival_s, n: int | None = None, seed: int | None = None,
+                    time_scale: float = 1.0, name: str = "trace") -> Workload:
+    """Replay a trace's own rows in timestamp order (``trace`` arrival mode).
+
+    No resampling: drawing with replacement would duplicate rows and their
+    timestamps. Rows are ordered by ``arrival_s`` (stable, so equal timestamps
+    keep file order). With ``n`` below the trace length a contiguous window of
+    ``n`` rows is replayed, starting at an offset drawn uniformly from
+    ``0 .. len - n`` with ``numpy.random.default_rng(seed)`` (``seed=None``:
+    offset 0); ``n=None`` replays every row. Arrival times are shifted so the
+    first replayed request arrives at 0 and multiplied by ``time_scale``:
+    ``time_scale < 1`` compresses time (the same requests arrive faster, so the
+    offered load is ``1 / time_scale`` times the trace's), ``> 1`` stretches it.
+
+    Errors name the option: ``requests`` (``n`` outside ``1 .. len``),
+    ``time_scale`` (not a finite number > 0), ``arrival_s`` (length or values).
+    """
+    s = np.asarray(prefill)
+    o = np.asarray(decode)
+    a = np.asarray(arrival_s, dtype=float)
+    if s.ndim != 1 or s.shape != o.shape or a.shape != s.shape:
+        raise ConfigError(f"arrival_s: need one arrival time per trace row ({s.shape[0] if s.ndim else 0} rows), "
+                          f"got shape {a.shape}")
+    if s.shape[0] == 0:
+        raise ConfigError("requests: cannot replay an empty trace")
+    if not np.all(np.isfinite(a)):
+        raise ConfigError(f"arrival_s: row {int(np.flatnonzero(~np.isfinite(a))[0])} is not finite")
+    if isinstance(time_scale, bool) or not isinstance(time_scale, (int, float, np.number)) \
+            or not math.isfinite(time_scale) or not time_scale > 0:
+        raise ConfigError(f"time_scale: must be a finite number > 0 (< 1 compresses time), got {time_scale!r}")
+    total = s.shape[0]
+    if n is None:
+        n = total
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= total:
+        raise ConfigError(f"requests: trace replay takes 1..{total} rows of the trace (its own rows, no "
+                          f"resampling), got {n!r}")
+    order = np.argsort(a, kind="stable")
+    offset = 0
+    if seed is not None and n < total:
+        offset = int(np.random.default_rng(seed).integers(0, total - n + 1))
+    idx = order[offset: offset + n]
+    arr = (a[idx] - a[idx[0]]) * float(time_scale)
+    return Workload(s[idx], o[idx], arr, name=name)

@@ -2,13 +2,16 @@
 
 ``make_policy("jsq_tokens")`` builds a policy; ``register`` adds one (the BF-IO
 router registers itself as ``bfio``). Baselines pick from the pool oldest first
-(``../shared/spec/semantics.md``, "Baseline policies").
+(``../shared/spec/semantics.md``, "Baseline policies"). Production baselines
+with instant dispatch (``vllm_dp``, ``least_tokens``, and the instant variants of
+``jsq_requests``, ``round_robin``, ``power_of_two``, ``random``) are described in
+``docs/online.md``.
 """
 
 from __future__ import annotations
 
 from bfio.errors import ConfigError
-from bfio.policies.base import Policy, RoutingState
+from bfio.policies.base import DispatchState, Policy, RoutingState
 
 _REGISTRY: dict[str, type[Policy]] = {}
 
@@ -34,6 +37,7 @@ def make_policy(name: str, seed: int = 0, **options) -> Policy:
 def _load_builtin() -> None:
     # Imported lazily so each policy module registers itself exactly once.
     from bfio.policies import fcfs, jsq, round_robin, random_choice, power_of_two  # noqa: F401
+    from bfio.policies import vllm_dp, least_tokens  # noqa: F401
     try:
         from bfio.policies import bfio as _bfio  # noqa: F401
     except ImportError as e:  # pragma: no cover - only while BF-IO is absent
@@ -41,4 +45,4 @@ def _load_builtin() -> None:
             raise
 
 
-__all__ = ["Policy", "RoutingState", "register", "available", "make_policy"]
+__all__ = ["DispatchState", "Policy", "RoutingState", "register", "available", "make_policy"]

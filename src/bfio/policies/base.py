@@ -6,6 +6,12 @@ At every routing call the simulator hands a policy a read-only
 policy returns, for every pool entry, the worker it is placed on or ``-1`` to
 keep it waiting. The simulator enforces capacity and stickiness: it refuses an
 assignment that names a non-existent worker or overfills one.
+
+With ``dispatch="instant"`` (``docs/online.md``) there is no central pool: every
+request is bound to one worker's FIFO queue the moment it enters the system,
+through :meth:`Policy.dispatch` and a :class:`DispatchState`, as the
+data-parallel routers of vLLM and SGLang do. Policies declare the modes they
+support in ``dispatch_modes``.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bfio.errors import ConfigError
 from bfio.workload import Workload
 
 
@@ -54,14 +61,49 @@ class RoutingState:
         return int(min(self.pool.shape[0], int(self.free.sum())))
 
 
+@dataclass
+class DispatchState:
+    """What a policy may look at when it binds newly arrived requests to worker
+    queues (``dispatch="instant"``). Arrays are per worker and read-only:
+
+    - ``waiting[g]``: requests bound to ``g`` and still queued (not yet admitted);
+    - ``waiting_tokens[g]``: sum of the prompt lengths ``s_i`` of those requests;
+    - ``running[g]``: active (admitted, unfinished) requests, ``|A_g|``;
+    - ``loads[g]``: resident KV token load ``L_g = sum_{i in A_g} (s_i + tau_i)``;
+    - ``free[g]``: free slots ``B - |A_g|``.
+
+    The requests to bind (``requests``, ids in arrival order) are passed beside
+    the state; a policy binding several must account for its own earlier
+    bindings in the same call (each request is dispatched as it arrives).
+    """
+
+    step: int
+    clock: float
+    workers: int
+    slots: int
+    waiting: np.ndarray
+    waiting_tokens: np.ndarray
+    running: np.ndarray
+    loads: np.ndarray
+    free: np.ndarray
+    workload: Workload
+
+    def prefill_of(self, requests: np.ndarray) -> np.ndarray:
+        """``s_i`` of ``requests``."""
+        return self.workload.prefill[requests]
+
+
 class Policy:
-    """Base class: subclasses set ``name`` and implement :meth:`route`.
+    """Base class: subclasses set ``name`` and implement :meth:`route`
+    (``dispatch="central"``) and, when they list ``"instant"`` in
+    ``dispatch_modes``, :meth:`dispatch`.
 
     ``seed`` seeds the policy's own random generator (``self.rng``), so a
     randomized policy gives identical results for identical config and seed.
     """
 
     name = "policy"
+    dispatch_modes: tuple[str, ...] = ("central",)
 
     def __init__(self, seed: int = 0, **options):
         if options:
@@ -74,6 +116,13 @@ class Policy:
 
     def route(self, state: RoutingState) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        """Bind each of ``requests`` (arrival order) to a worker queue: return one
+        worker index in ``0..G-1`` per request. Only called with
+        ``dispatch="instant"`` on policies listing it in ``dispatch_modes``."""
+        raise ConfigError(f"dispatch: policy '{self.name}' does not support dispatch='instant' "
+                          f"(supported: {', '.join(self.dispatch_modes)})")
 
     def describe(self) -> dict:
         """Options that identify this policy in results."""

@@ -5,13 +5,20 @@ the worker with a free slot and the lowest current token load (lowest index on
 ties), whose load then grows by the request's ``s``. ``jsq_requests`` is the
 paper's prose definition and what vLLM-style routers count: the same with the
 number of active requests as the queue length.
+
+``jsq_requests`` also supports ``dispatch="instant"``: each arriving request is
+bound to the worker with the fewest waiting + running requests (lowest index on
+ties). That is SGLang's ``shortest_queue`` load-balance method
+(``sglang/srt/managers/data_parallel_controller.py``: ``DPBudget`` balances
+``num_reqs``, "instead of num_waiting_reqs to balance decode running batch").
 """
 
 import numpy as np
 from numba import njit
 
 from bfio.policies import register
-from bfio.policies.base import Policy, RoutingState
+from bfio.policies.base import DispatchState, Policy, RoutingState
+from bfio.policies.instant import greedy_argmin
 
 
 @njit(cache=True)
@@ -47,8 +54,13 @@ class JSQTokens(Policy):
 @register
 class JSQRequests(Policy):
     name = "jsq_requests"
+    dispatch_modes = ("central", "instant")
 
     def route(self, state: RoutingState) -> np.ndarray:
         ones = np.ones(state.pool.shape[0], dtype=np.float64)
         return greedy_least_loaded(state.active.astype(np.float64), state.free.astype(np.int64),
                                    ones, state.admissible)
+
+    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        key = (state.waiting + state.running).astype(np.float64)
+        return greedy_argmin(key, np.ones(requests.shape[0], dtype=np.float64))

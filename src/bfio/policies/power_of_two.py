@@ -1,16 +1,23 @@
 """Power of two choices: for each request, oldest first, sample two distinct
 random workers with a free slot; the one with the lower token load wins (the
-first sampled on ties) and its load grows by the request's ``s``."""
+first sampled on ties) and its load grows by the request's ``s``.
+
+With ``dispatch="instant"`` the two candidates are drawn among all workers and
+compared on tokens: resident load plus the prompt tokens already queued on
+them (Mitzenmacher's power of two choices; the SGLang router's
+``power_of_two`` policy compares worker loads the same way)."""
 
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import Policy, RoutingState
+from bfio.policies.base import DispatchState, Policy, RoutingState
+from bfio.policies.instant import distinct_pairs, two_choices
 
 
 @register
 class PowerOfTwo(Policy):
     name = "power_of_two"
+    dispatch_modes = ("central", "instant")
 
     def route(self, state: RoutingState) -> np.ndarray:
         out = np.full(state.pool.shape[0], -1, dtype=np.int64)
@@ -28,3 +35,8 @@ class PowerOfTwo(Policy):
             free[g] -= 1
             loads[g] += s[j]
         return out
+
+    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        first, second = distinct_pairs(self.rng, state.workers, requests.shape[0])
+        key = (state.loads + state.waiting_tokens).astype(np.float64)
+        return two_choices(key, first, second, state.prefill_of(requests).astype(np.float64))

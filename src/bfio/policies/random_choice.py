@@ -1,15 +1,19 @@
 """Random: each request, oldest first, goes to a worker drawn uniformly among
-the workers that still have a free slot (seeded)."""
+the workers that still have a free slot (seeded).
+
+With ``dispatch="instant"`` each arriving request is bound to a worker drawn
+uniformly among all ``G`` (seeded)."""
 
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import Policy, RoutingState
+from bfio.policies.base import DispatchState, Policy, RoutingState
 
 
 @register
 class RandomChoice(Policy):
     name = "random"
+    dispatch_modes = ("central", "instant")
 
     def route(self, state: RoutingState) -> np.ndarray:
         out = np.full(state.pool.shape[0], -1, dtype=np.int64)
@@ -19,3 +23,6 @@ class RandomChoice(Policy):
             out[j] = g
             free[g] -= 1
         return out
+
+    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        return self.rng.integers(0, state.workers, size=requests.shape[0]).astype(np.int64)

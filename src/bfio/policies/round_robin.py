@@ -1,15 +1,21 @@
 """Round robin: requests, oldest first, go to the next worker with a free slot in
-cyclic order; the pointer persists across routing calls."""
+cyclic order; the pointer persists across routing calls.
+
+With ``dispatch="instant"`` the ``i``-th arriving request is bound to worker
+``i mod G`` whatever its state (the paper's Appendix A definition of RR, and
+SGLang's ``round_robin`` load-balance method,
+``sglang/srt/managers/data_parallel_controller.py``: ``round_robin_counter``)."""
 
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import Policy, RoutingState
+from bfio.policies.base import DispatchState, Policy, RoutingState
 
 
 @register
 class RoundRobin(Policy):
     name = "round_robin"
+    dispatch_modes = ("central", "instant")
 
     def reset(self, workers, slots):
         self.pointer = 0
@@ -26,4 +32,10 @@ class RoundRobin(Policy):
                     free[g] -= 1
                     self.pointer = (g + 1) % G
                     break
+        return out
+
+    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        G = state.workers
+        out = (self.pointer + np.arange(requests.shape[0], dtype=np.int64)) % G
+        self.pointer = int((self.pointer + requests.shape[0]) % G)
         return out

@@ -1,0 +1,56 @@
+"""Numba kernels shared by the instant-dispatch rules (``docs/online.md``).
+
+A dispatcher binds newly arrived requests one by one, in arrival order; each
+binding changes the state the next request sees (the chosen worker's queue
+grows), so the rules are sequential greedy loops over the batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def greedy_argmin(key, weights):
+    """Bind request ``j`` (in order) to the worker with the smallest ``key``
+    (lowest index on ties) and add ``weights[j]`` to that worker's key."""
+    key = key.copy()
+    n = weights.shape[0]
+    G = key.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        best = 0
+        for g in range(1, G):
+            if key[g] < key[best]:
+                best = g
+        out[j] = best
+        key[best] += weights[j]
+    return out
+
+
+@njit(cache=True)
+def two_choices(key, first, second, weights):
+    """Power of two choices: request ``j`` goes to the one of workers
+    ``first[j]``, ``second[j]`` with the smaller ``key`` (``first[j]`` on ties),
+    whose key then grows by ``weights[j]``."""
+    key = key.copy()
+    n = weights.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        a = first[j]
+        b = second[j]
+        g = b if key[b] < key[a] else a
+        out[j] = g
+        key[g] += weights[j]
+    return out
+
+
+def distinct_pairs(rng: np.random.Generator, workers: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` ordered pairs of distinct workers drawn uniformly (``a == b`` only when ``workers == 1``)."""
+    a = rng.integers(0, workers, size=n)
+    if workers == 1:
+        return a, a.copy()
+    b = rng.integers(0, workers - 1, size=n)
+    b = b + (b >= a)
+    return a, b

@@ -1,0 +1,47 @@
+"""vLLM's data-parallel load balancer (``vllm_dp``).
+
+vLLM v1 with ``--data-parallel-size > 1`` and its internal load balancer routes
+each request, when it arrives at the API server, to the engine (DP rank) with
+the lowest score ``waiting * 4 + running``, its engine-reported waiting and
+running request counts; ties go to the first engine scanned, which for a single
+API-server client is the lowest rank. The engine keeps the request for life
+(``vllm/v1/engine/core_client.py``, ``DPLBAsyncMPClient.get_core_engine_for_request``;
+counts published by ``vllm/v1/engine/coordinator.py``, ``DPCoordinator``). After
+choosing, vLLM bumps its local copy of the chosen engine's waiting count until
+the next stats update; the simulator's state is exact and updated per binding,
+so it needs no such estimate.
+
+Modes (``docs/online.md``):
+
+- ``instant`` (what vLLM does): each arriving request is bound to
+  ``argmin_g 4 * waiting_g + running_g`` (lowest index on ties) and waits in
+  that worker's FIFO queue;
+- ``central``: with one shared pool there are no per-worker waiting queues
+  (``waiting_g = 0``), so the score is the running count alone and the rule is
+  exactly ``jsq_requests`` (oldest first, to the worker with a free slot and the
+  fewest active requests). It is accepted so a study can run every policy in
+  both modes, and it is reported under its own name.
+"""
+
+import numpy as np
+
+from bfio.policies import register
+from bfio.policies.base import DispatchState, RoutingState
+from bfio.policies.instant import greedy_argmin
+from bfio.policies.jsq import JSQRequests
+
+#: vLLM's weight of a waiting request relative to a running one.
+WAITING_WEIGHT = 4
+
+
+@register
+class VllmDP(JSQRequests):
+    name = "vllm_dp"
+    dispatch_modes = ("central", "instant")
+
+    def route(self, state: RoutingState) -> np.ndarray:
+        return super().route(state)
+
+    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        key = (WAITING_WEIGHT * state.waiting + state.running).astype(np.float64)
+        return greedy_argmin(key, np.full(requests.shape[0], float(WAITING_WEIGHT)))
