@@ -37,12 +37,7 @@ def make_policy(name: str, seed: int = 0, **options) -> Policy:
 def _load_builtin() -> None:
     # Imported lazily so each policy module registers itself exactly once.
     from bfio.policies import fcfs, jsq, round_robin, random_choice, power_of_two  # noqa: F401
-    from bfio.policies import vllm_dp, least_tokens  # noqa: F401
-    try:
-        from bfio.policies import bfio as _bfio  # noqa: F401
-    except ImportError as e:  # pragma: no cover - only while BF-IO is absent
-        if "bfio.policies.bfio" not in str(e) and "bfio" not in getattr(e, "name", ""):
-            raise
+    from bfio.policies import vllm_dp, least_tokens, bfio  # noqa: F401
 
 
 __all__ = ["DispatchState", "Policy", "RoutingState", "register", "available", "make_policy"]
