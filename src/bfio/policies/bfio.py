@@ -14,7 +14,10 @@ lookahead predictor) plus ``s_j + h`` for every request admitted to ``g``
 Options (all keyword, validated; errors name the option):
 
 - ``horizon`` (``H``, default 0): lookahead window length;
-- ``predictor``: ``oracle`` (default) | ``noisy`` | ``none`` (:mod:`bfio.predictors`);
+- ``predictor``: ``oracle`` (default) | ``noisy`` | ``none`` | ``empirical`` |
+  ``geometric`` (:mod:`bfio.predictors`; the last two are oracle-free: they learn
+  the decode-length distribution from completed requests and give expected,
+  fractional loads, so they need ``solver='fast'`` and ``new_requests='persist'``);
 - ``noise_low``/``noise_high`` (``d_lo``/``d_hi``, default 0.2 each): width of
   the noisy predictor's ``U[1 - d_lo, 1 + d_hi]`` factor;
 - ``solver``: ``fast`` (default) | ``highs`` | ``gurobi`` (:mod:`bfio.solvers`);
@@ -38,9 +41,9 @@ import numpy as np
 from bfio.errors import ConfigError
 from bfio.policies import register
 from bfio.policies.base import Policy, RoutingState
-from bfio.predictors import make_predictor
+from bfio.predictors import PREDICTORS, make_predictor
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, SolverError, check_solver, solve
-from bfio.solvers.fast import size_order, solve_fast, solve_fast_life
+from bfio.solvers.fast import persisting, solve_fast
 from bfio.solvers.instance import Instance, instance_from_state, parse_admission
 from bfio.solvers.profiles import predicted_loads
 
@@ -59,10 +62,14 @@ class BFIO(Policy):
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 0 <= horizon <= MAX_HORIZON:
             raise ConfigError(f"horizon: expected an integer in 0..{MAX_HORIZON}, got {horizon!r}")
         self.horizon = int(horizon)
-        if predictor not in ("oracle", "noisy", "none"):
-            raise ConfigError(f"predictor: expected oracle | noisy | none, got {predictor!r}")
+        if predictor not in PREDICTORS:
+            raise ConfigError(f"predictor: expected {' | '.join(PREDICTORS)}, got {predictor!r}")
         self.predictor = make_predictor(predictor, noise_low, noise_high, seed)
         self.solver = check_solver(solver)
+        if self.predictor.probabilistic and self.solver != "fast":
+            raise ConfigError(f"solver: predictor={predictor!r} gives expected (fractional) loads, which only "
+                              f"solver='fast' accepts (got solver={self.solver!r}); the exact backends prove "
+                              "optimality of integer J: use solver='fast' or predictor oracle | noisy | none")
         self.admission = admission
         self.admission_mode, self.aging_steps = parse_admission(admission)
         if on_solver_error not in ("fail", "fallback"):
@@ -77,6 +84,9 @@ class BFIO(Policy):
         if new_requests == "predicted" and self.solver != "fast":
             raise ConfigError(f"new_requests: 'predicted' is supported by solver='fast' only (got solver={self.solver!r}); "
                               "the exact backends solve the aggregated model of persisting new requests")
+        if new_requests == "predicted" and self.predictor.probabilistic:
+            raise ConfigError(f"new_requests: 'predicted' needs a point estimate o_hat_j of each new request "
+                              f"(predictor oracle | noisy | none), got predictor={predictor!r}")
         self.new_requests = new_requests
         self.capture = None  # optional callable(Instance) -> None, see capture_instances()
         self.reset(0, 0)
@@ -93,9 +103,13 @@ class BFIO(Policy):
     def capture_instances(self, sink) -> None:
         """Call ``sink(instance)`` with the Eq. (IO) instance of every routing call
         (for saving real simulation steps and re-solving them with every backend)."""
+        if self.predictor.probabilistic and sink is not None:
+            raise ConfigError(f"predictor: {self.predictor.name!r} gives fractional loads, which instances "
+                              "(integer JSON, exact backends) do not hold; capture with oracle | noisy | none")
         self.capture = sink
 
     def reset(self, workers: int, slots: int) -> None:
+        self.predictor.reset()
         self._estimate = None
         self._estimate_key = None
         self._times: list[float] = []
@@ -117,9 +131,11 @@ class BFIO(Policy):
         U = state.admissible
         if U == 0:
             return np.full(n, -1, dtype=np.int64)
-        est = self._decode_estimate(state.workload)
         t0 = time.perf_counter()
-        if self.solver == "fast" and self.capture is None:
+        est = None if self.predictor.probabilistic else self._decode_estimate(state.workload)
+        if est is None:
+            assign = self._route_fast(state, None, U)
+        elif self.solver == "fast" and self.capture is None:
             assign = self._route_fast(state, est, U)
         else:
             inst = instance_from_state(state, est, self.horizon, self.admission, new_requests=self.new_requests)
@@ -142,8 +158,11 @@ class BFIO(Policy):
             forced[np.flatnonzero(ages >= self.aging_steps)[:U]] = True
         return forced
 
-    def _route_fast(self, state: RoutingState, est: np.ndarray, U: int) -> np.ndarray:
-        base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, self.horizon)
+    def _route_fast(self, state: RoutingState, est: np.ndarray | None, U: int) -> np.ndarray:
+        if est is None:  # probabilistic predictor: expected loads (float)
+            base = self.predictor.expected_loads(state, self.horizon)
+        else:
+            base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, self.horizon)
         sizes = state.pool_prefill
         n = sizes.shape[0]
         ages = state.step - state.enter_step[state.pool]
@@ -151,10 +170,8 @@ class BFIO(Policy):
         if self.admission_mode == "aging" and U < n:
             self._forced += int(forced.sum())
         free = np.asarray(state.free, dtype=np.int64)
-        if self.new_requests == "predicted":
-            life = np.maximum(1, est[state.pool])
-            return solve_fast_life(base, free, sizes, life, forced, U, LOCAL_SEARCH_ROUNDS)
-        return solve_fast(base, free, sizes, forced, size_order(sizes), U, LOCAL_SEARCH_ROUNDS)
+        life = np.maximum(1, est[state.pool]) if self.new_requests == "predicted" else persisting(n)
+        return solve_fast(base, free, sizes, life, forced, U, LOCAL_SEARCH_ROUNDS)
 
     def _route_exact(self, inst: Instance) -> np.ndarray:
         if self.admission_mode == "aging" and inst.admissible < inst.waiting:
@@ -178,4 +195,5 @@ class BFIO(Policy):
                         "solver_gap_p50": float(np.median(g)), "solver_gap_max": float(g.max())})
         if self.admission_mode == "aging":
             out["aging_forced_admissions"] = self._forced
+        out.update(self.predictor.stats())
         return out

@@ -31,6 +31,20 @@ envelope at any offset). The solver
 Every step keeps the assignment feasible, so the result always satisfies
 Eq. (IO)'s constraints. Only workers with free slots change; the others enter
 through the fixed envelope ``Mo(h)``.
+
+One kernel serves both ``new_requests`` modes. A new request ``j`` has a
+lifetime ``l_j`` in ``1..H + 1`` offsets (``persist``: ``H + 1`` for all, pass
+:func:`persisting`; ``predicted``: the predictor's ``o_hat_j``) and adds
+``s_j + h`` while ``h < l_j``. The waiting requests are grouped by lifetime; within
+a group the convexity argument holds over the offsets ``h < l`` (minimizer: the
+``ceil(l / G)``-th smallest ``c_g(h)``, ``h < l``), so each group offers its two
+requests around that minimizer. With a single group ``l = H + 1`` every step is
+the persisting algorithm above, operation for operation.
+
+``base`` may be integer (point predictors: ``oracle``, ``noisy``, ``none``) or
+float (expected loads of the ``empirical``/``geometric`` predictors); numba
+compiles one specialization per dtype, and the integer one does exact integer
+arithmetic.
 """
 
 from __future__ import annotations
@@ -38,20 +52,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+PERSIST = np.int64(2**40)  # lifetime of a new request that persists over the whole window
 _NONE = -2  # index of an empty envelope entry
 _FIXED = -1  # index standing for the workers without free slots (Mo)
-
-
-@njit(cache=True)
-def _kth_smallest(c, k):
-    if k == 0:
-        m = c[0]
-        for h in range(1, c.shape[0]):
-            if c[h] < m:
-                m = c[h]
-        return m
-    tmp = np.sort(c)
-    return tmp[k]
 
 
 @njit(cache=True)
@@ -89,41 +92,6 @@ def _bit_kth(bit, k):
             k -= bit[pos]
         step //= 2
     return pos  # 0-based position
-
-
-@njit(cache=True)
-def _find_le(ssorted, bit, x):
-    """Position (in size order) of the largest waiting request with size <= x, or -1.
-    Among equal sizes the oldest request sits last, so it is found first."""
-    pos = np.searchsorted(ssorted, x, side="right") - 1
-    if pos < 0:
-        return -1
-    c = _bit_prefix(bit, pos)
-    if c == 0:
-        return -1
-    return _bit_kth(bit, c)
-
-
-@njit(cache=True)
-def _find_gt(ssorted, bit, x):
-    """Position of the smallest waiting request with size > x, or -1."""
-    pos = np.searchsorted(ssorted, x, side="right")
-    c = _bit_prefix(bit, pos - 1) if pos > 0 else 0
-    total = _bit_prefix(bit, ssorted.shape[0] - 1)
-    if c >= total:
-        return -1
-    return _bit_kth(bit, c + 1)
-
-
-@njit(cache=True)
-def _raise_cost(c, s, G, H1):
-    """``delta(s) = G sum_h max(0, s - c(h)) - (H + 1) s``."""
-    tot = 0
-    for h in range(H1):
-        d = s - c[h]
-        if d > 0:
-            tot += d
-    return G * tot - H1 * s
 
 
 @njit(cache=True)
@@ -192,30 +160,6 @@ def _excl2(tv, ti, a, b, h):
 
 
 @njit(cache=True)
-def _headroom(E, P, t):
-    H1 = P.shape[1]
-    m = E[0] - P[t, 0]
-    for h in range(1, H1):
-        v = E[h] - P[t, h] - h
-        if v < m:
-            m = v
-    return m
-
-
-@njit(cache=True)
-def _place(P, E, t, s):
-    """Add a request of size ``s`` to touched worker ``t``; True if the envelope rose."""
-    H1 = P.shape[1]
-    rose = False
-    for h in range(H1):
-        P[t, h] += s + h
-        if P[t, h] > E[h]:
-            E[h] = P[t, h]
-            rose = True
-    return rose
-
-
-@njit(cache=True)
 def _prefer(capl, P, a, b, spread):
     """Tie-break among equal-``delta`` choices: worker ``a`` before ``b`` if it has
     more free slots, then a lower current predicted load."""
@@ -227,26 +171,145 @@ def _prefer(capl, P, a, b, spread):
 
 
 @njit(cache=True)
-def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
+def _prefix_headroom(E, P, t, pm):
+    """``pm[t, h] = min_{h' <= h} (E(h') - P_t(h') - h')``: the largest request of
+    lifetime ``h + 1`` that fits on ``t`` without raising the envelope
+    (``pm[t, H]`` is the headroom of a persisting request)."""
+    H1 = P.shape[1]
+    m = E[0] - P[t, 0]
+    pm[t, 0] = m
+    for h in range(1, H1):
+        v = E[h] - P[t, h] - h
+        if v < m:
+            m = v
+        pm[t, h] = m
+
+
+@njit(cache=True)
+def _upper(a, lo, hi, x):
+    """First position in ``lo..hi`` with ``a[pos] > x`` (``a`` ascending there)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] > x:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True)
+def _grp_le(ssorted, bit, lo, hi, x):
+    """Largest waiting request with size <= x among positions lo..hi-1, or -1.
+    Among equal sizes the oldest request sits last, so it is found first."""
+    if hi <= lo:
+        return -1
+    pos = _upper(ssorted, lo, hi, x) - 1
+    if pos < lo:
+        return -1
+    before = _bit_prefix(bit, lo - 1) if lo > 0 else 0
+    c = _bit_prefix(bit, pos)
+    if c == before:
+        return -1
+    return _bit_kth(bit, c)
+
+
+@njit(cache=True)
+def _grp_gt(ssorted, bit, lo, hi, x):
+    """Smallest waiting request with size > x among positions lo..hi-1, or -1."""
+    if hi <= lo:
+        return -1
+    pos = _upper(ssorted, lo, hi, x)
+    c = _bit_prefix(bit, pos - 1) if pos > 0 else 0
+    total = _bit_prefix(bit, hi - 1)
+    if c >= total:
+        return -1
+    return _bit_kth(bit, c + 1)
+
+
+@njit(cache=True)
+def _life_cost(c, s, l, G):
+    """Change of ``J`` when a request of size ``s`` and lifetime ``l`` joins a worker
+    with headroom ``c``: ``G sum_{h<l} max(0, s - c(h)) - sum_{h<l} (s + h)``.
+    For ``l = H + 1`` this is ``delta(s) - H (H + 1) / 2`` (a constant shift)."""
+    tot = 0
+    for h in range(l):
+        d = s - c[h]
+        if d > 0:
+            tot += d
+    return G * tot - (l * s + l * (l - 1) // 2)
+
+
+@njit(cache=True)
+def _pivots(c, G, glist, ng, srt, piv):
+    """``piv[q]`` = the ``ceil(l/G)``-th smallest of ``c[0..l-1]`` for lifetime group
+    ``l = glist[q]`` (``glist`` ascending): the minimizer of the convex cost of a
+    request of lifetime ``l``. ``srt`` (length ``K + 1``, ``K`` the largest rank
+    needed) keeps the ``K + 1`` smallest values of the prefix, sorted."""
+    K = srt.shape[0] - 1
+    H1 = c.shape[0]
+    if ng == 1 and glist[0] == H1:  # persisting requests only: the K-th smallest of c
+        if K == 0:
+            m = c[0]
+            for h in range(1, H1):
+                if c[h] < m:
+                    m = c[h]
+            piv[0] = m
+        else:
+            piv[0] = np.sort(c)[K]
+        return
+    cnt = 0
+    q = 0
+    for l in range(1, H1 + 1):
+        v = c[l - 1]
+        k = -1
+        if cnt < K + 1:
+            k = cnt
+            cnt += 1
+        elif v < srt[K]:
+            k = K
+        if k >= 0:
+            while k > 0 and srt[k - 1] > v:
+                srt[k] = srt[k - 1]
+                k -= 1
+            srt[k] = v
+        if glist[q] == l:
+            piv[q] = srt[(l + G - 1) // G - 1]
+            q += 1
+            if q == ng:
+                break
+
+
+@njit(cache=True)
+def _w(s, l, h):
+    """What a request of size ``s`` and lifetime ``l`` adds at offset ``h``."""
+    return s + h if h < l else 0
+
+
+@njit(cache=True)
+def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
     """Heuristic solution of Eq. (IO); returns request -> worker (or -1).
 
-    ``order`` sorts the waiting requests by size ascending, with the oldest last
-    among equal sizes. ``forced[j]`` marks requests that must be admitted.
+    ``base`` is ``(G, H + 1)`` ``Lhat_g(h)`` of the active requests, integer
+    (point predictors) or float (expected loads of the probabilistic
+    predictors); the kernel is compiled for either and does exact arithmetic on
+    integers. ``life[j]`` is the number of offsets at which a newly admitted
+    request adds ``s_j + h`` (clipped to ``1..H + 1``; ``H + 1`` or more =
+    persists over the whole window, the spec's Eq. (IO)). ``forced[j]`` marks
+    requests that must be admitted.
     """
     G, H1 = base.shape
     n = sizes.shape[0]
     assign = np.full(n, -1, dtype=np.int64)
     if U <= 0 or n == 0:
         return assign
-    H = H1 - 1
-    kth = H // G
+    K = (H1 + G - 1) // G - 1  # largest rank of a pivot, floor(H / G)
     # touched workers (free slots) and the fixed envelope of the others
     nT = 0
     for g in range(G):
         if free[g] > 0:
             nT += 1
     tw = np.empty(nT, dtype=np.int64)
-    Mo = np.zeros(H1, dtype=np.int64)
+    Mo = np.zeros(H1, dtype=base.dtype)
     k = 0
     for g in range(G):
         if free[g] > 0:
@@ -256,7 +319,7 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
             for h in range(H1):
                 if base[g, h] > Mo[h]:
                     Mo[h] = base[g, h]
-    P = np.empty((nT, H1), dtype=np.int64)
+    P = np.empty((nT, H1), dtype=base.dtype)
     capl = np.empty(nT, dtype=np.int64)
     E = Mo.copy()
     for t in range(nT):
@@ -265,44 +328,82 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
             P[t, h] = base[tw[t], h]
             if P[t, h] > E[h]:
                 E[h] = P[t, h]
+    lf = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        lv = life[j]
+        lf[j] = 1 if lv < 1 else (H1 if lv > H1 else lv)
+    # size order (ascending, oldest last among equal sizes) and, for the candidate
+    # searches, the same order grouped by lifetime: group l occupies gstart[l]..gstart[l+1]-1
+    sorder = np.argsort(sizes * (n + 1) + (n - np.arange(n)), kind="mergesort")
+    gstart = np.zeros(H1 + 2, dtype=np.int64)
+    for j in range(n):
+        gstart[lf[j] + 1] += 1
+    ng = 0
+    for l in range(1, H1 + 1):
+        if gstart[l + 1] > 0:
+            ng += 1
+    glist = np.empty(ng, dtype=np.int64)  # non-empty lifetime groups, ascending
+    q = 0
+    for l in range(1, H1 + 1):
+        if gstart[l + 1] > 0:
+            glist[q] = l
+            q += 1
+    for l in range(1, H1 + 2):
+        gstart[l] += gstart[l - 1]
+    order = np.empty(n, dtype=np.int64)
+    fill = gstart.copy()
+    for q in range(n):
+        j = sorder[q]
+        order[fill[lf[j]]] = j
+        fill[lf[j]] += 1
     ssorted = sizes[order]
     taken = np.zeros(n, dtype=np.bool_)
-    rank = np.empty(n, dtype=np.int64)  # position of each request in size order
+    rank = np.empty(n, dtype=np.int64)  # position of each request in the grouped order
     bit = np.zeros(n + 1, dtype=np.int64)
     for q in range(n):
         rank[order[q]] = q
         _bit_add(bit, q, 1)
     at = np.full(n, -1, dtype=np.int64)  # touched index per request
     placed = 0
+    srt = np.empty(K + 1, dtype=base.dtype)
+    piv = np.empty(max(ng, 1), dtype=base.dtype)
 
-    # 1. requests that must be admitted: largest first, best fit
-    minc = np.empty(nT, dtype=np.int64)
+    # 1. requests that must be admitted: largest first, best fit. pm[t, h] is the
+    # prefix minimum of c_t(h) = E(h) - P_t(h) - h: a request of lifetime l fits on t
+    # without raising the envelope iff s <= pm[t, l - 1] (the headroom for l = H + 1)
+    pm = np.empty((nT, H1), dtype=base.dtype)
     for t in range(nT):
-        minc[t] = _headroom(E, P, t)
+        _prefix_headroom(E, P, t, pm)
     for q in range(n - 1, -1, -1):
-        j = order[q]
+        j = sorder[q]
         if not forced[j] or placed >= U:
             continue
         s = sizes[j]
+        l = lf[j]
         best = -1
         for t in range(nT):
-            if capl[t] > 0 and minc[t] >= s:
-                if best < 0 or (_prefer(capl, P, t, best, spread) if spread else minc[t] < minc[best]):
+            if capl[t] > 0 and pm[t, l - 1] >= s:
+                if best < 0 or (_prefer(capl, P, t, best, spread) if spread else pm[t, l - 1] < pm[best, l - 1]):
                     best = t
         if best < 0:
-            bestd = 0
+            fd = 0
             for t in range(nT):
                 if capl[t] == 0:
                     continue
                 d = 0
-                for h in range(H1):
+                for h in range(l):
                     x = s + h + P[t, h] - E[h]
                     if x > 0:
                         d += x
-                if best < 0 or d < bestd or (d == bestd and P[t, 0] < P[best, 0]):
+                if best < 0 or d < fd or (d == fd and P[t, 0] < P[best, 0]):
                     best = t
-                    bestd = d
-        rose = _place(P, E, best, s)
+                    fd = d
+        rose = False
+        for h in range(l):
+            P[best, h] += s + h
+            if P[best, h] > E[h]:
+                E[h] = P[best, h]
+                rose = True
         capl[best] -= 1
         taken[j] = True
         _bit_add(bit, rank[j], -1)
@@ -310,19 +411,23 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
         placed += 1
         if rose:
             for t in range(nT):
-                minc[t] = _headroom(E, P, t)
+                _prefix_headroom(E, P, t, pm)
         else:
-            minc[best] = _headroom(E, P, best)
+            _prefix_headroom(E, P, best, pm)
 
-    # 2. free choice: the most negative delta first
+    # 2. free choice: the most negative delta first. A worker with r further free
+    # slots keeps room for r copies of the smallest waiting request.
     if placed < U:
-        bestd = np.zeros(nT, dtype=np.int64)
+        bestd = np.zeros(nT, dtype=base.dtype)
         bestj = np.full(nT, -1, dtype=np.int64)
         valid = np.zeros(nT, dtype=np.bool_)
-        c = np.empty(H1, dtype=np.int64)
+        c = np.empty(H1, dtype=base.dtype)
+        sp = 0  # first waiting request in size order (only taken in this phase)
         while placed < U:
-            lo = _find_gt(ssorted, bit, -1)
-            smin = ssorted[lo] if lo >= 0 else 0
+            while taken[sorder[sp]]:
+                sp += 1
+            smin = sizes[sorder[sp]]
+            lmin = lf[sorder[sp]]
             pick = -1
             for t in range(nT):
                 if capl[t] == 0:
@@ -330,20 +435,29 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                 if not valid[t] or taken[bestj[t]]:
                     r = capl[t] - 1
                     for h in range(H1):
-                        c[h] = E[h] - P[t, h] - h - r * (smin + h)
-                    sstar = _kth_smallest(c, kth)
+                        c[h] = E[h] - P[t, h] - h - (r * (smin + h) if h < lmin else 0)
+                    _pivots(c, G, glist, ng, srt, piv)
                     bj = -1
-                    bd = 0
-                    p1 = _find_le(ssorted, bit, sstar)
-                    if p1 >= 0:
-                        bj = order[p1]
-                        bd = _raise_cost(c, sizes[bj], G, H1)
-                    p2 = _find_gt(ssorted, bit, sstar)
-                    if p2 >= 0:
-                        d2 = _raise_cost(c, sizes[order[p2]], G, H1)
-                        if bj < 0 or d2 < bd:
-                            bj = order[p2]
-                            bd = d2
+                    bd = bestd[t]
+                    bl = 0
+                    bvol = 0
+                    for g2 in range(ng):
+                        l = glist[g2]
+                        for side in range(2):
+                            if side == 0:
+                                p = _grp_le(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                            else:
+                                p = _grp_gt(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                            if p < 0:
+                                continue
+                            jj = order[p]
+                            d = _life_cost(c, sizes[jj], l, G)
+                            vol = l * sizes[jj]
+                            if bj < 0 or d < bd or (d == bd and l != bl and vol > bvol):
+                                bj = jj
+                                bd = d
+                                bl = l
+                                bvol = vol
                     bestj[t] = bj
                     bestd[t] = bd
                     valid[t] = True
@@ -351,7 +465,13 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                         spread and bestd[t] == bestd[pick] and _prefer(capl, P, t, pick, spread)):
                     pick = t
             j = bestj[pick]
-            rose = _place(P, E, pick, sizes[j])
+            s = sizes[j]
+            rose = False
+            for h in range(lf[j]):
+                P[pick, h] += s + h
+                if P[pick, h] > E[h]:
+                    E[h] = P[pick, h]
+                    rose = True
             capl[pick] -= 1
             taken[j] = True
             _bit_add(bit, rank[j], -1)
@@ -363,14 +483,14 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                     valid[t] = False
 
     # 3. local search
-    tv = np.empty((3, H1), dtype=np.int64)
+    tv = np.empty((3, H1), dtype=base.dtype)
     ti = np.empty((3, H1), dtype=np.int64)
     for h in range(H1):
         _column_scan(P, Mo, tv, ti, h)
-    Pm = np.empty(H1, dtype=np.int64)
-    c = np.empty(H1, dtype=np.int64)
+    Pm = np.empty(H1, dtype=base.dtype)
+    c = np.empty(H1, dtype=base.dtype)
     adm = np.empty(n, dtype=np.int64)
-    slack = np.empty(nT, dtype=np.int64)
+    slack = np.empty(nT, dtype=base.dtype)
     any_free = False
     for j in range(n):
         if not taken[j]:
@@ -385,33 +505,38 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                     continue
                 t = at[j]
                 sj = sizes[j]
+                lj = lf[j]
                 for h in range(H1):
-                    Pm[h] = P[t, h] - sj - h
+                    Pm[h] = P[t, h] - _w(sj, lj, h)
                     c[h] = _excl1(tv, ti, t, h) - Pm[h] - h
-                sstar = _kth_smallest(c, kth)
+                _pivots(c, G, glist, ng, srt, piv)
                 bw = -1
                 bd = 0
-                for side in range(2):
-                    if side == 0:
-                        p = _find_le(ssorted, bit, sstar)
-                    else:
-                        p = _find_gt(ssorted, bit, sstar)
-                    if p < 0:
-                        continue
-                    w = order[p]
-                    sw = sizes[w]
-                    d = 0
-                    for h in range(H1):
-                        o = _excl1(tv, ti, t, h)
-                        v = Pm[h] + sw + h
-                        d += (v if v > o else o) - tv[0, h]
-                    d = G * d - H1 * (sw - sj)
-                    if d < bd:
-                        bd = d
-                        bw = w
+                for g2 in range(ng):
+                    l = glist[g2]
+                    for side in range(2):
+                        if side == 0:
+                            p = _grp_le(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                        else:
+                            p = _grp_gt(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                        if p < 0:
+                            continue
+                        w = order[p]
+                        sw = sizes[w]
+                        d = 0
+                        for h in range(H1):
+                            o = _excl1(tv, ti, t, h)
+                            v = Pm[h] + _w(sw, l, h)
+                            d += (v if v > o else o) - tv[0, h]
+                        d = G * d - ((l * sw + l * (l - 1) // 2) - (lj * sj + lj * (lj - 1) // 2))
+                        if d < bd:
+                            bd = d
+                            bw = w
                 if bw >= 0:
+                    sw = sizes[bw]
+                    lw = lf[bw]
                     for h in range(H1):
-                        P[t, h] = Pm[h] + sizes[bw] + h
+                        P[t, h] = Pm[h] + _w(sw, lw, h)
                     taken[j] = False
                     _bit_add(bit, rank[j], 1)
                     at[j] = -1
@@ -432,7 +557,7 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                 v = tv[0, h] - P[t, h]
                 if v < slack[t]:
                     slack[t] = v
-        maxslack = 0
+        maxslack = slack[0] * 0
         for t in range(nT):
             if slack[t] > maxslack:
                 maxslack = slack[t]
@@ -456,11 +581,13 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                 if at[j] != t:
                     continue
                 sj = sizes[j]
+                lj = lf[j]
                 # gain = what removing j from t lowers the envelope by; any move or swap
-                # of j has delta >= -gain (+ its raise at h = 0), so these prune exactly
+                # of j has delta >= -gain (+ its raise at h = 0, where every request adds
+                # its size), so these prune exactly
                 gain = 0
                 for h in range(H1):
-                    Pm[h] = P[t, h] - sj - h
+                    Pm[h] = P[t, h] - _w(sj, lj, h)
                     o1 = _excl1(tv, ti, t, h)
                     gain += tv[0, h] - (o1 if o1 > Pm[h] else Pm[h])
                 if gain <= 0:
@@ -479,7 +606,7 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                     for h in range(H1):
                         o = _excl2(tv, ti, t, t2, h)
                         v1 = Pm[h]
-                        v2 = P[t2, h] + sj + h
+                        v2 = P[t2, h] + _w(sj, lj, h)
                         m = o if o > v1 else v1
                         m = m if m > v2 else v2
                         d += m - tv[0, h]
@@ -497,11 +624,14 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                             or P[t2, 0] + sj - sizes[j2] - base0 >= gain):
                         continue
                     s2 = sizes[j2]
+                    l2 = lf[j2]
                     d = 0
                     for h in range(H1):
+                        w1 = _w(sj, lj, h)
+                        w2 = _w(s2, l2, h)
                         o = _excl2(tv, ti, t, t2, h)
-                        v1 = Pm[h] + s2 + h
-                        v2 = P[t2, h] - s2 + sj
+                        v1 = Pm[h] + w2
+                        v2 = P[t2, h] - w2 + w1
                         m = o if o > v1 else v1
                         m = m if m > v2 else v2
                         d += m - tv[0, h]
@@ -516,15 +646,18 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
                 if best_kind == 1:
                     for h in range(H1):
                         P[t, h] = Pm[h]
-                        P[t2, h] += sj + h
+                        P[t2, h] += _w(sj, lj, h)
                     capl[t] += 1
                     capl[t2] -= 1
                     at[j] = t2
                 else:
                     s2 = sizes[best_j2]
+                    l2 = lf[best_j2]
                     for h in range(H1):
-                        P[t, h] = Pm[h] + s2 + h
-                        P[t2, h] += sj - s2
+                        w1 = _w(sj, lj, h)
+                        w2 = _w(s2, l2, h)
+                        P[t, h] = Pm[h] + w2
+                        P[t2, h] += w1 - w2
                     at[j] = t2
                     at[best_j2] = t
                 _update_worker(P, Mo, tv, ti, t)
@@ -547,359 +680,6 @@ def solve_fast(base, free, sizes, forced, order, U, max_rounds, spread=True):
     return assign
 
 
-# ----------------------------------------------------------------------------------------
-# new_requests = "predicted": a newly admitted request j adds s_j + h only while h < l_j
-# (its predicted lifetime, 1..H+1 offsets). Same three phases as solve_fast; the waiting
-# requests are grouped by lifetime and, within a group, the convexity argument of the
-# module docstring applies over the offsets h < l (minimizer: the ceil(l / G)-th smallest
-# c_g(h), h < l), so each group contributes its two requests around that minimizer.
-# ----------------------------------------------------------------------------------------
-
-
-@njit(cache=True)
-def _grp_le(ssorted, bit, lo, hi, x):
-    """Largest waiting request with size <= x among positions lo..hi-1, or -1."""
-    if hi <= lo:
-        return -1
-    pos = lo + np.searchsorted(ssorted[lo:hi], x, side="right") - 1
-    if pos < lo:
-        return -1
-    before = _bit_prefix(bit, lo - 1) if lo > 0 else 0
-    c = _bit_prefix(bit, pos)
-    if c == before:
-        return -1
-    return _bit_kth(bit, c)
-
-
-@njit(cache=True)
-def _grp_gt(ssorted, bit, lo, hi, x):
-    """Smallest waiting request with size > x among positions lo..hi-1, or -1."""
-    if hi <= lo:
-        return -1
-    pos = lo + np.searchsorted(ssorted[lo:hi], x, side="right")
-    c = _bit_prefix(bit, pos - 1) if pos > 0 else 0
-    total = _bit_prefix(bit, hi - 1)
-    if c >= total:
-        return -1
-    return _bit_kth(bit, c + 1)
-
-
-@njit(cache=True)
-def _life_cost(c, s, l, G):
-    """``G sum_{h<l} max(0, s + h - (c(h) + h)) - sum_{h<l} (s + h)`` with ``c`` the
-    headroom net of ``h`` (so the raise at ``h`` is ``s - c(h)``)."""
-    tot = 0
-    for h in range(l):
-        d = s - c[h]
-        if d > 0:
-            tot += d
-    return G * tot - (l * s + l * (l - 1) // 2)
-
-
-@njit(cache=True)
-def _best_for_worker(c, G, ssorted, bit, gstart, order, sizes, srt):
-    """Best (request, delta) for headroom ``c`` over all lifetime groups."""
-    H1 = c.shape[0]
-    bj = -1
-    bd = 0
-    bvol = 0
-    m = 0
-    for l in range(1, H1 + 1):
-        # insert c[l-1] into the sorted prefix srt[0..l-1]
-        v = c[l - 1]
-        k = l - 1
-        while k > 0 and srt[k - 1] > v:
-            srt[k] = srt[k - 1]
-            k -= 1
-        srt[k] = v
-        lo = gstart[l]
-        hi = gstart[l + 1]
-        if hi <= lo:
-            continue
-        kk = (l + G - 1) // G - 1
-        sstar = srt[kk]
-        for side in range(2):
-            if side == 0:
-                p = _grp_le(ssorted, bit, lo, hi, sstar)
-            else:
-                p = _grp_gt(ssorted, bit, lo, hi, sstar)
-            if p < 0:
-                continue
-            j = order[p]
-            d = _life_cost(c, sizes[j], l, G)
-            vol = l * sizes[j]
-            if bj < 0 or d < bd or (d == bd and vol > bvol):
-                bj = j
-                bd = d
-                bvol = vol
-    return bj, bd
-
-
-@njit(cache=True)
-def solve_fast_life(base, free, sizes, life, forced, U, max_rounds):
-    """:func:`solve_fast` for ``new_requests = "predicted"``: request ``j`` adds
-    ``s_j + h`` at offsets ``h < life[j]`` (``1 <= life[j] <= H + 1``)."""
-    G, H1 = base.shape
-    n = sizes.shape[0]
-    assign = np.full(n, -1, dtype=np.int64)
-    if U <= 0 or n == 0:
-        return assign
-    nT = 0
-    for g in range(G):
-        if free[g] > 0:
-            nT += 1
-    tw = np.empty(nT, dtype=np.int64)
-    Mo = np.zeros(H1, dtype=np.int64)
-    k = 0
-    for g in range(G):
-        if free[g] > 0:
-            tw[k] = g
-            k += 1
-        else:
-            for h in range(H1):
-                if base[g, h] > Mo[h]:
-                    Mo[h] = base[g, h]
-    P = np.empty((nT, H1), dtype=np.int64)
-    capl = np.empty(nT, dtype=np.int64)
-    E = Mo.copy()
-    for t in range(nT):
-        capl[t] = free[tw[t]]
-        for h in range(H1):
-            P[t, h] = base[tw[t], h]
-            if P[t, h] > E[h]:
-                E[h] = P[t, h]
-    lf = np.empty(n, dtype=np.int64)
-    for j in range(n):
-        v = life[j]
-        lf[j] = 1 if v < 1 else (H1 if v > H1 else v)
-    # order: by lifetime, then size ascending, oldest last among equal sizes
-    order = np.empty(n, dtype=np.int64)
-    # counting sort by lifetime of the size order
-    sorder = np.argsort(sizes * (n + 1) + (n - np.arange(n)), kind="mergesort")
-    gstart = np.zeros(H1 + 2, dtype=np.int64)
-    for j in range(n):
-        gstart[lf[j] + 1] += 1
-    for l in range(1, H1 + 2):
-        gstart[l] += gstart[l - 1]
-    fill = gstart.copy()
-    for q in range(n):
-        j = sorder[q]
-        order[fill[lf[j]]] = j
-        fill[lf[j]] += 1
-    ssorted = sizes[order]
-    taken = np.zeros(n, dtype=np.bool_)
-    rank = np.empty(n, dtype=np.int64)
-    bit = np.zeros(n + 1, dtype=np.int64)
-    for q in range(n):
-        rank[order[q]] = q
-        _bit_add(bit, q, 1)
-    at = np.full(n, -1, dtype=np.int64)
-    placed = 0
-
-    # 1. forced requests, largest first; spread among workers where they fit
-    pm = np.empty((nT, H1), dtype=np.int64)  # prefix minima of E - P - h
-    for t in range(nT):
-        m = E[0] - P[t, 0]
-        for h in range(H1):
-            v = E[h] - P[t, h] - h
-            if v < m:
-                m = v
-            pm[t, h] = m
-    for q in range(n - 1, -1, -1):
-        j = sorder[q]
-        if not forced[j] or placed >= U:
-            continue
-        s = sizes[j]
-        l = lf[j]
-        best = -1
-        for t in range(nT):
-            if capl[t] > 0 and pm[t, l - 1] >= s:
-                if best < 0 or _prefer(capl, P, t, best, True):
-                    best = t
-        if best < 0:
-            bestd = 0
-            for t in range(nT):
-                if capl[t] == 0:
-                    continue
-                d = 0
-                for h in range(l):
-                    x = s + h + P[t, h] - E[h]
-                    if x > 0:
-                        d += x
-                if best < 0 or d < bestd or (d == bestd and P[t, 0] < P[best, 0]):
-                    best = t
-                    bestd = d
-        rose = False
-        for h in range(l):
-            P[best, h] += s + h
-            if P[best, h] > E[h]:
-                E[h] = P[best, h]
-                rose = True
-        capl[best] -= 1
-        taken[j] = True
-        _bit_add(bit, rank[j], -1)
-        at[j] = best
-        placed += 1
-        for t in range(nT):
-            if rose or t == best:
-                m = E[0] - P[t, 0]
-                for h in range(H1):
-                    v = E[h] - P[t, h] - h
-                    if v < m:
-                        m = v
-                    pm[t, h] = m
-
-    # 2. free choice: most negative delta first
-    if placed < U:
-        bestd = np.zeros(nT, dtype=np.int64)
-        bestj = np.full(nT, -1, dtype=np.int64)
-        valid = np.zeros(nT, dtype=np.bool_)
-        c = np.empty(H1, dtype=np.int64)
-        srt = np.empty(H1, dtype=np.int64)
-        while placed < U:
-            smin = -1
-            for q in range(n):  # smallest waiting size (for the slot reservation)
-                j = sorder[q]
-                if not taken[j]:
-                    smin = sizes[j]
-                    break
-            pick = -1
-            for t in range(nT):
-                if capl[t] == 0:
-                    continue
-                if not valid[t] or bestj[t] < 0 or taken[bestj[t]]:
-                    r = capl[t] - 1
-                    for h in range(H1):
-                        c[h] = E[h] - P[t, h] - h - (r * smin if h == 0 else 0)
-                    bj, bd = _best_for_worker(c, G, ssorted, bit, gstart, order, sizes, srt)
-                    bestj[t] = bj
-                    bestd[t] = bd
-                    valid[t] = True
-                if pick < 0 or bestd[t] < bestd[pick] or (
-                        bestd[t] == bestd[pick] and _prefer(capl, P, t, pick, True)):
-                    pick = t
-            j = bestj[pick]
-            s = sizes[j]
-            rose = False
-            for h in range(lf[j]):
-                P[pick, h] += s + h
-                if P[pick, h] > E[h]:
-                    E[h] = P[pick, h]
-                    rose = True
-            capl[pick] -= 1
-            taken[j] = True
-            _bit_add(bit, rank[j], -1)
-            at[j] = pick
-            placed += 1
-            valid[pick] = False
-            if rose:
-                for t in range(nT):
-                    valid[t] = False
-
-    # 3. local search: moves and swaps for the workers that set the envelope
-    tv = np.empty((3, H1), dtype=np.int64)
-    ti = np.empty((3, H1), dtype=np.int64)
-    for h in range(H1):
-        _column_scan(P, Mo, tv, ti, h)
-    Pm = np.empty(H1, dtype=np.int64)
-    adm = np.empty(n, dtype=np.int64)
-    for _round in range(max_rounds):
-        improved = False
-        nadm = 0
-        for j in range(n):
-            if at[j] >= 0:
-                adm[nadm] = j
-                nadm += 1
-        for t in range(nT):
-            critical = False
-            for h in range(H1):
-                if ti[0, h] == t and tv[0, h] > tv[1, h]:
-                    critical = True
-                    break
-            if not critical:
-                continue
-            for q in range(nadm):
-                j = adm[q]
-                if at[j] != t:
-                    continue
-                sj = sizes[j]
-                lj = lf[j]
-                for h in range(H1):
-                    Pm[h] = P[t, h] - (sj + h if h < lj else 0)
-                best_kind = 0
-                best_t2 = -1
-                best_j2 = -1
-                best_d = 0
-                for t2 in range(nT):
-                    if t2 == t or capl[t2] == 0:
-                        continue
-                    d = 0
-                    for h in range(H1):
-                        o = _excl2(tv, ti, t, t2, h)
-                        v1 = Pm[h]
-                        v2 = P[t2, h] + (sj + h if h < lj else 0)
-                        m = o if o > v1 else v1
-                        m = m if m > v2 else v2
-                        d += m - tv[0, h]
-                    if d < best_d:
-                        best_d = d
-                        best_kind = 1
-                        best_t2 = t2
-                for q2 in range(nadm):
-                    j2 = adm[q2]
-                    t2 = at[j2]
-                    s2 = sizes[j2]
-                    if t2 < 0 or t2 == t or s2 >= sj or tv[0, 0] - P[t2, 0] < sj - s2:
-                        continue
-                    l2 = lf[j2]
-                    d = 0
-                    for h in range(H1):
-                        w1 = sj + h if h < lj else 0
-                        w2 = s2 + h if h < l2 else 0
-                        o = _excl2(tv, ti, t, t2, h)
-                        v1 = Pm[h] + w2
-                        v2 = P[t2, h] - w2 + w1
-                        m = o if o > v1 else v1
-                        m = m if m > v2 else v2
-                        d += m - tv[0, h]
-                    if d < best_d:
-                        best_d = d
-                        best_kind = 2
-                        best_t2 = t2
-                        best_j2 = j2
-                if best_kind == 0:
-                    continue
-                t2 = best_t2
-                if best_kind == 1:
-                    for h in range(H1):
-                        w1 = sj + h if h < lj else 0
-                        P[t, h] = Pm[h]
-                        P[t2, h] += w1
-                    capl[t] += 1
-                    capl[t2] -= 1
-                    at[j] = t2
-                else:
-                    s2 = sizes[best_j2]
-                    l2 = lf[best_j2]
-                    for h in range(H1):
-                        w1 = sj + h if h < lj else 0
-                        w2 = s2 + h if h < l2 else 0
-                        P[t, h] = Pm[h] + w2
-                        P[t2, h] += w1 - w2
-                    at[j] = t2
-                    at[best_j2] = t
-                _update_worker(P, Mo, tv, ti, t)
-                _update_worker(P, Mo, tv, ti, t2)
-                improved = True
-                break
-        if not improved:
-            break
-    for j in range(n):
-        if at[j] >= 0:
-            assign[j] = tw[at[j]]
-    return assign
-
-
 def size_order(sizes: np.ndarray) -> np.ndarray:
     """Waiting requests by size ascending; among equal sizes the oldest (lowest
     index, the pool is oldest first) comes last, so "largest that fits" prefers it."""
@@ -907,14 +687,18 @@ def size_order(sizes: np.ndarray) -> np.ndarray:
     return np.lexsort((-np.arange(n), sizes)).astype(np.int64)
 
 
+def persisting(n: int) -> np.ndarray:
+    """Lifetimes of ``n`` new requests that persist over any window (``new_requests = persist``)."""
+    return np.full(n, PERSIST, dtype=np.int64)
+
+
 def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> np.ndarray:
     """Solve an :class:`~bfio.solvers.instance.Instance` with the fast heuristic."""
     sizes = inst.sizes
     if forced is None:
         forced = inst.forced()
-    if inst.lifetimes is not None:
-        return solve_fast_life(inst.base, inst.free, sizes, inst.lifetimes, forced, inst.admissible, int(max_rounds))
-    return solve_fast(inst.base, inst.free, sizes, forced, size_order(sizes), inst.admissible, int(max_rounds))
+    life = persisting(inst.waiting) if inst.lifetimes is None else inst.lifetimes
+    return solve_fast(inst.base, inst.free, sizes, life, forced, inst.admissible, int(max_rounds))
 
 
-__all__ = ["solve_fast", "solve_fast_life", "fast_assign", "size_order"]
+__all__ = ["PERSIST", "solve_fast", "fast_assign", "persisting", "size_order"]
