@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (CSV or .parquet)")
     g = s.add_argument_group("BF-IO options (with --policy bfio)")
     g.add_argument("--horizon", type=_nonneg_int, help="lookahead window H (default 0)")
-    g.add_argument("--predictor", help="oracle | noisy | none (default oracle)")
+    g.add_argument("--predictor", help="oracle | noisy | none | empirical | geometric (default oracle); "
+                   "empirical and geometric learn from completed requests, no oracle (fast solver only)")
     g.add_argument("--noise-low", type=float, help="noisy predictor: d_lo in o_est = o * U[1-d_lo, 1+d_hi]")
     g.add_argument("--noise-high", type=float, help="noisy predictor: d_hi")
     g.add_argument("--solver", help="fast | highs | gurobi (default fast)")
