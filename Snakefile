@@ -18,6 +18,8 @@ include: "workflow/rules/traces.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+# The same comparison on every trace, backlog and trace replay (docs/generality.md).
+include: "workflow/rules/generality.smk"
 
 
 # The theory checks live in their own rule file (another component); the
@@ -35,3 +37,4 @@ rule all:
     input:
         all_targets(),
         globals().get("THEORY_TARGETS", []),
+        GENERALITY_TARGETS,

@@ -193,3 +193,47 @@ def test_bad_config_stops_with_key(tmp_path):
     proc = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", "slots=0", check=False)
     assert proc.returncode != 0
     assert "config key 'slots'" in proc.stdout + proc.stderr
+
+
+def test_smoke_generality_table_and_figure(smoke, smoke_config):
+    """The generality study: one row per (trace, case, G) with finite effects
+    and 95% intervals around them; replay cases only for traces with times."""
+    from bfio.experiments import trace_specs
+
+    work, _ = smoke
+    gen = smoke_config["generality"]
+    table = pd.read_csv(work / "results" / "tables" / "generality.csv")
+    assert set(table["trace"]) == set(gen["traces"])
+    assert set(table["workers"]) == set(gen["workers"])
+    specs = trace_specs(smoke_config)
+    n_replay = len(gen["replay"]["time_scales"]) + len(gen["replay"]["loads"])
+    for trace in gen["traces"]:
+        cases = set(table.loc[table["trace"] == trace, "case"])
+        assert "backlog" in cases
+        assert len(cases) == 1 + (n_replay if specs[trace].arrival_col else 0), (trace, cases)
+    assert len(table) == len(table.drop_duplicates(["trace", "case", "workers"]))
+    assert (table["n_seeds"] == len(smoke_config["seeds"])).all()
+    for t in gen["targets"]:
+        for prefix in ("imb_ratio", "thr_gain_pct", "energy_saving_pct"):
+            col = f"{prefix}_{t}"
+            m, lo, hi = table[col], table[f"{col}_lo"], table[f"{col}_hi"]
+            assert np.isfinite(m).all() and np.isfinite(lo).all() and np.isfinite(hi).all(), col
+            assert ((lo <= m + 1e-9) & (m <= hi + 1e-9)).all(), col
+        assert (table[f"imb_ratio_{t}"] > 0).all()
+    assert (table["mean_prompt"] > 0).all() and (table["mean_decode"] > 0).all()
+    replay = table[table["case"] != "backlog"]
+    assert np.isfinite(replay["offered_load"]).all() and (replay["offered_load"] > 0).all()
+    md = (work / "results" / "tables" / "generality.md").read_text()
+    assert md.count("\n|") >= len(table) + 1 and "[" in md
+    runs = pd.read_csv(work / "results" / "studies" / "generality" / "runs.csv")
+    assert set(runs["row"]) == set(gen["rows"])
+    for ext, magic in (("pdf", b"%PDF-"), ("png", b"\x89PNG\r\n\x1a\n")):
+        assert (work / "figures" / f"generality.{ext}").read_bytes()[:len(magic)] == magic
+
+
+def test_smoke_generality_table_and_figure_do_not_rerun_simulations(smoke):
+    work, base = smoke
+    forced = snakemake(work, "-n", *base, "-R", "generality_table", "fig_generality")
+    out = forced.stdout + forced.stderr
+    assert "fig_generality" in out and "generality_table" in out
+    assert "generality_simulate" not in out

@@ -30,7 +30,7 @@ import pandas as pd
 
 from bfio.errors import ChecksumError, ConfigError, TraceError
 from bfio.paper import TABLE_SETTINGS, row_key
-from bfio.traces import KNOWN_TRACES, load_trace, sha256_of
+from bfio.traces import KNOWN_TRACES, TRACE_ALIASES, TraceSpec, load_trace, sha256_of
 
 BASELINES = ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two")
 ROW_RE = re.compile(r"^(?:(?P<baseline>[a-z][a-z0-9_]*?)|bfio_h(?P<horizon>\d+))$")
@@ -221,7 +221,60 @@ def validate_config(config: dict, schema) -> dict:
     return config
 
 
+def trace_specs(config: dict) -> dict[str, TraceSpec]:
+    """Every trace name the config may use: :data:`~bfio.traces.KNOWN_TRACES`
+    plus the ``extra_traces`` entries (``relpath`` is the configured path)."""
+    out = dict(KNOWN_TRACES)
+    for name, e in (config.get("extra_traces") or {}).items():
+        out[name] = TraceSpec(name, str(e["path"]), e.get("sha256"), e["prefill_col"], e["decode_col"],
+                              e.get("arrival_col"), description=e.get("description") or f"extra trace {e['path']}")
+    return out
+
+
+def _trace_references(config: dict):
+    """``(dotted config key, trace name)`` of every place a trace is named."""
+    for i, t in enumerate(config.get("traces", [])):
+        yield f"traces.{i}", t
+    for name, exp in config.get("experiments", {}).items():
+        yield f"experiments.{name}.trace", exp["trace"]
+    for i, t in enumerate(config.get("figures", {}).get("distributions", [])):
+        yield f"figures.distributions.{i}", t
+    for i, t in enumerate(config.get("generality", {}).get("traces", [])):
+        yield f"generality.traces.{i}", t
+    for study in ("online", "predictor_study", "starvation"):
+        for group, settings in (config.get(study) or {}).items():
+            items = settings.items() if isinstance(settings, dict) else enumerate(settings) \
+                if isinstance(settings, list) else ()
+            for key, s in items:
+                if isinstance(s, dict) and "trace" in s:
+                    yield f"{study}.{group}.{key}.trace", s["trace"]
+
+
+def _check_traces(config: dict) -> None:
+    for name in config.get("extra_traces") or {}:
+        if name in KNOWN_TRACES or name in TRACE_ALIASES:
+            raise ConfigError(f"config key 'extra_traces.{name}': '{name}' is already a known trace; "
+                              "choose another name")
+    names = trace_specs(config)
+    for key, t in _trace_references(config):
+        if t not in names:
+            raise ConfigError(f"config key '{key}': unknown trace '{t}' (known: {', '.join(KNOWN_TRACES)}; "
+                              "define others under 'extra_traces')")
+    gen = config.get("generality") or {}
+    if gen.get("traces"):
+        rows = gen["rows"]
+        for key in ("baseline", "targets"):
+            vals = gen[key] if isinstance(gen[key], list) else [gen[key]]
+            missing = [r for r in vals if r not in rows]
+            if missing:
+                raise ConfigError(f"config key 'generality.{key}': {missing} not in 'generality.rows' "
+                                  f"({', '.join(rows)})")
+        if gen["baseline"] in gen["targets"]:
+            raise ConfigError(f"config key 'generality.targets': contains the baseline '{gen['baseline']}'")
+
+
 def _check_references(config: dict) -> None:
+    _check_traces(config)
     exps = config.get("experiments", {})
     for name, exp in exps.items():
         if not experiment_rows(exp):
@@ -313,16 +366,20 @@ def trace_stats(frame: pd.DataFrame) -> dict:
     return out
 
 
-def prepare_trace(name: str, source, out_table, out_stats) -> dict:
+def prepare_trace(name: str, source, out_table, out_stats, spec: TraceSpec | None = None) -> dict:
     """Verify ``source`` against trace ``name``'s pinned sha256, validate every
-    row and write the canonical table (parquet) and its statistics (JSON)."""
-    spec = KNOWN_TRACES[name]
+    row and write the canonical table (parquet) and its statistics (JSON).
+
+    ``spec`` describes a trace the project does not know (``extra_traces``, see
+    :func:`trace_specs`); its sha256 is verified only when pinned."""
+    spec = spec or KNOWN_TRACES[name]
     source = Path(source)
     if not source.exists():
         raise TraceError(source, "file does not exist")
     digest = sha256_of(source)
-    if digest != spec.sha256:
-        raise ChecksumError(source, f"sha256 is {digest}, expected {spec.sha256} for trace '{name}'")
+    if spec.sha256 and digest != spec.sha256:
+        where = "" if name in KNOWN_TRACES else f" (config key 'extra_traces.{name}.sha256')"
+        raise ChecksumError(source, f"sha256 is {digest}, expected {spec.sha256} for trace '{name}'{where}")
     trace = load_trace(str(source), prefill_col=spec.prefill_col, decode_col=spec.decode_col,
                        arrival_col=spec.arrival_col, verify=False)
     frame = trace.to_frame()
@@ -444,7 +501,7 @@ def script_log(path, name: str = "bfio"):
             root.removeHandler(handler)
 
 
-__all__ = ["code_fingerprint", "SIMULATION_SOURCES", "RunSpec", "parse_row", "experiment_rows", "experiment_runs", "all_runs", "trajectory_runs",
+__all__ = ["trace_specs", "code_fingerprint", "SIMULATION_SOURCES", "RunSpec", "parse_row", "experiment_rows", "experiment_runs", "all_runs", "trajectory_runs",
            "figure_runs", "reference_seed", "validate_config", "missing_trace_message", "download_trace",
            "prepare_trace", "trace_stats", "run_one", "collect_runs", "read_summary", "write_json",
            "script_log", "METRICS", "RUN_WILDCARD"]

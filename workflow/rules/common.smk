@@ -10,6 +10,7 @@ from bfio.experiments import (
     figure_runs,
     missing_trace_message,
     reference_seed,
+    trace_specs,
     trajectory_runs,
     validate_config,
 )
@@ -42,17 +43,29 @@ def figure_code(module):
 
 DOWNLOAD_DIR = config["download_dir"].rstrip("/")
 TRACE_BY_RELPATH = {t.relpath: t for t in KNOWN_TRACES.values()}
+# Known traces plus the config's extra_traces (README "Bring your own trace").
+TRACE_SPECS = trace_specs(config)
+EXTRA_TRACES = [t for t in TRACE_SPECS if t not in KNOWN_TRACES]
 
 
 wildcard_constraints:
     run=RUN_WILDCARD,
-    trace="|".join(KNOWN_TRACES),
+    trace="|".join(TRACE_SPECS),
     experiment="|".join(EXPERIMENTS) if EXPERIMENTS else "NO_EXPERIMENT",
     ext="pdf|png",
 
 
 def trace_source(wildcards):
-    """The trace file: from data_dir, else (if enabled) the download rule's output."""
+    """The trace file: an extra trace's configured path; a known trace from
+    data_dir, else (if enabled) the download rule's output."""
+    if wildcards.trace in EXTRA_TRACES:
+        path = Path(config["extra_traces"][wildcards.trace]["path"])
+        if not path.exists():
+            raise WorkflowError(
+                f"config key 'extra_traces.{wildcards.trace}.path': file {path} does not exist "
+                f"(absolute: {path.resolve()}); relative paths start at the working directory."
+            )
+        return str(path)
     spec = KNOWN_TRACES[wildcards.trace]
     local = Path(config["data_dir"]) / spec.relpath
     if local.exists():

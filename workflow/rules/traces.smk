@@ -8,12 +8,33 @@ rule prepare_trace:
     output:
         table="results/traces/{trace}.parquet",
         stats="results/traces/{trace}.stats.json",
+    wildcard_constraints:
+        trace="|".join(KNOWN_TRACES),
     log:
         "logs/traces/{trace}.log",
     conda:
         "../../environment.yml"
     script:
         "../scripts/prepare_trace.py"
+
+
+rule prepare_extra_trace:
+    # A trace of the config's extra_traces (its columns and optional sha256).
+    input:
+        trace_source,
+    output:
+        table="results/traces/{trace}.parquet",
+        stats="results/traces/{trace}.stats.json",
+    params:
+        spec=lambda wc: config["extra_traces"][wc.trace],
+    wildcard_constraints:
+        trace="|".join(EXTRA_TRACES) or "NO_EXTRA_TRACE",
+    log:
+        "logs/traces/{trace}.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/prepare_extra_trace.py"
 
 
 rule download_trace:

@@ -1,0 +1,10 @@
+"""Validate a trace of the config's extra_traces and convert it to the canonical
+table (rule prepare_extra_trace)."""
+from bfio.experiments import prepare_trace, script_log, trace_specs
+
+with script_log(snakemake.log[0]) as log:  # noqa: F821
+    sm = snakemake  # noqa: F821
+    name = sm.wildcards.trace
+    spec = trace_specs({"extra_traces": {name: dict(sm.params.spec)}})[name]
+    stats = prepare_trace(name, sm.input[0], sm.output.table, sm.output.stats, spec=spec)
+    log.info("%s: %d rows, sha256 %s", name, stats["rows"], stats["sha256"])
