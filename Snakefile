@@ -18,6 +18,12 @@ include: "workflow/rules/traces.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+# Studies beyond the paper (issue 6, docs/studies.md): online arrivals,
+# predictors, starvation.
+include: "workflow/rules/studies_common.smk"
+include: "workflow/rules/online.smk"
+include: "workflow/rules/predictor_study.smk"
+include: "workflow/rules/starvation.smk"
 # The same comparison on every trace, backlog and trace replay (docs/generality.md).
 include: "workflow/rules/generality.smk"
 
@@ -37,4 +43,7 @@ rule all:
     input:
         all_targets(),
         globals().get("THEORY_TARGETS", []),
+        ONLINE_TARGETS,
+        PREDICTOR_TARGETS,
+        STARVATION_TARGETS,
         GENERALITY_TARGETS,

@@ -195,6 +195,46 @@ def test_bad_config_stops_with_key(tmp_path):
     assert "config key 'slots'" in proc.stdout + proc.stderr
 
 
+def test_smoke_studies_beyond_the_paper(smoke, smoke_config):
+    """Online (Poisson + instant dispatch, trace replay), predictor and
+    starvation studies: tables with finite values, recommendation, figures."""
+    work, _ = smoke
+    tables = work / "results" / "tables"
+    seeds = len(smoke_config["seeds"])
+    online = pd.read_csv(tables / "online.csv")
+    assert {"poisson", "trace"} <= set(online["arrival_mode"])
+    assert {"central", "instant"} <= set(online["dispatch"])
+    assert set(online["row"]) == set(smoke_config["online"]["central"]) | set(smoke_config["online"]["instant"])
+    for m in ("queue_wait_s_p99", "tpot_s_p50", "e2e_s_p50", "e2e_s_p99", "throughput_run", "avg_imbalance_run",
+              "energy_j_run"):
+        assert np.isfinite(online[f"{m}_mean"]).all() and (online[f"{m}_mean"] >= 0).all(), m
+    assert (online["n_seeds"] == seeds).all() and (online["load"] > 0).all()
+    pred = pd.read_csv(tables / "predictors.csv")
+    assert "noisy" in set(pred["predictor"])
+    assert set(smoke_config["predictor_study"]["predictors"]) <= set(pred["predictor"])
+    assert np.isfinite(pred[["avg_imbalance_mean", "throughput_mean", "imbalance_vs_oracle_pct_mean"]]).all().all()
+    starv = pd.read_csv(tables / "starvation.csv")
+    assert any(a.startswith("aging:") for a in starv["admission"])
+    assert np.isfinite(starv[["wait_steps_p99_mean", "wait_s_max_mean", "throughput_mean"]]).all().all()
+    rec = json.loads((tables / "starvation_recommendation.json").read_text())
+    assert rec["admission"] in smoke_config["starvation"]["admissions"]
+    for name in ("online", "predictors", "starvation"):
+        assert "scaled from the paper setting" in (tables / f"{name}.md").read_text()
+    for name in ("online_load", "online_replay", "predictor_noise", "starvation"):
+        assert (work / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-", name
+        assert (work / "figures" / f"{name}.png").stat().st_size > 10_000, name
+
+
+def test_smoke_study_figures_and_tables_do_not_rerun_simulations(smoke):
+    work, base = smoke
+    forced = snakemake(work, "-n", *base, "-R", "fig_online_load", "fig_predictor_noise", "fig_starvation",
+                       "online_table", "starvation_table")
+    out = forced.stdout + forced.stderr
+    assert "fig_online_load" in out and "starvation_table" in out
+    for rule in ("online_simulate", "predictor_simulate", "starvation_simulate", "rule simulate"):
+        assert rule not in out, rule
+
+
 def test_smoke_generality_table_and_figure(smoke, smoke_config):
     """The generality study: one row per (trace, case, G) with finite effects
     and 95% intervals around them; replay cases only for traces with times."""

@@ -1,0 +1,44 @@
+"""Online study, trace replay: p50 and p99 end-to-end latency and p99 queue
+wait per policy, one panel per (replay setting, time scale)
+(``results/tables/online.csv``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bfio.figures.style import HATCHES, figure
+
+BARS = [("e2e_s_p50", "e2e p50"), ("e2e_s_p99", "e2e p99"), ("queue_wait_s_p99", "queue wait p99")]
+
+
+def plot_online_replay(summary: pd.DataFrame, bars=BARS):
+    from bfio.studies.summaries import policy_label
+
+    sub = summary[summary["arrival_mode"] == "trace"]
+    panels = list(dict.fromkeys(zip(sub["setting"], sub["time_scale"])))
+    fig, axes = figure(len(panels) or 1, 1, width=7.0, height=2.8 * max(1, len(panels)))
+    for ax, (name, ts) in zip(axes[:, 0], panels):
+        s = sub[(sub["setting"] == name) & (sub["time_scale"] == ts)]
+        x = np.arange(len(s))
+        w = 0.8 / len(bars)
+        for k, (m, label) in enumerate(bars):
+            mean = s[f"{m}_mean"].to_numpy(dtype=float)
+            lo = s[f"{m}_ci_lo"].to_numpy(dtype=float)
+            hi = s[f"{m}_ci_hi"].to_numpy(dtype=float)
+            yerr = np.where(np.isfinite(np.vstack([mean - lo, hi - mean])), np.vstack([mean - lo, hi - mean]), 0.0)
+            ax.bar(x + (k - (len(bars) - 1) / 2) * w, mean, w, yerr=yerr, capsize=2, label=label,
+                   color=str(0.25 + 0.3 * k), hatch=HATCHES[k % len(HATCHES)], edgecolor="0.1", linewidth=0.5)
+        ax.set_xticks(x, [policy_label(r, d) for r, d in zip(s["row"], s["dispatch"])], rotation=25, ha="right",
+                      fontsize=7)
+        ax.set_yscale("log")
+        ax.set_ylabel("latency (s)")
+        first = s.iloc[0]
+        ax.set_title(f"{name}: {first['trace']} timestamps x{ts:g} (offered load {first['load']:.2f} of "
+                     f"saturation), G={first['workers']}")
+        ax.legend(fontsize=7, ncol=len(bars))
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["plot_online_replay", "BARS"]

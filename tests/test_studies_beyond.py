@@ -1,0 +1,349 @@
+"""Online, predictor and starvation studies (issue 6): run lists built from
+the config, saturation rate, aggregation, paired effects, the admission
+recommendation, Markdown, figures, and a few tiny real simulations."""
+
+from __future__ import annotations
+
+import copy
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+
+from bfio.errors import ConfigError
+from bfio.experiments import validate_config
+from bfio.studies.online import online_runs, run_online, saturation_rate, trace_rate
+from bfio.studies.predictor_study import predictor_runs, predictor_variants, row_columns, run_predictor_study
+from bfio.studies.report import check_settings, ci_cell, scale_note
+from bfio.studies.starvation import admission_label, run_starvation, starvation_runs, starvation_variants
+from bfio.studies.summaries import (
+    ONLINE_METRICS,
+    online_markdown,
+    predictor_markdown,
+    recommend_admission,
+    starvation_markdown,
+    summarize_online,
+    summarize_predictors,
+    summarize_starvation,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def load(name):
+    with open(REPO / "config" / name) as f:
+        return validate_config(yaml.safe_load(f), SCHEMA)
+
+
+def tiny_frame(n=400, seed=0, arrivals=True):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"prefill_tokens": rng.integers(50, 2000, n), "decode_tokens": rng.integers(1, 60, n)})
+    if arrivals:
+        frame["arrival_s"] = np.sort(rng.uniform(0, 20.0, n))
+    return frame
+
+
+# --------------------------------------------------------------------------- config
+
+@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml"])
+def test_shipped_configs_define_every_study(name):
+    cfg = load(name)
+    online = check_settings(cfg, "online", ("poisson", "replay"))
+    assert cfg["online"]["poisson"] and cfg["online"]["replay"]
+    assert cfg["online"]["instant"] and cfg["online"]["central"]
+    assert check_settings(cfg, "predictor_study") and check_settings(cfg, "starvation")
+    assert any(a.startswith("aging:") for a in cfg["starvation"]["admissions"])
+    for s in cfg["online"]["replay"]:
+        assert online[s["name"]]["time_scales"]
+
+
+def test_default_config_covers_the_paper_settings():
+    cfg = load("config.yaml")
+    paper = {("longbench", 80000, 256), ("burstgpt", 100000, 16)}
+    for study in ("predictor_study", "starvation"):
+        got = {(s["trace"], s["requests"], s["workers"]) for s in cfg[study]["settings"]}
+        assert got == paper, study
+    assert cfg["predictor_study"]["noise_levels"] == [0, 0.25, 0.5, 0.75, 1.0]
+    assert {"empirical", "geometric", "none"} <= set(cfg["predictor_study"]["predictors"])
+
+
+def test_studies_default_to_not_run():
+    cfg = validate_config({}, SCHEMA)
+    assert cfg["online"]["poisson"] == [] and cfg["online"]["replay"] == []
+    assert cfg["predictor_study"]["settings"] == [] and cfg["starvation"]["settings"] == []
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (lambda c: c["starvation"].update(admissions=["aging:0"]), "starvation.admissions.0"),
+    (lambda c: c["online"].update(loads=[0]), "online.loads.0"),
+    (lambda c: c["predictor_study"].update(noise_levels=[1.5]), "predictor_study.noise_levels.0"),
+    (lambda c: c["online"]["poisson"][0].pop("workers"), "online.poisson.0.workers"),
+    (lambda c: c["online"]["replay"][0].update(time_scales=[]), "online.replay.0.time_scales"),
+])
+def test_schema_errors_name_the_key(mutate, key):
+    with open(REPO / "config" / "config.yaml") as f:
+        cfg = yaml.safe_load(f)
+    mutate(cfg)
+    with pytest.raises(ConfigError) as err:
+        validate_config(cfg, SCHEMA)
+    assert str(err.value).startswith(f"config key '{key}'"), str(err.value)
+
+
+def test_check_settings_unique_names_and_known_traces():
+    cfg = copy.deepcopy(load("smoke.yaml"))
+    cfg["online"]["replay"][0]["name"] = cfg["online"]["poisson"][0]["name"]
+    with pytest.raises(ConfigError, match="online.replay.0.name"):
+        check_settings(cfg, "online", ("poisson", "replay"))
+    cfg = copy.deepcopy(load("smoke.yaml"))
+    cfg["traces"] = ["longbench"]  # listing is not required: tables are prepared on demand
+    assert set(check_settings(cfg, "starvation")) == {s["name"] for s in cfg["starvation"]["settings"]}
+    cfg["starvation"]["settings"][0]["trace"] = "mytrace"
+    with pytest.raises(ConfigError, match="starvation.settings.0.trace"):
+        check_settings(cfg, "starvation")
+    cfg["extra_traces"] = {"mytrace": {"path": "x.csv"}}
+    assert check_settings(cfg, "starvation")
+
+
+# --------------------------------------------------------------------------- run lists
+
+def test_online_runs_poisson_rates_follow_loads():
+    study = {"loads": [0.5, 1.1], "central": ["fcfs", "bfio_h40"], "instant": ["jsq_requests"], "variants": {}}
+    setting = {"trace": "burstgpt", "requests": 100, "workers": 4}
+    runs, extra = online_runs(setting, "poisson", 200.0, study, [42, 1], 72, {"predictor": "oracle"})
+    assert len(runs) == len(extra) == 2 * 3 * 2
+    for run, ex in zip(runs, extra):
+        assert run.arrival.mode == "poisson"
+        assert run.arrival.rate == pytest.approx(ex["load"] * 200.0)
+        assert run.dispatch == ("instant" if run.row == "jsq_requests" else "central")
+    assert {r.row: r.policy for r in runs}["bfio_h40"] == "bfio"
+    assert dict(next(r for r in runs if r.row == "bfio_h40").options)["horizon"] == 40
+
+
+def test_online_runs_replay_load_and_errors():
+    study = {"central": ["fcfs"], "instant": [], "variants": {}}
+    setting = {"trace": "azure_conv", "requests": 50, "workers": 2, "time_scales": [1.0, 0.1]}
+    runs, extra = online_runs(setting, "replay", 40.0, study, [7], 72, native_rps=5.0)
+    assert [r.arrival.time_scale for r in runs] == [1.0, 0.1]
+    assert [e["load"] for e in extra] == pytest.approx([5.0 / 40.0, 50.0 / 40.0])
+    with pytest.raises(ConfigError, match="saturation"):
+        online_runs(setting, "replay", 0.0, study, [7], 72, native_rps=5.0)
+    with pytest.raises(ConfigError, match="native"):
+        online_runs(setting, "replay", 40.0, study, [7], 72)
+    with pytest.raises(ConfigError, match="kind"):
+        online_runs(setting, "uniform", 40.0, study, [7], 72)
+
+
+def test_saturation_rate_counts_window_completions():
+    finish = np.array([1, 2, 3, 5, 8, 13])
+    result = types.SimpleNamespace(requests=pd.DataFrame({"finish_step": finish}), window_steps=5,
+                                   metrics={"window_time_s": 2.0, "makespan_s": 10.0})
+    assert saturation_rate(result, 6) == pytest.approx(4 / 2.0)
+    result.window_steps = 0
+    assert saturation_rate(result, 6) == pytest.approx(6 / 10.0)
+
+
+def test_trace_rate():
+    frame = pd.DataFrame({"arrival_s": [10.0, 11.0, 30.0], "prefill_tokens": 1, "decode_tokens": 1})
+    assert trace_rate(frame) == pytest.approx(3 / 20.0)
+
+
+def test_predictor_variants_from_lists():
+    study = {"horizon": 20, "noise_levels": [0, 0.5], "predictors": ["empirical", "none"], "references": ["fcfs"]}
+    v = predictor_variants(study)
+    assert list(v) == ["noisy_d0", "noisy_d0.5", "pred_empirical", "pred_none"]
+    assert v["noisy_d0.5"] == {"policy": "bfio", "horizon": 20, "predictor": "noisy", "noise_low": 0.5,
+                               "noise_high": 0.5}
+    assert row_columns("noisy_d0.5", v)["noise"] == 0.5
+    assert row_columns("pred_none", v)["predictor"] == "none"
+    assert row_columns("fcfs", v)["predictor"] == "-"
+    runs = predictor_runs({"trace": "burstgpt", "requests": 10, "workers": 2}, study, [1, 2], 8)
+    assert len(runs) == (1 + 4) * 2
+
+
+def test_starvation_variants_and_labels():
+    study = {"admissions": ["free", "fifo", "aging:50"], "references": ["fcfs"]}
+    v = starvation_variants({"horizons": [0, 40]}, study)
+    assert list(v) == ["bfio_h0_free", "bfio_h0_fifo", "bfio_h0_aging50", "bfio_h40_free", "bfio_h40_fifo",
+                       "bfio_h40_aging50"]
+    assert v["bfio_h40_aging50"] == {"policy": "bfio", "horizon": 40, "admission": "aging:50"}
+    runs, _ = starvation_runs({"trace": "burstgpt", "requests": 10, "workers": 2, "horizons": [0, 40]}, study, [3], 8,
+                              {"admission": "free", "predictor": "oracle"})
+    assert len(runs) == 1 + 6
+    assert dict(next(r for r in runs if r.row == "bfio_h0_aging50").options)["admission"] == "aging:50"
+    with pytest.raises(ConfigError, match="admission"):
+        admission_label("aging:x")
+
+
+# --------------------------------------------------------------------------- aggregation
+
+def _starvation_frame(costs: dict, waits: dict, seeds=(1, 2, 3), base=1000.0):
+    """Synthetic runs: per admission a relative throughput cost (%) and a p99 wait."""
+    rows = []
+    for seed in seeds:
+        noise = 1.0 + 0.01 * seed
+        rows.append({"setting": "s", "trace": "t", "requests": 10, "workers": 2, "slots": 8, "row": "fcfs",
+                     "horizon": np.nan, "admission": "-", "seed": seed, "throughput": 0.9 * base * noise,
+                     "wait_steps_p99": 10.0, "wait_steps_max": 12.0})
+        for adm, cost in costs.items():
+            rows.append({"setting": "s", "trace": "t", "requests": 10, "workers": 2, "slots": 8,
+                         "row": f"bfio_h0_{adm}", "horizon": 0, "admission": adm, "seed": seed,
+                         "throughput": base * noise * (1 - cost / 100), "wait_steps_p99": waits[adm],
+                         "wait_steps_max": 3 * waits[adm]})
+    return pd.DataFrame(rows)
+
+
+def test_summarize_starvation_paired_cost():
+    runs = _starvation_frame({"free": 0.0, "aging:20": 2.0}, {"free": 100.0, "aging:20": 20.0})
+    s = summarize_starvation(runs).set_index("admission")
+    assert s.loc["aging:20", "throughput_cost_pct_mean"] == pytest.approx(2.0)
+    assert s.loc["free", "throughput_cost_pct_mean"] == pytest.approx(0.0)
+    assert s.loc["aging:20", "wait_p99_vs_base"] == pytest.approx(0.2)
+    assert np.isnan(s.loc["-", "throughput_cost_pct_mean"])
+
+
+def test_recommend_admission_respects_the_cost_bound():
+    runs = _starvation_frame({"free": 0.0, "aging:20": 3.0, "aging:200": 0.5},
+                             {"free": 100.0, "aging:20": 15.0, "aging:200": 40.0})
+    summary = summarize_starvation(runs)
+    assert recommend_admission(summary, 1.0)["admission"] == "aging:200"
+    assert recommend_admission(summary, 5.0)["admission"] == "aging:20"
+    assert recommend_admission(summary, 5.0, by="wait_steps_p99")["admission"] == "aging:20"
+    rec = recommend_admission(summary, 1.0)
+    by = {c["admission"]: c for c in rec["candidates"]}
+    assert by["aging:200"]["worst_wait_steps_max"] == pytest.approx(120.0)
+    assert by["aging:20"]["eligible"] is False and by["free"]["eligible"] is True
+    md = starvation_markdown(summary, {"s": {"trace": "t", "requests": 10, "workers": 2}}, rec)
+    assert "admission: aging:200" in md
+    with pytest.raises(ConfigError, match="recommend_by"):
+        recommend_admission(summary, 1.0, by="nope")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 10), st.floats(1, 1000)), min_size=1, max_size=5),
+       st.floats(0, 10), st.sampled_from(["wait_steps_max", "wait_steps_p99"]))
+def test_recommendation_is_eligible_and_minimal(cands, bound, by):
+    costs = {"free": 0.0, **{f"aging:{i + 1}": c for i, (c, _) in enumerate(cands)}}
+    waits = {"free": 500.0, **{f"aging:{i + 1}": w for i, (_, w) in enumerate(cands)}}
+    rec = recommend_admission(summarize_starvation(_starvation_frame(costs, waits)), bound, by=by)
+    ok = [c for c in rec["candidates"] if c["eligible"]]
+    assert rec["admission"] is not None  # 'free' costs nothing
+    pick = next(c for c in rec["candidates"] if c["admission"] == rec["admission"])
+    assert pick["worst_cost_pct"] <= bound + 1e-9
+    assert pick[f"worst_{by}"] <= min(c[f"worst_{by}"] for c in ok) + 1e-12
+
+
+def test_summarize_predictors_paired_effects():
+    rows = []
+    for seed in (1, 2, 3):
+        for row, pred, imb, thr in (("fcfs", "-", 50.0, 100.0), ("bfio_h40", "oracle", 10.0, 120.0),
+                                    ("noisy_d0.5", "noisy", 15.0, 110.0)):
+            rows.append({"setting": "s", "trace": "t", "requests": 10, "workers": 2, "slots": 8, "row": row,
+                         "predictor": pred, "noise": 0.5 if pred == "noisy" else np.nan,
+                         "horizon": np.nan if pred == "-" else 40, "seed": seed,
+                         "avg_imbalance": imb * seed, "throughput": thr * seed, "tpot": 0.01, "energy_j": 1.0})
+    s = summarize_predictors(pd.DataFrame(rows), "bfio_h40").set_index("row")
+    assert s.loc["noisy_d0.5", "imbalance_vs_oracle_pct_mean"] == pytest.approx(50.0)
+    assert s.loc["bfio_h40", "imbalance_vs_oracle_pct_mean"] == pytest.approx(0.0)
+    assert s.loc["bfio_h40", "throughput_vs_fcfs_pct_mean"] == pytest.approx(20.0)
+    assert (s["n_seeds"] == 3).all()
+    md = predictor_markdown(s.reset_index(), {"s": {"trace": "longbench", "requests": 10, "workers": 256}})
+    assert "noisy d=0.5" in md and "scaled from the paper setting" in md
+
+
+def test_summarize_online_groups_and_ci():
+    rng = np.random.default_rng(0)
+    rows = []
+    for load in (0.5, 0.9):
+        for row, dispatch in (("fcfs", "central"), ("vllm_dp", "instant")):
+            for seed in range(4):
+                rec = {"setting": "s", "trace": "burstgpt", "requests": 100, "workers": 4, "slots": 8,
+                       "arrival_mode": "poisson", "load": load, "time_scale": 1.0, "dispatch": dispatch,
+                       "row": row, "seed": seed}
+                rec.update({m: float(rng.uniform(1, 2)) for m in ONLINE_METRICS})
+                rows.append(rec)
+    s = summarize_online(pd.DataFrame(rows))
+    assert len(s) == 4 and (s["n_seeds"] == 4).all()
+    for m in ONLINE_METRICS:
+        assert (s[f"{m}_ci_lo"] <= s[f"{m}_mean"]).all() and (s[f"{m}_mean"] <= s[f"{m}_ci_hi"]).all()
+    md = online_markdown(s, {"s": {"trace": "burstgpt", "requests": 100, "workers": 4}})
+    assert "vLLM DP (instant)" in md and "FCFS (central)" in md
+    assert "N=100 (paper N=100,000)" in md
+
+
+def test_ci_cell_and_scale_note():
+    assert ci_cell({"m_mean": 2.0, "m_ci_lo": 1.0, "m_ci_hi": 3.0}, "m") == "2 [1, 3]"
+    assert ci_cell({"m_mean": 2.0, "m_ci_lo": np.nan, "m_ci_hi": np.nan}, "m") == "2"
+    assert ci_cell({}, "m") == "n/a"
+    assert scale_note({"a": {"trace": "burstgpt", "requests": 100000, "workers": 16}}, {"burstgpt": (100000, 16)}) == ""
+
+
+# --------------------------------------------------------------------------- tiny real simulations
+
+def test_run_online_poisson_and_replay_have_finite_latencies():
+    frame = tiny_frame()
+    study = {"loads": [0.7], "central": ["fcfs", "bfio_h10"], "instant": ["jsq_requests"], "variants": {}}
+    setting = {"trace": "tiny", "requests": 150, "workers": 3}
+    out = run_online("t", setting, "poisson", 50.0, study, [1, 2], 8, frame, bfio_defaults={"solver": "fast"})
+    assert len(out) == 3 * 2
+    for m in ("e2e_s_p99", "queue_wait_s_p99", "tpot_s_p50", "throughput_run"):
+        assert np.isfinite(out[m]).all() and (out[m] >= 0).all(), m
+    assert (out["e2e_s_p99"] >= out["e2e_s_p50"]).all()
+    replay = run_online("r", {**setting, "time_scales": [0.5]}, "replay", 50.0, study, [1], 8, frame)
+    assert set(replay["arrival_mode"]) == {"trace"} and (replay["requests_run"] == 150).all()
+
+
+def test_run_predictor_and_starvation_tiny():
+    frame = tiny_frame(arrivals=False)
+    setting = {"trace": "tiny", "requests": 200, "workers": 3, "horizons": [0]}
+    pred = run_predictor_study("p", setting, {"horizon": 5, "noise_levels": [0.0], "predictors": ["none"],
+                                              "references": ["fcfs", "bfio_h5"]}, [1], 8, frame)
+    by = pred.set_index("row")
+    # d = 0 is the oracle exactly
+    assert by.loc["noisy_d0", "avg_imbalance"] == pytest.approx(by.loc["bfio_h5", "avg_imbalance"])
+    starv = run_starvation("s", setting, {"admissions": ["free", "aging:3"], "references": ["fcfs"]}, [1], 8, frame)
+    assert set(starv["admission"]) == {"-", "free", "aging:3"}
+    assert np.isfinite(starv["wait_steps_max"]).all()
+
+
+# --------------------------------------------------------------------------- figures
+
+def test_study_figures_render(tmp_path):
+    from bfio.figures import save
+    from bfio.figures.online_load import plot_online_load
+    from bfio.figures.online_replay import plot_online_replay
+    from bfio.figures.predictor_noise import plot_predictor_noise
+    from bfio.figures.starvation import plot_starvation
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for mode, loads in (("poisson", (0.5, 0.9)), ("trace", (0.3,))):
+        for load in loads:
+            for row, dispatch in (("fcfs", "central"), ("bfio_h40", "central"), ("vllm_dp", "instant")):
+                for seed in range(3):
+                    rec = {"setting": mode, "trace": "burstgpt", "requests": 100, "workers": 4, "slots": 8,
+                           "arrival_mode": mode, "load": load, "time_scale": 0.1, "dispatch": dispatch,
+                           "row": row, "seed": seed}
+                    rec.update({m: float(rng.uniform(1, 2)) for m in ONLINE_METRICS})
+                    rows.append(rec)
+    online = summarize_online(pd.DataFrame(rows))
+    starv = summarize_starvation(_starvation_frame({"free": 0.0, "aging:20": 1.0}, {"free": 50.0, "aging:20": 9.0})
+                                 .assign(wait_s_p99=lambda f: f["wait_steps_p99"] * 0.01,
+                                         wait_s_max=lambda f: f["wait_steps_max"] * 0.01))
+    pred_rows = []
+    for seed in (1, 2):
+        for row, pred, noise in (("fcfs", "-", np.nan), ("bfio_h40", "oracle", np.nan), ("noisy_d0", "noisy", 0.0),
+                                 ("noisy_d1", "noisy", 1.0), ("pred_empirical", "empirical", np.nan)):
+            pred_rows.append({"setting": "s", "trace": "t", "requests": 10, "workers": 2, "slots": 8, "row": row,
+                              "predictor": pred, "noise": noise, "horizon": np.nan if pred == "-" else 40,
+                              "seed": seed, "avg_imbalance": rng.uniform(1e4, 2e4), "throughput": rng.uniform(1, 2),
+                              "tpot": 0.01, "energy_j": 1.0})
+    pred = summarize_predictors(pd.DataFrame(pred_rows), "bfio_h40")
+    for name, fig in (("online_load", plot_online_load(online)), ("online_replay", plot_online_replay(online)),
+                      ("predictor_noise", plot_predictor_noise(pred)), ("starvation", plot_starvation(starv))):
+        save(fig, tmp_path / f"{name}.png")
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000, name
