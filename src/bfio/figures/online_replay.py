@@ -36,8 +36,9 @@ def plot_online_replay(summary: pd.DataFrame, bars=BARS):
         first = s.iloc[0]
         ax.set_title(f"{name}: {first['trace']} timestamps x{ts:g} (offered load {first['load']:.2f} of "
                      f"saturation), G={first['workers']}")
-        ax.legend(fontsize=7, ncol=len(bars))
-    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(bars), fontsize=7)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.25 / fig.get_figheight()))
     return fig
 
 
