@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from bfio.paper import TABLE_SETTINGS, at_least_as_good, round_like
+from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
 from bfio.simulator import simulate
 from bfio.solvers.agreement import capture_instances, gap_summary, gap_table, random_instance
 from bfio.traces import load_trace
@@ -26,7 +26,7 @@ def table_rows(modes=("persist", "predicted")):
         simulate(w, st["workers"], st["slots"], "bfio", policy_options={"horizon": 0})  # warm numba cache
         for mode, H in [(m, H) for m in modes for H in st["horizons"]]:
             r = simulate(w, st["workers"], st["slots"], "bfio", seed=st["seed"],
-                         policy_options={"horizon": H, "new_requests": mode})
+                         policy_options={**PAPER_BFIO_OPTIONS, "horizon": H, "new_requests": mode})
             m = r.metrics
             cells = []
             for metric, printed in st["values"][f"bfio_h{H}"].items():

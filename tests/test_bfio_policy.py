@@ -2,9 +2,11 @@
 predictors, admission rules, exact backends on small runs, and the CLI."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from bfio.cli import main
 from bfio.errors import ConfigError
@@ -47,9 +49,41 @@ def test_simulation_runs_and_is_deterministic(admission, predictor):
 
 def test_aging_bounds_the_wait():
     w = small_workload(600, seed=1)
-    free = simulate(w, 4, 6, "bfio", policy_options={"horizon": 5})
+    free = simulate(w, 4, 6, "bfio", policy_options={"horizon": 5, "admission": "free"})
     aged = simulate(w, 4, 6, "bfio", policy_options={"horizon": 5, "admission": "aging:5"})
     assert aged.metrics["wait_steps_max"] <= free.metrics["wait_steps_max"]
+
+
+def starving_workload(n=2000, seed=3):
+    """Small requests plus two huge prompts that Eq. (IO) with free admission
+    keeps postponing (admitting them unbalances the two workers)."""
+    rng = np.random.default_rng(seed)
+    prefill = rng.integers(50, 500, n)
+    prefill[[5, 17]] = [200_000, 150_000]
+    return Workload(prefill=prefill, decode=rng.integers(1, 20, n))
+
+
+def test_default_admission_bounds_the_starvation_free_admission_allows():
+    """The library default (the starvation study's pick, docs/studies.md section 3)
+    admits a request once it has waited DEFAULT_ADMISSION's N steps; ``free`` does not."""
+    from bfio.policies.bfio import DEFAULT_ADMISSION
+    from bfio.solvers.instance import parse_admission
+
+    mode, n_steps = parse_admission(DEFAULT_ADMISSION)
+    assert mode == "aging"
+    w = starving_workload()
+    free = simulate(w, 2, 4, "bfio", policy_options={"horizon": 5, "admission": "free"})
+    default = simulate(w, 2, 4, "bfio", policy_options={"horizon": 5})
+    assert free.metrics["wait_steps_max"] > 2 * n_steps  # the workload does starve under free
+    assert default.metrics["wait_steps_max"] <= n_steps
+    assert make_policy("bfio").describe()["admission"] == DEFAULT_ADMISSION
+
+
+def test_default_admission_is_one_the_starvation_study_measures():
+    from bfio.policies.bfio import DEFAULT_ADMISSION
+
+    cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
+    assert DEFAULT_ADMISSION in cfg["starvation"]["admissions"]
 
 
 def test_noisy_predictor_model():

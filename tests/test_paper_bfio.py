@@ -4,7 +4,7 @@ precision, or better (``bfio.paper.at_least_as_good``)."""
 
 import pytest
 
-from bfio.paper import TABLE_SETTINGS, at_least_as_good, round_like
+from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
 from bfio.simulator import simulate
 from bfio.traces import load_trace
 from bfio.workload import draw_workload
@@ -42,7 +42,7 @@ def workload(table):
 def test_bfio_row_at_least_as_good_as_paper(table, horizon):
     st = TABLE_SETTINGS[table]
     r = simulate(workload(table), st["workers"], st["slots"], "bfio", seed=st["seed"],
-                 policy_options={"horizon": horizon, "predictor": "oracle", "solver": "fast"})
+                 policy_options={**PAPER_BFIO_OPTIONS, "horizon": horizon})
     printed = st["values"][f"bfio_h{horizon}"]
     worse = []
     for metric, value in printed.items():

@@ -136,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--noise-low", type=float, help="noisy predictor: d_lo in o_est = o * U[1-d_lo, 1+d_hi]")
     g.add_argument("--noise-high", type=float, help="noisy predictor: d_hi")
     g.add_argument("--solver", help="fast | highs | gurobi (default fast)")
-    g.add_argument("--admission", help="free | fifo | aging:N (default free)")
+    g.add_argument("--admission", help="aging:N | free | fifo (default aging:200: a request waiting 200 steps "
+                   "is admitted first; free = Eq. (IO) as in the paper's tables)")
     g.add_argument("--on-solver-error", help="fail | fallback: what to do when an exact solver errors")
     g.add_argument("--time-limit-s", type=float, help="time limit per exact solve in seconds")
 

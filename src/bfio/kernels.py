@@ -45,19 +45,22 @@ def advance_step(slot_request, prefill, decode, generated, finish, finish_step, 
 
 
 @njit(cache=True)
+def seat(slot_request, g, i, prefill, loads, active, worker_of):
+    """Request ``i`` takes the first free slot of worker ``g`` (its load gains ``s_i``)."""
+    for b in range(slot_request.shape[1]):
+        if slot_request[g, b] < 0:
+            slot_request[g, b] = i
+            break
+    loads[g] += prefill[i]
+    active[g] += 1
+    worker_of[i] = g
+
+
+@njit(cache=True)
 def place(slot_request, requests, workers, prefill, loads, active, worker_of):
     """Put each admitted request into the first free slot of its worker."""
-    G, B = slot_request.shape
     for j in range(requests.shape[0]):
-        g = workers[j]
-        i = requests[j]
-        for b in range(B):
-            if slot_request[g, b] < 0:
-                slot_request[g, b] = i
-                break
-        loads[g] += prefill[i]
-        active[g] += 1
-        worker_of[i] = g
+        seat(slot_request, workers[j], requests[j], prefill, loads, active, worker_of)
 
 
 @njit(cache=True)
@@ -112,13 +115,7 @@ def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill,
                 q_tail[g] = -1
             q_len[g] -= 1
             q_tokens[g] -= prefill[i]
-            for b in range(B):
-                if slot_request[g, b] < 0:
-                    slot_request[g, b] = i
-                    break
-            loads[g] += prefill[i]
-            active[g] += 1
-            worker_of[i] = g
+            seat(slot_request, g, i, prefill, loads, active, worker_of)
             out[n] = i
             n += 1
     return n

@@ -42,6 +42,10 @@ TABLE_SETTINGS = {
                "horizons": [0, 20], "values": TABLE2, "units": TABLE2_UNITS},
 }
 
+# BF-IO options of the paper's experiments: oracle decode lengths, Eq. (IO) with free
+# admission (the library's default admission is aging:200, see bfio.policies.bfio).
+PAPER_BFIO_OPTIONS = {"predictor": "oracle", "solver": "fast", "admission": "free"}
+
 # Direction in which a metric is better.
 HIGHER_IS_BETTER = {"avg_imbalance": False, "throughput": True, "tpot": False, "energy_j": False}
 

@@ -21,9 +21,14 @@ Options (all keyword, validated; errors name the option):
 - ``noise_low``/``noise_high`` (``d_lo``/``d_hi``, default 0.2 each): width of
   the noisy predictor's ``U[1 - d_lo, 1 + d_hi]`` factor;
 - ``solver``: ``fast`` (default) | ``highs`` | ``gurobi`` (:mod:`bfio.solvers`);
-- ``admission``: ``free`` (default; Eq. (IO) as stated) | ``fifo`` (oldest ``U``
-  admitted, placement optimized) | ``aging:N`` (requests waiting ``N`` or more
-  steps are admitted first, the rest free);
+- ``admission``: ``aging:200`` (default, :data:`DEFAULT_ADMISSION`) |
+  ``aging:N`` (requests waiting ``N`` or more steps are admitted first, the rest
+  free) | ``free`` (Eq. (IO) as stated; the paper's tables, see
+  :data:`bfio.paper.PAPER_BFIO_OPTIONS`) | ``fifo`` (oldest ``U`` admitted,
+  placement optimized). The default comes from the starvation study
+  (``docs/studies.md``, section 3): ``free`` lets a few requests wait thousands
+  of steps; ``aging:200`` bounds every wait at 200 steps for at most ~1%
+  throughput;
 - ``on_solver_error``: ``fail`` (default) | ``fallback`` (gurobi -> highs -> fast);
 - ``time_limit_s`` (default 10): time limit per exact solve;
 - ``new_requests``: ``persist`` (default; the spec: a new request adds ``s_j + h``
@@ -48,6 +53,8 @@ from bfio.solvers.instance import Instance, instance_from_state, parse_admission
 from bfio.solvers.profiles import predicted_loads
 
 MAX_HORIZON = 100_000
+# Default admission rule: the starvation study's recommendation (docs/studies.md, section 3).
+DEFAULT_ADMISSION = "aging:200"
 LOCAL_SEARCH_ROUNDS = 4
 
 
@@ -55,7 +62,7 @@ LOCAL_SEARCH_ROUNDS = 4
 class BFIO(Policy):
     name = "bfio"
 
-    def __init__(self, seed: int = 0, horizon=0, predictor="oracle", solver="fast", admission="free",
+    def __init__(self, seed: int = 0, horizon=0, predictor="oracle", solver="fast", admission=DEFAULT_ADMISSION,
                  on_solver_error="fail", noise_low=0.2, noise_high=0.2,
                  time_limit_s=DEFAULT_TIME_LIMIT_S, new_requests="persist"):
         super().__init__(seed=seed)
