@@ -75,6 +75,15 @@ def test_help_documents_every_option():
     assert "simulate" in run("--help").stdout
 
 
+def test_help_states_bfio_default_admission():
+    """``--admission``'s help repeats the default (the CLI keeps numba-free imports), so
+    it must name the policy's actual DEFAULT_ADMISSION."""
+    from bfio.policies.bfio import DEFAULT_ADMISSION
+
+    text = " ".join(run("simulate", "--help").stdout.split())
+    assert f"default {DEFAULT_ADMISSION}:" in text
+
+
 def test_online_arrivals_from_poisson_rate(data_dir, capsys):
     argv = ["simulate", "--trace", "burstgpt", "--requests", "500", "--workers", "2", "--slots", "8",
             "--admission-mode", "arrivals", "--arrival-rate", "20", "--json", "-", "--data-dir", str(data_dir)]
