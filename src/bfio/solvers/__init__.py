@@ -28,18 +28,15 @@ DEFAULT_TIME_LIMIT_S = 10.0
 
 def trivial_bound(inst) -> float:
     """A lower bound on ``J``: the envelope cannot drop below the active loads'
-    ``max_g base_g(h)`` and the admitted volume is at most the forced requests
-    plus the largest others."""
+    ``max_g base_g(h)``, and the admitted weighted volume ``sum_h delta^h W_j(h)``
+    is at most that of the forced requests plus the largest others."""
     U = inst.admissible
     forced = inst.forced()
-    H1 = inst.horizon + 1
-    if inst.lifetimes is not None:
-        v = inst.profiles().sum(axis=1)
-        rest = np.sort(v[~forced])[::-1][: max(0, U - int(forced.sum()))]
-        return float(inst.lower_bound_envelope() - int(inst.base.sum()) - int(v[forced].sum()) - int(rest.sum()))
-    rest = np.sort(inst.sizes[~forced])[::-1][: max(0, U - int(forced.sum()))]
-    vol = int(inst.sizes[forced].sum()) + int(rest.sum())
-    return float(inst.lower_bound_envelope() - int(inst.base.sum()) - H1 * vol - U * (H1 - 1) * H1 // 2)
+    w = inst.weights
+    v = inst.profiles().astype(np.float64) @ w
+    rest = np.sort(v[~forced])[::-1][: max(0, U - int(forced.sum()))]
+    active = float(inst.base.sum(axis=0).astype(np.float64) @ w)
+    return float(inst.lower_bound_envelope() - active - float(v[forced].sum()) - float(rest.sum()))
 
 
 def solve_fast_instance(inst, max_rounds: int = 4) -> Solution:
@@ -50,7 +47,7 @@ def solve_fast_instance(inst, max_rounds: int = 4) -> Solution:
     bound = trivial_bound(inst)
     sol = Solution.make(inst, assign, solver="fast", status="heuristic", proven_optimal=False,
                         bound=bound, wall_s=0.0)
-    if sol.objective <= bound:
+    if sol.objective <= bound + 1e-9 * max(1.0, abs(bound)):
         sol.proven_optimal, sol.status = True, "heuristic (meets lower bound)"
     sol.wall_s = time.perf_counter() - t0
     return sol
@@ -70,10 +67,6 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
         raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_error!r}")
     if solver == "fast" or inst.admissible == 0:
         return solve_fast_instance(inst)
-    if inst.lifetimes is not None:
-        raise ConfigError(f"solver: '{solver}' solves the aggregated model, which needs new requests to persist "
-                          "over the window; new_requests='predicted' is supported by solver='fast' only "
-                          "(and bfio.solvers.brute for tiny instances)")
     limit = DEFAULT_TIME_LIMIT_S if time_limit_s is None else float(time_limit_s)
     t0 = time.perf_counter()
     start = warm_start if warm_start is not None else solve_fast_instance(inst)
