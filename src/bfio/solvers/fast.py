@@ -292,6 +292,28 @@ def _pivots(c, G, w, cw, glist, ng, piv):
                 break
 
 
+EXACT_LIFETIMES = 4  # lifetimes up to this many offsets get a candidate group of their own
+
+
+@njit(cache=True)
+def _bucket(l, H1):
+    """Candidate group of a request of lifetime ``l``: ``l`` itself up to
+    :data:`EXACT_LIFETIMES`, then ranges growing by half (5-6, 7-9, 10-14, 15-21,
+    22-32, ...); a request persisting over the window (``l = H + 1``) has its
+    own group. Groups only choose *candidates* (the two requests around a
+    group's pivot); every candidate's cost uses its own lifetime."""
+    if l >= H1:
+        return _bucket(H1 - 1, H1 + 1) + 1 if H1 > 1 else 1
+    if l <= EXACT_LIFETIMES:
+        return l
+    k = EXACT_LIFETIMES
+    hi = EXACT_LIFETIMES
+    while hi < l:
+        hi = (hi * 3 + 1) // 2
+        k += 1
+    return k
+
+
 @njit(cache=True)
 def _w(s, l, h):
     """What a request of size ``s`` and lifetime ``l`` adds at offset ``h``."""
@@ -354,29 +376,39 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=T
         lv = life[j]
         lf[j] = 1 if lv < 1 else (H1 if lv > H1 else lv)
     # size order (ascending, oldest last among equal sizes) and, for the candidate
-    # searches, the same order grouped by lifetime: group l occupies gstart[l]..gstart[l+1]-1
+    # searches, the same order grouped by lifetime bucket (_bucket): group k
+    # occupies gstart[k]..gstart[k+1]-1; its pivot is taken at the longest lifetime
+    # in it (the smallest headroom: its "fits" candidates fit for every member)
     sorder = np.argsort(sizes * (n + 1) + (n - np.arange(n)), kind="mergesort")
-    gstart = np.zeros(H1 + 2, dtype=np.int64)
+    NB = _bucket(H1, H1)
+    key = np.empty(n, dtype=np.int64)
+    kmax = np.zeros(NB + 1, dtype=np.int64)  # longest lifetime per bucket
+    gstart = np.zeros(NB + 2, dtype=np.int64)
     for j in range(n):
-        gstart[lf[j] + 1] += 1
+        key[j] = _bucket(lf[j], H1)
+        gstart[key[j] + 1] += 1
+        if lf[j] > kmax[key[j]]:
+            kmax[key[j]] = lf[j]
     ng = 0
-    for l in range(1, H1 + 1):
-        if gstart[l + 1] > 0:
+    for k in range(1, NB + 1):
+        if gstart[k + 1] > 0:
             ng += 1
-    glist = np.empty(ng, dtype=np.int64)  # non-empty lifetime groups, ascending
+    glist = np.empty(ng, dtype=np.int64)  # pivot lifetime of each non-empty group, ascending
+    gkey = np.empty(ng, dtype=np.int64)
     q = 0
-    for l in range(1, H1 + 1):
-        if gstart[l + 1] > 0:
-            glist[q] = l
+    for k in range(1, NB + 1):
+        if gstart[k + 1] > 0:
+            glist[q] = kmax[k]
+            gkey[q] = k
             q += 1
-    for l in range(1, H1 + 2):
-        gstart[l] += gstart[l - 1]
+    for k in range(1, NB + 2):
+        gstart[k] += gstart[k - 1]
     order = np.empty(n, dtype=np.int64)
     fill = gstart.copy()
     for q in range(n):
         j = sorder[q]
-        order[fill[lf[j]]] = j
-        fill[lf[j]] += 1
+        order[fill[key[j]]] = j
+        fill[key[j]] += 1
     ssorted = sizes[order]
     taken = np.zeros(n, dtype=np.bool_)
     rank = np.empty(n, dtype=np.int64)  # position of each request in the grouped order
@@ -471,15 +503,16 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=T
                     bl = 0
                     bvol = 0
                     for g2 in range(ng):
-                        l = glist[g2]
+                        k = gkey[g2]
                         for side in range(2):
                             if side == 0:
-                                p = _grp_le(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                                p = _grp_le(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
                             else:
-                                p = _grp_gt(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                                p = _grp_gt(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
                             if p < 0:
                                 continue
                             jj = order[p]
+                            l = lf[jj]
                             d = _life_cost(c, sizes[jj], l, G, wt, cw, cwh)
                             vol = l * sizes[jj]
                             if bj < 0 or d < bd or (d == bd and l != bl and vol > bvol):
@@ -542,16 +575,17 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=T
                 bw = -1
                 bd = -tol
                 for g2 in range(ng):
-                    l = glist[g2]
+                    k = gkey[g2]
                     for side in range(2):
                         if side == 0:
-                            p = _grp_le(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                            p = _grp_le(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
                         else:
-                            p = _grp_gt(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                            p = _grp_gt(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
                         if p < 0:
                             continue
                         w = order[p]
                         sw = sizes[w]
+                        l = lf[w]
                         d = 0.0
                         for h in range(H1):
                             o = _excl1(tv, ti, t, h)
