@@ -14,7 +14,7 @@ from pathlib import Path
 from bfio.errors import BfioError, ConfigError
 
 BFIO_OPTIONS = ("horizon", "predictor", "solver", "admission", "on_solver_error",
-                "noise_low", "noise_high", "time_limit_s")
+                "noise_low", "noise_high", "time_limit_s", "objective", "discount", "new_requests")
 
 
 def _clean(obj):
@@ -140,6 +140,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "is admitted first; free = Eq. (IO) as in the paper's tables)")
     g.add_argument("--on-solver-error", help="fail | fallback: what to do when an exact solver errors")
     g.add_argument("--time-limit-s", type=float, help="time limit per exact solve in seconds")
+    from bfio.solvers.objective import NEW_REQUEST_MODELS, OBJECTIVES
+
+    g.add_argument("--objective", choices=list(OBJECTIVES),
+                   help="default (discount %g, new requests finish at their predicted length: the objective "
+                   "study's choice) | paper-literal (Eq. (IO) as printed: no discount, new requests persist)"
+                   % OBJECTIVES["default"]["discount"])
+    g.add_argument("--discount", type=float, help="offset discount delta in (0, 1]: J weighs offset h by delta^h "
+                   "(default: the objective's)")
+    g.add_argument("--new-requests", choices=list(NEW_REQUEST_MODELS),
+                   help="predicted: a new request adds s_j + h while h < its predicted decode length; persist: "
+                   "at every offset (default: the objective's; persist for predictors without o_hat)")
 
     v = sub.add_parser("solve", help="solve a saved BF-IO instance (JSON) with one backend",
                        description="Solve a BF-IO integer program instance saved as JSON.")

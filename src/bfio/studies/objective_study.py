@@ -1,0 +1,128 @@
+"""Objective study: BF-IO's discount ``delta`` and new-request model (issue 11).
+
+Eq. (IO) as printed (``paper-literal``: ``delta = 1``, new requests persist over
+the window) gets worse as the window ``H`` grows; the spec's revision
+(``../shared/spec/semantics.md``, "BF-IO") adds the discount ``delta^h`` and
+lets new requests finish at their predicted decode length. This study chooses
+the project's default on traces *other than the paper's two* (the paper's
+tables are the test, not the training set), in two stages:
+
+1. **choose** (config ``objective_study.choose``): every ``delta`` of
+   ``discounts`` x new-request model of ``new_requests`` x ``H`` of
+   ``horizons`` on every trace of ``traces``, ``G = workers``, backlog of
+   ``N = requests_per_slot G B``, over ``seeds``. Each run's imbalance is
+   divided by the best imbalance of its cell (trace, seed, ``H``); a setting's
+   score is the mean of that ratio over the cells (lower is better,
+   1 = best everywhere). :func:`recommend` picks the lowest score among the
+   settings whose mean throughput ratio is within ``max_throughput_cost_pct``
+   of the best.
+2. **confirm** (``objective_study.confirm``): the recommended setting and
+   ``paper-literal`` at every ``G`` of ``workers`` and ``H`` of ``horizons``
+   over ``seeds`` (paired by seed; 95% intervals in the table).
+
+Row labels: ``d<delta>_<model>_h<H>`` (e.g. ``d0.8_predicted_h40``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bfio.solvers.objective import OBJECTIVES, check_discount, check_new_requests
+from bfio.studies.runs import StudyRun, run_batch
+
+KEY_COLUMNS = ("discount", "new_requests")
+
+
+def label(discount: float, new_requests: str, horizon: int) -> str:
+    return f"d{float(discount):g}_{new_requests}_h{int(horizon)}"
+
+
+def variant(discount: float, new_requests: str, horizon: int) -> dict:
+    return {"policy": "bfio", "horizon": int(horizon), "discount": check_discount(discount),
+            "new_requests": check_new_requests(new_requests)}
+
+
+def choose_variants(choose: dict) -> dict:
+    """Label -> BF-IO variant for the choose grid (``H = 0`` once per model: the
+    discount does not act on a single offset)."""
+    out = {}
+    for nr in choose["new_requests"]:
+        for H in choose["horizons"]:
+            for d in ([1.0] if int(H) == 0 else choose["discounts"]):
+                out[label(d, nr, H)] = variant(d, nr, H)
+    return out
+
+
+def confirm_variants(confirm: dict, chosen: dict) -> dict:
+    """The chosen setting and ``paper-literal`` at every horizon of ``confirm``."""
+    lit = OBJECTIVES["paper-literal"]
+    out = {}
+    for H in confirm["horizons"]:
+        for name, s in (("default", chosen), ("paper-literal", lit)):
+            v = variant(s["discount"], s["new_requests"], H)
+            v["objective_name"] = name
+            out[label(s["discount"], s["new_requests"], H)] = v
+    return out
+
+
+def _runs(trace, requests, workers, slots, variants, seeds, bfio_defaults):
+    return [StudyRun.make(trace, requests, workers, slots, row, seed, variants=variants,
+                          bfio_defaults=bfio_defaults)
+            for row in variants for seed in seeds]
+
+
+def _strip(variants: dict) -> dict:
+    return {k: {kk: vv for kk, vv in v.items() if kk != "objective_name"} for k, v in variants.items()}
+
+
+def run_objective_runs(trace: str, frame: pd.DataFrame, workers: int, slots: int, per_slot: float,
+                       variants: dict, seeds, bfio_defaults=None, log=None) -> pd.DataFrame:
+    """Simulate every variant on ``trace`` at ``G = workers``; one row per run with
+    ``discount``, ``new_requests``, ``horizon`` (and ``objective_name`` if given)."""
+    requests = max(1, int(round(per_slot * workers * slots)))
+    runs = _runs(trace, requests, workers, slots, _strip(variants), seeds, bfio_defaults)
+    out = run_batch(runs, {trace: frame}, show_progress=False, log=log)
+    cols = pd.DataFrame([{"discount": variants[r]["discount"], "new_requests": variants[r]["new_requests"],
+                          "horizon": variants[r]["horizon"],
+                          **({"objective_name": variants[r]["objective_name"]}
+                             if "objective_name" in variants[r] else {})} for r in out["row"]])
+    return pd.concat([out, cols], axis=1)
+
+
+def scores(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per setting (``discount``, ``new_requests``): the mean over cells (trace,
+    workers, seed, ``H > 0``) of imbalance / the cell's best imbalance and of
+    throughput / the cell's best throughput, and the worst plateau ratio (its
+    imbalance at the largest ``H`` over its best ``H``)."""
+    df = runs[runs["horizon"] > 0].copy()
+    cell = ["trace", "workers", "seed", "horizon"]
+    df["imbalance_ratio"] = df["avg_imbalance"] / df.groupby(cell)["avg_imbalance"].transform("min")
+    df["throughput_ratio"] = df["throughput"] / df.groupby(cell)["throughput"].transform("max")
+    out = df.groupby(list(KEY_COLUMNS)).agg(imbalance_score=("imbalance_ratio", "mean"),
+                                           throughput_score=("throughput_ratio", "mean"),
+                                           runs=("imbalance_ratio", "size")).reset_index()
+    # plateau: per trace/seed, imbalance at the largest H over the setting's best H
+    hmax = df["horizon"].max()
+    g = df.groupby([*KEY_COLUMNS, "trace", "workers", "seed"])
+    best = g["avg_imbalance"].min()
+    last = df[df["horizon"] == hmax].set_index([*KEY_COLUMNS, "trace", "workers", "seed"])["avg_imbalance"]
+    plateau = (last / best.reindex(last.index)).groupby(list(KEY_COLUMNS)).max().rename("plateau_worst")
+    out = out.merge(plateau.reset_index(), on=list(KEY_COLUMNS), how="left")
+    return out.sort_values("imbalance_score", kind="mergesort").reset_index(drop=True)
+
+
+def recommend(runs: pd.DataFrame, max_throughput_cost_pct: float = 1.0) -> dict:
+    """The lowest imbalance score among settings within ``max_throughput_cost_pct``
+    of the best throughput score (ties: the larger discount, then ``predicted``)."""
+    sc = scores(runs)
+    ok = sc[sc["throughput_score"] >= sc["throughput_score"].max() * (1 - max_throughput_cost_pct / 100)]
+    ok = ok.sort_values(["imbalance_score", "discount"], ascending=[True, False], kind="mergesort")
+    top = ok.iloc[0]
+    return {"discount": float(top["discount"]), "new_requests": str(top["new_requests"]),
+            "imbalance_score": float(top["imbalance_score"]), "throughput_score": float(top["throughput_score"]),
+            "plateau_worst": float(top["plateau_worst"]) if np.isfinite(top["plateau_worst"]) else None,
+            "settings_compared": int(len(sc)), "max_throughput_cost_pct": float(max_throughput_cost_pct)}
+
+
+__all__ = ["label", "variant", "choose_variants", "confirm_variants", "run_objective_runs", "scores", "recommend"]
