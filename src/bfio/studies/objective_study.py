@@ -125,4 +125,61 @@ def recommend(runs: pd.DataFrame, max_throughput_cost_pct: float = 1.0) -> dict:
             "settings_compared": int(len(sc)), "max_throughput_cost_pct": float(max_throughput_cost_pct)}
 
 
-__all__ = ["label", "variant", "choose_variants", "confirm_variants", "run_objective_runs", "scores", "recommend"]
+def summarize_confirm(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (trace, G, H, objective): mean [95% CI] of imbalance, throughput, TPOT and
+    energy over seeds, plus the paired imbalance ratio paper-literal / default
+    (> 1: the default balances better) and throughput gain of the default."""
+    from bfio.studies.aggregate import summarize_runs
+    from bfio.tables import mean_ci
+
+    by = ["trace", "workers", "horizon"]
+    metrics = ["avg_imbalance", "throughput", "tpot", "energy_j"]
+    summ = summarize_runs(runs, [*by, "objective_name", "discount", "new_requests"], metrics)
+    pairs = []
+    for keys, grp in runs.groupby(by, sort=False):
+        d = grp[grp["objective_name"] == "default"].set_index("seed")
+        lit = grp[grp["objective_name"] == "paper-literal"].set_index("seed")
+        seeds = sorted(set(d.index) & set(lit.index))
+        rec = dict(zip(by, keys))
+        for name, fn in (("imbalance_ratio", lambda a, b: b["avg_imbalance"] / a["avg_imbalance"]),
+                         ("throughput_gain_pct", lambda a, b: 100.0 * (a["throughput"] / b["throughput"] - 1))):
+            vals = [float(fn(d.loc[s_], lit.loc[s_])) for s_ in seeds]
+            rec[f"{name}_mean"], rec[f"{name}_ci_lo"], rec[f"{name}_ci_hi"], rec["n_pairs"] = mean_ci(vals)
+        pairs.append(rec)
+    return summ.merge(pd.DataFrame(pairs), on=by, how="left").sort_values(
+        [*by, "objective_name"], kind="mergesort").reset_index(drop=True)
+
+
+def objective_markdown(scored: pd.DataFrame, rec: dict, confirm: pd.DataFrame, title: str) -> str:
+    """The study's Markdown: the choose-stage scores and the confirm table."""
+    from bfio.studies.report import ci_cell, fmt
+
+    lines = [f"# {title}", "",
+             f"Recommended: discount {rec['discount']:g}, new requests `{rec['new_requests']}` "
+             f"(imbalance score {rec['imbalance_score']:.3f}, throughput score {rec['throughput_score']:.4f}; "
+             f"{rec['settings_compared']} settings compared; the library default is "
+             f"{OBJECTIVES['default']['discount']:g} / `{OBJECTIVES['default']['new_requests']}`"
+             + (", the same)." if (rec["discount"] == OBJECTIVES["default"]["discount"] and
+                                  rec["new_requests"] == OBJECTIVES["default"]["new_requests"])
+                else "; they differ: update bfio.solvers.objective.DEFAULT_DISCOUNT).") , "",
+             "## Choose: scores over traces, seeds and H > 0 (1 = best in every cell)", ""]
+    recs = [{"discount": f"{r.discount:g}", "new requests": r.new_requests,
+             "imbalance / best (mean)": f"{r.imbalance_score:.3f}",
+             "throughput / best (mean)": f"{r.throughput_score:.4f}",
+             "imbalance at largest H / best H (worst)": fmt(r.plateau_worst), "runs": int(r.runs)}
+            for r in scored.itertuples()]
+    lines += [(pd.DataFrame(recs).to_markdown(index=False) if recs else "(no rows)"), ""]
+    lines += ["## Confirm: default vs paper-literal (mean [95% CI] over seeds)", ""]
+    crec = []
+    for r in confirm.to_dict("records"):
+        crec.append({"trace": r["trace"], "G": int(r["workers"]), "H": int(r["horizon"]),
+                     "objective": r["objective_name"], "imbalance": ci_cell(r, "avg_imbalance"),
+                     "throughput (tok/s)": ci_cell(r, "throughput"), "TPOT (s)": ci_cell(r, "tpot"),
+                     "literal / default imbalance": ci_cell(r, "imbalance_ratio") if r["objective_name"] == "default"
+                     else "", "n": int(r["n_seeds"])})
+    lines += [(pd.DataFrame(crec).to_markdown(index=False) if crec else "(no rows)"), ""]
+    return "\n".join(lines)
+
+
+__all__ = ["label", "variant", "choose_variants", "confirm_variants", "run_objective_runs", "scores", "recommend",
+           "summarize_confirm", "objective_markdown"]
