@@ -53,6 +53,41 @@ def solve_fast_instance(inst, max_rounds: int = 4) -> Solution:
     return sol
 
 
+class SolverFallbackWarning(UserWarning):
+    """Some routing calls of a run fell back from the requested exact solver."""
+
+
+def fallback_message(count: int, calls: int, solver: str) -> str | None:
+    """The warning text for ``count`` of ``calls`` routing calls that fell back
+    from ``solver`` (``None`` when none did)."""
+    if not count:
+        return None
+    share = f" ({100.0 * count / calls:.0f}%)" if calls else ""
+    nxt = FALLBACK.get(solver, "fast")
+    return (f"solver '{solver}' failed on {count} of {calls} routing calls{share}; those calls were solved by "
+            f"the fallback ('{nxt}'{', then fast' if nxt != 'fast' else ''}), so the run is not purely "
+            f"'{solver}'. See the 'solver_fallbacks' metric; use --solver {nxt} or fast to avoid the fallback.")
+
+
+def warn_fallbacks(count: int, calls: int, solver: str, *, stream=None, use_warnings: bool = False) -> str | None:
+    """Make solver fallbacks visible at the end of a run: when ``count > 0`` print
+    ``bfio: warning: ...`` to ``stream`` (default ``sys.stderr``), or, with
+    ``use_warnings``, issue a :class:`SolverFallbackWarning` instead (library
+    callers that filter warnings). Returns the message (``None`` if no fallback),
+    e.g. for a ``warnings`` list in the run's JSON."""
+    import sys
+    import warnings
+
+    msg = fallback_message(int(count), int(calls), str(solver))
+    if msg is None:
+        return None
+    if use_warnings:
+        warnings.warn(msg, SolverFallbackWarning, stacklevel=2)
+    else:
+        print(f"bfio: warning: {msg}", file=sys.stderr if stream is None else stream, flush=True)
+    return msg
+
+
 def check_solver(name) -> str:
     if name not in SOLVERS:
         raise ConfigError(f"solver: expected {' | '.join(SOLVERS)}, got {name!r}")
@@ -92,4 +127,4 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
 
 
 __all__ = ["SOLVERS", "DEFAULT_TIME_LIMIT_S", "Solution", "SolverError", "solve", "check_solver",
-           "trivial_bound", "solve_fast_instance"]
+           "trivial_bound", "solve_fast_instance", "SolverFallbackWarning", "fallback_message", "warn_fallbacks"]
