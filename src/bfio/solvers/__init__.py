@@ -104,19 +104,27 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
         return solve_fast_instance(inst)
     limit = DEFAULT_TIME_LIMIT_S if time_limit_s is None else float(time_limit_s)
     t0 = time.perf_counter()
-    start = warm_start if warm_start is not None else solve_fast_instance(inst)
+    start = warm_start
     try:
         if solver == "highs":
+            from bfio.solvers.highs import check_size
             from bfio.solvers.highs import solve_highs as backend
+
+            check_size(inst)  # refuse a too-large model before spending time on a warm start
         else:
             from bfio.solvers.gurobi import solve_gurobi as backend
+        if start is None:
+            start = solve_fast_instance(inst)
         remaining = max(0.05, limit - (time.perf_counter() - t0))
         sol = backend(inst, time_limit_s=remaining, warm_start=start.assign, threads=threads)
     except SolverError:
         if on_error == "fail":
             raise
+        if start is None:
+            start = solve_fast_instance(inst)
         nxt = FALLBACK[solver]
-        sol = start if nxt == "fast" else solve(inst, nxt, time_limit_s=limit, on_error=on_error,
+        left = max(0.05, limit - (time.perf_counter() - t0))  # the fallback shares the one time limit
+        sol = start if nxt == "fast" else solve(inst, nxt, time_limit_s=left, on_error=on_error,
                                                 warm_start=start, threads=threads)
         sol.fallback_from = solver
         return sol

@@ -42,6 +42,8 @@ ABS_GAP = 0.99  # delta = 1: J is integral, a gap below 1 proves optimality
 REL_GAP = 1e-9  # delta < 1: J is real
 FLOAT_ABS_GAP = 1e-9
 MAX_BINARIES = 60_000
+GUARD_BINARIES = 5_000  # above this, HiGHS runs in a forked process stopped at the limit
+GRACE_S = 1.0  # how long after the limit the guard waits for HiGHS's own stop
 _HINT = "use --solver fast (or --on-solver-error fallback)"
 
 
@@ -78,8 +80,10 @@ def quiet_highs():
     return h
 
 
-def check_size(inst, max_binaries: int = MAX_BINARIES) -> None:
-    """Raise :class:`SolverError` if the model of ``inst`` exceeds ``max_binaries``."""
+def check_size(inst, max_binaries: int | None = None) -> None:
+    """Raise :class:`SolverError` if the model of ``inst`` exceeds ``max_binaries``
+    (default :data:`MAX_BINARIES`, read at call time)."""
+    max_binaries = MAX_BINARIES if max_binaries is None else int(max_binaries)
     nv, nr, nb = model_size(inst)
     if nb > max_binaries:
         nT = int((inst.free > 0).sum())
@@ -88,22 +92,10 @@ def check_size(inst, max_binaries: int = MAX_BINARIES) -> None:
                           f"beyond which HiGHS cannot keep its time limit); {_HINT}")
 
 
-def solve_highs(inst, time_limit_s: float | None = None, warm_start: np.ndarray | None = None,
-                threads: int = 1, max_binaries: int = MAX_BINARIES) -> Solution:
-    """Solve ``inst`` with HiGHS within ``time_limit_s`` (model build included)."""
-    try:
-        import highspy
-    except ImportError as e:  # pragma: no cover - highspy is a dependency
-        raise SolverError("highs", f"highspy is not importable ({e}); install highspy or {_HINT}") from None
-    t0 = time.perf_counter()
-    check_size(inst, max_binaries)
-    m = build_milp(inst)
-    if time_limit_s is not None:
-        remaining = float(time_limit_s) - (time.perf_counter() - t0)
-        if remaining <= 0 and warm_start is not None:  # the build used up the limit: keep the warm start
-            return Solution.make(inst, warm_start, solver="highs", status="Time limit reached (model build)",
-                                 proven_optimal=False, bound=-np.inf, wall_s=time.perf_counter() - t0)
-        remaining = max(remaining, 0.01)
+def _run_highs(inst, m, time_limit_s: float | None, warm_vec: np.ndarray | None, threads: int) -> dict:
+    """Run HiGHS on the built model ``m``; a picklable dict of what came out."""
+    import highspy
+
     h = quiet_highs()
     if inst.integral:
         h.setOptionValue("mip_rel_gap", 0.0)
@@ -116,7 +108,7 @@ def solve_highs(inst, time_limit_s: float | None = None, warm_start: np.ndarray 
     h.setOptionValue("presolve", "off")  # HiGHS presolve takes seconds on these small knapsack-like models
     h.setOptionValue("mip_heuristic_run_feasibility_jump", False)  # ignores the time limit on large models
     if time_limit_s is not None:
-        h.setOptionValue("time_limit", remaining)
+        h.setOptionValue("time_limit", float(time_limit_s))
     lp = highspy.HighsLp()
     lp.num_col_ = m.num_vars
     lp.num_row_ = m.num_rows
@@ -134,22 +126,91 @@ def solve_highs(inst, time_limit_s: float | None = None, warm_start: np.ndarray 
     lp.integrality_ = [highspy.HighsVarType.kInteger if v else highspy.HighsVarType.kContinuous
                        for v in m.integrality]
     h.passModel(lp)
-    if warm_start is not None:
+    if warm_vec is not None:
         sol = highspy.HighsSolution()
-        sol.col_value = list(m.vector_from_assign(inst, warm_start))
+        sol.col_value = list(warm_vec)
         sol.value_valid = True
         h.setSolution(sol)
     h.run()
-    status = h.modelStatusToString(h.getModelStatus())
     info = h.getInfo()
-    if info.primal_solution_status < 2:  # no feasible incumbent
-        if warm_start is not None:
-            assign = np.asarray(warm_start, dtype=np.int64)
+    feasible = info.primal_solution_status >= 2
+    return {"status": h.modelStatusToString(h.getModelStatus()), "feasible": feasible,
+            "x": np.asarray(h.getSolution().col_value)[m.x_slice()] if feasible else None,
+            "bound": float(info.mip_dual_bound)}
+
+
+def _child(conn, inst, m, time_limit_s, warm_vec, threads):  # pragma: no cover - runs in the forked child
+    try:
+        conn.send(_run_highs(inst, m, time_limit_s, warm_vec, threads))
+    except BaseException as e:
+        conn.send({"error": f"{type(e).__name__}: {e}"})
+    finally:
+        conn.close()
+
+
+def _run_highs_guarded(inst, m, time_limit_s: float, warm_vec, threads: int) -> dict:
+    """:func:`_run_highs` in a forked child that is killed :data:`GRACE_S` after
+    the time limit: HiGHS does not check its limit in every phase (e.g. the root
+    LP of a large model), so the limit is enforced from outside."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, inst, m, time_limit_s, warm_vec, threads), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if recv.poll(time_limit_s + GRACE_S):
+            try:
+                out = recv.recv()
+            except EOFError:
+                out = {"error": f"HiGHS process ended without a result (exit code {proc.exitcode})"}
         else:
-            raise SolverError("highs", f"no feasible solution found (status: {status})")
+            out = {"status": "Time limit reached (stopped by the deadline guard)", "feasible": False,
+                   "x": None, "bound": -np.inf}
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        recv.close()
+    if "error" in out:
+        raise SolverError("highs", f"{out['error']}; {_HINT}")
+    return out
+
+
+def solve_highs(inst, time_limit_s: float | None = None, warm_start: np.ndarray | None = None,
+                threads: int = 1, max_binaries: int | None = None) -> Solution:
+    """Solve ``inst`` with HiGHS within ``time_limit_s`` (model build included).
+
+    Models with more than :data:`GUARD_BINARIES` binaries run in a forked
+    process that is stopped at the limit (plus :data:`GRACE_S`), so the limit
+    holds even where HiGHS does not check it."""
+    try:
+        import highspy  # noqa: F401
+    except ImportError as e:  # pragma: no cover - highspy is a dependency
+        raise SolverError("highs", f"highspy is not importable ({e}); install highspy or {_HINT}") from None
+    t0 = time.perf_counter()
+    check_size(inst, max_binaries)
+    m = build_milp(inst)
+    remaining = None
+    if time_limit_s is not None:
+        remaining = float(time_limit_s) - (time.perf_counter() - t0)
+        if remaining <= 0 and warm_start is not None:  # the build used up the limit: keep the warm start
+            return Solution.make(inst, warm_start, solver="highs", status="Time limit reached (model build)",
+                                 proven_optimal=False, bound=-np.inf, wall_s=time.perf_counter() - t0)
+        remaining = max(remaining, 0.01)
+    warm_vec = None if warm_start is None else m.vector_from_assign(inst, warm_start)
+    guarded = (remaining is not None and m.n * m.touched.size > GUARD_BINARIES
+               and "fork" in __import__("multiprocessing").get_all_start_methods())
+    out = (_run_highs_guarded if guarded else _run_highs)(inst, m, remaining, warm_vec, threads)
+    status = out["status"]
+    if not out["feasible"]:  # no feasible incumbent
+        if warm_start is None:
+            raise SolverError("highs", f"no feasible solution found (status: {status}); {_HINT}")
+        assign = np.asarray(warm_start, dtype=np.int64)
     else:
-        assign = m.assign_from_vector(np.asarray(h.getSolution().col_value))
-    optimal = status == "Optimal"
-    bound = float(info.mip_dual_bound)
-    return Solution.make(inst, assign, solver="highs", status=status, proven_optimal=optimal,
-                         bound=bound, wall_s=time.perf_counter() - t0)
+        v = np.zeros(m.num_vars)
+        v[m.x_slice()] = out["x"]
+        assign = m.assign_from_vector(v)
+    return Solution.make(inst, assign, solver="highs", status=status, proven_optimal=status == "Optimal",
+                         bound=out["bound"], wall_s=time.perf_counter() - t0)
