@@ -14,16 +14,22 @@ constructed (before any option can be set) is sent to the null device, so
 ``bfio solve`` and ``bfio simulate --json -`` print valid JSON.
 
 Time limit. HiGHS checks its time limit only between phases and simplex
-iterations, so on very large models single phases overrun it (measured on a
-G = 256, H = 40 call with 1,024 waiting, ~240k binaries: the feasibility-jump
-heuristic ran 11 s before the first check, and root-LP iterations several
-seconds more; ``benchmarks/bench_highs_time_limit.py``). Therefore:
+iterations, so on large models single phases overrun it (measured with
+``benchmarks/bench_highs_time_limit.py``: on a G = 58, H = 40 call with 1,024
+waiting and lifetimes, 59k binaries, the root LP ran 151 s under a 5 s limit;
+at G = 256, 262k binaries, feasibility jump ran 11 s before the first check).
+Therefore:
 
-- the time spent building the model counts against the limit;
+- the time spent building the model (and the fast warm start) counts against the limit;
 - feasibility jump is off (the fast solver's warm start is always given);
+- models with more than :data:`GUARD_BINARIES` binaries run in a forked
+  process that is killed :data:`GRACE_S` after the limit (the incumbent is then
+  the warm start); measured: 20 s limit -> 21.2-21.3 s at G = 256, H = 40;
 - models with more than :data:`MAX_BINARIES` binaries (waiting requests times
-  workers with free slots) are refused with a :class:`SolverError` before they
-  are built: use the ``fast`` solver, or ``on_solver_error = fallback``.
+  workers with free slots) are refused with a :class:`SolverError` before
+  anything is built: HiGHS does not finish their root LP within usual limits
+  (no useful bound) and needs 0.5 GB or more. Use the ``fast`` solver, or
+  ``on_solver_error = fallback``.
 """
 
 from __future__ import annotations
@@ -89,7 +95,8 @@ def check_size(inst, max_binaries: int | None = None) -> None:
         nT = int((inst.free > 0).sum())
         raise SolverError("highs", f"model too large ({nb:,} binaries = {inst.waiting:,} waiting x {nT:,} workers "
                           f"with free slots; {nv:,} variables, {nr:,} rows; limit {max_binaries:,} binaries, "
-                          f"beyond which HiGHS cannot keep its time limit); {_HINT}")
+                          f"beyond which HiGHS does not reach a useful bound within a routing call's time "
+                          f"limit); {_HINT}")
 
 
 def _run_highs(inst, m, time_limit_s: float | None, warm_vec: np.ndarray | None, threads: int) -> dict:
