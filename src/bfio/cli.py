@@ -153,10 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "at every offset (default: the objective's; persist for predictors without o_hat)")
 
     v = sub.add_parser("solve", help="solve a saved BF-IO instance (JSON) with one backend",
-                       description="Solve a BF-IO integer program instance saved as JSON.")
+                       description="Solve a BF-IO integer program instance saved as JSON (its 'discount' and "
+                                   "per-request 'waiting.lifetime' are part of the objective; files without "
+                                   "them are delta = 1 with persisting new requests). The JSON result goes "
+                                   "to stdout unless --json names a file; solver logs never do.")
     v.add_argument("--instance", required=True, help="instance JSON file")
     v.add_argument("--solver", default="fast", help="fast | highs | gurobi (default fast)")
-    v.add_argument("--time-limit-s", type=float, default=None, help="time limit for exact solvers")
+    v.add_argument("--time-limit-s", type=float, default=None,
+                   help="time limit for exact solvers, model build included (default 10)")
     v.add_argument("--json", metavar="DEST", default="-", help="where to write the JSON result ('-' for stdout)")
 
     t = sub.add_parser("traces", help="list the known traces and whether they are present and verified")

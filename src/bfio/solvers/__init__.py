@@ -53,6 +53,41 @@ def solve_fast_instance(inst, max_rounds: int = 4) -> Solution:
     return sol
 
 
+class SolverFallbackWarning(UserWarning):
+    """Some routing calls of a run fell back from the requested exact solver."""
+
+
+def fallback_message(count: int, calls: int, solver: str) -> str | None:
+    """The warning text for ``count`` of ``calls`` routing calls that fell back
+    from ``solver`` (``None`` when none did)."""
+    if not count:
+        return None
+    share = f" ({100.0 * count / calls:.0f}%)" if calls else ""
+    nxt = FALLBACK.get(solver, "fast")
+    return (f"solver '{solver}' failed on {count} of {calls} routing calls{share}; those calls were solved by "
+            f"the fallback ('{nxt}'{', then fast' if nxt != 'fast' else ''}), so the run is not purely "
+            f"'{solver}'. See the 'solver_fallbacks' metric; use --solver {nxt} or fast to avoid the fallback.")
+
+
+def warn_fallbacks(count: int, calls: int, solver: str, *, stream=None, use_warnings: bool = False) -> str | None:
+    """Make solver fallbacks visible at the end of a run: when ``count > 0`` print
+    ``bfio: warning: ...`` to ``stream`` (default ``sys.stderr``), or, with
+    ``use_warnings``, issue a :class:`SolverFallbackWarning` instead (library
+    callers that filter warnings). Returns the message (``None`` if no fallback),
+    e.g. for a ``warnings`` list in the run's JSON."""
+    import sys
+    import warnings
+
+    msg = fallback_message(int(count), int(calls), str(solver))
+    if msg is None:
+        return None
+    if use_warnings:
+        warnings.warn(msg, SolverFallbackWarning, stacklevel=2)
+    else:
+        print(f"bfio: warning: {msg}", file=sys.stderr if stream is None else stream, flush=True)
+    return msg
+
+
 def check_solver(name) -> str:
     if name not in SOLVERS:
         raise ConfigError(f"solver: expected {' | '.join(SOLVERS)}, got {name!r}")
@@ -69,19 +104,27 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
         return solve_fast_instance(inst)
     limit = DEFAULT_TIME_LIMIT_S if time_limit_s is None else float(time_limit_s)
     t0 = time.perf_counter()
-    start = warm_start if warm_start is not None else solve_fast_instance(inst)
+    start = warm_start
     try:
         if solver == "highs":
+            from bfio.solvers.highs import check_size
             from bfio.solvers.highs import solve_highs as backend
+
+            check_size(inst)  # refuse a too-large model before spending time on a warm start
         else:
             from bfio.solvers.gurobi import solve_gurobi as backend
+        if start is None:
+            start = solve_fast_instance(inst)
         remaining = max(0.05, limit - (time.perf_counter() - t0))
         sol = backend(inst, time_limit_s=remaining, warm_start=start.assign, threads=threads)
     except SolverError:
         if on_error == "fail":
             raise
+        if start is None:
+            start = solve_fast_instance(inst)
         nxt = FALLBACK[solver]
-        sol = start if nxt == "fast" else solve(inst, nxt, time_limit_s=limit, on_error=on_error,
+        left = max(0.05, limit - (time.perf_counter() - t0))  # the fallback shares the one time limit
+        sol = start if nxt == "fast" else solve(inst, nxt, time_limit_s=left, on_error=on_error,
                                                 warm_start=start, threads=threads)
         sol.fallback_from = solver
         return sol
@@ -92,4 +135,4 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
 
 
 __all__ = ["SOLVERS", "DEFAULT_TIME_LIMIT_S", "Solution", "SolverError", "solve", "check_solver",
-           "trivial_bound", "solve_fast_instance"]
+           "trivial_bound", "solve_fast_instance", "SolverFallbackWarning", "fallback_message", "warn_fallbacks"]
