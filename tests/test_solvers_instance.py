@@ -111,5 +111,5 @@ def test_lifetimes_round_trip_and_exact_backends_solve(tmp_path):
     assert solve(back, "highs").objective == J  # exact backends solve lifetimes (issue 11)
     with _pytest.raises(ConfigError, match="new_requests"):
         BFIO(new_requests="maybe")
-    with _pytest.raises(ConfigError, match="fast"):
-        BFIO(new_requests="predicted", solver="highs")
+    # the exact backends solve per-request lifetimes, so the policy accepts them with any solver
+    assert BFIO(new_requests="predicted", solver="highs").describe()["new_requests"] == "predicted"

@@ -224,6 +224,12 @@ def cmd_simulate(args) -> int:
                       dispatch=args.dispatch)
     summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
                "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}
+    from bfio.solvers import warn_fallbacks
+
+    fell_back = warn_fallbacks(result.metrics.get("solver_fallbacks", 0), result.metrics.get("solver_calls", 0),
+                               options.get("solver", "fast"))
+    if fell_back:
+        summary.setdefault("warnings", []).append(fell_back)
     for dest, frame in ((args.series, result.series), (args.per_request, result.requests)):
         if dest:
             _write_frame(frame, dest)
