@@ -60,7 +60,7 @@ from bfio.solvers import DEFAULT_TIME_LIMIT_S, SolverError, check_solver, solve
 from bfio.solvers.fast import persisting, solve_fast
 from bfio.solvers.instance import Instance, instance_from_state, parse_admission
 from bfio.solvers.objective import (OBJECTIVES, check_discount, check_new_requests, check_objective,
-                                    offset_weights)
+                                    effective_horizon, offset_weights)
 from bfio.solvers.profiles import predicted_loads
 
 MAX_HORIZON = 100_000
@@ -107,7 +107,10 @@ class BFIO(Policy):
             raise ConfigError(f"new_requests: 'predicted' needs a point estimate o_hat_j of each new request "
                               f"(predictor oracle | noisy | none), got predictor={predictor!r}")
         self.new_requests = new_requests
-        self._weights = offset_weights(self.horizon, self.discount)
+        # the fast solver's window: offsets whose weight is negligible are left out
+        # (bfio.solvers.objective.effective_horizon); the exact backends see all H + 1
+        self._fast_horizon = effective_horizon(self.horizon, self.discount)
+        self._weights = offset_weights(self._fast_horizon, self.discount)
         self.capture = None  # optional callable(Instance) -> None, see capture_instances()
         self.reset(0, 0)
 
@@ -182,9 +185,10 @@ class BFIO(Policy):
 
     def _route_fast(self, state: RoutingState, est: np.ndarray | None, U: int) -> np.ndarray:
         if est is None:  # probabilistic predictor: expected loads (float)
-            base = self.predictor.expected_loads(state, self.horizon)
+            base = self.predictor.expected_loads(state, self._fast_horizon)
         else:
-            base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, self.horizon)
+            base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est,
+                                   self._fast_horizon)
         sizes = state.pool_prefill
         n = sizes.shape[0]
         ages = state.step - state.enter_step[state.pool]
@@ -207,7 +211,8 @@ class BFIO(Policy):
 
     def stats(self) -> dict:
         t = np.asarray(self._times)
-        out = {"solver_calls": int(t.size), "solver_fallbacks": self._fallbacks}
+        out = {"solver_calls": int(t.size), "solver_fallbacks": self._fallbacks,
+               "fast_solver_horizon": self._fast_horizon}
         if t.size:
             out.update({"solver_s_p50": float(np.percentile(t, 50)), "solver_s_p99": float(np.percentile(t, 99)),
                         "solver_s_max": float(t.max()), "solver_s_total": float(t.sum())})

@@ -756,12 +756,17 @@ def persisting(n: int) -> np.ndarray:
 
 
 def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> np.ndarray:
-    """Solve an :class:`~bfio.solvers.instance.Instance` with the fast heuristic."""
+    """Solve an :class:`~bfio.solvers.instance.Instance` with the fast heuristic,
+    over the offsets ``0..effective_horizon`` (:func:`bfio.solvers.objective.effective_horizon`)."""
+    from bfio.solvers.objective import effective_horizon
+
     sizes = inst.sizes
     if forced is None:
         forced = inst.forced()
+    H1 = effective_horizon(inst.horizon, inst.discount) + 1
     life = persisting(inst.waiting) if inst.lifetimes is None else inst.lifetimes
-    return solve_fast(inst.base, inst.free, sizes, life, forced, inst.admissible, int(max_rounds), inst.weights)
+    return solve_fast(np.ascontiguousarray(inst.base[:, :H1]), inst.free, sizes, life, forced, inst.admissible,
+                      int(max_rounds), np.ascontiguousarray(inst.weights[:H1]))
 
 
 __all__ = ["PERSIST", "solve_fast", "fast_assign", "persisting", "size_order"]

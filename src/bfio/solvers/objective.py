@@ -71,6 +71,29 @@ def offset_weights(horizon: int, discount: float = 1.0) -> np.ndarray:
     return np.power(float(discount), h)
 
 
+#: The fast solver ignores offsets whose weight delta^h is below this (their share
+#: of the total weight is below ``NEGLIGIBLE_WEIGHT * delta / (1 - delta)``).
+NEGLIGIBLE_WEIGHT = 1e-3
+
+
+def effective_horizon(horizon: int, discount: float, negligible: float = NEGLIGIBLE_WEIGHT) -> int:
+    """The largest ``h <= H`` with ``delta^h >= negligible`` (``H`` for ``delta = 1``).
+
+    The fast solver optimizes ``J`` over offsets ``0..effective_horizon`` only:
+    beyond it every weight is below ``negligible`` (relative to offset 0), so
+    those offsets cannot change ``J`` by more than that share, but they would
+    steer the heuristic's candidate choice and local search, whose work grows
+    with the window. This makes the result independent of ``H`` once ``H``
+    passes the discount's reach (the plateau over ``H``), and keeps long windows
+    cheap. The exact backends always solve the full window.
+    """
+    H = int(horizon)
+    if discount >= 1.0:
+        return H
+    reach = int(math.floor(math.log(negligible) / math.log(float(discount))))
+    return min(H, max(0, reach))
+
+
 def request_profiles(sizes: np.ndarray, lifetimes: np.ndarray | None, horizon: int) -> np.ndarray:
     """``(n, H + 1)`` int64: what each new request adds at offset ``h`` if admitted,
     ``s_j + h`` while ``h < l_j`` (``lifetimes=None``: every request persists)."""
@@ -98,5 +121,6 @@ def imbalance_objective(loads: np.ndarray, weights: np.ndarray):
     return float(out) if np.ndim(out) == 0 else out
 
 
-__all__ = ["DEFAULT_DISCOUNT", "NEW_REQUEST_MODELS", "OBJECTIVES", "check_discount", "check_new_requests",
-           "check_objective", "offset_weights", "request_profiles", "imbalance_objective"]
+__all__ = ["DEFAULT_DISCOUNT", "NEW_REQUEST_MODELS", "OBJECTIVES", "NEGLIGIBLE_WEIGHT", "check_discount",
+           "check_new_requests", "check_objective", "offset_weights", "effective_horizon", "request_profiles",
+           "imbalance_objective"]
