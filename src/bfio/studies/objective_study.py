@@ -10,12 +10,13 @@ tables are the test, not the training set), in two stages:
 1. **choose** (config ``objective_study.choose``): every ``delta`` of
    ``discounts`` x new-request model of ``new_requests`` x ``H`` of
    ``horizons`` on every trace of ``traces``, ``G = workers``, backlog of
-   ``N = requests_per_slot G B``, over ``seeds``. Each run's imbalance is
-   divided by the best imbalance of its cell (trace, seed, ``H``); a setting's
-   score is the mean of that ratio over the cells (lower is better,
-   1 = best everywhere). :func:`recommend` picks the lowest score among the
-   settings whose mean throughput ratio is within ``max_throughput_cost_pct``
-   of the best.
+   ``N = requests_per_slot G B``, over ``seeds`` (``horizons`` must hold 0).
+   Each run's imbalance is divided by that of BF-IO with ``H = 0`` on the same
+   trace and seed (the same program under every setting); a setting's score is
+   the mean of that ratio over traces, seeds and ``H > 0`` (lower is better:
+   below 1, looking ahead helps). :func:`recommend` picks the lowest score among
+   the settings whose mean throughput ratio is within
+   ``max_throughput_cost_pct`` of the best.
 2. **confirm** (``objective_study.confirm``): the recommended setting and
    ``paper-literal`` at every ``G`` of ``workers`` and ``H`` of ``horizons``
    over ``seeds`` (paired by seed; 95% intervals in the table).
@@ -28,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bfio.errors import ConfigError
 from bfio.solvers.objective import OBJECTIVES, check_discount, check_new_requests
 from bfio.studies.runs import StudyRun, run_batch
 
@@ -92,21 +94,24 @@ def run_objective_runs(trace: str, frame: pd.DataFrame, workers: int, slots: int
 
 def scores(runs: pd.DataFrame) -> pd.DataFrame:
     """Per setting (``discount``, ``new_requests``): the mean over cells (trace,
-    workers, seed, ``H > 0``) of imbalance / the cell's best imbalance and of
-    throughput / the cell's best throughput, and the worst plateau ratio (its
-    imbalance at the largest ``H`` over its best ``H``)."""
-    df = runs[runs["horizon"] > 0].copy()
-    cell = ["trace", "workers", "seed", "horizon"]
-    df["imbalance_ratio"] = df["avg_imbalance"] / df.groupby(cell)["avg_imbalance"].transform("min")
-    df["throughput_ratio"] = df["throughput"] / df.groupby(cell)["throughput"].transform("max")
+    workers, seed, ``H > 0``) of imbalance and throughput relative to BF-IO with
+    ``H = 0`` on the same trace, ``G`` and seed (the same program under every
+    setting), and the worst plateau ratio (imbalance at the largest ``H`` over
+    the setting's best ``H``, per trace and seed)."""
+    if not (runs["horizon"] == 0).any():
+        raise ConfigError("objective_study.choose.horizons: needs 0 (the H = 0 runs are the reference)")
+    key = ["trace", "workers", "seed"]
+    h0 = runs[runs["horizon"] == 0].groupby(key)[["avg_imbalance", "throughput"]].mean()
+    df = runs[runs["horizon"] > 0].join(h0, on=key, rsuffix="_h0")
+    df["imbalance_ratio"] = df["avg_imbalance"] / df["avg_imbalance_h0"]
+    df["throughput_ratio"] = df["throughput"] / df["throughput_h0"]
     out = df.groupby(list(KEY_COLUMNS)).agg(imbalance_score=("imbalance_ratio", "mean"),
                                            throughput_score=("throughput_ratio", "mean"),
                                            runs=("imbalance_ratio", "size")).reset_index()
-    # plateau: per trace/seed, imbalance at the largest H over the setting's best H
     hmax = df["horizon"].max()
-    g = df.groupby([*KEY_COLUMNS, "trace", "workers", "seed"])
+    g = df.groupby([*KEY_COLUMNS, *key])
     best = g["avg_imbalance"].min()
-    last = df[df["horizon"] == hmax].set_index([*KEY_COLUMNS, "trace", "workers", "seed"])["avg_imbalance"]
+    last = df[df["horizon"] == hmax].set_index([*KEY_COLUMNS, *key])["avg_imbalance"]
     plateau = (last / best.reindex(last.index)).groupby(list(KEY_COLUMNS)).max().rename("plateau_worst")
     out = out.merge(plateau.reset_index(), on=list(KEY_COLUMNS), how="left")
     return out.sort_values("imbalance_score", kind="mergesort").reset_index(drop=True)
@@ -162,10 +167,10 @@ def objective_markdown(scored: pd.DataFrame, rec: dict, confirm: pd.DataFrame, t
              + (", the same)." if (rec["discount"] == OBJECTIVES["default"]["discount"] and
                                   rec["new_requests"] == OBJECTIVES["default"]["new_requests"])
                 else "; they differ: update bfio.solvers.objective.DEFAULT_DISCOUNT).") , "",
-             "## Choose: scores over traces, seeds and H > 0 (1 = best in every cell)", ""]
+             "## Choose: mean over traces, seeds and H > 0, relative to BF-IO H = 0 (below 1: lookahead helps)", ""]
     recs = [{"discount": f"{r.discount:g}", "new requests": r.new_requests,
-             "imbalance / best (mean)": f"{r.imbalance_score:.3f}",
-             "throughput / best (mean)": f"{r.throughput_score:.4f}",
+             "imbalance / H=0 (mean)": f"{r.imbalance_score:.3f}",
+             "throughput / H=0 (mean)": f"{r.throughput_score:.4f}",
              "imbalance at largest H / best H (worst)": fmt(r.plateau_worst), "runs": int(r.runs)}
             for r in scored.itertuples()]
     lines += [(pd.DataFrame(recs).to_markdown(index=False) if recs else "(no rows)"), ""]
