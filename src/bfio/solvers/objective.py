@@ -35,7 +35,7 @@ import numpy as np
 from bfio.errors import ConfigError
 
 # Chosen by the objective study (docs/bfio.md, "Objective study"; workflow/rules/objective.smk).
-DEFAULT_DISCOUNT = 0.7
+DEFAULT_DISCOUNT = 0.6
 NEW_REQUEST_MODELS = ("predicted", "persist")
 OBJECTIVES = {
     "default": {"discount": DEFAULT_DISCOUNT, "new_requests": "predicted"},
