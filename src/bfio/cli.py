@@ -50,10 +50,10 @@ def check_writable(dest: str, option: str, suffixes=None) -> None:
     if dest == "-" and suffixes is None:
         return
     path = Path(dest)
-    if suffixes is not None and path.suffix.lower() not in suffixes:
-        raise ConfigError(f"{option} {dest}: unknown extension '{path.suffix}' (use {', '.join(suffixes)})")
     if path.is_dir():
         raise ConfigError(f"{option} {dest}: is a directory, expected a file path")
+    if suffixes is not None and path.suffix.lower() not in suffixes:
+        raise ConfigError(f"{option} {dest}: unknown extension '{path.suffix}' (use {', '.join(suffixes)})")
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
