@@ -232,6 +232,9 @@ CONFIGS = [
     ("online_instant_unsupported", lambda c: c["online"].update(
         poisson=[{"name": "p", "trace": "burstgpt", "requests": 100, "workers": 2}], instant=["fcfs"]),
      "online.instant.0"),
+    ("online_saturation_row", lambda c: c["online"].update(
+        poisson=[{"name": "p", "trace": "burstgpt", "requests": 100, "workers": 2}], saturation_row="nope"),
+     "online.saturation_row"),
     ("predictor_study_predictor", lambda c: c.setdefault("predictor_study", {}).update(predictors=["foo"]),
      "predictor_study.predictors.0"),
     ("starvation_admission", lambda c: c.setdefault("starvation", {}).update(admissions=["aging:-5"]),
@@ -265,3 +268,19 @@ def test_subprocess_exit_code(good_trace, args, needle):
                        capture_output=True, text=True)
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
     assert r.stdout == ""
+
+
+@pytest.mark.parametrize("override, key", [
+    ("bfio={'admision': 'free'}", "bfio.admision"),
+    ("bfio={'solver': 'cplex'}", "bfio.solver"),
+    ("figures={'horizon_sweep': 'nosuchexp'}", "figures.horizon_sweep"),
+])
+def test_dry_run_stops_with_key(tmp_path, override, key):
+    """The Snakefile validates on load: a dry run already fails, naming the key."""
+    import os
+
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n",
+           "--configfile", str(REPO / "config" / "smoke.yaml"), "--config", override]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "CI": "1"})
+    assert proc.returncode != 0
+    assert f"config key '{key}'" in proc.stdout + proc.stderr

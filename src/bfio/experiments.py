@@ -296,6 +296,8 @@ def _check_policies(config: dict) -> None:
             for i, row in enumerate(online.get(dispatch) or []):
                 policy, opts = resolve_row(row, variants, bfio)
                 _build_policy(f"online.{dispatch}.{i}", policy, opts, dispatch=dispatch)
+        policy, opts = resolve_row(online.get("saturation_row", "fcfs"), variants, bfio)
+        _build_policy("online.saturation_row", policy, opts)
 
 
 def _check_online_replay(config: dict) -> None:
