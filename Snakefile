@@ -26,6 +26,8 @@ include: "workflow/rules/predictor_study.smk"
 include: "workflow/rules/starvation.smk"
 # The same comparison on every trace, backlog and trace replay (docs/generality.md).
 include: "workflow/rules/generality.smk"
+# BF-IO's objective: discount and new-request model (docs/bfio.md).
+include: "workflow/rules/objective.smk"
 
 
 # The theory checks live in their own rule file (another component); the
@@ -47,3 +49,4 @@ rule all:
         PREDICTOR_TARGETS,
         STARVATION_TARGETS,
         GENERALITY_TARGETS,
+        OBJECTIVE_TARGETS,

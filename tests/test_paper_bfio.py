@@ -1,32 +1,26 @@
 """Full-scale reproduction of the paper's BF-IO rows (Tables 1 and 2, oracle
-predictor, fast solver): every cell equal to the printed value at printed
-precision, or better (``bfio.paper.at_least_as_good``)."""
+predictor, fast solver, free admission as the tables used) with the project's
+default objective (``bfio.solvers.objective``): every cell equal to the printed
+value at printed precision, or better (``bfio.paper.at_least_as_good``); and the
+plateau over H that the discount is for."""
 
 import pytest
 
-from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
+from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like, row_key
 from bfio.simulator import simulate
 from bfio.traces import load_trace
 from bfio.workload import draw_workload
 
-# Rows where the IO of Section 4, solved as the spec states it (new requests persist over the
-# window), measures worse than the paper's printed row. The paper's numbers come from the authors'
-# released heuristic, not from this program (see docs/bfio.md, "Findings"). Strict: if a row starts
-# passing, the xfail fails and this list must be updated.
-KNOWN_WORSE = {
-    ("table1", 20): "imbalance 3.13e8 vs 3.03e8",
-    ("table1", 40): "imbalance 4.83e8 vs 2.49e8; J over far offsets trades away next-step balance",
-    ("table1", 60): "imbalance 6.18e8 vs 2.44e8",
-    ("table1", 80): "imbalance 6.92e8 vs 2.43e8",
-    ("table1", 100): "imbalance 8.22e8 vs 2.51e8",
-    ("table2", 20): "imbalance 2.12e4 vs 1.65e4",
+# Cells the spec (../shared/spec/semantics.md, "BF-IO") reports out of reach of the print
+# even for the authors' released simulator on the same workload: compare with that
+# simulator's value as well (a cell passes if it is at least as good as either).
+AUTHORS_SIMULATOR = {
+    ("table1", 0): {"throughput": "8.53", "energy_j": "23.5"},
+    ("table1", 40): {"energy_j": "20.74"},
 }
-ROWS = [
-    pytest.param(table, H, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WORSE[(table, H)])
-                 if (table, H) in KNOWN_WORSE else ())
-    for table in ("table1", "table2") for H in TABLE_SETTINGS[table]["horizons"]
-]
+ROWS = [(table, H) for table in ("table1", "table2") for H in TABLE_SETTINGS[table]["horizons"]]
 _WORKLOADS = {}
+_RUNS = {}
 
 
 def workload(table):
@@ -37,16 +31,47 @@ def workload(table):
     return _WORKLOADS[table]
 
 
+def run(table, horizon, objective="default"):
+    key = (table, horizon, objective)
+    if key not in _RUNS:
+        st = TABLE_SETTINGS[table]
+        _RUNS[key] = simulate(workload(table), st["workers"], st["slots"], "bfio", seed=st["seed"],
+                              policy_options={**PAPER_BFIO_OPTIONS, "horizon": horizon, "objective": objective})
+    return _RUNS[key]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("table, horizon", ROWS)
 def test_bfio_row_at_least_as_good_as_paper(table, horizon):
     st = TABLE_SETTINGS[table]
-    r = simulate(workload(table), st["workers"], st["slots"], "bfio", seed=st["seed"],
-                 policy_options={**PAPER_BFIO_OPTIONS, "horizon": horizon})
-    printed = st["values"][f"bfio_h{horizon}"]
+    r = run(table, horizon)
+    printed = st["values"][row_key("bfio", horizon)]
+    alt = AUTHORS_SIMULATOR.get((table, horizon), {})
     worse = []
     for metric, value in printed.items():
         scale = st["units"][metric][0]
-        if not at_least_as_good(r.metrics[metric], value, scale, metric):
-            worse.append(f"{metric}: ours {round_like(r.metrics[metric], value, scale)} vs paper {value}")
+        ours = r.metrics[metric]
+        if at_least_as_good(ours, value, scale, metric):
+            continue
+        if metric in alt and at_least_as_good(ours, alt[metric], scale, metric):
+            continue
+        worse.append(f"{metric}: ours {round_like(ours, value, scale)} vs paper {value}"
+                     + (f" (authors' simulator {alt[metric]})" if metric in alt else ""))
     assert not worse, f"{table} BF-IO(H={horizon}) worse than the paper: " + "; ".join(worse)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("table", ["table1", "table2"])
+def test_default_objective_plateaus_over_the_horizon(table):
+    """Each of H = 40..100 within 5% of the best H on imbalance and within 1% on
+    throughput (the issue's plateau), where the paper-literal objective degrades."""
+    horizons = [0, 10, 20, 40, 60, 100]
+    m = {H: run(table, H).metrics for H in horizons}
+    best_imb = min(v["avg_imbalance"] for v in m.values())
+    best_thr = max(v["throughput"] for v in m.values())
+    for H in (40, 60, 100):
+        assert m[H]["avg_imbalance"] <= 1.05 * best_imb, (H, m[H]["avg_imbalance"], best_imb)
+        assert m[H]["throughput"] >= 0.99 * best_thr, (H, m[H]["throughput"], best_thr)
+    # the printed IO, for contrast: it does not plateau (worse at H = 100 than at H = 20)
+    lit = {H: run(table, H, "paper-literal").metrics["avg_imbalance"] for H in (20, 100)}
+    assert lit[100] > lit[20]

@@ -89,7 +89,7 @@ def test_gurobi_size_limit_fails_or_falls_back():
     inst.check(sol.assign)
 
 
-def test_lifetimes_round_trip_and_exact_backends_refuse(tmp_path):
+def test_lifetimes_round_trip_and_exact_backends_solve(tmp_path):
     import numpy as np
     import pytest as _pytest
 
@@ -105,9 +105,11 @@ def test_lifetimes_round_trip_and_exact_backends_refuse(tmp_path):
     a = np.array([0, 1])
     assert back.objective(a) == inst.objective(a)
     assert inst.loads(a).tolist() == [[7, 6, 0], [12, 4, 5]]
-    with _pytest.raises(ConfigError, match="predicted"):
-        solve(inst, "highs")
+    from bfio.solvers.brute import brute_force
+
+    J, _ = brute_force(back)
+    assert solve(back, "highs").objective == J  # exact backends solve lifetimes (issue 11)
     with _pytest.raises(ConfigError, match="new_requests"):
         BFIO(new_requests="maybe")
-    with _pytest.raises(ConfigError, match="fast"):
-        BFIO(new_requests="predicted", solver="highs")
+    # the exact backends solve per-request lifetimes, so the policy accepts them with any solver
+    assert BFIO(new_requests="predicted", solver="highs").describe()["new_requests"] == "predicted"

@@ -14,7 +14,7 @@ from pathlib import Path
 from bfio.errors import BfioError, ConfigError
 
 BFIO_OPTIONS = ("horizon", "predictor", "solver", "admission", "on_solver_error",
-                "noise_low", "noise_high", "time_limit_s")
+                "noise_low", "noise_high", "time_limit_s", "objective", "discount", "new_requests")
 
 
 def _clean(obj):
@@ -183,12 +183,27 @@ def build_parser() -> argparse.ArgumentParser:
                    "is admitted first; free = Eq. (IO) as in the paper's tables)")
     g.add_argument("--on-solver-error", help="fail | fallback: what to do when an exact solver errors")
     g.add_argument("--time-limit-s", type=float, help="time limit per exact solve in seconds")
+    from bfio.solvers.objective import NEW_REQUEST_MODELS, OBJECTIVES
+
+    g.add_argument("--objective", choices=list(OBJECTIVES),
+                   help="default (discount %g, new requests finish at their predicted length: the objective "
+                   "study's choice) | paper-literal (Eq. (IO) as printed: no discount, new requests persist)"
+                   % OBJECTIVES["default"]["discount"])
+    g.add_argument("--discount", type=float, help="offset discount delta in (0, 1]: J weighs offset h by delta^h "
+                   "(default: the objective's)")
+    g.add_argument("--new-requests", choices=list(NEW_REQUEST_MODELS),
+                   help="predicted: a new request adds s_j + h while h < its predicted decode length; persist: "
+                   "at every offset (default: the objective's; persist for predictors without o_hat)")
 
     v = sub.add_parser("solve", help="solve a saved BF-IO instance (JSON) with one backend",
-                       description="Solve a BF-IO integer program instance saved as JSON.")
+                       description="Solve a BF-IO integer program instance saved as JSON (its 'discount' and "
+                                   "per-request 'waiting.lifetime' are part of the objective; files without "
+                                   "them are delta = 1 with persisting new requests). The JSON result goes "
+                                   "to stdout unless --json names a file; solver logs never do.")
     v.add_argument("--instance", required=True, help="instance JSON file")
     v.add_argument("--solver", default="fast", help="fast | highs | gurobi (default fast)")
-    v.add_argument("--time-limit-s", type=float, default=None, help="time limit for exact solvers")
+    v.add_argument("--time-limit-s", type=float, default=None,
+                   help="time limit for exact solvers, model build included (default 10)")
     v.add_argument("--json", metavar="DEST", default="-", help="where to write the JSON result ('-' for stdout)")
 
     t = sub.add_parser("traces", help="list the known traces and whether they are present and verified")
@@ -253,6 +268,12 @@ def cmd_simulate(args) -> int:
                       dispatch=args.dispatch)
     summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
                "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}
+    from bfio.solvers import warn_fallbacks
+
+    fell_back = warn_fallbacks(result.metrics.get("solver_fallbacks", 0), result.metrics.get("solver_calls", 0),
+                               options.get("solver", "fast"))
+    if fell_back:
+        summary.setdefault("warnings", []).append(fell_back)
     for dest, frame, option in ((args.series, result.series, "--series"),
                                 (args.per_request, result.requests, "--per-request")):
         if dest:

@@ -31,11 +31,10 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import BfioError, ChecksumError, ConfigError, TraceError
-from bfio.paper import TABLE_SETTINGS, row_key
+from bfio.paper import TABLE_SETTINGS, bfio_row_options, parse_bfio_row, row_key
 from bfio.traces import KNOWN_TRACES, TRACE_ALIASES, TraceSpec, load_trace, sha256_of
 
 BASELINES = ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two")
-ROW_RE = re.compile(r"^(?:(?P<baseline>[a-z][a-z0-9_]*?)|bfio_h(?P<horizon>\d+))$")
 RUN_RE = re.compile(r"^(?P<trace>[a-z][a-z0-9_]*)/n(?P<requests>\d+)-g(?P<workers>\d+)-b(?P<slots>\d+)/"
                     r"(?P<row>[a-z][a-z0-9_]*)/seed(?P<seed>\d+)$")
 #: Snakemake wildcard constraint matching :attr:`RunSpec.path`.
@@ -50,13 +49,13 @@ log = logging.getLogger("bfio.pipeline")
 # --------------------------------------------------------------------------- runs
 
 def parse_row(row: str) -> tuple[str, int | None]:
-    """``'bfio_h40'`` -> ``('bfio', 40)``; ``'fcfs'`` -> ``('fcfs', None)``."""
-    m = re.fullmatch(r"bfio_h(\d+)", row)
-    if m:
-        return "bfio", int(m.group(1))
+    """``'bfio_h40'`` (and ``'bfio_h40_literal'``) -> ``('bfio', 40)``; ``'fcfs'`` -> ``('fcfs', None)``."""
+    p = parse_bfio_row(row)
+    if p:
+        return "bfio", p[0]
     if row in BASELINES:
         return row, None
-    raise ConfigError(f"row: '{row}' is neither a baseline ({', '.join(BASELINES)}) nor bfio_h<H>")
+    raise ConfigError(f"row: '{row}' is neither a baseline ({', '.join(BASELINES)}) nor bfio_h<H>[_literal]")
 
 
 @dataclass(frozen=True, order=True)
@@ -98,12 +97,14 @@ class RunSpec:
         """``policy_options`` for :func:`bfio.simulator.simulate` (BF-IO only)."""
         if self.policy != "bfio":
             return None
-        return {**(bfio_options or {}), "horizon": int(self.horizon)}
+        return {**(bfio_options or {}), **bfio_row_options(self.row)}
 
 
 def experiment_rows(exp: dict) -> list[str]:
-    """Row keys of an experiment: its baselines, then ``bfio_h<H>`` per horizon."""
-    return list(exp.get("baselines", [])) + [row_key("bfio", int(h)) for h in exp.get("horizons", [])]
+    """Row keys of an experiment: its baselines, ``bfio_h<H>`` per horizon, then
+    ``bfio_h<H>_literal`` (the paper-literal objective) per ``literal_horizons``."""
+    return (list(exp.get("baselines", [])) + [row_key("bfio", int(h)) for h in exp.get("horizons", [])]
+            + [row_key("bfio", int(h), "paper-literal") for h in exp.get("literal_horizons", [])])
 
 
 def experiment_runs(config: dict, name: str) -> list[RunSpec]:
@@ -233,15 +234,19 @@ def validate_config(config: dict, schema) -> dict:
 
 
 def _registry_enums(schema: dict) -> dict:
-    """A copy of ``schema`` whose predictor and solver enums come from the
-    package registries (:data:`bfio.predictors.PREDICTORS`,
-    :data:`bfio.solvers.SOLVERS`), so the schema never lists them twice."""
+    """A copy of ``schema`` whose predictor, solver and objective enums come from
+    the package registries (:data:`bfio.predictors.PREDICTORS`,
+    :data:`bfio.solvers.SOLVERS`, :data:`bfio.solvers.objective.OBJECTIVES`), so
+    the schema never lists them twice."""
     from bfio.predictors import PREDICTORS
     from bfio.solvers import SOLVERS
+    from bfio.solvers.objective import OBJECTIVES
 
     schema = copy.deepcopy(schema)
     props = schema.get("properties", {})
     bfio = props.get("bfio", {}).get("properties", {})
+    if "objective" in bfio:
+        bfio["objective"]["enum"] = list(OBJECTIVES)
     if "predictor" in bfio:
         bfio["predictor"]["enum"] = list(PREDICTORS)
     if "solver" in bfio:
@@ -560,7 +565,8 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
                       record_loads=loads_path is not None, policy_options=spec.policy_options(bfio_options),
                       show_progress=False)
     summary = {**result.summary(), "run": spec.path, "trace": spec.trace, "row": spec.row,
-               "horizon": spec.horizon, "policy_name": spec.policy, "sim_wall_s": time.perf_counter() - t0}
+               "horizon": spec.horizon, "objective": (parse_bfio_row(spec.row) or (None, None))[1],
+               "policy_name": spec.policy, "sim_wall_s": time.perf_counter() - t0}
     for w in result.warnings:
         log.warning("run %s: %s", spec.path, w)
     series = result.series.reset_index()

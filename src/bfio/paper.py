@@ -9,6 +9,8 @@ comparison can round ours to the same number of significant digits.
 
 from __future__ import annotations
 
+import re
+
 
 # Scales of the printed units (paper Table 1 and Table 2 headers).
 TABLE1_UNITS = {"avg_imbalance": (1e8, "x1e8 tokens"), "throughput": (1e3, "1e3 tok/s"),
@@ -43,8 +45,10 @@ TABLE_SETTINGS = {
 }
 
 # BF-IO options of the paper's experiments: oracle decode lengths, Eq. (IO) with free
-# admission (the library's default admission is aging:200, see bfio.policies.bfio).
-PAPER_BFIO_OPTIONS = {"predictor": "oracle", "solver": "fast", "admission": "free"}
+# admission (the library's default admission is aging:200, see bfio.policies.bfio) and the
+# project's default objective (bfio.solvers.objective; the printed IO is the
+# 'paper-literal' objective, rows bfio_h<H>_literal).
+PAPER_BFIO_OPTIONS = {"predictor": "oracle", "solver": "fast", "admission": "free", "objective": "default"}
 
 # Direction in which a metric is better.
 HIGHER_IS_BETTER = {"avg_imbalance": False, "throughput": True, "tpot": False, "energy_j": False}
@@ -76,9 +80,45 @@ def at_least_as_good(value: float, printed: str, scale: float, metric: str) -> b
     return value > ref if HIGHER_IS_BETTER[metric] else value < ref
 
 
-def row_key(policy: str, horizon: int | None = None) -> str:
-    return f"bfio_h{horizon}" if policy == "bfio" else policy
+# Row keys of BF-IO: bfio_h<H> (the default objective) and bfio_h<H>_literal (Eq. (IO) as
+# printed, objective 'paper-literal'). Produced by row_key, parsed by parse_bfio_row only.
+LITERAL_SUFFIX = "_literal"
+_BFIO_ROW = re.compile(r"^bfio_h(\d+)(_literal)?$")
+
+
+def row_key(policy: str, horizon: int | None = None, objective: str = "default") -> str:
+    """``('bfio', 40)`` -> ``'bfio_h40'``; ``('bfio', 40, 'paper-literal')`` -> ``'bfio_h40_literal'``."""
+    if policy != "bfio":
+        return policy
+    return f"bfio_h{int(horizon)}" + (LITERAL_SUFFIX if objective == "paper-literal" else "")
+
+
+def parse_bfio_row(row: str) -> tuple[int, str] | None:
+    """``'bfio_h40'`` -> ``(40, 'default')``, ``'bfio_h40_literal'`` -> ``(40, 'paper-literal')``,
+    anything else -> ``None``."""
+    m = _BFIO_ROW.match(str(row))
+    if not m:
+        return None
+    return int(m.group(1)), ("paper-literal" if m.group(2) else "default")
+
+
+def paper_row(row: str) -> str:
+    """The printed row a run row is compared with (``bfio_h40_literal`` -> ``bfio_h40``)."""
+    p = parse_bfio_row(row)
+    return row_key("bfio", p[0]) if p else row
+
+
+def bfio_row_options(row: str) -> dict:
+    """Policy options a BF-IO row key fixes: its horizon and, for ``_literal``, the
+    paper-literal objective (``delta = 1``, persisting new requests)."""
+    from bfio.solvers.objective import OBJECTIVES
+
+    H, objective = parse_bfio_row(row)
+    if objective == "paper-literal":
+        return {"horizon": H, "objective": objective, **OBJECTIVES[objective]}
+    return {"horizon": H}
 
 
 __all__ = ["TABLE1", "TABLE2", "TABLE_SETTINGS", "HIGHER_IS_BETTER", "printed_digits", "round_like",
-           "matches_printed", "at_least_as_good", "row_key"]
+           "matches_printed", "at_least_as_good", "row_key", "parse_bfio_row", "paper_row", "bfio_row_options",
+           "LITERAL_SUFFIX"]

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bfio.paper import TABLE_SETTINGS, at_least_as_good, matches_printed, round_like
+from bfio.paper import TABLE_SETTINGS, at_least_as_good, matches_printed, paper_row, parse_bfio_row, round_like
 
 #: Metric -> (label, SI unit, convention).
 METRIC_INFO = {
@@ -54,10 +54,13 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
 
 
 def _row_order(rows) -> list[str]:
+    """Baselines first, then BF-IO by horizon (numerically), the default objective
+    before ``paper-literal``."""
     def key(r):
-        if r.startswith("bfio_h"):
-            return (1, int(r[6:]), r)
-        return (0, 0, r)
+        p = parse_bfio_row(r)
+        if p:
+            return (1, p[0], p[1] != "default", r)
+        return (0, 0, False, r)
     return sorted(set(rows), key=key)
 
 
@@ -92,8 +95,9 @@ def summarize(runs: pd.DataFrame, ref_seed: int, metrics=None, by=("row", "worke
 
 def row_label(row: str) -> str:
     """Paper-style label: ``FCFS``, ``JSQ``, ``BF-IO (H=40)``."""
-    if row.startswith("bfio_h"):
-        return f"BF-IO (H={row[6:]})"
+    p = parse_bfio_row(row)
+    if p:
+        return f"BF-IO (H={p[0]})" if p[1] == "default" else f"BF-IO (H={p[0]}, {p[1]})"
     return {"fcfs": "FCFS", "jsq_tokens": "JSQ", "jsq_requests": "JSQ (requests)",
             "round_robin": "Round robin", "random": "Random", "power_of_two": "Power of two"}.get(row, row)
 
@@ -124,7 +128,7 @@ def paper_comparison(runs: pd.DataFrame, table: str, ref_seed: int) -> pd.DataFr
         for metric in (*PAPER_METRICS, *PRE_STEP_UNIT_OF):
             unit_metric = PRE_STEP_UNIT_OF.get(metric, metric)
             scale, unit = units[unit_metric]
-            paper = printed.get(row, {}).get(metric) if metric in PAPER_METRICS else None
+            paper = printed.get(paper_row(row), {}).get(metric) if metric in PAPER_METRICS else None
             label, _, convention = METRIC_INFO[metric]
             cell = {"table": table, "row": row, "label": row_label(row), "metric": metric,
                     "metric_label": label, "unit": unit, "convention": convention,

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.style import figure, line_style, scale_for
+from bfio.paper import parse_bfio_row
 
 #: Metric -> (axis label, SI unit).
 METRIC_AXES = {"avg_imbalance": ("Avg imbalance", "tokens"), "throughput": ("Throughput", "tokens/s"),
@@ -21,38 +22,57 @@ def _err(sub, m, factor):
     return mean, np.where(np.isfinite(yerr), yerr, 0.0)
 
 
+def _bfio_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """BF-IO rows with their ``H`` and objective (:func:`bfio.paper.parse_bfio_row`).
+    ``H = 0`` is the same program under both objectives (a single offset, and
+    every new request lives at least one step), so the default's ``H = 0`` row
+    also starts the paper-literal curve when that curve has none of its own."""
+    parsed = summary["row"].map(parse_bfio_row)
+    bf = summary[parsed.notna()].copy()
+    bf["H"] = [p[0] for p in parsed[parsed.notna()]]
+    bf["objective"] = [p[1] for p in parsed[parsed.notna()]]
+    lit = bf[bf["objective"] == "paper-literal"]
+    if len(lit) and not (lit["H"] == 0).any():
+        h0 = bf[(bf["objective"] == "default") & (bf["H"] == 0)].assign(objective="paper-literal")
+        bf = pd.concat([bf, h0])
+    return bf.sort_values(["objective", "H"], kind="mergesort")
+
+
 def plot_horizon_sweep(summary: pd.DataFrame, title: str = ""):
-    """Four panels (imbalance, throughput, TPOT, energy) against H for the
-    ``bfio_h*`` rows of an experiment summary (:func:`bfio.tables.summarize`):
-    mean over seeds with 95% CI bars and the reference-seed value; baselines as
-    horizontal reference lines."""
-    bf = summary[summary["row"].str.startswith("bfio_h")].copy()
-    bf["H"] = bf["row"].str[6:].astype(int)
-    bf = bf.sort_values("H")
+    """Four panels (imbalance, throughput, TPOT, energy) against H for the BF-IO
+    rows of an experiment summary (:func:`bfio.tables.summarize`), one curve per
+    objective (the default and ``paper-literal``, side by side): mean over seeds
+    with 95% CI bars and the reference-seed value; baselines as horizontal
+    reference lines."""
+    bf = _bfio_rows(summary)
+    objectives = [o for o in ("default", "paper-literal") if (bf["objective"] == o).any()]
     ref_seed = int(summary["ref_seed"].iloc[0]) if "ref_seed" in summary else None
-    fig, axes = figure(2, 2, width=6.8, height=4.8)
+    fig, axes = figure(2, 2, width=6.8, height=5.2)
     for ax, (m, (label, unit)) in zip(axes.flat, METRIC_AXES.items()):
         vals = np.concatenate([bf[m].to_numpy(dtype=float), summary[m].to_numpy(dtype=float)])
         factor, u = scale_for(vals, unit) if unit in ("tokens", "J") else (1.0, unit)
-        mean, yerr = _err(bf, m, factor)
         if bf.empty:
             ax.text(0.5, 0.5, "no BF-IO rows in this experiment", transform=ax.transAxes, ha="center")
-        else:
-            ax.errorbar(bf["H"], mean, yerr=yerr, capsize=2,
-                        label=f"BF-IO mean, 95% CI (n={int(bf['n_seeds'].max())})", **line_style(0))
-            ax.plot(bf["H"], bf[m] / factor, label=f"BF-IO seed {ref_seed}", linestyle="none", marker="x",
-                    color="0.45", markersize=5)
-        for j, row in enumerate(r for r in summary["row"] if not r.startswith("bfio_h")):
+        for k, obj in enumerate(objectives):
+            sub = bf[bf["objective"] == obj]
+            mean, yerr = _err(sub, m, factor)
+            name = "BF-IO" if obj == "default" else "BF-IO paper-literal"
+            ax.errorbar(sub["H"], mean, yerr=yerr, capsize=2,
+                        label=f"{name}: mean, 95% CI (n={int(sub['n_seeds'].max())})", **line_style(k))
+            ax.plot(sub["H"], sub[m] / factor, linestyle="none", marker="x", color="0.45", markersize=4,
+                    label=f"seed {ref_seed}" if k == 0 else None)
+        for j, row in enumerate(r for r in summary["row"] if not parse_bfio_row(r)):
             val = float(summary.loc[summary["row"] == row, m].iloc[0]) / factor
-            st = line_style(j + 1, markers=False)
+            st = line_style(j + len(objectives), markers=False)
             ax.axhline(val, color=st["color"], linestyle=st["linestyle"], linewidth=1.0,
                        label=f"{BASELINE_LABELS.get(row, row)} (seed {ref_seed})")
         ax.set_xlabel("lookahead horizon H (steps)")
         ax.set_ylabel(f"{label} ({u})")
-    axes[0, 0].legend(fontsize=7, loc="best")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=3, fontsize=7, frameon=False)
     if title:
-        fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=9, y=1.02)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
     return fig
 
 

@@ -2,14 +2,15 @@
 
 At every routing call the router solves the integer program (IO): choose
 ``x_jg in {0, 1}`` admitting exactly ``U = min(|R_wait|, sum_g cap_g)``
-waiting requests, at most ``cap_g`` per worker, to minimize the accumulated
-predicted imbalance over the lookahead window
+waiting requests, at most ``cap_g`` per worker, to minimize the discounted
+accumulated predicted imbalance over the lookahead window
 
-    J = sum_{h=0..H} [ G max_g Lhat_g(h) - sum_g Lhat_g(h) ],
+    J = sum_{h=0..H} delta^h [ G max_g Lhat_g(h) - sum_g Lhat_g(h) ],
 
 where ``Lhat_g(h)`` are the predicted loads of the active requests (from the
-lookahead predictor) plus ``s_j + h`` for every request admitted to ``g``
-(``../shared/spec/semantics.md``, "BF-IO").
+lookahead predictor) plus ``s_j + h`` for every request admitted to ``g`` while
+``h < l_j`` (``../shared/spec/semantics.md``, "BF-IO"; the formula lives in
+:mod:`bfio.solvers.objective`).
 
 Options (all keyword, validated; errors name the option):
 
@@ -31,9 +32,17 @@ Options (all keyword, validated; errors name the option):
   throughput;
 - ``on_solver_error``: ``fail`` (default) | ``fallback`` (gurobi -> highs -> fast);
 - ``time_limit_s`` (default 10): time limit per exact solve;
-- ``new_requests``: ``persist`` (default; the spec: a new request adds ``s_j + h``
-  at every offset) | ``predicted`` (the predictor's ``o_hat_j`` also truncates new
-  requests: ``s_j + h`` while ``h < o_hat_j``; fast solver only).
+- ``objective``: ``default`` | ``paper-literal``
+  (:data:`bfio.solvers.objective.OBJECTIVES`): the defaults of the next two
+  options. ``default`` is the objective study's choice (``docs/bfio.md``);
+  ``paper-literal`` is Eq. (IO) as printed (``delta = 1``, new requests persist);
+- ``discount`` (``delta`` in ``(0, 1]``): weight ``delta^h`` of offset ``h``
+  (default: the objective's);
+- ``new_requests``: ``predicted`` (a new request adds ``s_j + h`` while
+  ``h < o_hat_j``, its predicted decode length; the default objective's choice
+  with a point predictor) | ``persist`` (it adds ``s_j + h`` at every offset; always
+  the case for predictors that know nothing of new requests: ``none`` and the
+  oracle-free ones).
 """
 
 from __future__ import annotations
@@ -50,6 +59,8 @@ from bfio.predictors import PREDICTORS, make_predictor
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, SolverError, check_solver, solve
 from bfio.solvers.fast import persisting, solve_fast
 from bfio.solvers.instance import Instance, instance_from_state, parse_admission
+from bfio.solvers.objective import (OBJECTIVES, check_discount, check_new_requests, check_objective,
+                                    effective_horizon, offset_weights)
 from bfio.solvers.profiles import predicted_loads
 
 MAX_HORIZON = 100_000
@@ -64,7 +75,7 @@ class BFIO(Policy):
 
     def __init__(self, seed: int = 0, horizon=0, predictor="oracle", solver="fast", admission=DEFAULT_ADMISSION,
                  on_solver_error="fail", noise_low=0.2, noise_high=0.2,
-                 time_limit_s=DEFAULT_TIME_LIMIT_S, new_requests="persist"):
+                 time_limit_s=DEFAULT_TIME_LIMIT_S, new_requests=None, discount=None, objective="default"):
         super().__init__(seed=seed)
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 0 <= horizon <= MAX_HORIZON:
             raise ConfigError(f"horizon: expected an integer in 0..{MAX_HORIZON}, got {horizon!r}")
@@ -86,22 +97,28 @@ class BFIO(Policy):
                 or not math.isfinite(time_limit_s) or time_limit_s <= 0):
             raise ConfigError(f"time_limit_s: expected a positive number of seconds, got {time_limit_s!r}")
         self.time_limit_s = float(time_limit_s)
-        if new_requests not in ("persist", "predicted"):
-            raise ConfigError(f"new_requests: expected persist | predicted, got {new_requests!r}")
-        if new_requests == "predicted" and self.solver != "fast":
-            raise ConfigError(f"new_requests: 'predicted' is supported by solver='fast' only (got solver={self.solver!r}); "
-                              "the exact backends solve the aggregated model of persisting new requests")
+        self.objective = check_objective(objective)
+        chosen = OBJECTIVES[self.objective]
+        self.discount = check_discount(chosen["discount"] if discount is None else discount)
+        if new_requests is None:  # the objective's model; predictors without o_hat_j keep new requests
+            new_requests = "persist" if self.predictor.probabilistic else chosen["new_requests"]
+        check_new_requests(new_requests)
         if new_requests == "predicted" and self.predictor.probabilistic:
             raise ConfigError(f"new_requests: 'predicted' needs a point estimate o_hat_j of each new request "
                               f"(predictor oracle | noisy | none), got predictor={predictor!r}")
         self.new_requests = new_requests
+        # the fast solver's window: offsets whose weight is negligible are left out
+        # (bfio.solvers.objective.effective_horizon); the exact backends see all H + 1
+        self._fast_horizon = effective_horizon(self.horizon, self.discount)
+        self._weights = offset_weights(self._fast_horizon, self.discount)
         self.capture = None  # optional callable(Instance) -> None, see capture_instances()
         self.reset(0, 0)
 
     # -- configuration ----------------------------------------------------------------
     def describe(self) -> dict:
         d = {"name": self.name, "horizon": self.horizon, "solver": self.solver, "admission": self.admission,
-             "on_solver_error": self.on_solver_error, "new_requests": self.new_requests,
+             "on_solver_error": self.on_solver_error, "objective": self.objective, "discount": self.discount,
+             "new_requests": self.new_requests,
              **self.predictor.describe()}
         if self.solver != "fast":
             d["time_limit_s"] = self.time_limit_s
@@ -145,7 +162,8 @@ class BFIO(Policy):
         elif self.solver == "fast" and self.capture is None:
             assign = self._route_fast(state, est, U)
         else:
-            inst = instance_from_state(state, est, self.horizon, self.admission, new_requests=self.new_requests)
+            inst = instance_from_state(state, est, self.horizon, self.admission, new_requests=self.new_requests,
+                                       discount=self.discount)
             if self.capture is not None:
                 self.capture(inst)
             assign = self._route_exact(inst)
@@ -167,9 +185,10 @@ class BFIO(Policy):
 
     def _route_fast(self, state: RoutingState, est: np.ndarray | None, U: int) -> np.ndarray:
         if est is None:  # probabilistic predictor: expected loads (float)
-            base = self.predictor.expected_loads(state, self.horizon)
+            base = self.predictor.expected_loads(state, self._fast_horizon)
         else:
-            base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, self.horizon)
+            base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est,
+                                   self._fast_horizon)
         sizes = state.pool_prefill
         n = sizes.shape[0]
         ages = state.step - state.enter_step[state.pool]
@@ -178,7 +197,7 @@ class BFIO(Policy):
             self._forced += int(forced.sum())
         free = np.asarray(state.free, dtype=np.int64)
         life = np.maximum(1, est[state.pool]) if self.new_requests == "predicted" else persisting(n)
-        return solve_fast(base, free, sizes, life, forced, U, LOCAL_SEARCH_ROUNDS)
+        return solve_fast(base, free, sizes, life, forced, U, LOCAL_SEARCH_ROUNDS, self._weights)
 
     def _route_exact(self, inst: Instance) -> np.ndarray:
         if self.admission_mode == "aging" and inst.admissible < inst.waiting:
@@ -192,7 +211,8 @@ class BFIO(Policy):
 
     def stats(self) -> dict:
         t = np.asarray(self._times)
-        out = {"solver_calls": int(t.size), "solver_fallbacks": self._fallbacks}
+        out = {"solver_calls": int(t.size), "solver_fallbacks": self._fallbacks,
+               "fast_solver_horizon": self._fast_horizon}
         if t.size:
             out.update({"solver_s_p50": float(np.percentile(t, 50)), "solver_s_p99": float(np.percentile(t, 99)),
                         "solver_s_max": float(t.max()), "solver_s_total": float(t.sum())})

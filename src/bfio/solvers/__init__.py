@@ -28,18 +28,15 @@ DEFAULT_TIME_LIMIT_S = 10.0
 
 def trivial_bound(inst) -> float:
     """A lower bound on ``J``: the envelope cannot drop below the active loads'
-    ``max_g base_g(h)`` and the admitted volume is at most the forced requests
-    plus the largest others."""
+    ``max_g base_g(h)``, and the admitted weighted volume ``sum_h delta^h W_j(h)``
+    is at most that of the forced requests plus the largest others."""
     U = inst.admissible
     forced = inst.forced()
-    H1 = inst.horizon + 1
-    if inst.lifetimes is not None:
-        v = inst.profiles().sum(axis=1)
-        rest = np.sort(v[~forced])[::-1][: max(0, U - int(forced.sum()))]
-        return float(inst.lower_bound_envelope() - int(inst.base.sum()) - int(v[forced].sum()) - int(rest.sum()))
-    rest = np.sort(inst.sizes[~forced])[::-1][: max(0, U - int(forced.sum()))]
-    vol = int(inst.sizes[forced].sum()) + int(rest.sum())
-    return float(inst.lower_bound_envelope() - int(inst.base.sum()) - H1 * vol - U * (H1 - 1) * H1 // 2)
+    w = inst.weights
+    v = inst.profiles().astype(np.float64) @ w
+    rest = np.sort(v[~forced])[::-1][: max(0, U - int(forced.sum()))]
+    active = float(inst.base.sum(axis=0).astype(np.float64) @ w)
+    return float(inst.lower_bound_envelope() - active - float(v[forced].sum()) - float(rest.sum()))
 
 
 def solve_fast_instance(inst, max_rounds: int = 4) -> Solution:
@@ -50,10 +47,45 @@ def solve_fast_instance(inst, max_rounds: int = 4) -> Solution:
     bound = trivial_bound(inst)
     sol = Solution.make(inst, assign, solver="fast", status="heuristic", proven_optimal=False,
                         bound=bound, wall_s=0.0)
-    if sol.objective <= bound:
+    if sol.objective <= bound + 1e-9 * max(1.0, abs(bound)):
         sol.proven_optimal, sol.status = True, "heuristic (meets lower bound)"
     sol.wall_s = time.perf_counter() - t0
     return sol
+
+
+class SolverFallbackWarning(UserWarning):
+    """Some routing calls of a run fell back from the requested exact solver."""
+
+
+def fallback_message(count: int, calls: int, solver: str) -> str | None:
+    """The warning text for ``count`` of ``calls`` routing calls that fell back
+    from ``solver`` (``None`` when none did)."""
+    if not count:
+        return None
+    share = f" ({100.0 * count / calls:.0f}%)" if calls else ""
+    nxt = FALLBACK.get(solver, "fast")
+    return (f"solver '{solver}' failed on {count} of {calls} routing calls{share}; those calls were solved by "
+            f"the fallback ('{nxt}'{', then fast' if nxt != 'fast' else ''}), so the run is not purely "
+            f"'{solver}'. See the 'solver_fallbacks' metric; use --solver {nxt} or fast to avoid the fallback.")
+
+
+def warn_fallbacks(count: int, calls: int, solver: str, *, stream=None, use_warnings: bool = False) -> str | None:
+    """Make solver fallbacks visible at the end of a run: when ``count > 0`` print
+    ``bfio: warning: ...`` to ``stream`` (default ``sys.stderr``), or, with
+    ``use_warnings``, issue a :class:`SolverFallbackWarning` instead (library
+    callers that filter warnings). Returns the message (``None`` if no fallback),
+    e.g. for a ``warnings`` list in the run's JSON."""
+    import sys
+    import warnings
+
+    msg = fallback_message(int(count), int(calls), str(solver))
+    if msg is None:
+        return None
+    if use_warnings:
+        warnings.warn(msg, SolverFallbackWarning, stacklevel=2)
+    else:
+        print(f"bfio: warning: {msg}", file=sys.stderr if stream is None else stream, flush=True)
+    return msg
 
 
 def check_solver(name) -> str:
@@ -70,25 +102,29 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
         raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_error!r}")
     if solver == "fast" or inst.admissible == 0:
         return solve_fast_instance(inst)
-    if inst.lifetimes is not None:
-        raise ConfigError(f"solver: '{solver}' solves the aggregated model, which needs new requests to persist "
-                          "over the window; new_requests='predicted' is supported by solver='fast' only "
-                          "(and bfio.solvers.brute for tiny instances)")
     limit = DEFAULT_TIME_LIMIT_S if time_limit_s is None else float(time_limit_s)
     t0 = time.perf_counter()
-    start = warm_start if warm_start is not None else solve_fast_instance(inst)
+    start = warm_start
     try:
         if solver == "highs":
+            from bfio.solvers.highs import check_size
             from bfio.solvers.highs import solve_highs as backend
+
+            check_size(inst)  # refuse a too-large model before spending time on a warm start
         else:
             from bfio.solvers.gurobi import solve_gurobi as backend
+        if start is None:
+            start = solve_fast_instance(inst)
         remaining = max(0.05, limit - (time.perf_counter() - t0))
         sol = backend(inst, time_limit_s=remaining, warm_start=start.assign, threads=threads)
     except SolverError:
         if on_error == "fail":
             raise
+        if start is None:
+            start = solve_fast_instance(inst)
         nxt = FALLBACK[solver]
-        sol = start if nxt == "fast" else solve(inst, nxt, time_limit_s=limit, on_error=on_error,
+        left = max(0.05, limit - (time.perf_counter() - t0))  # the fallback shares the one time limit
+        sol = start if nxt == "fast" else solve(inst, nxt, time_limit_s=left, on_error=on_error,
                                                 warm_start=start, threads=threads)
         sol.fallback_from = solver
         return sol
@@ -99,4 +135,4 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
 
 
 __all__ = ["SOLVERS", "DEFAULT_TIME_LIMIT_S", "Solution", "SolverError", "solve", "check_solver",
-           "trivial_bound", "solve_fast_instance"]
+           "trivial_bound", "solve_fast_instance", "SolverFallbackWarning", "fallback_message", "warn_fallbacks"]

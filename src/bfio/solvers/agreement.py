@@ -21,9 +21,16 @@ METRICS = ("avg_imbalance", "throughput", "tpot", "energy_j")
 
 def random_instance(rng: np.random.Generator, workers: int | None = None, waiting: int | None = None,
                     horizon: int | None = None, admission: str | None = None,
-                    max_size: int = 400) -> Instance:
+                    max_size: int = 400, discount=None, lifetimes=None) -> Instance:
     """A small random instance shaped like a routing call: active loads that grow
-    by one token per request per offset and drop when requests finish."""
+    by one token per request per offset and drop when requests finish.
+
+    ``discount``: ``None`` (``delta = 1``), a number, or ``"random"`` (one time in
+    five exactly 1, else uniform in ``(0, 1]``). ``lifetimes``: ``None`` (new
+    requests persist), an array, or ``"random"`` (uniform in ``1..H + 2``, so
+    some persist over the window). The random draws are made only when asked,
+    so instances drawn without them are unchanged.
+    """
     G = int(workers or rng.integers(1, 9))
     n = int(rng.integers(0, 25) if waiting is None else waiting)
     H = int(rng.choice([0, 5, 20]) if horizon is None else horizon)
@@ -42,7 +49,16 @@ def random_instance(rng: np.random.Generator, workers: int | None = None, waitin
     ages = np.sort(rng.integers(0, 30, size=n))[::-1]
     if admission is None:
         admission = str(rng.choice(["free", "fifo", "aging:10"]))
-    return Instance(base=base, free=free, sizes=sizes, ages=ages, admission=admission)
+    if isinstance(discount, str):
+        if discount != "random":
+            raise ValueError(f"discount: expected a number, None or 'random', got {discount!r}")
+        discount = 1.0 if rng.random() < 0.2 else float(1.0 - rng.random())  # 1 - U[0, 1) is in (0, 1]
+    if isinstance(lifetimes, str):
+        if lifetimes != "random":
+            raise ValueError(f"lifetimes: expected an array, None or 'random', got {lifetimes!r}")
+        lifetimes = rng.integers(1, H + 3, size=n)
+    return Instance(base=base, free=free, sizes=sizes, ages=ages, admission=admission,
+                    discount=1.0 if discount is None else discount, lifetimes=lifetimes)
 
 
 def capture_instances(trace: str, workers: int, slots: int, requests: int, horizon: int, *, seed: int = 42,

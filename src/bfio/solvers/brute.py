@@ -3,7 +3,10 @@
 Enumerates every vector ``x_j in {-1} U {workers with free slots}``, keeps the
 feasible ones (capacities, exactly ``U`` admitted, admission rule) and
 evaluates ``J`` for all of them, following Algorithm 1's "enumerate all
-feasible allocations" literally.
+feasible allocations" literally. ``J`` (discount, new-request lifetimes) is
+evaluated by :func:`bfio.solvers.objective.imbalance_objective` on the stacked
+loads, the one definition every backend shares; this module has no formula of
+its own.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ import itertools
 
 import numpy as np
 
+from bfio.solvers.objective import imbalance_objective
+
 MAX_ENUMERATION = 1_000_000
+CHUNK = 20_000  # assignments evaluated at once (bounds the (chunk, G, H + 1) load array)
 
 
 def enumeration_size(inst) -> int:
@@ -20,47 +26,45 @@ def enumeration_size(inst) -> int:
     return (nT + 1) ** inst.waiting
 
 
-def brute_force(inst, limit: int = MAX_ENUMERATION) -> tuple[int, np.ndarray]:
-    """``(J*, an optimal assignment)``; raises ValueError if the enumeration exceeds ``limit``."""
-    size = enumeration_size(inst)
-    if size > limit:
-        raise ValueError(f"enumeration of {size} assignments exceeds the limit {limit}")
+def _feasible_assignments(inst) -> np.ndarray:
     touched = np.flatnonzero(inst.free > 0)
     choices = np.concatenate([[-1], touched]).astype(np.int64)
     n = inst.waiting
-    if n == 0:
-        a = np.zeros(0, dtype=np.int64)
-        return inst.objective(a), a
     A = np.array(list(itertools.product(range(len(choices)), repeat=n)), dtype=np.int64).reshape(-1, n)
     A = choices[A]
-    admitted = (A >= 0).sum(axis=1)
-    ok = admitted == inst.admissible
+    ok = (A >= 0).sum(axis=1) == inst.admissible
     for g in touched:
         ok &= (A == g).sum(axis=1) <= inst.free[g]
     forced = inst.forced()
     if forced.any():
         ok &= (A[:, forced] >= 0).all(axis=1)
-    A = A[ok]
-    G, H1 = inst.workers, inst.horizon + 1
-    h = np.arange(H1)
-    env = np.broadcast_to(inst.base.max(axis=0), (A.shape[0], H1)).copy()
-    total = np.full(A.shape[0], int(inst.base.sum()), dtype=np.int64)
-    if inst.lifetimes is not None:  # new_requests = "predicted": per-request profiles
-        W = inst.profiles()
+    return A[ok]
+
+
+def brute_force(inst, limit: int = MAX_ENUMERATION) -> tuple[int | float, np.ndarray]:
+    """``(J*, an optimal assignment)``; raises ValueError if the enumeration exceeds ``limit``.
+
+    ``J*`` is an exact ``int`` when ``inst.integral`` (``delta = 1``), else a float.
+    """
+    size = enumeration_size(inst)
+    if size > limit:
+        raise ValueError(f"enumeration of {size} assignments exceeds the limit {limit}")
+    if inst.waiting == 0:
+        a = np.zeros(0, dtype=np.int64)
+        return inst.objective(a), a
+    A = _feasible_assignments(inst)
+    touched = np.flatnonzero(inst.free > 0)
+    W = inst.profiles()
+    w = inst.weights
+    best_J, best_a = None, None
+    for start in range(0, A.shape[0], CHUNK):
+        block = A[start:start + CHUNK]
+        loads = np.broadcast_to(inst.base, (block.shape[0],) + inst.base.shape).copy()
         for g in touched:
-            prof = inst.base[g][None, :] + (A == g).astype(np.int64) @ W
-            env = np.maximum(env, prof)
-            total += prof.sum(axis=1) - int(inst.base[g].sum())
-        J = G * env.sum(axis=1) - total
-        best = int(np.argmin(J))
-        return int(J[best]), A[best].copy()
-    for g in touched:
-        on = (A == g)
-        k = on.sum(axis=1)
-        vol = on @ inst.sizes
-        prof = inst.base[g][None, :] + vol[:, None] + k[:, None] * h[None, :]
-        env = np.maximum(env, prof)
-        total += vol * H1 + k * (H1 - 1) * H1 // 2
-    J = G * env.sum(axis=1) - total
-    best = int(np.argmin(J))
-    return int(J[best]), A[best].copy()
+            loads[:, g, :] += (block == g).astype(np.int64) @ W
+        J = np.asarray(imbalance_objective(loads, w))
+        i = int(np.argmin(J))
+        if best_J is None or J[i] < best_J:
+            best_J, best_a = J[i], block[i].copy()
+    J_best = inst.objective(best_a)  # the instance's own evaluation (int when integral)
+    return J_best, best_a

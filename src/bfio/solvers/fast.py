@@ -227,56 +227,91 @@ def _grp_gt(ssorted, bit, lo, hi, x):
 
 
 @njit(cache=True)
-def _life_cost(c, s, l, G):
+def _life_cost(c, s, l, G, w, cw, cwh):
     """Change of ``J`` when a request of size ``s`` and lifetime ``l`` joins a worker
-    with headroom ``c``: ``G sum_{h<l} max(0, s - c(h)) - sum_{h<l} (s + h)``.
-    For ``l = H + 1`` this is ``delta(s) - H (H + 1) / 2`` (a constant shift)."""
-    tot = 0
+    with headroom ``c``: ``G sum_{h<l} w_h max(0, s - c(h)) - sum_{h<l} w_h (s + h)``
+    (``cw[l] = sum_{h<l} w_h``, ``cwh[l] = sum_{h<l} w_h h``). For ``l = H + 1`` and
+    unit weights this is ``delta(s) - H (H + 1) / 2`` (a constant shift)."""
+    tot = 0.0
     for h in range(l):
         d = s - c[h]
         if d > 0:
-            tot += d
-    return G * tot - (l * s + l * (l - 1) // 2)
+            tot += w[h] * d
+    return G * tot - (s * cw[l] + cwh[l])
 
 
 @njit(cache=True)
-def _pivots(c, G, glist, ng, srt, piv):
-    """``piv[q]`` = the ``ceil(l/G)``-th smallest of ``c[0..l-1]`` for lifetime group
-    ``l = glist[q]`` (``glist`` ascending): the minimizer of the convex cost of a
-    request of lifetime ``l``. ``srt`` (length ``K + 1``, ``K`` the largest rank
-    needed) keeps the ``K + 1`` smallest values of the prefix, sorted."""
-    K = srt.shape[0] - 1
+def _volume(s, l, cw, cwh):
+    """Weighted volume ``sum_{h<l} w_h (s + h)`` a request adds to ``sum_g Lhat_g``."""
+    return s * cw[l] + cwh[l]
+
+
+@njit(cache=True)
+def _pivots(c, G, w, cw, glist, ng, piv):
+    """``piv[q]`` = the minimizer of the convex cost of a request of lifetime
+    ``l = glist[q]`` (``glist`` ascending): the weighted quantile of ``c[0..l-1]``,
+    the smallest ``c(h)`` with ``G sum_{h' < l: c(h') <= c(h)} w_h' >= sum_{h' < l} w_h'``
+    (the right derivative ``G sum_{c(h') <= s} w_h' - cw[l]`` of the cost turns
+    non-negative there). With unit weights it is the ``ceil(l/G)``-th smallest.
+
+    Most often (large ``G``) the prefix minimum already carries enough weight;
+    otherwise the offsets are sorted once and walked in order of ``c``."""
     H1 = c.shape[0]
-    if ng == 1 and glist[0] == H1:  # persisting requests only: the K-th smallest of c
-        if K == 0:
-            m = c[0]
-            for h in range(1, H1):
-                if c[h] < m:
-                    m = c[h]
-            piv[0] = m
-        else:
-            piv[0] = np.sort(c)[K]
-        return
-    cnt = 0
     q = 0
+    m = c[0]
+    hm = 0
+    walk = False
     for l in range(1, H1 + 1):
         v = c[l - 1]
-        k = -1
-        if cnt < K + 1:
-            k = cnt
-            cnt += 1
-        elif v < srt[K]:
-            k = K
-        if k >= 0:
-            while k > 0 and srt[k - 1] > v:
-                srt[k] = srt[k - 1]
-                k -= 1
-            srt[k] = v
+        if v < m:
+            m = v
+            hm = l - 1
         if glist[q] == l:
-            piv[q] = srt[(l + G - 1) // G - 1]
+            if G * w[hm] >= cw[l] * (1.0 - 1e-12):
+                piv[q] = m
+            else:
+                piv[q] = m  # refined below
+                walk = True
             q += 1
             if q == ng:
                 break
+    if not walk:
+        return
+    idx = np.argsort(c, kind="mergesort")
+    for q in range(ng):
+        l = glist[q]
+        target = cw[l] * (1.0 - 1e-12)
+        acc = 0.0
+        for k in range(H1):
+            h = idx[k]
+            if h >= l:
+                continue
+            acc += w[h]
+            if G * acc >= target:
+                piv[q] = c[h]
+                break
+
+
+EXACT_LIFETIMES = 4  # lifetimes up to this many offsets get a candidate group of their own
+
+
+@njit(cache=True)
+def _bucket(l, H1):
+    """Candidate group of a request of lifetime ``l``: ``l`` itself up to
+    :data:`EXACT_LIFETIMES`, then ranges growing by half (5-6, 7-9, 10-14, 15-21,
+    22-32, ...); a request persisting over the window (``l = H + 1``) has its
+    own group. Groups only choose *candidates* (the two requests around a
+    group's pivot); every candidate's cost uses its own lifetime."""
+    if l >= H1:
+        return _bucket(H1 - 1, H1 + 1) + 1 if H1 > 1 else 1
+    if l <= EXACT_LIFETIMES:
+        return l
+    k = EXACT_LIFETIMES
+    hi = EXACT_LIFETIMES
+    while hi < l:
+        hi = (hi * 3 + 1) // 2
+        k += 1
+    return k
 
 
 @njit(cache=True)
@@ -286,7 +321,7 @@ def _w(s, l, h):
 
 
 @njit(cache=True)
-def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
+def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=True):
     """Heuristic solution of Eq. (IO); returns request -> worker (or -1).
 
     ``base`` is ``(G, H + 1)`` ``Lhat_g(h)`` of the active requests, integer
@@ -295,14 +330,22 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
     integers. ``life[j]`` is the number of offsets at which a newly admitted
     request adds ``s_j + h`` (clipped to ``1..H + 1``; ``H + 1`` or more =
     persists over the whole window, the spec's Eq. (IO)). ``forced[j]`` marks
-    requests that must be admitted.
+    requests that must be admitted. ``weights[h]`` is the offset weight
+    ``delta^h`` of :func:`bfio.solvers.objective.offset_weights` (invariant:
+    ``weights[0] = 1 >= weights[h] > 0``; the move pruning below uses it). Costs
+    are float64; with unit weights and integer loads they are exact integers.
     """
     G, H1 = base.shape
     n = sizes.shape[0]
     assign = np.full(n, -1, dtype=np.int64)
     if U <= 0 or n == 0:
         return assign
-    K = (H1 + G - 1) // G - 1  # largest rank of a pivot, floor(H / G)
+    wt = weights
+    cw = np.zeros(H1 + 1, dtype=np.float64)  # cw[l] = sum_{h<l} w_h
+    cwh = np.zeros(H1 + 1, dtype=np.float64)  # cwh[l] = sum_{h<l} w_h h
+    for h in range(H1):
+        cw[h + 1] = cw[h] + wt[h]
+        cwh[h + 1] = cwh[h] + wt[h] * h
     # touched workers (free slots) and the fixed envelope of the others
     nT = 0
     for g in range(G):
@@ -333,29 +376,39 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
         lv = life[j]
         lf[j] = 1 if lv < 1 else (H1 if lv > H1 else lv)
     # size order (ascending, oldest last among equal sizes) and, for the candidate
-    # searches, the same order grouped by lifetime: group l occupies gstart[l]..gstart[l+1]-1
+    # searches, the same order grouped by lifetime bucket (_bucket): group k
+    # occupies gstart[k]..gstart[k+1]-1; its pivot is taken at the longest lifetime
+    # in it (the smallest headroom: its "fits" candidates fit for every member)
     sorder = np.argsort(sizes * (n + 1) + (n - np.arange(n)), kind="mergesort")
-    gstart = np.zeros(H1 + 2, dtype=np.int64)
+    NB = _bucket(H1, H1)
+    key = np.empty(n, dtype=np.int64)
+    kmax = np.zeros(NB + 1, dtype=np.int64)  # longest lifetime per bucket
+    gstart = np.zeros(NB + 2, dtype=np.int64)
     for j in range(n):
-        gstart[lf[j] + 1] += 1
+        key[j] = _bucket(lf[j], H1)
+        gstart[key[j] + 1] += 1
+        if lf[j] > kmax[key[j]]:
+            kmax[key[j]] = lf[j]
     ng = 0
-    for l in range(1, H1 + 1):
-        if gstart[l + 1] > 0:
+    for k in range(1, NB + 1):
+        if gstart[k + 1] > 0:
             ng += 1
-    glist = np.empty(ng, dtype=np.int64)  # non-empty lifetime groups, ascending
+    glist = np.empty(ng, dtype=np.int64)  # pivot lifetime of each non-empty group, ascending
+    gkey = np.empty(ng, dtype=np.int64)
     q = 0
-    for l in range(1, H1 + 1):
-        if gstart[l + 1] > 0:
-            glist[q] = l
+    for k in range(1, NB + 1):
+        if gstart[k + 1] > 0:
+            glist[q] = kmax[k]
+            gkey[q] = k
             q += 1
-    for l in range(1, H1 + 2):
-        gstart[l] += gstart[l - 1]
+    for k in range(1, NB + 2):
+        gstart[k] += gstart[k - 1]
     order = np.empty(n, dtype=np.int64)
     fill = gstart.copy()
     for q in range(n):
         j = sorder[q]
-        order[fill[lf[j]]] = j
-        fill[lf[j]] += 1
+        order[fill[key[j]]] = j
+        fill[key[j]] += 1
     ssorted = sizes[order]
     taken = np.zeros(n, dtype=np.bool_)
     rank = np.empty(n, dtype=np.int64)  # position of each request in the grouped order
@@ -365,8 +418,16 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
         _bit_add(bit, q, 1)
     at = np.full(n, -1, dtype=np.int64)  # touched index per request
     placed = 0
-    srt = np.empty(K + 1, dtype=base.dtype)
     piv = np.empty(max(ng, 1), dtype=base.dtype)
+    # improvements smaller than tol are rounding noise (tol < 1: with unit weights
+    # and integer loads every cost is an integer, so nothing real is lost)
+    emax = 1.0
+    for h in range(H1):
+        if E[h] > emax:
+            emax = float(E[h])
+    tol = 1e-12 * G * emax * cw[H1] * (H1 + 1)
+    if tol > 0.25:
+        tol = 0.25
 
     # 1. requests that must be admitted: largest first, best fit. pm[t, h] is the
     # prefix minimum of c_t(h) = E(h) - P_t(h) - h: a request of lifetime l fits on t
@@ -386,15 +447,15 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
                 if best < 0 or (_prefer(capl, P, t, best, spread) if spread else pm[t, l - 1] < pm[best, l - 1]):
                     best = t
         if best < 0:
-            fd = 0
+            fd = 0.0
             for t in range(nT):
                 if capl[t] == 0:
                     continue
-                d = 0
+                d = 0.0
                 for h in range(l):
                     x = s + h + P[t, h] - E[h]
                     if x > 0:
-                        d += x
+                        d += wt[h] * x
                 if best < 0 or d < fd or (d == fd and P[t, 0] < P[best, 0]):
                     best = t
                     fd = d
@@ -418,7 +479,7 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
     # 2. free choice: the most negative delta first. A worker with r further free
     # slots keeps room for r copies of the smallest waiting request.
     if placed < U:
-        bestd = np.zeros(nT, dtype=base.dtype)
+        bestd = np.zeros(nT, dtype=np.float64)
         bestj = np.full(nT, -1, dtype=np.int64)
         valid = np.zeros(nT, dtype=np.bool_)
         c = np.empty(H1, dtype=base.dtype)
@@ -436,22 +497,23 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
                     r = capl[t] - 1
                     for h in range(H1):
                         c[h] = E[h] - P[t, h] - h - (r * (smin + h) if h < lmin else 0)
-                    _pivots(c, G, glist, ng, srt, piv)
+                    _pivots(c, G, wt, cw, glist, ng, piv)
                     bj = -1
                     bd = bestd[t]
                     bl = 0
                     bvol = 0
                     for g2 in range(ng):
-                        l = glist[g2]
+                        k = gkey[g2]
                         for side in range(2):
                             if side == 0:
-                                p = _grp_le(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                                p = _grp_le(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
                             else:
-                                p = _grp_gt(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                                p = _grp_gt(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
                             if p < 0:
                                 continue
                             jj = order[p]
-                            d = _life_cost(c, sizes[jj], l, G)
+                            l = lf[jj]
+                            d = _life_cost(c, sizes[jj], l, G, wt, cw, cwh)
                             vol = l * sizes[jj]
                             if bj < 0 or d < bd or (d == bd and l != bl and vol > bvol):
                                 bj = jj
@@ -509,26 +571,27 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
                 for h in range(H1):
                     Pm[h] = P[t, h] - _w(sj, lj, h)
                     c[h] = _excl1(tv, ti, t, h) - Pm[h] - h
-                _pivots(c, G, glist, ng, srt, piv)
+                _pivots(c, G, wt, cw, glist, ng, piv)
                 bw = -1
-                bd = 0
+                bd = -tol
                 for g2 in range(ng):
-                    l = glist[g2]
+                    k = gkey[g2]
                     for side in range(2):
                         if side == 0:
-                            p = _grp_le(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                            p = _grp_le(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
                         else:
-                            p = _grp_gt(ssorted, bit, gstart[l], gstart[l + 1], piv[g2])
+                            p = _grp_gt(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
                         if p < 0:
                             continue
                         w = order[p]
                         sw = sizes[w]
-                        d = 0
+                        l = lf[w]
+                        d = 0.0
                         for h in range(H1):
                             o = _excl1(tv, ti, t, h)
                             v = Pm[h] + _w(sw, l, h)
-                            d += (v if v > o else o) - tv[0, h]
-                        d = G * d - ((l * sw + l * (l - 1) // 2) - (lj * sj + lj * (lj - 1) // 2))
+                            d += wt[h] * ((v if v > o else o) - tv[0, h])
+                        d = G * d - (_volume(sw, l, cw, cwh) - _volume(sj, lj, cw, cwh))
                         if d < bd:
                             bd = d
                             bw = w
@@ -585,31 +648,31 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
                 # gain = what removing j from t lowers the envelope by; any move or swap
                 # of j has delta >= -gain (+ its raise at h = 0, where every request adds
                 # its size), so these prune exactly
-                gain = 0
+                gain = 0.0
                 for h in range(H1):
                     Pm[h] = P[t, h] - _w(sj, lj, h)
                     o1 = _excl1(tv, ti, t, h)
-                    gain += tv[0, h] - (o1 if o1 > Pm[h] else Pm[h])
-                if gain <= 0:
+                    gain += wt[h] * (tv[0, h] - (o1 if o1 > Pm[h] else Pm[h]))
+                if gain <= tol:
                     continue
                 o1 = _excl1(tv, ti, t, 0)
                 base0 = o1 if o1 > Pm[0] else Pm[0]
                 best_kind = 0
                 best_t2 = -1
                 best_j2 = -1
-                best_d = 0
+                best_d = -tol
                 # moves to workers with a free slot
                 for t2 in range(nT):
                     if t2 == t or capl[t2] == 0 or P[t2, 0] + sj - base0 >= gain:
                         continue
-                    d = 0
+                    d = 0.0
                     for h in range(H1):
                         o = _excl2(tv, ti, t, t2, h)
                         v1 = Pm[h]
                         v2 = P[t2, h] + _w(sj, lj, h)
                         m = o if o > v1 else v1
                         m = m if m > v2 else v2
-                        d += m - tv[0, h]
+                        d += wt[h] * (m - tv[0, h])
                     if d < best_d:
                         best_d = d
                         best_kind = 1
@@ -625,7 +688,7 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
                         continue
                     s2 = sizes[j2]
                     l2 = lf[j2]
-                    d = 0
+                    d = 0.0
                     for h in range(H1):
                         w1 = _w(sj, lj, h)
                         w2 = _w(s2, l2, h)
@@ -634,7 +697,7 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, spread=True):
                         v2 = P[t2, h] - w2 + w1
                         m = o if o > v1 else v1
                         m = m if m > v2 else v2
-                        d += m - tv[0, h]
+                        d += wt[h] * (m - tv[0, h])
                     if d < best_d:
                         best_d = d
                         best_kind = 2
@@ -693,12 +756,17 @@ def persisting(n: int) -> np.ndarray:
 
 
 def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> np.ndarray:
-    """Solve an :class:`~bfio.solvers.instance.Instance` with the fast heuristic."""
+    """Solve an :class:`~bfio.solvers.instance.Instance` with the fast heuristic,
+    over the offsets ``0..effective_horizon`` (:func:`bfio.solvers.objective.effective_horizon`)."""
+    from bfio.solvers.objective import effective_horizon
+
     sizes = inst.sizes
     if forced is None:
         forced = inst.forced()
+    H1 = effective_horizon(inst.horizon, inst.discount) + 1
     life = persisting(inst.waiting) if inst.lifetimes is None else inst.lifetimes
-    return solve_fast(inst.base, inst.free, sizes, life, forced, inst.admissible, int(max_rounds))
+    return solve_fast(np.ascontiguousarray(inst.base[:, :H1]), inst.free, sizes, life, forced, inst.admissible,
+                      int(max_rounds), np.ascontiguousarray(inst.weights[:H1]))
 
 
 __all__ = ["PERSIST", "solve_fast", "fast_assign", "persisting", "size_order"]

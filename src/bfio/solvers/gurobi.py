@@ -6,6 +6,13 @@ The pip wheel ships a restricted license: models up to 2,000 variables and
 :class:`~bfio.solvers.result.SolverError` with a message saying what happened
 and how to switch backend; the caller fails or falls back as configured
 (``on_solver_error``).
+
+Optimality tolerance, as for HiGHS (:mod:`bfio.solvers.highs`): with
+``delta = 1`` ``J`` is an integer, so ``MIPGap = 0`` and ``MIPGapAbs = 0.99``
+make "proven optimal" exact; with ``delta < 1`` ``MIPGap = 1e-9`` (and Gurobi's
+default ``MIPGapAbs = 1e-10``): no assignment has ``J`` lower by more than
+``1e-9 |J|``, up to Gurobi's feasibility tolerance (1e-6 per row). The time
+spent building the model counts against the time limit.
 """
 
 from __future__ import annotations
@@ -14,10 +21,12 @@ import time
 
 import numpy as np
 
-from bfio.solvers.model import build_milp
+from bfio.solvers.model import build_milp, model_size
 from bfio.solvers.result import Solution, SolverError
 
 RESTRICTED_LIMIT = 2000
+ABS_GAP = 0.99  # delta = 1: J is integral
+REL_GAP = 1e-9  # delta < 1
 _HINT = "use --solver highs or fast, or --on-solver-error fallback"
 
 
@@ -41,12 +50,15 @@ def solve_gurobi(inst, time_limit_s: float | None = None, warm_start: np.ndarray
     m = build_milp(inst)
     try:
         with _env() as env, gp.Model("bfio_io", env=env) as model:
-            model.Params.MIPGap = 0.0
-            model.Params.MIPGapAbs = 0.99  # J is integral
+            if inst.integral:
+                model.Params.MIPGap = 0.0
+                model.Params.MIPGapAbs = ABS_GAP  # J is integral
+            else:
+                model.Params.MIPGap = REL_GAP
             model.Params.Threads = int(threads)
             model.Params.Seed = 0
-            if time_limit_s is not None:
-                model.Params.TimeLimit = float(time_limit_s)
+            if time_limit_s is not None:  # model build counted in the limit
+                model.Params.TimeLimit = max(0.01, float(time_limit_s) - (time.perf_counter() - t0))
             vtype = np.where(m.integrality == 1, GRB.BINARY, GRB.CONTINUOUS)
             v = model.addMVar(m.num_vars, lb=m.lb, ub=m.ub, vtype=vtype)
             eq = m.row_lo == m.row_hi
@@ -100,7 +112,7 @@ def gurobi_available(inst=None) -> tuple[bool, str]:
     except Exception as e:  # GurobiError: no license / expired
         return False, f"Gurobi license unavailable: {e}"
     if inst is not None:
-        m = build_milp(inst)
-        if m.num_vars > RESTRICTED_LIMIT or m.num_rows > RESTRICTED_LIMIT:
-            return False, f"model exceeds the restricted license ({m.num_vars} vars, {m.num_rows} rows)"
+        nv, nr, _ = model_size(inst)
+        if nv > RESTRICTED_LIMIT or nr > RESTRICTED_LIMIT:
+            return False, f"model exceeds the restricted license ({nv} vars, {nr} rows)"
     return True, ""

@@ -12,10 +12,15 @@ An :class:`Instance` holds what the integer program needs at one routing call
   admitted, only placement is optimized) or ``aging:N`` (requests that waited
   ``N`` or more steps are admitted first).
 
-A newly admitted request ``j`` adds ``s_j + h`` at every offset, exactly
-``U = min(|R_wait|, sum_g cap_g)`` requests are admitted, and the objective is
-the accumulated predicted imbalance
-``J = sum_{h=0..H} [G max_g Lhat_g(h) - sum_g Lhat_g(h)]`` (Eq. (IO)).
+- ``lifetimes[j]`` (optional): a newly admitted request ``j`` adds ``s_j + h``
+  while ``h < l_j``; without lifetimes every new request persists over the window;
+- ``discount`` (``delta``, default 1): the weight ``delta^h`` of offset ``h``.
+
+Exactly ``U = min(|R_wait|, sum_g cap_g)`` requests are admitted, and the
+objective is the discounted accumulated predicted imbalance
+``J = sum_{h=0..H} delta^h [G max_g Lhat_g(h) - sum_g Lhat_g(h)]``, defined once
+in :mod:`bfio.solvers.objective`. ``delta = 1`` without lifetimes is Eq. (IO)
+as printed (``paper-literal``).
 
 Instances are plain JSON (:func:`save_instance`, :func:`load_instance`) so any
 routing call can be saved and re-solved by every backend
@@ -32,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from bfio.errors import BfioError, ConfigError
+from bfio.solvers.objective import check_discount, imbalance_objective, offset_weights, request_profiles
 
 FORMAT = "bfio-instance/1"
 
@@ -68,6 +74,7 @@ class Instance:
     admission: str = "free"
     meta: dict = field(default_factory=dict)
     lifetimes: np.ndarray | None = None
+    discount: float = 1.0
 
     def __post_init__(self):
         if self.lifetimes is not None:
@@ -78,6 +85,7 @@ class Instance:
         self.sizes = np.ascontiguousarray(self.sizes, dtype=np.int64).reshape(-1)
         self.ages = np.ascontiguousarray(self.ages, dtype=np.int64).reshape(-1)
         parse_admission(self.admission)
+        self.discount = check_discount(self.discount)
 
     @property
     def workers(self) -> int:
@@ -118,38 +126,37 @@ class Instance:
         return mask
 
     # -- the objective of Eq. (IO) -------------------------------------------------------
+    @property
+    def weights(self) -> np.ndarray:
+        """``delta^h`` for ``h = 0..H``."""
+        return offset_weights(self.horizon, self.discount)
+
+    @property
+    def integral(self) -> bool:
+        """True when ``J`` is an integer for every assignment (``delta = 1``, integer loads)."""
+        return self.discount == 1.0
+
     def profiles(self) -> np.ndarray:
         """``(n, H + 1)``: what each waiting request adds at each offset if admitted
         (``s_j + h``; with ``lifetimes`` only while ``h < lifetimes[j]``)."""
-        h = np.arange(self.horizon + 1, dtype=np.int64)
-        W = self.sizes[:, None] + h[None, :]
-        if self.lifetimes is not None:
-            W = np.where(h[None, :] < self.lifetimes[:, None], W, 0)
-        return W
+        return request_profiles(self.sizes, self.lifetimes, self.horizon)
 
     def loads(self, assign: np.ndarray) -> np.ndarray:
         """``Lhat_g(h)`` after admitting per ``assign`` (request -> worker or -1)."""
         assign = np.asarray(assign, dtype=np.int64)
         on = assign >= 0
-        G = self.workers
-        if self.lifetimes is not None:
-            out = self.base.copy()
-            np.add.at(out, assign[on], self.profiles()[on])
-            return out
-        k = np.bincount(assign[on], minlength=G).astype(np.int64)
-        vol = np.zeros(G, dtype=np.int64)
-        np.add.at(vol, assign[on], self.sizes[on])
-        h = np.arange(self.horizon + 1, dtype=np.int64)
-        return self.base + vol[:, None] + k[:, None] * h[None, :]
+        out = self.base.copy()
+        np.add.at(out, assign[on], self.profiles()[on])
+        return out
 
-    def objective(self, assign: np.ndarray) -> int:
-        """``J = sum_h [G max_g Lhat_g(h) - sum_g Lhat_g(h)]`` as an exact integer."""
-        L = self.loads(assign)
-        return int(self.workers * int(L.max(axis=0).sum()) - int(L.sum()))
+    def objective(self, assign: np.ndarray):
+        """``J`` of ``assign`` (:func:`~bfio.solvers.objective.imbalance_objective`):
+        an exact ``int`` when :attr:`integral`, else a float."""
+        return imbalance_objective(self.loads(assign), self.weights)
 
-    def lower_bound_envelope(self) -> int:
-        """``G sum_h max_g base_g(h)``: no assignment can lower the envelope below it."""
-        return int(self.workers * int(self.base.max(axis=0).sum()))
+    def lower_bound_envelope(self) -> float:
+        """``G sum_h delta^h max_g base_g(h)``: no assignment can lower the envelope below it."""
+        return float(self.workers * (self.base.max(axis=0).astype(np.float64) @ self.weights))
 
     def check(self, assign) -> None:
         """Raise :class:`ValueError` unless ``assign`` is feasible for Eq. (IO)."""
@@ -180,7 +187,7 @@ class Instance:
     # -- JSON ---------------------------------------------------------------------------
     def to_dict(self) -> dict:
         return {"format": FORMAT, "workers": self.workers, "horizon": self.horizon,
-                "admission": self.admission, "free": self.free.tolist(),
+                "admission": self.admission, "discount": self.discount, "free": self.free.tolist(),
                 "base_loads": self.base.tolist(),
                 "waiting": {"prefill": self.sizes.tolist(), "age": self.ages.tolist(),
                             **({} if self.lifetimes is None else {"lifetime": self.lifetimes.tolist()})},
@@ -256,8 +263,12 @@ def instance_from_dict(data, path="<dict>") -> Instance:
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise InstanceError(path, "expected an object", "meta")
+    try:  # files written before the discount existed are delta = 1 (Eq. (IO) as printed)
+        discount = check_discount(data.get("discount", 1.0))
+    except ConfigError as e:
+        raise InstanceError(path, str(e), "discount") from None
     return Instance(base=np.vstack(base), free=free, sizes=sizes, ages=ages, admission=admission, meta=meta,
-                    lifetimes=lifetimes)
+                    lifetimes=lifetimes, discount=discount)
 
 
 def load_instance(path) -> Instance:
@@ -275,7 +286,7 @@ def load_instance(path) -> Instance:
 
 
 def instance_from_state(state, decode_estimate: np.ndarray, horizon: int, admission: str = "free",
-                        meta: dict | None = None, new_requests: str = "persist") -> Instance:
+                        meta: dict | None = None, new_requests: str = "persist", discount: float = 1.0) -> Instance:
     """Build the Eq. (IO) instance of a routing call from a
     :class:`~bfio.policies.base.RoutingState` and a predictor's ``o_hat``."""
     from bfio.solvers.profiles import predicted_loads
@@ -288,7 +299,7 @@ def instance_from_state(state, decode_estimate: np.ndarray, horizon: int, admiss
         lifetimes = np.maximum(1, np.asarray(decode_estimate, dtype=np.int64)[state.pool])
     return Instance(base=base, free=np.asarray(state.free, dtype=np.int64), sizes=state.pool_prefill,
                     ages=ages, admission=admission, meta={"step": int(state.step), **(meta or {})},
-                    lifetimes=lifetimes)
+                    lifetimes=lifetimes, discount=discount)
 
 
 def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None = None) -> dict:
@@ -299,7 +310,7 @@ def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None =
 
     inst = load_instance(path)
     sol = solve(inst, solver, time_limit_s=time_limit_s)
-    return {"instance": str(path), "workers": inst.workers, "horizon": inst.horizon,
+    return {"instance": str(path), "workers": inst.workers, "horizon": inst.horizon, "discount": inst.discount,
             "waiting": inst.waiting, "admissible": inst.admissible, "admission": inst.admission,
             **sol.to_dict()}
 

@@ -23,13 +23,14 @@ class SolverError(PolicyError):
 class Solution:
     """A feasible assignment of Eq. (IO) and how good it is known to be.
 
-    ``objective`` is ``J`` recomputed exactly from ``assign``; ``bound`` a proven
+    ``objective`` is ``J`` recomputed from ``assign`` by the instance (an exact
+integer for ``delta = 1``, else a float); ``bound`` a proven
     lower bound on the optimum (``-inf`` if none); ``gap = (objective - bound) /
     max(objective, 1)``.
     """
 
     assign: np.ndarray
-    objective: int
+    objective: int | float
     proven_optimal: bool
     bound: float
     wall_s: float
@@ -60,6 +61,6 @@ class Solution:
                    wall_s=float(wall_s), solver=solver, status=status, fallback_from=fallback_from)
 
     def to_dict(self) -> dict:
-        return {"solver": self.solver, "objective": int(self.objective), "assignment": self.assign.tolist(),
+        return {"solver": self.solver, "objective": self.objective if isinstance(self.objective, int) else float(self.objective), "assignment": self.assign.tolist(),
                 "proven_optimal": self.proven_optimal, "bound": self.bound, "gap": self.gap,
                 "status": self.status, "wall_s": self.wall_s, "fallback_from": self.fallback_from}

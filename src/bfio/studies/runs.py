@@ -19,7 +19,6 @@ noise_low: 0.5, noise_high: 0.5}``).
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import ConfigError
+from bfio.paper import bfio_row_options, parse_bfio_row
 
 ARRIVAL_MODES = ("backlog", "poisson", "trace")
 DISPATCH_MODES = ("central", "instant")
@@ -65,13 +65,11 @@ class ArrivalSpec:
         return cls(mode=d.get("mode", "backlog"), rate=d.get("rate"), time_scale=float(d.get("time_scale", 1.0)))
 
 
-_ROW_H = re.compile(r"^bfio_h(\d+)$")
-
-
 def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | None = None) -> tuple[str, dict]:
     """``row`` -> ``(policy name, policy options)``.
 
-    ``bfio_h<H>`` is BF-IO with ``bfio_defaults`` and horizon ``H``; a label in
+    ``bfio_h<H>`` is BF-IO with ``bfio_defaults`` and horizon ``H`` (``bfio_h<H>_literal``:
+    with the paper-literal objective, :func:`bfio.paper.bfio_row_options`); a label in
     ``variants`` gives its ``policy`` and options (BF-IO variants also start from
     ``bfio_defaults``); any other label is a registry policy name without options.
     """
@@ -84,9 +82,8 @@ def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | No
         if policy == "bfio":
             opts = {**(bfio_defaults or {}), **opts}
         return policy, opts
-    m = _ROW_H.match(row)
-    if m:
-        return "bfio", {**(bfio_defaults or {}), "horizon": int(m.group(1))}
+    if parse_bfio_row(row):
+        return "bfio", {**(bfio_defaults or {}), **bfio_row_options(row)}
     return row, {}
 
 

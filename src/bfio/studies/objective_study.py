@@ -1,0 +1,190 @@
+"""Objective study: BF-IO's discount ``delta`` and new-request model (issue 11).
+
+Eq. (IO) as printed (``paper-literal``: ``delta = 1``, new requests persist over
+the window) gets worse as the window ``H`` grows; the spec's revision
+(``../shared/spec/semantics.md``, "BF-IO") adds the discount ``delta^h`` and
+lets new requests finish at their predicted decode length. This study chooses
+the project's default on traces *other than the paper's two* (the paper's
+tables are the test, not the training set), in two stages:
+
+1. **choose** (config ``objective_study.choose``): every ``delta`` of
+   ``discounts`` x new-request model of ``new_requests`` x ``H`` of
+   ``horizons`` on every trace of ``traces``, ``G = workers``, backlog of
+   ``N = requests_per_slot G B``, over ``seeds`` (``horizons`` must hold 0).
+   Each run's imbalance is divided by that of BF-IO with ``H = 0`` on the same
+   trace and seed (the same program under every setting); a setting's score is
+   the mean of that ratio over traces, seeds and ``H > 0`` (lower is better:
+   below 1, looking ahead helps). :func:`recommend` picks the lowest score among
+   the settings whose mean throughput ratio is within
+   ``max_throughput_cost_pct`` of the best.
+2. **confirm** (``objective_study.confirm``): the recommended setting and
+   ``paper-literal`` at every ``G`` of ``workers`` and ``H`` of ``horizons``
+   over ``seeds`` (paired by seed; 95% intervals in the table).
+
+Row labels: ``d<delta>_<model>_h<H>`` (e.g. ``d0.8_predicted_h40``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bfio.errors import ConfigError
+from bfio.solvers.objective import OBJECTIVES, check_discount, check_new_requests
+from bfio.studies.runs import StudyRun, run_batch
+
+KEY_COLUMNS = ("discount", "new_requests")
+
+
+def label(discount: float, new_requests: str, horizon: int) -> str:
+    return f"d{float(discount):g}_{new_requests}_h{int(horizon)}"
+
+
+def variant(discount: float, new_requests: str, horizon: int) -> dict:
+    return {"policy": "bfio", "horizon": int(horizon), "discount": check_discount(discount),
+            "new_requests": check_new_requests(new_requests)}
+
+
+def choose_variants(choose: dict) -> dict:
+    """Label -> BF-IO variant for the choose grid (``H = 0`` once per model: the
+    discount does not act on a single offset)."""
+    out = {}
+    for nr in choose["new_requests"]:
+        for H in choose["horizons"]:
+            for d in ([1.0] if int(H) == 0 else choose["discounts"]):
+                out[label(d, nr, H)] = variant(d, nr, H)
+    return out
+
+
+def confirm_variants(confirm: dict, chosen: dict) -> dict:
+    """The chosen setting and ``paper-literal`` at every horizon of ``confirm``."""
+    lit = OBJECTIVES["paper-literal"]
+    out = {}
+    for H in confirm["horizons"]:
+        for name, s in (("default", chosen), ("paper-literal", lit)):
+            v = variant(s["discount"], s["new_requests"], H)
+            v["objective_name"] = name
+            out[label(s["discount"], s["new_requests"], H)] = v
+    return out
+
+
+def _runs(trace, requests, workers, slots, variants, seeds, bfio_defaults):
+    return [StudyRun.make(trace, requests, workers, slots, row, seed, variants=variants,
+                          bfio_defaults=bfio_defaults)
+            for row in variants for seed in seeds]
+
+
+def _strip(variants: dict) -> dict:
+    return {k: {kk: vv for kk, vv in v.items() if kk != "objective_name"} for k, v in variants.items()}
+
+
+def run_objective_runs(trace: str, frame: pd.DataFrame, workers: int, slots: int, per_slot: float,
+                       variants: dict, seeds, bfio_defaults=None, log=None) -> pd.DataFrame:
+    """Simulate every variant on ``trace`` at ``G = workers``; one row per run with
+    ``discount``, ``new_requests``, ``horizon`` (and ``objective_name`` if given)."""
+    requests = max(1, int(round(per_slot * workers * slots)))
+    runs = _runs(trace, requests, workers, slots, _strip(variants), seeds, bfio_defaults)
+    out = run_batch(runs, {trace: frame}, show_progress=False, log=log)
+    cols = pd.DataFrame([{"discount": variants[r]["discount"], "new_requests": variants[r]["new_requests"],
+                          "horizon": variants[r]["horizon"],
+                          **({"objective_name": variants[r]["objective_name"]}
+                             if "objective_name" in variants[r] else {})} for r in out["row"]])
+    return pd.concat([out, cols], axis=1)
+
+
+def scores(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per setting (``discount``, ``new_requests``): the mean over cells (trace,
+    workers, seed, ``H > 0``) of imbalance and throughput relative to BF-IO with
+    ``H = 0`` on the same trace, ``G`` and seed (the same program under every
+    setting), and the worst plateau ratio (imbalance at the largest ``H`` over
+    the setting's best ``H``, per trace and seed)."""
+    if not (runs["horizon"] == 0).any():
+        raise ConfigError("objective_study.choose.horizons: needs 0 (the H = 0 runs are the reference)")
+    key = ["trace", "workers", "seed"]
+    h0 = runs[runs["horizon"] == 0].groupby(key)[["avg_imbalance", "throughput"]].mean()
+    df = runs[runs["horizon"] > 0].join(h0, on=key, rsuffix="_h0")
+    df["imbalance_ratio"] = df["avg_imbalance"] / df["avg_imbalance_h0"]
+    df["throughput_ratio"] = df["throughput"] / df["throughput_h0"]
+    out = df.groupby(list(KEY_COLUMNS)).agg(imbalance_score=("imbalance_ratio", "mean"),
+                                           throughput_score=("throughput_ratio", "mean"),
+                                           runs=("imbalance_ratio", "size")).reset_index()
+    hmax = df["horizon"].max()
+    g = df.groupby([*KEY_COLUMNS, *key])
+    best = g["avg_imbalance"].min()
+    last = df[df["horizon"] == hmax].set_index([*KEY_COLUMNS, *key])["avg_imbalance"]
+    plateau = (last / best.reindex(last.index)).groupby(list(KEY_COLUMNS)).max().rename("plateau_worst")
+    out = out.merge(plateau.reset_index(), on=list(KEY_COLUMNS), how="left")
+    return out.sort_values("imbalance_score", kind="mergesort").reset_index(drop=True)
+
+
+def recommend(runs: pd.DataFrame, max_throughput_cost_pct: float = 1.0) -> dict:
+    """The lowest imbalance score among settings within ``max_throughput_cost_pct``
+    of the best throughput score (ties: the larger discount, then ``predicted``)."""
+    sc = scores(runs)
+    ok = sc[sc["throughput_score"] >= sc["throughput_score"].max() * (1 - max_throughput_cost_pct / 100)]
+    ok = ok.sort_values(["imbalance_score", "discount"], ascending=[True, False], kind="mergesort")
+    top = ok.iloc[0]
+    return {"discount": float(top["discount"]), "new_requests": str(top["new_requests"]),
+            "imbalance_score": float(top["imbalance_score"]), "throughput_score": float(top["throughput_score"]),
+            "plateau_worst": float(top["plateau_worst"]) if np.isfinite(top["plateau_worst"]) else None,
+            "settings_compared": int(len(sc)), "max_throughput_cost_pct": float(max_throughput_cost_pct)}
+
+
+def summarize_confirm(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (trace, G, H, objective): mean [95% CI] of imbalance, throughput, TPOT and
+    energy over seeds, plus the paired imbalance ratio paper-literal / default
+    (> 1: the default balances better) and throughput gain of the default."""
+    from bfio.studies.aggregate import summarize_runs
+    from bfio.tables import mean_ci
+
+    by = ["trace", "workers", "horizon"]
+    metrics = ["avg_imbalance", "throughput", "tpot", "energy_j"]
+    summ = summarize_runs(runs, [*by, "objective_name", "discount", "new_requests"], metrics)
+    pairs = []
+    for keys, grp in runs.groupby(by, sort=False):
+        d = grp[grp["objective_name"] == "default"].set_index("seed")
+        lit = grp[grp["objective_name"] == "paper-literal"].set_index("seed")
+        seeds = sorted(set(d.index) & set(lit.index))
+        rec = dict(zip(by, keys))
+        for name, fn in (("imbalance_ratio", lambda a, b: b["avg_imbalance"] / a["avg_imbalance"]),
+                         ("throughput_gain_pct", lambda a, b: 100.0 * (a["throughput"] / b["throughput"] - 1))):
+            vals = [float(fn(d.loc[s_], lit.loc[s_])) for s_ in seeds]
+            rec[f"{name}_mean"], rec[f"{name}_ci_lo"], rec[f"{name}_ci_hi"], rec["n_pairs"] = mean_ci(vals)
+        pairs.append(rec)
+    return summ.merge(pd.DataFrame(pairs), on=by, how="left").sort_values(
+        [*by, "objective_name"], kind="mergesort").reset_index(drop=True)
+
+
+def objective_markdown(scored: pd.DataFrame, rec: dict, confirm: pd.DataFrame, title: str) -> str:
+    """The study's Markdown: the choose-stage scores and the confirm table."""
+    from bfio.studies.report import ci_cell, fmt
+
+    lines = [f"# {title}", "",
+             f"Recommended: discount {rec['discount']:g}, new requests `{rec['new_requests']}` "
+             f"(imbalance score {rec['imbalance_score']:.3f}, throughput score {rec['throughput_score']:.4f}; "
+             f"{rec['settings_compared']} settings compared; the library default is "
+             f"{OBJECTIVES['default']['discount']:g} / `{OBJECTIVES['default']['new_requests']}`"
+             + (", the same)." if (rec["discount"] == OBJECTIVES["default"]["discount"] and
+                                  rec["new_requests"] == OBJECTIVES["default"]["new_requests"])
+                else "; they differ: update bfio.solvers.objective.DEFAULT_DISCOUNT).") , "",
+             "## Choose: mean over traces, seeds and H > 0, relative to BF-IO H = 0 (below 1: lookahead helps)", ""]
+    recs = [{"discount": f"{r.discount:g}", "new requests": r.new_requests,
+             "imbalance / H=0 (mean)": f"{r.imbalance_score:.3f}",
+             "throughput / H=0 (mean)": f"{r.throughput_score:.4f}",
+             "imbalance at largest H / best H (worst)": fmt(r.plateau_worst), "runs": int(r.runs)}
+            for r in scored.itertuples()]
+    lines += [(pd.DataFrame(recs).to_markdown(index=False) if recs else "(no rows)"), ""]
+    lines += ["## Confirm: default vs paper-literal (mean [95% CI] over seeds)", ""]
+    crec = []
+    for r in confirm.to_dict("records"):
+        crec.append({"trace": r["trace"], "G": int(r["workers"]), "H": int(r["horizon"]),
+                     "objective": r["objective_name"], "imbalance": ci_cell(r, "avg_imbalance"),
+                     "throughput (tok/s)": ci_cell(r, "throughput"), "TPOT (s)": ci_cell(r, "tpot"),
+                     "literal / default imbalance": ci_cell(r, "imbalance_ratio") if r["objective_name"] == "default"
+                     else "", "n": int(r["n_seeds"])})
+    lines += [(pd.DataFrame(crec).to_markdown(index=False) if crec else "(no rows)"), ""]
+    return "\n".join(lines)
+
+
+__all__ = ["label", "variant", "choose_variants", "confirm_variants", "run_objective_runs", "scores", "recommend",
+           "summarize_confirm", "objective_markdown"]
