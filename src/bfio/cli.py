@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--requests", type=_positive_int, required=True,
                    help="number of requests N: drawn with replacement from the trace (backlog, poisson), or a "
                         "contiguous window of N of the trace's own rows at a --seed offset (trace)")
-    s.add_argument("--seed", type=_seed_int, default=42, help="seed of the workload draw and of random policies (default 42)")
+    s.add_argument("--seed", type=_seed_int, default=42, help="seed (>= 0) of the workload draw and of random policies (default 42)")
     s.add_argument("--workers", type=_positive_int, required=True, help="number of workers G")
     s.add_argument("--slots", type=_positive_int, default=72, help="slots (max batch size) per worker B (default 72)")
     s.add_argument("--policy", default="fcfs",
@@ -170,8 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
-    s.add_argument("--series", metavar="FILE", help="also write the per-step series (CSV or .parquet)")
-    s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (CSV or .parquet)")
+    s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
+    s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
     g = s.add_argument_group("BF-IO options (with --policy bfio)")
     g.add_argument("--horizon", type=_nonneg_int, help="lookahead window H (default 0)")
     g.add_argument("--predictor", help="oracle | noisy | none | empirical | geometric (default oracle); "
