@@ -162,6 +162,16 @@ def test_truncated_summary_error_names_the_file(tmp_path):
         collect_runs([good, bad])
 
 
+def test_truncated_trace_table_error_names_the_file(tmp_path):
+    from bfio.experiments import read_trace_table
+
+    f = tmp_path / "t.parquet"
+    pd.DataFrame({"prefill_tokens": [5], "decode_tokens": [1]}).to_parquet(f)
+    f.write_bytes(f.read_bytes()[:20])
+    with pytest.raises(TraceError, match=str(f)):
+        read_trace_table(f)
+
+
 def test_write_json_is_atomic(tmp_path):
     dest = tmp_path / "summary.json"
     write_json({"a": 1}, dest)

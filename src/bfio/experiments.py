@@ -499,7 +499,11 @@ def prepare_trace(name: str, source, out_table, out_stats, spec: TraceSpec | Non
 
 
 def read_trace_table(path) -> pd.DataFrame:
-    frame = pd.read_parquet(path)
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as e:  # pyarrow raises its own types on truncated files
+        raise TraceError(path, f"cannot read canonical trace table ({type(e).__name__}: {e}); delete it and "
+                               "rerun its job") from None
     missing = {"prefill_tokens", "decode_tokens"} - set(frame.columns)
     if missing:
         raise TraceError(path, f"canonical trace table lacks columns {sorted(missing)}")
