@@ -265,7 +265,7 @@ def test_table_size():
 ])
 def test_subprocess_exit_code(good_trace, args, needle):
     r = subprocess.run([sys.executable, "-m", "bfio.cli", "simulate", "--trace", str(good_trace), *SIM, *args],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=good_trace.parent)
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
     assert r.stdout == ""
 
