@@ -183,3 +183,9 @@ def test_jsonl_and_parquet(tmp_path):
     pd.DataFrame({"s": [3, 4], "o": [1, -2]}).to_parquet(q)
     with pytest.raises(TraceError, match="row 1, field 'o'.*not positive"):
         load_trace(q, prefill_col="s", decode_col="o")
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_TRACES))
+def test_known_trace_row_counts_pinned(name, data_dir):
+    # TraceSpec.rows feeds the config cross-checks (online.replay.requests)
+    assert len(load_trace(name, data_dir=data_dir)) == KNOWN_TRACES[name].rows

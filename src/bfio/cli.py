@@ -37,12 +37,54 @@ def write_json(obj, dest: str) -> None:
     if dest == "-":
         sys.stdout.write(text)
         return
+    _atomic_write(Path(dest), lambda tmp: tmp.write_text(text), "--json")
+
+
+FRAME_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def check_writable(dest: str, option: str, suffixes=None) -> None:
+    """Refuse, before any work is done, an output ``dest`` that cannot be
+    written: a directory, a path under a file, a directory without write
+    permission, or (``suffixes``) an unknown extension. ``-`` (stdout) passes."""
+    if dest == "-" and suffixes is None:
+        return
     path = Path(dest)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    if path.is_dir():
+        raise ConfigError(f"{option} {dest}: is a directory, expected a file path")
+    if suffixes is not None and path.suffix.lower() not in suffixes:
+        raise ConfigError(f"{option} {dest}: unknown extension '{path.suffix}' (use {', '.join(suffixes)})")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {dest}: {parent} is a file, not a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".bfio-write-check.")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise ConfigError(f"{option} {dest}: cannot write in {parent} ({e.strerror or e})") from None
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(f"{option} {dest}: file is not writable")
+
+
+def _atomic_write(path: Path, write, option: str) -> None:
+    """``write(tmp)`` to a temporary file beside ``path``, then rename it over
+    ``path``; an OS error names the option and the file, and leaves nothing."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        tmp = Path(name)
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ConfigError(f"{option} {path}: cannot write ({e.strerror or e})") from None
+    finally:
+        if tmp is not None and tmp.exists():
+            tmp.unlink()
 
 
 def _int_at_least(minimum: int, what: str):
@@ -61,6 +103,7 @@ def _int_at_least(minimum: int, what: str):
 
 
 _positive_int = _int_at_least(1, "positive")
+_seed_int = _int_at_least(0, "non-negative seed")
 _nonneg_int = _int_at_least(0, "non-negative")
 
 
@@ -97,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--requests", type=_positive_int, required=True,
                    help="number of requests N: drawn with replacement from the trace (backlog, poisson), or a "
                         "contiguous window of N of the trace's own rows at a --seed offset (trace)")
-    s.add_argument("--seed", type=int, default=42, help="seed of the workload draw and of random policies (default 42)")
+    s.add_argument("--seed", type=_seed_int, default=42, help="seed (>= 0) of the workload draw and of random policies (default 42)")
     s.add_argument("--workers", type=_positive_int, required=True, help="number of workers G")
     s.add_argument("--slots", type=_positive_int, default=72, help="slots (max batch size) per worker B (default 72)")
     s.add_argument("--policy", default="fcfs",
@@ -127,8 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
-    s.add_argument("--series", metavar="FILE", help="also write the per-step series (CSV or .parquet)")
-    s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (CSV or .parquet)")
+    s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
+    s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
     g = s.add_argument_group("BF-IO options (with --policy bfio)")
     g.add_argument("--horizon", type=_nonneg_int, help="lookahead window H (default 0)")
     g.add_argument("--predictor", help="oracle | noisy | none | empirical | geometric (default oracle); "
@@ -204,6 +247,7 @@ def cmd_simulate(args) -> int:
 
     options = _policy_options(args)
     mode = _arrival_mode(args)
+    _check_simulate_outputs(args)
     trace = load_trace(args.trace, prefill_col=args.prefill_col, decode_col=args.decode_col,
                        arrival_col=args.arrival_col, data_dir=args.data_dir, verify=not args.no_verify)
     if mode == "trace":
@@ -230,9 +274,12 @@ def cmd_simulate(args) -> int:
                                options.get("solver", "fast"))
     if fell_back:
         summary.setdefault("warnings", []).append(fell_back)
-    for dest, frame in ((args.series, result.series), (args.per_request, result.requests)):
+    for dest, frame, option in ((args.series, result.series, "--series"),
+                                (args.per_request, result.requests, "--per-request")):
         if dest:
-            _write_frame(frame, dest)
+            _write_frame(frame, dest, option)
+    for w in result.warnings:
+        print(f"bfio: warning: {w}", file=sys.stderr)
     if args.json:
         write_json(summary, args.json)
     else:
@@ -249,20 +296,66 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def _write_frame(frame, dest: str) -> None:
+def _check_simulate_outputs(args) -> None:
+    """Every check that needs no trace, before the trace is read or a step runs:
+    the cluster size bound and the writability of each output."""
+    from bfio.limits import MAX_SLOTS
+
+    if args.workers * args.slots > MAX_SLOTS:
+        raise ConfigError(f"--workers x --slots: G * B = {args.workers} * {args.slots} = "
+                          f"{args.workers * args.slots:,} exceeds the bound of {MAX_SLOTS:,} slots (bfio.limits)")
+    if args.json:
+        check_writable(args.json, "--json")
+    for dest, option in ((args.series, "--series"), (args.per_request, "--per-request")):
+        if dest:
+            check_writable(dest, option, FRAME_SUFFIXES)
+
+
+def _write_frame(frame, dest: str, option: str = "--series") -> None:
     path = Path(dest)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    if path.suffix in (".parquet", ".pq"):
-        frame.to_parquet(tmp)
-    else:
-        frame.to_csv(tmp)
-    os.replace(tmp, path)
+    kind = FRAME_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise ConfigError(f"{option} {dest}: unknown extension '{path.suffix}' (use {', '.join(FRAME_SUFFIXES)})")
+    _atomic_write(path, (lambda tmp: frame.to_parquet(tmp)) if kind == "parquet" else (lambda tmp: frame.to_csv(tmp)),
+                  option)
+
+
+def _check_instance_bounds(path: str) -> None:
+    """Token counts of a saved instance within :mod:`bfio.limits`, checked
+    before the instance loader (:mod:`bfio.solvers.instance`) casts them to
+    int64, where ``1e30`` would overflow. Malformed files are left to the loader."""
+    from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return
+    if not isinstance(data, dict):
+        return
+    waiting = data.get("waiting") if isinstance(data.get("waiting"), dict) else {}
+    # a base load is at most B (<= MAX_SLOTS) requests of MAX_PREFILL + MAX_DECODE tokens
+    fields = [("waiting.prefill", waiting.get("prefill"), MAX_PREFILL),
+              ("waiting.lifetime", waiting.get("lifetime"), MAX_DECODE),
+              ("waiting.age", waiting.get("age"), 2 ** 53),
+              ("free", data.get("free"), MAX_SLOTS)]
+    rows = data.get("base_loads")
+    if isinstance(rows, list):
+        fields += [(f"base_loads[{g}]", row, MAX_SLOTS * (MAX_PREFILL + MAX_DECODE)) for g, row in enumerate(rows)]
+    for name, values, maximum in fields:
+        if not isinstance(values, list):
+            continue
+        for k, v in enumerate(values):
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > maximum:
+                raise ConfigError(f"file {path}, field '{name}': entry {k} is {v!r}, above the bound "
+                                  f"{maximum:,} (bfio.limits)")
 
 
 def cmd_solve(args) -> int:
     from bfio.solvers.instance import solve_instance_file
 
+    if args.json != "-":
+        check_writable(args.json, "--json")
+    _check_instance_bounds(args.instance)
     write_json(solve_instance_file(args.instance, args.solver, time_limit_s=args.time_limit_s), args.json)
     return 0
 

@@ -17,8 +17,10 @@ import copy
 import json
 import logging
 import math
+import os
 import re
 import sys
+import tempfile
 import time
 import traceback
 import urllib.request
@@ -28,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bfio.errors import ChecksumError, ConfigError, TraceError
+from bfio.errors import BfioError, ChecksumError, ConfigError, TraceError
 from bfio.paper import TABLE_SETTINGS, bfio_row_options, parse_bfio_row, row_key
 from bfio.traces import KNOWN_TRACES, TRACE_ALIASES, TraceSpec, load_trace, sha256_of
 
@@ -210,6 +212,9 @@ def validate_config(config: dict, schema) -> dict:
         import yaml
         with open(schema) as f:
             schema = yaml.safe_load(f)
+    schema = _registry_enums(schema)
+    figs = config.get("figures") if isinstance(config.get("figures"), dict) else {}
+    explicit_figures = {k: figs[k] for k in ("horizon_sweep", "worker_sweep") if k in figs}
     validator_cls = _default_filling_validator()
     validator = validator_cls(schema)
     # Fill defaults first (iter_errors runs the properties hook), then report
@@ -219,7 +224,106 @@ def validate_config(config: dict, schema) -> dict:
         e = errors[0]
         raise ConfigError(f"config key '{_key_path(e)}': {e.message}")
     _check_references(config)
+    for key, name in explicit_figures.items():
+        if name is not None and name not in config["experiments"]:
+            raise ConfigError(f"config key 'figures.{key}': '{name}' is not an experiment (experiments: "
+                              f"{', '.join(config['experiments']) or 'none'}); name one, or null for no figure")
+    _check_policies(config)
+    _check_online_replay(config)
     return config
+
+
+def _registry_enums(schema: dict) -> dict:
+    """A copy of ``schema`` whose predictor, solver and objective enums come from
+    the package registries (:data:`bfio.predictors.PREDICTORS`,
+    :data:`bfio.solvers.SOLVERS`, :data:`bfio.solvers.objective.OBJECTIVES`), so
+    the schema never lists them twice."""
+    from bfio.predictors import PREDICTORS
+    from bfio.solvers import SOLVERS
+    from bfio.solvers.objective import OBJECTIVES
+
+    schema = copy.deepcopy(schema)
+    props = schema.get("properties", {})
+    bfio = props.get("bfio", {}).get("properties", {})
+    if "objective" in bfio:
+        bfio["objective"]["enum"] = list(OBJECTIVES)
+    if "predictor" in bfio:
+        bfio["predictor"]["enum"] = list(PREDICTORS)
+    if "solver" in bfio:
+        bfio["solver"]["enum"] = list(SOLVERS)
+    pred = props.get("predictor_study", {}).get("properties", {}).get("predictors", {}).get("items")
+    if pred is not None:
+        pred["enum"] = list(PREDICTORS)
+    return schema
+
+
+def _build_policy(key: str, policy: str, options: dict, dispatch: str | None = None) -> None:
+    """Build ``policy`` with ``options`` as a job would, so the policy's own
+    checks run when the config loads; errors name ``key`` (and the option)."""
+    from bfio.policies import available, make_policy
+
+    if policy not in available():
+        raise ConfigError(f"config key '{key}': unknown policy '{policy}' (available: {', '.join(available())})")
+    try:
+        pol = make_policy(policy, **options)
+    except TypeError as e:
+        bad = [k for k in options if f"'{k}'" in str(e)]
+        where = f"{key}.{bad[0]}" if bad else key
+        raise ConfigError(f"config key '{where}': not an option of policy '{policy}' ({e})") from None
+    except ConfigError as e:
+        opt = str(e).split(":", 1)[0]
+        where = f"{key}.{opt}" if opt in options else key
+        raise ConfigError(f"config key '{where}': {e}") from None
+    if dispatch is not None and dispatch not in getattr(pol, "dispatch_modes", ("central",)):
+        raise ConfigError(f"config key '{key}': policy '{policy}' does not support {dispatch} dispatch "
+                          f"(it supports: {', '.join(pol.dispatch_modes)})")
+
+
+def _check_policies(config: dict) -> None:
+    """The BF-IO options, every study variant and every study row build a policy."""
+    from bfio.studies.runs import resolve_row
+
+    bfio = config.get("bfio") or {}
+    _build_policy("bfio", "bfio", dict(bfio))
+    for study in ("online", "predictor_study", "starvation"):
+        section = config.get(study) or {}
+        variants = section.get("variants") or {}
+        for label in variants:
+            try:
+                policy, opts = resolve_row(label, variants, bfio)
+            except ConfigError as e:
+                raise ConfigError(f"config key '{study}.variants.{label}': {e}") from None
+            _build_policy(f"{study}.variants.{label}", policy, opts)
+    online = config.get("online") or {}
+    if online.get("poisson") or online.get("replay"):
+        variants = online.get("variants") or {}
+        for dispatch in ("central", "instant"):
+            for i, row in enumerate(online.get(dispatch) or []):
+                policy, opts = resolve_row(row, variants, bfio)
+                _build_policy(f"online.{dispatch}.{i}", policy, opts, dispatch=dispatch)
+        policy, opts = resolve_row(online.get("saturation_row", "fcfs"), variants, bfio)
+        _build_policy("online.saturation_row", policy, opts)
+
+
+def _check_online_replay(config: dict) -> None:
+    """Trace replays need an arrival column, and never more rows than the trace
+    has (known traces pin their row count; extra traces are checked when the
+    job reads the file): no silent clipping."""
+    specs = trace_specs(config)
+    for i, s in enumerate((config.get("online") or {}).get("replay") or []):
+        spec = specs.get(s["trace"])
+        if spec is None:
+            continue  # reported by bfio.studies.report.check_settings
+        if spec.arrival_col is None:
+            with_arrivals = sorted(n for n, sp in specs.items() if sp.arrival_col)
+            raise ConfigError(f"config key 'online.replay.{i}.trace': trace '{s['trace']}' has no arrival column, "
+                              f"so it cannot be replayed (traces with arrival times: {', '.join(with_arrivals)}; "
+                              "an extra trace needs 'arrival_col')")
+        n = s.get("requests")
+        if n is not None and spec.rows is not None and n > spec.rows:
+            raise ConfigError(f"config key 'online.replay.{i}.requests': {n} requests, but trace '{s['trace']}' has "
+                              f"{spec.rows} rows (a replay uses the trace's own rows, no resampling; null replays "
+                              "them all)")
 
 
 def trace_specs(config: dict) -> dict[str, TraceSpec]:
@@ -384,8 +488,8 @@ def prepare_trace(name: str, source, out_table, out_stats, spec: TraceSpec | Non
     trace = load_trace(str(source), prefill_col=spec.prefill_col, decode_col=spec.decode_col,
                        arrival_col=spec.arrival_col, verify=False)
     frame = trace.to_frame()
-    Path(out_table).parent.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(out_table, index=False)
+    with atomic_path(out_table) as tmp:
+        frame.to_parquet(tmp, index=False)
     stats = {"trace": name, "description": spec.description, "source": str(source), "sha256": digest,
              "url": spec.url, "columns": {"prefill_tokens": spec.prefill_col, "decode_tokens": spec.decode_col,
                                          "arrival_s": spec.arrival_col},
@@ -395,7 +499,11 @@ def prepare_trace(name: str, source, out_table, out_stats, spec: TraceSpec | Non
 
 
 def read_trace_table(path) -> pd.DataFrame:
-    frame = pd.read_parquet(path)
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as e:  # pyarrow raises its own types on truncated files
+        raise TraceError(path, f"cannot read canonical trace table ({type(e).__name__}: {e}); delete it and "
+                               "rerun its job") from None
     missing = {"prefill_tokens", "decode_tokens"} - set(frame.columns)
     if missing:
         raise TraceError(path, f"canonical trace table lacks columns {sorted(missing)}")
@@ -420,11 +528,29 @@ def _jsonable(x):
     return x
 
 
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path``; on success it is renamed over
+    ``path`` (``os.replace``, atomic on one file system), on failure removed.
+    A killed job leaves no truncated output that a rerun would take as done."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp" + "".join(path.suffixes))
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
 def write_json(obj, path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(_jsonable(obj), f, indent=1, sort_keys=True)
-        f.write("\n")
+    """``obj`` as JSON at ``path``, written atomically (temp file, then rename)."""
+    text = json.dumps(_jsonable(obj), indent=1, sort_keys=True) + "\n"
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
 
 
 def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=None,
@@ -445,19 +571,33 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
     summary = {**result.summary(), "run": spec.path, "trace": spec.trace, "row": spec.row,
                "horizon": spec.horizon, "objective": (parse_bfio_row(spec.row) or (None, None))[1],
                "policy_name": spec.policy, "sim_wall_s": time.perf_counter() - t0}
-    write_json(summary, summary_path)
+    for w in result.warnings:
+        log.warning("run %s: %s", spec.path, w)
     series = result.series.reset_index()
-    Path(series_path).parent.mkdir(parents=True, exist_ok=True)
-    series.to_parquet(series_path, index=False)
+    with atomic_path(series_path) as tmp:
+        series.to_parquet(tmp, index=False)
     if loads_path is not None:
-        np.save(loads_path, result.loads if result.loads is not None else np.zeros((0, spec.workers)))
+        with atomic_path(loads_path) as tmp, open(tmp, "wb") as f:
+            np.save(f, result.loads if result.loads is not None else np.zeros((0, spec.workers)))
+    write_json(summary, summary_path)  # last: the summary marks a complete run
     log.info("run %s: %d steps, %.2f s", spec.path, result.steps, result.wall_s)
     return summary
 
 
 def read_summary(path) -> dict:
-    with open(path) as f:
-        return json.load(f)
+    """A run summary; a missing, truncated or non-object file raises
+    :class:`~bfio.errors.BfioError` naming it (delete it and rerun)."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise BfioError(f"file {path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); the run "
+                        "summary is truncated or corrupt: delete it and rerun its job") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BfioError(f"file {path}: cannot read run summary ({e})") from None
+    if not isinstance(data, dict):
+        raise BfioError(f"file {path}: run summary is a {type(data).__name__}, expected a JSON object")
+    return data
 
 
 def collect_runs(paths, experiment: str | None = None) -> pd.DataFrame:

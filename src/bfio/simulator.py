@@ -30,6 +30,7 @@ import pandas as pd
 
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
+from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
 from bfio.kernels import admit_queues, advance_step, enqueue, load_stats, place
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
 from bfio.policies import DispatchState, Policy, RoutingState, make_policy
@@ -69,11 +70,13 @@ class SimulationResult:
     series: pd.DataFrame
     loads: np.ndarray | None = None
     wall_s: float = 0.0
+    warnings: list = field(default_factory=list)
 
     def summary(self) -> dict:
-        """Flat JSON-ready summary: config, metrics, step counts, wall time."""
+        """Flat JSON-ready summary: config, metrics, step counts, wall time and
+        ``warnings`` (a list of messages, empty when the run is sound)."""
         out = {**self.metrics, "steps": self.steps, "window_steps": self.window_steps,
-               "wall_s": self.wall_s}
+               "wall_s": self.wall_s, "warnings": list(self.warnings)}
         out.update({k: v for k, v in self.config.items() if k not in out})
         return out
 
@@ -117,6 +120,10 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         raise ConfigError(f"workers: must be >= 1, got {workers}")
     if slots < 1:
         raise ConfigError(f"slots: must be >= 1, got {slots}")
+    if workers * slots > MAX_SLOTS:
+        raise ConfigError(f"workers x slots: G * B = {workers} * {slots} = {workers * slots:,} exceeds the bound "
+                          f"of {MAX_SLOTS:,} slots (bfio.limits: keeps loads exact and memory bounded)")
+    _check_lengths(workload)
     if admission_mode not in ADMISSION_MODES:
         raise ConfigError(f"admission_mode: must be 'backlog' or 'arrivals', got '{admission_mode}'")
     if dispatch not in DISPATCH_MODES:
@@ -317,10 +324,44 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     config = {"workers": G, "slots": B, "requests": N, "seed": seed, "policy": policy.name,
               "policy_options": policy.describe(), "admission_mode": admission_mode, "dispatch": dispatch,
               "overhead_s": overhead, **{k: v for k, v in c.to_dict().items() if k != "overhead_s"}}
+    warns = window_warnings(int(last_admission_step), arrays["active"], G, B, admission_mode)
     return SimulationResult(config=config, metrics=metrics, steps=int(state["step"]),
                             window_steps=int(last_admission_step), requests=requests, series=frame,
                             loads=np.vstack(load_rows) if record_loads and load_rows else None,
-                            wall_s=time.perf_counter() - t_wall)
+                            wall_s=time.perf_counter() - t_wall, warnings=warns)
+
+
+WHOLE_RUN_METRICS = "avg_imbalance_run, throughput_run, energy_j_run"
+
+
+def window_warnings(window_steps: int, active: np.ndarray, workers: int, slots: int,
+                    admission_mode: str) -> list[str]:
+    """Why the paper-convention metrics of a run may not mean what they say: a
+    measurement window (steps 1..last admission) shorter than
+    :data:`~bfio.limits.MIN_WINDOW_STEPS` steps, or (backlog mode) a pool that
+    never filled the cluster's ``G * B`` slots."""
+    out = []
+    if window_steps < MIN_WINDOW_STEPS:
+        what = "empty (no admission after step 0)" if window_steps == 0 else \
+            f"only {window_steps} step{'s' if window_steps > 1 else ''}"
+        out.append(f"measurement window is {what}, shorter than {MIN_WINDOW_STEPS} steps: the paper-convention "
+                   f"metrics (avg_imbalance, throughput, energy_j) are undefined or unrepresentative; use the "
+                   f"whole-run metrics ({WHOLE_RUN_METRICS}) or more requests")
+    busiest = int(active.max()) if active.size else 0
+    if admission_mode == "backlog" and busiest < workers * slots:
+        out.append(f"the cluster was never full: at most {busiest:,} of G * B = {workers * slots:,} slots were "
+                   f"busy (too few requests for {workers} workers); use the whole-run metrics "
+                   f"({WHOLE_RUN_METRICS}) or more requests")
+    return out
+
+
+def _check_lengths(workload: Workload) -> None:
+    """The kernels' inputs, checked once: token lengths within :mod:`bfio.limits`
+    (a :class:`Workload` enforces this; a hand-made object might not)."""
+    for field_, arr, maximum in (("prefill", workload.prefill, MAX_PREFILL), ("decode", workload.decode, MAX_DECODE)):
+        if arr.size and (arr.dtype != np.int64 or arr.min() < 1 or arr.max() > maximum):
+            raise ConfigError(f"workload.{field_}: token lengths must be int64 in 1..{maximum:,} (bfio.limits), "
+                              f"got dtype {arr.dtype}, range {arr.min()}..{arr.max()}")
 
 
 def _check_assignment(assign: np.ndarray, n_pool: int, free: np.ndarray, name: str, step: int) -> None:

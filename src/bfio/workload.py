@@ -15,6 +15,33 @@ import math
 import numpy as np
 
 from bfio.errors import ConfigError
+from bfio.limits import MAX_DECODE, MAX_PREFILL
+
+
+def token_lengths(values, field: str, maximum: int) -> np.ndarray:
+    """``values`` as an int64 array of token counts in ``1..maximum``
+    (:mod:`bfio.limits`); a :class:`ConfigError` names ``field`` and the first
+    offending index otherwise. Checked before any cast, so ``1e30`` or ``2**63``
+    is refused instead of wrapping around."""
+    a = np.asarray(values)
+    if a.ndim != 1:
+        raise ConfigError(f"{field}: expected a 1-D array of token counts, got shape {a.shape}")
+    if a.size == 0:
+        return np.ascontiguousarray(a, dtype=np.int64)
+    if a.dtype.kind == "b" or a.dtype.kind not in "iuf" and a.dtype != object:
+        raise ConfigError(f"{field}: expected integer token counts, got dtype {a.dtype}")
+    try:
+        f = a.astype(np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{field}: expected integer token counts, got non-numeric values") from None
+    checks = ((~np.isfinite(f)) | (f != np.round(f)), "is not an integer token count"), \
+             (f < 1, "is below 1 (token counts are >= 1)"), \
+             (f > maximum, f"exceeds the maximum of {maximum:,} tokens (bfio.limits)")
+    for bad, what in checks:
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ConfigError(f"{field}: entry {i} ({a[i]!r}) {what}")
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -31,12 +58,10 @@ class Workload:
     name: str = "workload"
 
     def __post_init__(self):
-        s = np.ascontiguousarray(self.prefill, dtype=np.int64)
-        o = np.ascontiguousarray(self.decode, dtype=np.int64)
-        if s.ndim != 1 or s.shape != o.shape:
-            raise ValueError("prefill and decode must be 1-D arrays of equal length")
-        if s.size and (s.min() < 1 or o.min() < 1):
-            raise ValueError("prefill and decode lengths must be >= 1")
+        s = token_lengths(self.prefill, "prefill", MAX_PREFILL)
+        o = token_lengths(self.decode, "decode", MAX_DECODE)
+        if s.shape != o.shape:
+            raise ConfigError(f"prefill and decode must be 1-D arrays of equal length, got {s.shape} and {o.shape}")
         object.__setattr__(self, "prefill", s)
         object.__setattr__(self, "decode", o)
         if self.arrival_s is not None:
@@ -54,7 +79,8 @@ class Workload:
     def total_work(self) -> int:
         """``W = sum_i sum_j w_i^(j) = sum_i (o_i s_i + o_i (o_i - 1) / 2)`` (Eq. (W-def))."""
         s, o = self.prefill, self.decode
-        return int(np.sum(o * s + o * (o - 1) // 2))
+        # per request at most 2^24 * 2^31 + 2^47 < 2^63; the sum in Python ints cannot overflow
+        return int(np.sum((o * s + o * (o - 1) // 2).astype(object)))
 
 
 def draw_workload(prefill, decode, n: int, seed: int, arrival_s=None, name: str = "workload") -> Workload:

@@ -60,6 +60,9 @@ def measure_saturation(frame: pd.DataFrame, setting: dict, seeds, slots: int, ro
 
 def trace_rate(frame: pd.DataFrame) -> float:
     """Mean arrival rate (requests/s) of a trace table with ``arrival_s``."""
+    if "arrival_s" not in frame:
+        raise ConfigError("online.replay: the trace has no arrival times (no arrival column), so it cannot be "
+                          "replayed; use a trace with arrival times or a poisson setting")
     a = frame["arrival_s"].to_numpy(dtype=float)
     span = float(a.max() - a.min())
     if not span > 0:

@@ -140,6 +140,9 @@ def build_workload(run: StudyRun, frame: pd.DataFrame):
     if mode == "trace":
         if "arrival_s" not in frame:
             raise ConfigError(f"arrival.mode: trace '{run.trace}' has no arrival times; use backlog or poisson")
+        if run.requests is not None and run.requests > len(frame):
+            raise ConfigError(f"requests: trace '{run.trace}' has {len(frame)} rows, a replay of {run.requests} "
+                              "requests would need more (a replay uses the trace's own rows, no resampling)")
         n = run.requests if run.requests is None or run.requests < len(frame) else None
         return wl.replay_workload(s, o, frame["arrival_s"].to_numpy(dtype=float), n=n,
                                   seed=run.seed if n is not None else None,

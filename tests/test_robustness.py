@@ -1,0 +1,220 @@
+"""Regression tests of issue 12, items 3-7 (extreme token counts, tiny windows,
+config checks at load time, user errors without tracebacks, atomic outputs)
+and the streaming JSONL reader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from bfio.cli import main
+from bfio.errors import BfioError, ConfigError, TraceError
+from bfio.experiments import collect_runs, validate_config, write_json
+from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
+from bfio.traces import load_trace
+from bfio.workload import Workload
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+
+
+# -- item 3: documented bounds, no silent overflow -------------------------------------------
+def test_bounds_keep_loads_exact():
+    # G * B * (max prefill + max decode) stays within float64's exact integers
+    assert MAX_SLOTS * (MAX_PREFILL + MAX_DECODE) <= 2 ** 53
+
+
+@pytest.mark.parametrize("prefill, decode, field", [
+    ([4 * 10 ** 18], [1], "prefill"),
+    ([4e18], [1], "prefill"),
+    ([5], [10 ** 12], "decode"),
+    ([1e30], [1], "prefill"),
+    ([MAX_PREFILL + 1], [1], "prefill"),
+    ([5], [MAX_DECODE + 1], "decode"),
+    ([2.5], [1], "prefill"),
+])
+def test_workload_rejects_out_of_range_lengths(prefill, decode, field):
+    with pytest.raises(ConfigError, match=rf"^{field}: entry 0"):
+        Workload(np.asarray(prefill), np.asarray(decode))
+
+
+def test_one_worker_at_the_bound_has_zero_imbalance():
+    from bfio.simulator import simulate
+
+    wl = Workload(np.array([MAX_PREFILL, MAX_PREFILL - 1]), np.array([3, 2]))
+    r = simulate(wl, 1, 2, "fcfs")
+    assert r.metrics["avg_imbalance_run"] == 0
+    assert (r.series["imbalance_pre"] == 0).all()
+    assert r.series["max_load_pre"].iloc[0] == 2 * MAX_PREFILL - 1  # exact, no wrap-around
+
+
+def test_simulator_rejects_cluster_beyond_bound():
+    from bfio.simulator import simulate
+
+    with pytest.raises(ConfigError, match="workers x slots"):
+        simulate(Workload(np.array([5]), np.array([1])), MAX_SLOTS, 2, "fcfs")
+
+
+# -- item 4: tiny or empty measurement windows are flagged ------------------------------------
+@pytest.fixture
+def small_trace(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("a,b\n" + "".join(f"{10 + i},{1 + i % 7}\n" for i in range(50)))
+    return f
+
+
+@pytest.mark.parametrize("workers, window", [(1000, "empty"), (100, "only")])
+def test_tiny_window_warns(small_trace, tmp_path, capsys, workers, window):
+    out = tmp_path / "r.json"
+    rc = main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
+               "--requests", "500", "--workers", str(workers), "--slots", "8", "--json", str(out)])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert res["window_steps"] < MIN_WINDOW_STEPS
+    assert any(window in w and "avg_imbalance_run" in w for w in res["warnings"])
+    assert any("never full" in w for w in res["warnings"])
+    err = capsys.readouterr().err
+    assert "bfio: warning: measurement window" in err and "throughput_run" in err
+
+
+def test_sound_run_has_no_warnings(small_trace, tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
+                 "--requests", "400", "--workers", "2", "--slots", "4", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["warnings"] == []
+
+
+# -- item 5: config checked when the Snakefile loads ------------------------------------------
+def test_schema_enums_come_from_registries():
+    from bfio.experiments import _registry_enums
+    from bfio.predictors import PREDICTORS
+    from bfio.solvers import SOLVERS
+
+    with open(SCHEMA) as f:
+        schema = _registry_enums(yaml.safe_load(f))
+    bfio = schema["properties"]["bfio"]
+    assert bfio["properties"]["solver"]["enum"] == list(SOLVERS)
+    assert bfio["properties"]["predictor"]["enum"] == list(PREDICTORS)
+    assert bfio["additionalProperties"] is False
+
+
+def test_bfio_keys_of_other_branches_are_allowed_by_the_schema():
+    # discount / new_requests / objective (BF-IO options added beside this branch)
+    with open(SCHEMA) as f:
+        props = yaml.safe_load(f)["properties"]["bfio"]["properties"]
+    assert {"discount", "new_requests", "objective"} <= set(props)
+
+
+def test_default_figure_experiment_may_be_absent():
+    # the default figures.horizon_sweep names an experiment a small config may not have: no figure, no error
+    cfg = validate_config({"experiments": {"x": {"trace": "longbench", "requests": 10, "workers": [2],
+                                                 "baselines": ["fcfs"]}}}, SCHEMA)
+    assert cfg["figures"]["horizon_sweep"] == "horizon_sweep"
+
+
+def test_replay_job_refuses_more_requests_than_rows():
+    from bfio.studies.runs import ArrivalSpec, StudyRun, build_workload
+
+    frame = pd.DataFrame({"prefill_tokens": [5, 6, 7], "decode_tokens": [1, 2, 3], "arrival_s": [0.0, 1.0, 2.0]})
+    run = StudyRun.make("t", 4, 2, 2, "fcfs", 1, arrival=ArrivalSpec("trace", time_scale=1.0))
+    with pytest.raises(ConfigError, match="3 rows"):
+        build_workload(run, frame)
+
+
+def test_online_trace_rate_without_arrivals_names_the_problem():
+    from bfio.studies.online import trace_rate
+
+    with pytest.raises(ConfigError, match="no arrival"):
+        trace_rate(pd.DataFrame({"prefill_tokens": [5], "decode_tokens": [1]}))
+
+
+# -- item 6: outputs checked before the simulation runs ----------------------------------------
+def test_json_destination_checked_before_simulating(small_trace, tmp_path, monkeypatch, capsys):
+    import bfio.simulator
+
+    def boom(*a, **k):
+        raise AssertionError("simulated although the output cannot be written")
+
+    monkeypatch.setattr(bfio.simulator, "simulate", boom)
+    rc = main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
+               "--requests", "10", "--workers", "2", "--json", str(tmp_path)])
+    assert rc == 2 and "is a directory" in capsys.readouterr().err
+
+
+def test_mixed_offsets_all_aware_compare_in_utc(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("a,b,t\n5,1,2024-03-31T01:59:00+00:00\n6,1,2024-03-31T04:00:00+02:00\n")
+    t = load_trace(str(f), prefill_col="a", decode_col="b", arrival_col="t")
+    assert t.arrival_s.tolist() == [0.0, 60.0]
+
+
+# -- item 7: atomic outputs, readable errors on truncated files -------------------------------
+def test_truncated_summary_error_names_the_file(tmp_path):
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    write_json({"a": 1}, good)
+    bad.write_text('{"a": 1, "b"')
+    with pytest.raises(BfioError, match=str(bad)):
+        collect_runs([good, bad])
+
+
+def test_truncated_trace_table_error_names_the_file(tmp_path):
+    from bfio.experiments import read_trace_table
+
+    f = tmp_path / "t.parquet"
+    pd.DataFrame({"prefill_tokens": [5], "decode_tokens": [1]}).to_parquet(f)
+    f.write_bytes(f.read_bytes()[:20])
+    with pytest.raises(TraceError, match=str(f)):
+        read_trace_table(f)
+
+
+def test_write_json_is_atomic(tmp_path):
+    dest = tmp_path / "summary.json"
+    write_json({"a": 1}, dest)
+    with pytest.raises(TypeError):
+        write_json({"a": object()}, dest)  # fails while serializing
+    assert json.loads(dest.read_text()) == {"a": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+def test_series_extension_checked(small_trace, tmp_path, capsys):
+    rc = main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
+               "--requests", "10", "--workers", "2", "--series", str(tmp_path / "s.xlsx")])
+    assert rc == 2 and "unknown extension '.xlsx'" in capsys.readouterr().err
+    assert not (tmp_path / "s.xlsx").exists()
+
+
+@pytest.mark.parametrize("name, text", [
+    ("d.csv", "a,b,a\n5,1,6\n"),
+    ("d.jsonl", '{"a": 5, "b": 1, "a": 6}\n'),
+    ("d.json", '[{"a": 5, "b": 1, "a": 6}]'),
+])
+def test_duplicate_column_rejected(tmp_path, name, text):
+    f = tmp_path / name
+    f.write_text(text)
+    with pytest.raises(TraceError, match="field 'a'.*twice"):
+        load_trace(str(f), prefill_col="a", decode_col="b")
+
+
+# -- JSONL: streamed, only the needed columns kept --------------------------------------------
+def test_jsonl_streaming_matches_records(tmp_path):
+    f = tmp_path / "t.jsonl"
+    rows = [{"id": f"r{i}", "meta": {"x": [1, 2]}, "output_length": 1 + i % 4, "input_length": 10 + i,
+             "ts": 0.5 * i} for i in range(30)]
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    t = load_trace(str(f), arrival_col="ts")
+    ref = pd.DataFrame.from_records(rows)
+    assert t.prefill.tolist() == ref["input_length"].tolist()
+    assert t.decode.tolist() == ref["output_length"].tolist()
+    assert t.arrival_s.tolist() == ref["ts"].tolist()
+
+
+def test_jsonl_missing_column_lists_available(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text('{"in": 5, "output_length": 1}\n')
+    with pytest.raises(TraceError, match=r"field 'input_length'.*available: in, output_length"):
+        load_trace(str(f))
