@@ -221,6 +221,52 @@ def validate_config(config: dict, schema) -> dict:
     return config
 
 
+#: Where a named run (config key ``run_name``) writes everything: its own
+#: working directory, so the default run's results/, figures/ and logs/ are
+#: never touched.
+NAMED_RUN_DIR = "runs"
+_RUN_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def named_run(config: dict, user_config: dict | None, cwd=None) -> str | None:
+    """Apply a *named run*: if the user's own configuration (the merged
+    ``--configfile`` files and ``--config`` values, Snakemake's
+    ``overwrite_config``) sets ``run_name``, it **replaces** the workflow's
+    default config (``config/config.yaml``) instead of extending it: ``config``
+    becomes a copy of ``user_config`` (in place; keys it does not set take the
+    schema defaults). Relative paths (``data_dir``, ``download_dir``,
+    ``extra_traces.*.path``) are made absolute against ``cwd`` (the directory
+    snakemake was started in). Returns the run's working directory,
+    ``runs/<run_name>`` under ``cwd``, or ``None`` (no named run; ``config``
+    untouched).
+
+    Raises :class:`~bfio.errors.ConfigError` for a malformed ``run_name``.
+    """
+    name = (user_config or {}).get("run_name")
+    if name is None:
+        if config.get("run_name") is not None:
+            raise ConfigError("config key 'run_name': set it in your own config file (--configfile), "
+                              "not in config/config.yaml; a named run replaces the default config")
+        return None
+    if not isinstance(name, str) or not _RUN_NAME_RE.match(name):
+        raise ConfigError(f"config key 'run_name': {name!r} is not a lowercase identifier "
+                          "(letters, digits, '_', starting with a letter), e.g. 'mytrace'")
+    cwd = Path(cwd if cwd is not None else Path.cwd()).resolve()
+    new = copy.deepcopy(user_config)
+
+    def absolute(p):
+        return str(p) if Path(p).is_absolute() else str(cwd / p)
+
+    for key, default in (("data_dir", "../shared/data"), ("download_dir", "resources/traces")):
+        new[key] = absolute(new.get(key, default))
+    for entry in (new.get("extra_traces") or {}).values():
+        if isinstance(entry, dict) and "path" in entry:
+            entry["path"] = absolute(entry["path"])
+    config.clear()
+    config.update(new)
+    return str(cwd / NAMED_RUN_DIR / name)
+
+
 def trace_specs(config: dict) -> dict[str, TraceSpec]:
     """Every trace name the config may use: :data:`~bfio.traces.KNOWN_TRACES`
     plus the ``extra_traces`` entries (``relpath`` is the configured path)."""
@@ -502,6 +548,6 @@ def script_log(path, name: str = "bfio"):
 
 
 __all__ = ["trace_specs", "code_fingerprint", "SIMULATION_SOURCES", "RunSpec", "parse_row", "experiment_rows", "experiment_runs", "all_runs", "trajectory_runs",
-           "figure_runs", "reference_seed", "validate_config", "missing_trace_message", "download_trace",
+           "figure_runs", "reference_seed", "validate_config", "named_run", "NAMED_RUN_DIR", "missing_trace_message", "download_trace",
            "prepare_trace", "trace_stats", "run_one", "collect_runs", "read_summary", "write_json",
            "script_log", "METRICS", "RUN_WILDCARD"]
