@@ -76,9 +76,18 @@ def at_least_as_good(value: float, printed: str, scale: float, metric: str) -> b
     return value > ref if HIGHER_IS_BETTER[metric] else value < ref
 
 
+def compare_to_printed(value: float, printed: str, scale: float, metric: str) -> str:
+    """``'equal'`` (``value`` rounds to the printed digits), else ``'better'`` or
+    ``'worse'`` than the printed value in the metric's direction."""
+    if matches_printed(value, printed, scale):
+        return "equal"
+    ref = float(printed) * scale
+    return "better" if (value > ref if HIGHER_IS_BETTER[metric] else value < ref) else "worse"
+
+
 def row_key(policy: str, horizon: int | None = None) -> str:
     return f"bfio_h{horizon}" if policy == "bfio" else policy
 
 
-__all__ = ["TABLE1", "TABLE2", "TABLE_SETTINGS", "HIGHER_IS_BETTER", "printed_digits", "round_like",
+__all__ = ["TABLE1", "TABLE2", "TABLE_SETTINGS", "HIGHER_IS_BETTER", "printed_digits", "round_like", "compare_to_printed",
            "matches_printed", "at_least_as_good", "row_key"]
