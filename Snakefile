@@ -4,9 +4,14 @@
 #   snakemake -c 2 <targets> --configfile my.yaml    # my.yaml sets run_name: outputs in runs/<run_name>/
 #   snakemake --report report.html                  # HTML report with captions
 # See docs/pipeline.md.
+import os
 from pathlib import Path
 
 from snakemake.utils import min_version
+
+# Figure scripts only save files: the non-interactive backend for every job
+# (bfio.figures does not set a backend, so notebooks plot inline).
+os.environ.setdefault("MPLBACKEND", "Agg")
 
 min_version("9.0")
 

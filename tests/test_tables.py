@@ -19,6 +19,7 @@ from bfio.tables import (
     mean_ci,
     paper_comparison,
     paper_markdown,
+    paper_pivot,
     summarize,
     summary_markdown,
     write_table,
@@ -165,3 +166,17 @@ def test_distinct_runs_and_writer(tmp_path):
     write_table(out, tmp_path / "t.csv", tmp_path / "t.md", title="T")
     assert pd.read_csv(tmp_path / "t.csv").shape == out.shape
     assert (tmp_path / "t.md").read_text().startswith("# T")
+
+
+def test_paper_pivot_orders_rows_as_the_paper():
+    runs = synthetic_runs("table1", TABLE1, TABLE1_UNITS)
+    comp = paper_comparison(runs, "table1", 42)
+    # as read back from the CSV, rows shuffled
+    shuffled = comp.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    pivot = paper_pivot(shuffled)
+    horizons = sorted(int(r[6:]) for r in TABLE1 if r.startswith("bfio_h"))
+    assert list(pivot.index) == ["FCFS", "JSQ"] + [f"BF-IO (H={h})" for h in horizons]
+    assert list(pivot.columns) == ["Avg imbalance", "Throughput", "TPOT", "Energy"]
+    assert pivot.loc["BF-IO (H=40)", "Throughput"] == TABLE1["bfio_h40"]["throughput"]
+    with pytest.raises(ValueError, match="paper_pivot"):
+        paper_pivot(comp[comp["metric"] == "avg_imbalance_pre"])

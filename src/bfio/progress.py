@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
-from tqdm.auto import tqdm
+# tqdm.auto picks the notebook widget bar, which needs ipywidgets (else it
+# warns "IProgress not found"): use it only when ipywidgets is importable.
+if importlib.util.find_spec("ipywidgets") is not None:
+    from tqdm.auto import tqdm
+else:
+    from tqdm.std import tqdm
 
 
 def progress_enabled() -> bool:

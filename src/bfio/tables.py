@@ -154,6 +154,21 @@ def paper_comparison(runs: pd.DataFrame, table: str, ref_seed: int) -> pd.DataFr
     return frame[cols]
 
 
+def paper_pivot(comp: pd.DataFrame, values: str = "ours_rounded") -> pd.DataFrame:
+    """The paper's metrics of a :func:`paper_comparison` table (or its CSV) as
+    the paper lays them out: one row per policy in the paper's order (FCFS,
+    JSQ, then BF-IO by H ascending), one column per metric in table order."""
+    cells = comp[comp["metric"].isin(PAPER_METRICS)]
+    if cells.empty:
+        raise ValueError("paper_pivot: no paper metric in the table (expected a paper_comparison table)")
+    rows = _row_order(cells["row"])
+    labels = [cells.loc[cells["row"] == r, "label"].iloc[0] for r in rows]
+    metrics = [m for m in PAPER_METRICS if m in set(cells["metric"])]
+    columns = [cells.loc[cells["metric"] == m, "metric_label"].iloc[0] for m in metrics]
+    out = cells.pivot(index="label", columns="metric_label", values=values)
+    return out.reindex(index=labels, columns=columns)
+
+
 def is_paper_setting(runs: pd.DataFrame, table: str) -> bool:
     """True when every run has the trace, N, G, B of the paper's ``table``."""
     s = TABLE_SETTINGS[table]

@@ -6,10 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 #: Line styles in order of use: black solid, dark-gray dashed, gray dotted, light-gray dash-dot.
 LINE_STYLES = [
