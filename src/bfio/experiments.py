@@ -30,6 +30,7 @@ import pandas as pd
 
 from bfio.errors import ChecksumError, ConfigError, TraceError
 from bfio.paper import TABLE_SETTINGS, row_key
+from bfio.progress import log_progress
 from bfio.traces import KNOWN_TRACES, TRACE_ALIASES, TraceSpec, load_trace, sha256_of
 
 BASELINES = ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two")
@@ -521,6 +522,10 @@ def collect_runs(paths, experiment: str | None = None) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- scripts
 
+#: Seconds between two progress lines in a pipeline job's log.
+PROGRESS_LOG_EVERY_S = 30.0
+
+
 @contextlib.contextmanager
 def script_log(path, name: str = "bfio"):
     """Send logging, stdout and stderr of a pipeline script to ``path`` (its
@@ -536,7 +541,10 @@ def script_log(path, name: str = "bfio"):
         sys.stdout = sys.stderr = f
         t0 = time.perf_counter()
         try:
-            yield logging.getLogger(name)
+            # every progress bar of the job (simulations, study batches) logs
+            # "done/total, elapsed, ETA" here at least every 30 s
+            with log_progress(logging.getLogger(name), every_s=PROGRESS_LOG_EVERY_S):
+                yield logging.getLogger(name)
             logging.getLogger(name).info("done in %.2f s", time.perf_counter() - t0)
         except BaseException:
             traceback.print_exc(file=f)
