@@ -93,7 +93,7 @@ def test_decode_geometric_figure_and_caption(tmp_path):
     fits = fit_table(decodes)
     assert list(fits["trace"]) == ["a", "b", "c"]
     fig = plot_decode_geometric(decodes, fits)
-    assert labelled(fig)
+    assert labelled(fig) and grayscale(fig)
     check_saves(fig, tmp_path)
     cap = caption_text("Template text.", fits)
     assert cap.startswith("Template text.") and "list-table" in cap and "KS distance" in cap
@@ -103,7 +103,7 @@ def test_decode_geometric_figure_and_caption(tmp_path):
 def test_distributions(tmp_path):
     frame = pd.DataFrame({"prefill_tokens": RNG.integers(1, 10**6, 2000), "decode_tokens": RNG.integers(1, 400, 2000)})
     fig = plot_distributions(frame, "synthetic")
-    assert labelled(fig) and len(fig.axes) == 2
+    assert labelled(fig) and len(fig.axes) == 2 and grayscale(fig)
     check_saves(fig, tmp_path)
 
 
