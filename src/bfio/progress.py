@@ -92,6 +92,8 @@ class Progress:
         self.bar.close()
 
     def __getattr__(self, name):
+        if name == "bar":  # not yet set (e.g. while unpickling)
+            raise AttributeError(name)
         return getattr(self.bar, name)
 
     def __enter__(self):
