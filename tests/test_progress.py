@@ -33,13 +33,28 @@ def test_progress_line_and_eta():
 def test_log_progress_rate_limits_and_always_logs_completion(caplog):
     logger = logging.getLogger("bfio.test.progress")
     with caplog.at_level(logging.INFO, logger=logger.name):
+        # a run shorter than every_s logs nothing
         with log_progress(logger, every_s=1e9):
             bar = progress(total=10, desc="work", enabled=False)
             for _ in range(10):
                 bar.update(1)
             bar.close()
+        assert not caplog.records
+        # a long run: a line every every_s and a closing line
+        clock = iter([0.0, 0.5, 40.0, 41.0, 90.0, 95.0])
+        import bfio.progress as mod
+        real = mod.time.perf_counter
+        mod.time.perf_counter = lambda: next(clock)
+        try:
+            with log_progress(logger, every_s=30):
+                bar = progress(total=5, desc="long", enabled=False)
+                for _ in range(5):
+                    bar.update(1)
+        finally:
+            mod.time.perf_counter = real
         lines = [r.getMessage() for r in caplog.records]
-        assert len(lines) == 1 and lines[0].startswith("work: 10/10 (100%)"), lines
+        assert [int(LINE.search(m).group(1)) for m in lines] == [2, 4, 5], lines
+        assert lines[0] == "long: 2/5 (40%), elapsed 40 s, ETA 60 s"
         caplog.clear()
         with log_progress(logger, every_s=0):
             bar = progress(total=4, desc="work", enabled=False)
@@ -72,8 +87,14 @@ def test_simulation_job_logs_progress(tmp_path):
     _frame().to_parquet(trace, index=False)
     spec = RunSpec("synthetic", 300, 4, 8, "fcfs", 1)
     log_file = tmp_path / "job.log"
-    with script_log(log_file):
-        run_one(spec, trace, tmp_path / "s.json", tmp_path / "series.parquet")
+    import bfio.experiments
+    every = bfio.experiments.PROGRESS_LOG_EVERY_S
+    bfio.experiments.PROGRESS_LOG_EVERY_S = 0.0   # a line at every update, as for a run longer than 30 s
+    try:
+        with script_log(log_file):
+            run_one(spec, trace, tmp_path / "s.json", tmp_path / "series.parquet")
+    finally:
+        bfio.experiments.PROGRESS_LOG_EVERY_S = every
     text = log_file.read_text()
     found = [m for m in LINE.finditer(text)]
     assert found, text

@@ -5,7 +5,8 @@
 * Inside :func:`log_progress` (every pipeline script runs in it, see
   :func:`bfio.experiments.script_log`) every bar also writes its progress to a
   logger: ``done / total (percent), elapsed, ETA`` at most every ``every_s``
-  seconds and when it completes, so a job's log file shows how far it is.
+  seconds (and once more when it completes), so a job's log file shows how
+  far it is.
 """
 
 from __future__ import annotations
@@ -84,7 +85,9 @@ class Progress:
         logger, every = self._sink
         now = time.perf_counter()
         finished = self.total is not None and self.n >= self.total
-        if now - self._last >= every or (finished and self._logged_at != self.n):
+        # the closing line only for a bar that has logged before (a run longer
+        # than every_s): short runs inside a batch stay out of the log
+        if now - self._last >= every or (finished and self._logged_at is not None and self._logged_at != self.n):
             logger.info(progress_line(self.desc, self.n, self.total, now - self._t0))
             self._last, self._logged_at = now, self.n
 
