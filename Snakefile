@@ -1,16 +1,33 @@
 # bfio pipeline: regenerates every experimental table and figure of the paper.
 #   snakemake -c 2                                  # paper scale (config/config.yaml)
 #   snakemake -c 2 --configfile config/smoke.yaml   # small, for CI
+#   snakemake -c 2 <targets> --configfile my.yaml    # my.yaml sets run_name: outputs in runs/<run_name>/
 #   snakemake --report report.html                  # HTML report with captions
 # See docs/pipeline.md.
+import os
 from pathlib import Path
 
 from snakemake.utils import min_version
+
+# Figure scripts only save files: the non-interactive backend for every job
+# (bfio.figures does not set a backend, so notebooks plot inline).
+os.environ.setdefault("MPLBACKEND", "Agg")
 
 min_version("9.0")
 
 
 configfile: "config/config.yaml"
+
+
+# A named run (README "Bring your own trace"): a --configfile that sets
+# run_name replaces config/config.yaml instead of extending it, and the run
+# works in runs/<run_name>/ so the default run's outputs are never touched.
+from bfio.experiments import named_run
+
+NAMED_RUN_DIR = named_run(config, workflow.config_settings.overwrite_config)
+if NAMED_RUN_DIR:
+
+    workdir: NAMED_RUN_DIR
 
 
 include: "workflow/rules/common.smk"

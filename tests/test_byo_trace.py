@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from bfio.errors import ChecksumError, ConfigError, TraceError
-from bfio.experiments import prepare_trace, trace_specs, validate_config
+from bfio.experiments import named_run, prepare_trace, trace_specs, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -181,6 +181,32 @@ def test_prepare_extra_trace_checksum_and_rows(tmp_path, my_trace):
     assert "bad.csv" in str(e.value) and "row 3" in str(e.value) and "output_tokens" in str(e.value)
 
 
+def test_named_run_replaces_the_default_config_and_makes_paths_absolute(tmp_path):
+    default = {"traces": ["longbench"], "experiments": {"table1": {"trace": "longbench"}}, "seeds": [42]}
+    user = readme_config()
+    cfg = copy.deepcopy(default)
+    workdir = named_run(cfg, user, cwd=tmp_path)
+    assert workdir == str(tmp_path / "runs" / user["run_name"])
+    assert "table1" not in cfg["experiments"] and cfg["traces"] == ["mytrace"]
+    assert cfg["extra_traces"]["mytrace"]["path"] == str(tmp_path / "my_trace.csv")
+    assert Path(cfg["data_dir"]).is_absolute()
+    assert user["extra_traces"]["mytrace"]["path"] == "my_trace.csv"   # the user's dict is not modified
+    # no run_name: the merge stays (config/smoke.yaml)
+    cfg = copy.deepcopy(default)
+    assert named_run(cfg, {"seeds": [1]}, cwd=tmp_path) is None and cfg == default
+
+
+@pytest.mark.parametrize("name", ["My Trace", "1st", "", 7, "a/b"])
+def test_named_run_bad_name_names_the_key(tmp_path, name):
+    with pytest.raises(ConfigError, match="'run_name'"):
+        named_run({}, {"run_name": name}, cwd=tmp_path)
+
+
+def test_run_name_only_in_the_default_config_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="'run_name'.*--configfile"):
+        named_run({"run_name": "x"}, {}, cwd=tmp_path)
+
+
 # --------------------------------------------------------------------------- pipeline
 
 
@@ -206,18 +232,21 @@ def test_readme_pipeline_example_runs(tmp_path, my_trace):
     targets = readme_targets()
     assert "results/tables/generality.md" in targets
     snakemake(tmp_path, "-c", "2", *targets, "--configfile", str(cfg_path))
-    summary = pd.read_csv(tmp_path / "results" / "tables" / "mytrace_demo_summary.csv")
+    # an explicit --directory (-d) holds a named run's outputs (without it: runs/<run_name>/)
+    out = tmp_path
+    assert not (tmp_path / "runs").exists()
+    summary = pd.read_csv(out / "results" / "tables" / "mytrace_demo_summary.csv")
     assert set(summary["row"]) == {"fcfs", "jsq_tokens", "bfio_h0", "bfio_h20"}
     assert np.isfinite(summary["avg_imbalance_mean"]).all()
-    gen = pd.read_csv(tmp_path / "results" / "tables" / "generality.csv")
+    gen = pd.read_csv(out / "results" / "tables" / "generality.csv")
     assert set(gen["trace"]) == {"mytrace"}
     # arrival_col given: backlog and replay cases
     assert "backlog" in set(gen["case"]) and any(c.startswith("replay") for c in gen["case"])
     assert np.isfinite(gen["imb_ratio_bfio_h40"]).all()
-    stats = json.loads((tmp_path / "results" / "traces" / "mytrace.stats.json").read_text())
+    stats = json.loads((out / "results" / "traces" / "mytrace.stats.json").read_text())
     assert stats["sha256"] == readme_config()["extra_traces"]["mytrace"]["sha256"]
     for t in targets:
-        assert (tmp_path / t).stat().st_size > 0, t
+        assert (out / t).stat().st_size > 0, t
 
 
 def test_pipeline_missing_extra_trace_file_names_the_key(tmp_path):
@@ -242,3 +271,93 @@ def test_pipeline_checksum_mismatch_stops_naming_the_file(tmp_path, my_trace):
     assert proc.returncode != 0
     log = (tmp_path / "logs" / "traces" / "mytrace.log").read_text()
     assert "ChecksumError" in log and "my_trace.csv" in log and "0" * 64 in log
+
+
+# --------------------------------------------------------------------------- from the repository root
+
+
+def _clone(dest: Path) -> Path:
+    """The checkout's files (tracked and new, not ignored: no results) copied to ``dest``,
+    i.e. what a user has after ``git clone`` plus the working tree's edits."""
+    try:
+        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                               capture_output=True, check=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("the checkout is not a git work tree")
+    import shutil
+    for f in filter(None, files):
+        src = REPO / f
+        if src.is_file():
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / f)
+    return dest
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """sha256 of every file under the default run's output directories."""
+    out = {}
+    for d in ("results", "figures", "logs"):
+        for p in sorted((root / d).rglob("*")):
+            if p.is_file():
+                out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def readme_bash_blocks() -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", readme_section(), flags=re.S)
+
+
+def readme_config_file_name() -> str:
+    """The file name the README gives its yaml config ('A standalone config `my_trace.yaml`:')."""
+    m = re.search(r"`([\w.-]+\.ya?ml)`:\s*\n+```yaml\n", readme_section())
+    assert m, "README does not name the file of its yaml config"
+    return m.group(1)
+
+
+def test_readme_pipeline_commands_verbatim_from_repository_root(tmp_path):
+    """The README's Bring-your-own-trace commands, exactly as written, run from the
+    root of a clone that already holds the default run's outputs: they work
+    (dry run, then the cheapest real target) and leave the default outputs untouched."""
+    root = _clone(tmp_path / "bfio")
+    # the default run's outputs (sentinels: any write, even a new file, is seen)
+    for rel in ("results/tables/generality.md", "results/tables/generality.csv", "results/tables/table1.md",
+                "results/traces/longbench.stats.json", "figures/distributions_longbench.png",
+                "logs/tables/generality.log"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"default run output {rel}\n")
+    before = _snapshot(root)
+    env = {**os.environ, "CI": "1", "PYTHONPATH": str(root / "src")}
+
+    def sh(script, check=True):
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=900)
+        if check:
+            assert proc.returncode == 0, f"{script}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+        return proc
+
+    blocks = readme_bash_blocks()
+    creating = [b for b in blocks if "cat > my_trace.csv" in b]
+    pipeline = [b for b in blocks if re.search(r"^snakemake ", b, flags=re.M)]
+    assert len(creating) == 1 and len(pipeline) == 1, "README's example: one block creating the CSV, one snakemake call"
+    sh(creating[0])                       # creates my_trace.csv (and runs the bfio simulate examples)
+    m = re.search(r"```yaml\n(.*?)```", readme_section(), flags=re.S)
+    (root / readme_config_file_name()).write_text(m.group(1))
+
+    command = pipeline[0].strip()
+    # 1. dry run of the command as written
+    dry = sh(re.sub(r"^snakemake ", "snakemake -n ", command))
+    assert "prepare_extra_trace" in dry.stdout + dry.stderr
+    # 2. the cheapest of its targets, for real, with the command's own options
+    import shlex
+    words = shlex.split(command.replace("\\\n", " "))
+    targets = [w for w in words if w.startswith(("results/", "figures/"))]
+    cheapest = [t for t in targets if t.startswith("figures/distributions_")]
+    assert cheapest, targets
+    sh(shlex.join([w for w in words if w not in targets][:3] + cheapest + [w for w in words if w not in targets][3:]))
+
+    run_dir = root / "runs" / readme_config()["run_name"]
+    assert (run_dir / cheapest[0]).stat().st_size > 0
+    assert (run_dir / "results" / "traces" / "mytrace.stats.json").exists()
+    after = _snapshot(root)
+    assert after == before, "the README example wrote into the default run's outputs: " + ", ".join(
+        sorted(set(after.items()) ^ set(before.items()))[:10].__str__())

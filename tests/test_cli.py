@@ -208,3 +208,43 @@ def test_help_documents_online_options():
     r = run("simulate", "--help")
     for opt in ["--arrival-mode", "--arrival-rate", "--time-scale", "--dispatch", "vllm_dp", "least_tokens"]:
         assert opt in r.stdout
+
+
+def test_traces_prints_a_header_row(tmp_path, capsys):
+    assert main(["traces", "--data-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["trace", "status", "path"]
+    assert len(lines) > 1 and all(line.split()[1] == "missing" for line in lines[1:])
+
+
+# --------------------------------------------------------------------------- README quick start
+
+def _readme_quick_start_calls():
+    import re
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = re.search(r"^## Quick start\n(.*?)(?=^## )", text, flags=re.S | re.M).group(1)
+    block = re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1).replace("\\\n", " ")
+    calls = [shlex.split(line.split("#")[0])[1:] for line in block.splitlines()
+             if line.strip().startswith("bfio simulate")]
+    return text, calls
+
+
+def test_readme_quick_start_uses_files_it_creates_and_the_tables_admission():
+    from bfio.cli import build_parser
+    from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS
+
+    text, calls = _readme_quick_start_calls()
+    assert calls
+    parser = build_parser()
+    for call in calls:
+        args = parser.parse_args(call)
+        if args.trace.endswith((".csv", ".jsonl", ".json", ".parquet")):
+            # a file the README has the reader create (Bring your own trace)
+            assert f"cat > {args.trace} <<" in text, args.trace
+        t2 = TABLE_SETTINGS["table2"]
+        if args.policy == "bfio" and args.trace == t2["trace"] and args.workers == t2["workers"]:
+            # the Table 2 row: the tables' admission, not the library default
+            assert args.admission == PAPER_BFIO_OPTIONS["admission"]

@@ -62,3 +62,24 @@ def test_environment_channels_and_name():
     env = yaml.safe_load((REPO / "environment.yml").read_text())
     assert env["name"] == "bfio"
     assert "conda-forge" in env["channels"]
+
+
+#: Runtime dependencies used without an ``import`` of their own name: distribution -> why.
+INDIRECT = {"pyarrow": "pandas' parquet engine (read_parquet, to_parquet)"}
+IMPORT_NAME = {"pyyaml": "yaml"}
+
+
+def test_every_runtime_dependency_is_used():
+    """A declared runtime dependency is imported by the package or the workflow
+    (or listed in INDIRECT with the reason), so nothing is installed for nothing."""
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())
+    code = "\n".join(p.read_text() for d in ("src", "workflow") for p in (REPO / d).rglob("*.py"))
+    code += "\n".join(p.read_text() for p in (REPO / "workflow").rglob("*.smk")) + (REPO / "Snakefile").read_text()
+    unused = []
+    for r in data["project"]["dependencies"]:
+        name = canon(Requirement(r).name)
+        module = IMPORT_NAME.get(name, name.replace("-", "_"))
+        if not re.search(rf"^\s*(import|from)\s+{re.escape(module)}\b", code, flags=re.M) and name not in INDIRECT:
+            unused.append(name)
+    assert not unused, f"declared but never imported: {unused} (use them or drop them from pyproject.toml " \
+                       "and environment.yml)"

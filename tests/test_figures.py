@@ -18,7 +18,7 @@ from bfio.figures.energy_vs_workers import plot_energy_vs_workers
 from bfio.figures.horizon_sweep import plot_horizon_sweep
 from bfio.figures.load_trajectories import plot_load_trajectories, sample_workers
 from bfio.figures.power_timeseries import plot_power_timeseries
-from bfio.figures.style import scale_for
+from bfio.figures.style import non_gray_artists, scale_for
 from bfio.figures.worker_sweep import plot_worker_sweep
 
 RNG = np.random.default_rng(0)
@@ -32,6 +32,27 @@ def labelled(fig):
         twin = ax.get_xlabel() == "" and any(o is not ax and o.bbox.bounds == ax.bbox.bounds for o in fig.axes)
         for lab in ((ax.get_ylabel(),) if twin else (ax.get_xlabel(), ax.get_ylabel())):
             assert lab and "(" in lab and ")" in lab, f"axis label without unit: {lab!r}"
+    return True
+
+
+def grayscale(fig):
+    """The pipeline's rule (docs/pipeline.md): every figure is grayscale."""
+    bad = non_gray_artists(fig)
+    assert not bad, f"coloured elements: {bad[:5]}"
+    return True
+
+
+def legend_clear_of_axes(fig):
+    """No legend inside a panel, and the figure's legends overlap no panel."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        assert ax.get_legend() is None, f"legend inside panel {ax.get_title()!r}"
+    for leg in fig.legends:
+        box = leg.get_window_extent(renderer)
+        for ax in fig.axes:
+            if ax.get_visible():
+                assert not box.overlaps(ax.get_window_extent(renderer)), f"legend overlaps {ax.get_title()!r}"
     return True
 
 
@@ -72,7 +93,7 @@ def test_decode_geometric_figure_and_caption(tmp_path):
     fits = fit_table(decodes)
     assert list(fits["trace"]) == ["a", "b", "c"]
     fig = plot_decode_geometric(decodes, fits)
-    assert labelled(fig)
+    assert labelled(fig) and grayscale(fig)
     check_saves(fig, tmp_path)
     cap = caption_text("Template text.", fits)
     assert cap.startswith("Template text.") and "list-table" in cap and "KS distance" in cap
@@ -82,7 +103,7 @@ def test_decode_geometric_figure_and_caption(tmp_path):
 def test_distributions(tmp_path):
     frame = pd.DataFrame({"prefill_tokens": RNG.integers(1, 10**6, 2000), "decode_tokens": RNG.integers(1, 400, 2000)})
     fig = plot_distributions(frame, "synthetic")
-    assert labelled(fig) and len(fig.axes) == 2
+    assert labelled(fig) and len(fig.axes) == 2 and grayscale(fig)
     check_saves(fig, tmp_path)
 
 
@@ -92,7 +113,8 @@ def test_load_trajectories(tmp_path):
     panels = [(name, RNG.integers(1e6, 3e7, size=(steps, G)), t) for name in ("FCFS", "JSQ", "BF-IO (H=0)",
                                                                                "BF-IO (H=40)")]
     fig = plot_load_trajectories(panels, sample=16, seed=0, title="synthetic")
-    assert labelled(fig)
+    assert labelled(fig) and grayscale(fig) and legend_clear_of_axes(fig)
+    assert len(fig.legends) == 1 and "min-max" in fig.legends[0].get_texts()[0].get_text()
     assert len(fig.axes[0].lines) == 16
     assert "M tokens" in fig.axes[0].get_ylabel()
     check_saves(fig, tmp_path)
@@ -105,7 +127,7 @@ def test_power_timeseries(tmp_path):
     curves = [("FCFS", t, 300 + 30 * np.sin(t), 29.1e6, 60.0), ("BF-IO (H=40)", t * 0.7, np.full(300, 398.0), 20.9e6,
                                                                   40.0)]
     fig = plot_power_timeseries(curves, title="synthetic")
-    assert labelled(fig)
+    assert labelled(fig) and grayscale(fig)
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
     assert any("29.1 MJ" in lab for lab in labels) and any("20.9 MJ" in lab for lab in labels)
     check_saves(fig, tmp_path)
@@ -114,7 +136,7 @@ def test_power_timeseries(tmp_path):
 def test_horizon_sweep(tmp_path):
     summary = summary_frame(["fcfs", "jsq_tokens"] + [f"bfio_h{h}" for h in range(0, 101, 20)])
     fig = plot_horizon_sweep(summary)
-    assert labelled(fig) and len(fig.axes) == 4
+    assert labelled(fig) and len(fig.axes) == 4 and grayscale(fig)
     assert all("horizon H" in ax.get_xlabel() for ax in fig.axes)
     check_saves(fig, tmp_path)
     # no BF-IO rows: still draws
@@ -124,14 +146,14 @@ def test_horizon_sweep(tmp_path):
 def test_worker_sweep_and_energy(tmp_path):
     summary = summary_frame(["fcfs", "bfio_h40"], workers=(16, 32, 48))
     fig = plot_worker_sweep(summary, rows=["fcfs", "bfio_h40"])
-    assert labelled(fig) and len(fig.axes) == 2
+    assert labelled(fig) and len(fig.axes) == 2 and grayscale(fig)
     check_saves(fig, tmp_path)
     energy = pd.DataFrame({"workers": [16, 32, 48], "baseline": "fcfs", "target": "bfio_h40",
                            "energy_j_baseline_mean": [3.3e7, 3.2e7, 3.1e7], "energy_j_target_mean": [2.9e7, 2.5e7, 2.2e7],
                            "reduction_pct_mean": [12.0, 20.0, 30.0], "reduction_pct_ci_lo": [10.0, 18, 28],
                            "reduction_pct_ci_hi": [14.0, 22, 32], "n_seeds": 5})
     fig = plot_energy_vs_workers(energy)
-    assert labelled(fig) and len(fig.axes) == 2  # second axis for the reduction
+    assert labelled(fig) and len(fig.axes) == 2 and grayscale(fig)  # second axis for the reduction
     assert "%" in fig.axes[1].get_ylabel() and "MJ" in fig.axes[0].get_ylabel()
     check_saves(fig, tmp_path, "energy")
 
@@ -149,3 +171,61 @@ def test_scale_for():
     assert scale_for([2.9e7], "J") == (1e6, "MJ")
     assert scale_for([396e3], "J") == (1e3, "kJ")
     assert scale_for([12.0], "tokens")[0] == 1.0
+
+
+# --------------------------------------------------------------------------- online_load (issue 13)
+
+def online_summary(identical=(("bfio_h40_aging200", "central", "bfio_h40"), ("least_tokens", "instant", "jsq_tokens"))):
+    """An online summary (as bfio.studies.summaries.summarize_online writes it) with
+    latencies between 5 and 9 s (within one decade) and two series identical to another."""
+    rng = np.random.default_rng(3)
+    rows = []
+    keys = [("fcfs", "central"), ("jsq_tokens", "central"), ("bfio_h40", "central"), ("vllm_dp", "instant")]
+    for setting in ("burstgpt_g16", "longbench_g64"):
+        for load in (0.5, 0.8, 0.95, 1.1):
+            recs = {}
+            for row, dispatch in keys:
+                e2e, thr = rng.uniform(5, 9), rng.uniform(2e4, 6e4)
+                recs[row] = {"e2e_s_p99": e2e, "throughput_run": thr}
+                rows.append(_online_rec(setting, load, row, dispatch, e2e, thr))
+            for row, dispatch, same_as in identical:
+                rows.append(_online_rec(setting, load, row, dispatch, recs[same_as]["e2e_s_p99"],
+                                        recs[same_as]["throughput_run"]))
+    return pd.DataFrame(rows)
+
+
+def _online_rec(setting, load, row, dispatch, e2e, thr):
+    rec = {"setting": setting, "trace": setting.split("_")[0], "workers": int(setting.split("_g")[1]),
+           "arrival_mode": "poisson", "load": load, "dispatch": dispatch, "row": row, "n_seeds": 5}
+    for m, v in (("e2e_s_p99", e2e), ("throughput_run", thr)):
+        rec.update({f"{m}_mean": v, f"{m}_ci_lo": v * 0.97, f"{m}_ci_hi": v * 1.03})
+    return rec
+
+
+def test_online_load_marks_identical_series_grayscale_plain_ticks(tmp_path):
+    from bfio.figures.online_load import coincident_groups, plot_online_load
+
+    summary = online_summary()
+    fig = plot_online_load(summary)
+    assert labelled(fig) and grayscale(fig)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    # every series is visible: the two duplicates share their twin's entry, named "A = B"
+    assert len(labels) == 4
+    assert any("BF-IO (H=40) (central) = BF-IO (H=40, aging:200) (central)" == lab for lab in labels), labels
+    assert any("JSQ (central) = least tokens (instant)" == lab for lab in labels), labels
+    assert "identical" in fig._suptitle.get_text()
+    # plain tick labels on the log axis, no 5x10^0
+    fig.canvas.draw()
+    ticks = [t.get_text() for ax in fig.axes if ax.get_yscale() == "log"
+             for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels()]
+    assert any(t.strip() for t in ticks)
+    assert not any("times" in t or "10^" in t or "mathdefault{10" in t or "e-" in t or "e+" in t for t in ticks), ticks
+    assert {"5", "6", "7", "8", "9"} & set(ticks), ticks   # the 5-9 s panel labels its minor ticks plainly
+    ylabels = [ax.get_ylabel() for ax in fig.axes]
+    assert not any(") (" in y for y in ylabels), ylabels
+    assert legend_clear_of_axes(fig)
+    check_saves(fig, tmp_path, "online_load")
+    # different results are never merged
+    distinct = online_summary(identical=())
+    keys = list(dict.fromkeys(zip(distinct["row"], distinct["dispatch"])))
+    assert all(len(g) == 1 for g in coincident_groups(distinct, keys, ["e2e_s_p99", "throughput_run"]))

@@ -12,12 +12,14 @@ from scipy import stats
 
 from bfio.paper import TABLE1, TABLE1_UNITS, TABLE2, TABLE2_UNITS
 from bfio.tables import (
+    vs_paper_cell,
     distinct_runs,
     energy_reduction,
     is_paper_setting,
     mean_ci,
     paper_comparison,
     paper_markdown,
+    paper_pivot,
     summarize,
     summary_markdown,
     write_table,
@@ -106,6 +108,25 @@ def test_paper_comparison_tolerances():
     assert not comp.loc[("bfio_h20", "energy_j"), "ok"]
     assert comp.loc[("bfio_h60", "avg_imbalance"), "ok"]
     assert comp.loc[("bfio_h20", "energy_j"), "rel_diff"] == pytest.approx(22.0 / 21.3 - 1)
+    # the comparison is named for what it is: equal / better / worse than the paper
+    assert comp.loc[("fcfs", "avg_imbalance"), "vs_paper"] == "worse"       # 37.06 > 37.0 printed
+    assert comp.loc[("jsq_tokens", "throughput"), "vs_paper"] == "equal"
+    assert comp.loc[("bfio_h40", "throughput"), "vs_paper"] == "better"
+    assert comp.loc[("bfio_h20", "energy_j"), "vs_paper"] == "worse"
+    assert comp.loc[("bfio_h60", "avg_imbalance"), "vs_paper"] == "better"
+    md = paper_markdown(comp.reset_index(), "table1", True, 42)
+    assert "FAIL" not in md and "pass" not in md
+    rel = 100 * (22.0 / 21.3 - 1)
+    assert f"worse by {rel:.1f}% (unexpected: equal or better)" in md
+    assert f"better by {100 * (11.0 / float(TABLE1['bfio_h40']['throughput']) - 1):.1f}% |" in md
+    assert "| equal " in md
+
+
+def test_vs_paper_cell_names_direction_and_difference():
+    assert vs_paper_cell("equal", 0.0004, "exact to printed digits") == "equal"
+    assert vs_paper_cell("better", -0.032, "equal or better") == "better by 3.2%"
+    assert vs_paper_cell("better", 0.012, "exact to printed digits") == "better by 1.2% (unexpected: exact to printed digits)"
+    assert vs_paper_cell("worse", 0.015, "equal or better") == "worse by 1.5% (unexpected: equal or better)"
 
 
 def test_paper_comparison_missing_rows_and_markdown():
@@ -145,3 +166,17 @@ def test_distinct_runs_and_writer(tmp_path):
     write_table(out, tmp_path / "t.csv", tmp_path / "t.md", title="T")
     assert pd.read_csv(tmp_path / "t.csv").shape == out.shape
     assert (tmp_path / "t.md").read_text().startswith("# T")
+
+
+def test_paper_pivot_orders_rows_as_the_paper():
+    runs = synthetic_runs("table1", TABLE1, TABLE1_UNITS)
+    comp = paper_comparison(runs, "table1", 42)
+    # as read back from the CSV, rows shuffled
+    shuffled = comp.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    pivot = paper_pivot(shuffled)
+    horizons = sorted(int(r[6:]) for r in TABLE1 if r.startswith("bfio_h"))
+    assert list(pivot.index) == ["FCFS", "JSQ"] + [f"BF-IO (H={h})" for h in horizons]
+    assert list(pivot.columns) == ["Avg imbalance", "Throughput", "TPOT", "Energy"]
+    assert pivot.loc["BF-IO (H=40)", "Throughput"] == TABLE1["bfio_h40"]["throughput"]
+    with pytest.raises(ValueError, match="paper_pivot"):
+        paper_pivot(comp[comp["metric"] == "avg_imbalance_pre"])

@@ -363,6 +363,7 @@ def cmd_solve(args) -> int:
 def cmd_traces(args) -> int:
     from bfio.traces import KNOWN_TRACES, resolve_trace, sha256_of
 
+    print(f"{'trace':18s} {'status':18s} path")
     for name, spec in KNOWN_TRACES.items():
         path, _ = resolve_trace(name, args.data_dir)
         status = "missing"

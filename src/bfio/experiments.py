@@ -32,6 +32,7 @@ import pandas as pd
 
 from bfio.errors import BfioError, ChecksumError, ConfigError, TraceError
 from bfio.paper import TABLE_SETTINGS, bfio_row_options, parse_bfio_row, row_key
+from bfio.progress import log_progress
 from bfio.traces import KNOWN_TRACES, TRACE_ALIASES, TraceSpec, load_trace, sha256_of
 
 BASELINES = ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two")
@@ -326,6 +327,52 @@ def _check_online_replay(config: dict) -> None:
                               "them all)")
 
 
+#: Where a named run (config key ``run_name``) writes everything: its own
+#: working directory, so the default run's results/, figures/ and logs/ are
+#: never touched.
+NAMED_RUN_DIR = "runs"
+_RUN_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def named_run(config: dict, user_config: dict | None, cwd=None) -> str | None:
+    """Apply a *named run*: if the user's own configuration (the merged
+    ``--configfile`` files and ``--config`` values, Snakemake's
+    ``overwrite_config``) sets ``run_name``, it **replaces** the workflow's
+    default config (``config/config.yaml``) instead of extending it: ``config``
+    becomes a copy of ``user_config`` (in place; keys it does not set take the
+    schema defaults). Relative paths (``data_dir``, ``download_dir``,
+    ``extra_traces.*.path``) are made absolute against ``cwd`` (the directory
+    snakemake was started in). Returns the run's working directory,
+    ``runs/<run_name>`` under ``cwd``, or ``None`` (no named run; ``config``
+    untouched).
+
+    Raises :class:`~bfio.errors.ConfigError` for a malformed ``run_name``.
+    """
+    name = (user_config or {}).get("run_name")
+    if name is None:
+        if config.get("run_name") is not None:
+            raise ConfigError("config key 'run_name': set it in your own config file (--configfile), "
+                              "not in config/config.yaml; a named run replaces the default config")
+        return None
+    if not isinstance(name, str) or not _RUN_NAME_RE.match(name):
+        raise ConfigError(f"config key 'run_name': {name!r} is not a lowercase identifier "
+                          "(letters, digits, '_', starting with a letter), e.g. 'mytrace'")
+    cwd = Path(cwd if cwd is not None else Path.cwd()).resolve()
+    new = copy.deepcopy(user_config)
+
+    def absolute(p):
+        return str(p) if Path(p).is_absolute() else str(cwd / p)
+
+    for key, default in (("data_dir", "../shared/data"), ("download_dir", "resources/traces")):
+        new[key] = absolute(new.get(key, default))
+    for entry in (new.get("extra_traces") or {}).values():
+        if isinstance(entry, dict) and "path" in entry:
+            entry["path"] = absolute(entry["path"])
+    config.clear()
+    config.update(new)
+    return str(cwd / NAMED_RUN_DIR / name)
+
+
 def trace_specs(config: dict) -> dict[str, TraceSpec]:
     """Every trace name the config may use: :data:`~bfio.traces.KNOWN_TRACES`
     plus the ``extra_traces`` entries (``relpath`` is the configured path)."""
@@ -617,6 +664,10 @@ def collect_runs(paths, experiment: str | None = None) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- scripts
 
+#: Seconds between two progress lines in a pipeline job's log.
+PROGRESS_LOG_EVERY_S = 30.0
+
+
 @contextlib.contextmanager
 def script_log(path, name: str = "bfio"):
     """Send logging, stdout and stderr of a pipeline script to ``path`` (its
@@ -632,7 +683,10 @@ def script_log(path, name: str = "bfio"):
         sys.stdout = sys.stderr = f
         t0 = time.perf_counter()
         try:
-            yield logging.getLogger(name)
+            # every progress bar of the job (simulations, study batches) logs
+            # "done/total, elapsed, ETA" here at least every 30 s
+            with log_progress(logging.getLogger(name), every_s=PROGRESS_LOG_EVERY_S):
+                yield logging.getLogger(name)
             logging.getLogger(name).info("done in %.2f s", time.perf_counter() - t0)
         except BaseException:
             traceback.print_exc(file=f)
@@ -644,6 +698,6 @@ def script_log(path, name: str = "bfio"):
 
 
 __all__ = ["trace_specs", "code_fingerprint", "SIMULATION_SOURCES", "RunSpec", "parse_row", "experiment_rows", "experiment_runs", "all_runs", "trajectory_runs",
-           "figure_runs", "reference_seed", "validate_config", "missing_trace_message", "download_trace",
+           "figure_runs", "reference_seed", "validate_config", "named_run", "NAMED_RUN_DIR", "missing_trace_message", "download_trace",
            "prepare_trace", "trace_stats", "run_one", "collect_runs", "read_summary", "write_json",
            "script_log", "METRICS", "RUN_WILDCARD"]

@@ -119,6 +119,15 @@ def bfio_row_options(row: str) -> dict:
     return {"horizon": H}
 
 
+def compare_to_printed(value: float, printed: str, scale: float, metric: str) -> str:
+    """``'equal'`` (``value`` rounds to the printed digits), else ``'better'`` or
+    ``'worse'`` than the printed value in the metric's direction."""
+    if matches_printed(value, printed, scale):
+        return "equal"
+    ref = float(printed) * scale
+    return "better" if (value > ref if HIGHER_IS_BETTER[metric] else value < ref) else "worse"
+
+
 __all__ = ["TABLE1", "TABLE2", "TABLE_SETTINGS", "HIGHER_IS_BETTER", "printed_digits", "round_like",
-           "matches_printed", "at_least_as_good", "row_key", "parse_bfio_row", "paper_row", "bfio_row_options",
-           "LITERAL_SUFFIX"]
+           "compare_to_printed", "matches_printed", "at_least_as_good", "row_key", "parse_bfio_row", "paper_row",
+           "bfio_row_options", "LITERAL_SUFFIX"]

@@ -1,18 +1,119 @@
-"""Progress bars for long runs: quiet when ``CI`` is set or stderr is not a terminal."""
+"""Progress of long runs.
+
+* On a terminal, :func:`progress` shows a tqdm bar (quiet when ``CI`` is set or
+  stderr is not a terminal, e.g. inside a pipeline job).
+* Inside :func:`log_progress` (every pipeline script runs in it, see
+  :func:`bfio.experiments.script_log`) every bar also writes its progress to a
+  logger: ``done / total (percent), elapsed, ETA`` at most every ``every_s``
+  seconds (and once more when it completes), so a job's log file shows how
+  far it is.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import logging
 import os
 import sys
+import time
 
-from tqdm.auto import tqdm
+# tqdm.auto picks the notebook widget bar, which needs ipywidgets (else it
+# warns "IProgress not found"): use it only when ipywidgets is importable.
+if importlib.util.find_spec("ipywidgets") is not None:
+    from tqdm.auto import tqdm
+else:
+    from tqdm.std import tqdm
+
+#: (logger, minimum seconds between two lines) while :func:`log_progress` is active.
+_SINK: list[tuple[logging.Logger, float]] = []
 
 
 def progress_enabled() -> bool:
     return not os.environ.get("CI") and sys.stderr.isatty()
 
 
-def progress(total=None, desc: str = "", enabled: bool | None = None, **kwargs):
-    """A tqdm bar, disabled unless :func:`progress_enabled` (or ``enabled=True``)."""
+def format_eta(seconds: float) -> str:
+    """``'42 s'``, ``'3.5 min'``, ``'1.2 h'``; ``'?'`` when unknown."""
+    if seconds is None or seconds != seconds or seconds < 0:
+        return "?"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def progress_line(desc: str, done: float, total: float | None, elapsed: float) -> str:
+    """``'simulate bfio: 400/1000 (40%), elapsed 12 s, ETA 18 s'``."""
+    head = f"{desc}: " if desc else ""
+    if not total:
+        return f"{head}{done:g} done, elapsed {format_eta(elapsed)}"
+    eta = elapsed / done * (total - done) if done > 0 else float("nan")
+    return (f"{head}{done:g}/{total:g} ({100 * done / total:.0f}%), elapsed {format_eta(elapsed)}, "
+            f"ETA {format_eta(eta)}")
+
+
+@contextlib.contextmanager
+def log_progress(logger: logging.Logger, every_s: float = 30.0):
+    """While active, every :func:`progress` bar also logs to ``logger``."""
+    if every_s < 0:
+        raise ValueError(f"log_progress: every_s must be >= 0, got {every_s}")
+    _SINK.append((logger, float(every_s)))
+    try:
+        yield logger
+    finally:
+        _SINK.pop()
+
+
+class Progress:
+    """A tqdm bar that also logs (see :func:`log_progress`); same ``update`` /
+    ``close`` / context-manager use as tqdm."""
+
+    def __init__(self, bar, desc: str, total, sink):
+        self.bar, self.desc, self.total = bar, desc, total
+        self.n = 0
+        self._sink = sink
+        self._t0 = self._last = time.perf_counter()
+        self._logged_at = None
+
+    def update(self, n: float = 1) -> None:
+        self.n += n
+        self.bar.update(n)
+        if self._sink is None:
+            return
+        logger, every = self._sink
+        now = time.perf_counter()
+        finished = self.total is not None and self.n >= self.total
+        # the closing line only for a bar that has logged before (a run longer
+        # than every_s): short runs inside a batch stay out of the log
+        if now - self._last >= every or (finished and self._logged_at is not None and self._logged_at != self.n):
+            logger.info(progress_line(self.desc, self.n, self.total, now - self._t0))
+            self._last, self._logged_at = now, self.n
+
+    def close(self) -> None:
+        self.bar.close()
+
+    def __getattr__(self, name):
+        if name == "bar":  # not yet set (e.g. while unpickling)
+            raise AttributeError(name)
+        return getattr(self.bar, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def progress(total=None, desc: str = "", enabled: bool | None = None, log: bool = True, **kwargs) -> Progress:
+    """A tqdm bar, disabled unless :func:`progress_enabled` (or ``enabled=True``);
+    inside :func:`log_progress` it also logs its progress (unless ``log=False``:
+    the caller logs each item itself)."""
     on = progress_enabled() if enabled is None else enabled
-    return tqdm(total=total, desc=desc, disable=not on, leave=False, **kwargs)
+    bar = tqdm(total=total, desc=desc, disable=not on, leave=False, **kwargs)
+    return Progress(bar, desc, total, _SINK[-1] if (_SINK and log) else None)
+
+
+__all__ = ["progress", "progress_enabled", "log_progress", "progress_line", "format_eta", "Progress"]

@@ -14,5 +14,5 @@ with script_log(snakemake.log[0]) as log:  # noqa: F821
             f"seeds {sorted(runs['seed'].unique().tolist())}")
     md = paper_markdown(comp, table, is_paper_setting(runs, table), sm.params.ref_seed, note)
     write_table(comp, sm.output.csv, sm.output.md, markdown=md)
-    log.info("%s: %d cells, %d checked, %d pass", table, len(comp), comp["check"].notna().sum(),
-             int(comp["ok"].fillna(False).astype(bool).sum()))
+    log.info("%s: %d cells vs the paper: %s", table, len(comp),
+             comp["vs_paper"].value_counts().to_dict())

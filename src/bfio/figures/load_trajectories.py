@@ -44,10 +44,16 @@ def plot_load_trajectories(panels, sample: int = 16, seed: int = 0, title: str =
         ax.set_title(label)
         ax.set_xlabel("time (s)")
         ax.set_ylabel(f"load ({unit})")
-        ax.legend(loc="lower center", fontsize=7)
+    # one legend for the figure, above the panels (inside a panel it hides curves)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    top = 1.0
     if title:
-        fig.suptitle(f"{title}: {len(chosen)} sampled workers", fontsize=9)
-    fig.tight_layout()
+        fig.suptitle(f"{title}: {len(chosen)} sampled workers", fontsize=9, y=0.995)
+        top -= 0.3 / fig.get_figheight()
+    if handles:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, top), fontsize=7, ncol=len(labels))
+        top -= 0.25 / fig.get_figheight()
+    fig.tight_layout(rect=(0, 0, 1, top))
     return fig
 
 

@@ -11,27 +11,65 @@ from bfio.figures.horizon_sweep import _err
 from bfio.figures.style import figure, scale_for
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p"]
+#: Gray levels of the policies (the figures are grayscale, docs/pipeline.md).
+GRAYS = ["0.0", "0.45", "0.25", "0.6", "0.15", "0.35", "0.5", "0.05", "0.3", "0.55"]
 #: Panel rows: (metric, axis label, unit, log scale).
-PANELS = [("e2e_s_p99", "p99 end-to-end latency", "s", True), ("throughput_run", "throughput (whole run)",
+PANELS = [("e2e_s_p99", "p99 end-to-end latency", "s", True), ("throughput_run", "whole-run throughput",
                                                                  "tokens/s", False)]
 
 
 def policy_styles(keys) -> dict:
-    """(row, dispatch) -> matplotlib kwargs: a marker per policy, solid lines for
-    the central pool and dashed for instant dispatch (readable in grayscale)."""
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10"]
+    """(row, dispatch) -> matplotlib kwargs: a marker and a gray level per policy,
+    solid lines for the central pool and dashed for instant dispatch (grayscale,
+    like every figure of the pipeline)."""
     out = {}
     for i, (row, dispatch) in enumerate(keys):
-        out[(row, dispatch)] = {"marker": MARKERS[i % len(MARKERS)], "color": cmap(i % 10),
+        out[(row, dispatch)] = {"marker": MARKERS[i % len(MARKERS)], "color": GRAYS[i % len(GRAYS)],
                                 "linestyle": "-" if dispatch == "central" else "--"}
     return out
 
 
+def coincident_groups(sub: pd.DataFrame, keys, metrics, rtol: float = 1e-9) -> list[list]:
+    """``keys`` grouped by identical results: two (row, dispatch) series fall in
+    one group when their mean of every metric in ``metrics`` agrees (relative
+    tolerance ``rtol``) at every (setting, load). The first key of a group is
+    the one drawn; the others would be hidden under it."""
+    def signature(key):
+        p = sub[(sub["row"] == key[0]) & (sub["dispatch"] == key[1])].sort_values(["setting", "load"])
+        cols = [f"{m}_mean" for m in metrics if f"{m}_mean" in p]
+        return list(zip(p["setting"], p["load"])), p[cols].to_numpy(dtype=float)
+
+    groups: list[list] = []
+    sigs = []
+    for key in keys:
+        where, values = signature(key)
+        for g, (w, v) in zip(groups, sigs):
+            if w == where and v.shape == values.shape and np.allclose(v, values, rtol=rtol, atol=0.0, equal_nan=True):
+                g.append(key)
+                break
+        else:
+            groups.append([key])
+            sigs.append((where, values))
+    return groups
+
+
+def _plain_log_ticks(ax) -> None:
+    """Log-axis tick labels as plain numbers ("5", "20", "0.1"), not 5x10^0;
+    matplotlib still decides which minor ticks get a label."""
+    from matplotlib.ticker import LogFormatter
+
+    class PlainLogFormatter(LogFormatter):
+        def _num_to_string(self, x, vmin, vmax):
+            return f"{x:g}"
+
+    ax.yaxis.set_major_formatter(PlainLogFormatter(labelOnlyBase=False))
+    ax.yaxis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+
+
 def plot_online_load(summary: pd.DataFrame, panels=PANELS):
     """Rows of ``panels`` against ``load`` for every Poisson setting of the
-    online table: mean over seeds with 95% CI bars."""
+    online table: mean over seeds with 95% CI bars. Policies with identical
+    results share one line, labelled ``A = B``."""
     from bfio.studies.summaries import policy_label
 
     sub = summary[summary["arrival_mode"] == "poisson"]
@@ -39,34 +77,40 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
     fig, axes = figure(len(panels), max(1, len(settings)), width=3.4 * max(1, len(settings)) + 0.4,
                        height=2.6 * len(panels) + 0.9)
     keys = list(dict.fromkeys(zip(sub["row"], sub["dispatch"])))
-    styles = policy_styles(keys)
+    groups = coincident_groups(sub, keys, [m for m, *_ in panels])
+    styles = policy_styles([g[0] for g in groups])
+    labels = {g[0]: " = ".join(policy_label(*k) for k in g) for g in groups}
     for j, name in enumerate(settings):
         s = sub[sub["setting"] == name]
         first = s.iloc[0]
         for i, (m, label, unit, log) in enumerate(panels):
             ax = axes[i, j]
             factor, u = scale_for(s[f"{m}_mean"], unit) if unit.startswith("tokens") else (1.0, unit)
-            for key in keys:
+            for g in groups:
+                key = g[0]
                 p = s[(s["row"] == key[0]) & (s["dispatch"] == key[1])].sort_values("load")
                 if p.empty or f"{m}_mean" not in p:
                     continue
                 mean, yerr = _err(p, m, factor)
                 ax.errorbar(p["load"], mean, yerr=yerr, capsize=2, markersize=4, linewidth=1.1,
-                            label=policy_label(*key), **styles[key])
+                            label=labels[key], **styles[key])
             if log:
                 ax.set_yscale("log")
+                _plain_log_ticks(ax)
             ax.set_xlabel("offered load (x saturation throughput)")
             ax.set_ylabel(f"{label} ({u})")
             if i == 0:
                 ax.set_title(f"{name}: {first['trace']}, G={first['workers']}")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    handles, legend_labels = axes[0, 0].get_legend_handles_labels()
     n = int(sub["n_seeds"].max()) if len(sub) else 0
-    fig.legend(handles, labels, loc="lower center", ncol=min(5, max(1, len(labels))), fontsize=7,
-               bbox_to_anchor=(0.5, 0.0))
+    ncol = min(3, max(1, len(legend_labels)))
+    fig.legend(handles, legend_labels, loc="lower center", ncol=ncol, fontsize=7, bbox_to_anchor=(0.5, 0.0))
+    merged = any(len(g) > 1 for g in groups)
     fig.suptitle(f"Poisson arrivals: mean over {n} seeds, 95% CI bars (solid: central pool, dashed: instant "
-                 "dispatch)", fontsize=9)
-    fig.tight_layout(rect=(0, 0.06 + 0.02 * int(np.ceil(len(labels) / 5)), 1, 0.97))
+                 "dispatch)" + ("\n'A = B': identical results, drawn as one line" if merged else ""), fontsize=9)
+    rows = int(np.ceil(len(legend_labels) / ncol))
+    fig.tight_layout(rect=(0, min(0.4, (0.15 + 0.17 * rows) / fig.get_figheight()), 1, 0.93 if merged else 0.97))
     return fig
 
 
-__all__ = ["plot_online_load", "policy_styles", "PANELS"]
+__all__ = ["plot_online_load", "policy_styles", "coincident_groups", "PANELS"]

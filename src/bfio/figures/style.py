@@ -6,10 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 #: Line styles in order of use: black solid, dark-gray dashed, gray dotted, light-gray dash-dot.
 LINE_STYLES = [
@@ -53,6 +51,38 @@ def save(fig, *paths) -> None:
     plt.close(fig)
 
 
+def non_gray_artists(fig, tol: float = 1e-6) -> list[str]:
+    """Descriptions of the drawn elements of ``fig`` whose colour is not a gray
+    level (lines, markers, patches, collections, texts); empty for a figure
+    that follows the pipeline's grayscale rule (docs/pipeline.md)."""
+    from matplotlib.colors import to_rgba_array
+
+    def colours(x):
+        if x is None or (isinstance(x, str) and x == "none"):
+            return np.zeros((0, 4))
+        try:
+            return to_rgba_array(x)
+        except (TypeError, ValueError):
+            return np.zeros((0, 4))
+
+    bad = []
+    for artist in fig.findobj():
+        if not artist.get_visible():
+            continue
+        getters = [g for g in ("get_color", "get_facecolor", "get_edgecolor", "get_markerfacecolor",
+                               "get_markeredgecolor") if hasattr(artist, g)]
+        for g in getters:
+            try:
+                rgba = colours(getattr(artist, g)())
+            except Exception:  # noqa: BLE001 - some artists raise for unset colours
+                continue
+            rgba = rgba[rgba[:, 3] > 0] if rgba.size else rgba
+            if rgba.size and (np.ptp(rgba[:, :3], axis=1) > tol).any():
+                bad.append(f"{type(artist).__name__} {artist.get_label() if hasattr(artist, 'get_label') else ''} "
+                           f"{g}")
+    return bad
+
+
 #: Unit prefixes used to rescale axes: factor -> prefix.
 _PREFIXES = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
 
@@ -75,4 +105,4 @@ def scale_for(values, unit: str) -> tuple[float, str]:
     return factor, (f"{prefix}{unit}" if not prefix else f"x{factor:.0e} {unit}")
 
 
-__all__ = ["apply_style", "line_style", "figure", "save", "scale_for", "LINE_STYLES", "HATCHES"]
+__all__ = ["apply_style", "line_style", "figure", "save", "scale_for", "non_gray_artists", "LINE_STYLES", "HATCHES"]

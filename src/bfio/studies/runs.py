@@ -172,15 +172,19 @@ def run_study(run: StudyRun, frame: pd.DataFrame) -> dict:
 
 def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None) -> pd.DataFrame:
     """Run every :class:`StudyRun` in ``runs`` (``frames``: trace name -> table); one row each."""
-    from bfio.progress import progress
+    import time
+
+    from bfio.progress import progress, progress_line
 
     rows = []
-    bar = progress(total=len(runs), desc="study runs", enabled=show_progress, unit="run")
-    for run in runs:
+    bar = progress(total=len(runs), desc="study runs", enabled=show_progress, log=log is None, unit="run")
+    t0 = time.perf_counter()
+    for k, run in enumerate(runs, start=1):
         rec = run_study(run, frames[run.trace])
         if log is not None:
-            log.info("%s G=%d %s %s %s seed=%d: %.2f s", run.trace, run.workers, run.arrival.label, run.dispatch,
-                     run.row, run.seed, rec["sim_wall_s"])
+            log.info("%s G=%d %s %s %s seed=%d: %.2f s [%s]", run.trace, run.workers, run.arrival.label,
+                     run.dispatch, run.row, run.seed, rec["sim_wall_s"],
+                     progress_line("runs", k, len(runs), time.perf_counter() - t0))
         rows.append(rec)
         bar.update(1)
     bar.close()

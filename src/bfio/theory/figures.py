@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from bfio.theory.checks import C2_PROOF  # noqa: E402
+from bfio.theory.checks import C2_PROOF
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 LINES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1))]
