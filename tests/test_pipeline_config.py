@@ -61,7 +61,7 @@ def test_defaults_are_filled():
     assert cfg["seeds"] == [42, 1, 2, 3, 4]
     assert cfg["slots"] == 72 and cfg["download"] is False
     assert cfg["experiments"]["x"]["horizons"] == [] and cfg["experiments"]["x"]["paper_table"] is None
-    assert cfg["bfio"] == {"predictor": "oracle", "solver": "fast", "admission": "free"}
+    assert cfg["bfio"] == {"predictor": "oracle", "solver": "fast", "admission": "free", "objective": "default"}
     assert cfg["figures"]["sample_workers"] == 16
     assert cfg["theory"] == {}
 
@@ -77,7 +77,7 @@ def test_defaults_are_filled():
     (lambda c: c["figures"]["trajectories"].update(table1=["bfio_h7"]), "figures.trajectories.table1"),
     (lambda c: c["figures"].update(worker_sweep_target="bfio_h99"), "figures.worker_sweep_target"),
     (lambda c: c.update(traces=["longbench"]), "experiments.table2.trace"),
-    (lambda c: c["experiments"]["table1"].update(baselines=[], horizons=[]), "experiments.table1"),
+    (lambda c: c["experiments"]["table1"].update(baselines=[], horizons=[], literal_horizons=[]), "experiments.table1"),
 ])
 def test_errors_name_the_key(mutate, key):
     cfg = copy.deepcopy(load("config.yaml"))
@@ -103,15 +103,17 @@ def test_run_paths_round_trip_and_rows():
 
 def test_expansion_counts_and_sharing():
     cfg = validate_config(load("config.yaml"), SCHEMA)
+    literal = [f"bfio_h{h}_literal" for h in (20, 40, 60, 80, 100)]
     assert experiment_rows(cfg["experiments"]["table1"]) == ["fcfs", "jsq_tokens", "bfio_h0", "bfio_h20", "bfio_h40",
-                                                             "bfio_h60", "bfio_h80", "bfio_h100"]
+                                                             "bfio_h60", "bfio_h80", "bfio_h100", *literal]
     t1 = experiment_runs(cfg, "table1")
-    assert len(t1) == 8 * 5 and t1[0].seed == 42
+    assert len(t1) == 13 * 5 and t1[0].seed == 42
     hs = experiment_runs(cfg, "horizon_sweep")
     assert set(t1) <= set(hs)  # Table 1 runs are shared with the H sweep
     runs = all_runs(cfg)
     assert len(runs) == len(set(runs))
-    assert len(runs) == 13 * 5 + 4 * 5 + 14 * 2 * 5  # H sweep (+FCFS, JSQ) + Table 2 + G sweep
+    # H sweep (+FCFS, JSQ; 11 default and 10 paper-literal rows) + Table 2 (+1 literal) + G sweep
+    assert len(runs) == 23 * 5 + 5 * 5 + 14 * 2 * 5
     traj = trajectory_runs(cfg)
     assert [r.row for r in traj["table1"]] == ["fcfs", "jsq_tokens", "bfio_h0", "bfio_h40"]
     assert all(r.seed == 42 for rs in traj.values() for r in rs)

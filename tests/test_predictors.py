@@ -159,11 +159,11 @@ def test_fast_solver_accepts_float_base_and_matches_integral_int():
         sizes = rng.integers(1, 900, n)
         inst = Instance(base=base, free=free, sizes=sizes, ages=np.zeros(n))
         forced = inst.forced()
-        a = solve_fast(inst.base, inst.free, sizes, persisting(n), forced, inst.admissible, 4)
-        b = solve_fast(inst.base.astype(float), inst.free, sizes, persisting(n), forced, inst.admissible, 4)
+        a = solve_fast(inst.base, inst.free, sizes, persisting(n), forced, inst.admissible, 4, inst.weights)
+        b = solve_fast(inst.base.astype(float), inst.free, sizes, persisting(n), forced, inst.admissible, 4, inst.weights)
         assert np.array_equal(a, b)
         frac = inst.base + rng.random(inst.base.shape)
-        c = solve_fast(frac, inst.free, sizes, persisting(n), forced, inst.admissible, 4)
+        c = solve_fast(frac, inst.free, sizes, persisting(n), forced, inst.admissible, 4, inst.weights)
         inst.check(c)
 
 
