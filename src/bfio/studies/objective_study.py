@@ -101,8 +101,8 @@ def scores(runs: pd.DataFrame) -> pd.DataFrame:
     if not (runs["horizon"] == 0).any():
         raise ConfigError("objective_study.choose.horizons: needs 0 (the H = 0 runs are the reference)")
     key = ["trace", "workers", "seed"]
-    h0 = runs[runs["horizon"] == 0].groupby(key)[["avg_imbalance", "throughput"]].mean()
-    df = runs[runs["horizon"] > 0].join(h0, on=key, rsuffix="_h0")
+    h0 = runs[runs["horizon"] == 0].groupby(key)[["avg_imbalance", "throughput"]].mean().add_suffix("_h0")
+    df = runs[runs["horizon"] > 0].join(h0, on=key)
     df["imbalance_ratio"] = df["avg_imbalance"] / df["avg_imbalance_h0"]
     df["throughput_ratio"] = df["throughput"] / df["throughput_h0"]
     out = df.groupby(list(KEY_COLUMNS)).agg(imbalance_score=("imbalance_ratio", "mean"),
