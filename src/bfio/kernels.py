@@ -119,3 +119,69 @@ def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill,
             out[n] = i
             n += 1
     return n
+
+
+# -- runs of steps without a routing decision (the step loop's fast path) -----------------
+# Rows of the per-step series buffer written by ``run_steps``, in this order
+# (``bfio.simulator.SERIES_FIELDS``).
+S_CLOCK, S_DT, S_ACTIVE, S_COMPLETIONS, S_IMB_POST, S_IMB_PRE, S_E_POST, S_E_PRE, S_PMEAN_POST, \
+    S_PMEAN_PRE, S_MAXLOAD_PRE, S_SUMLOAD_PRE, S_PSUM_PRE = range(13)
+
+
+@njit(cache=True)
+def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loads, active, completed,
+              n_completed, clock, step, overhead, t_l, p_idle, p_max, gamma, series, n_rows,
+              record_loads, load_rows, until_clock):
+    """Run decode steps of the paper's step loop (``../shared/spec/semantics.md``)
+    with no routing call between them, writing one row per step into
+    ``series[:, n_rows:]`` (and the gating loads into ``load_rows[n_rows:]`` when
+    ``record_loads``).
+
+    Always runs one step; runs the next one only while a routing call after the
+    step would be a no-op, which the caller guarantees up to ``until_clock``
+    (nothing waits and the next arrival is later than ``until_clock``): some
+    request is still active, the clock is below ``until_clock`` and the buffer
+    has room. Every number is computed exactly as one step at a time
+    (``load_stats``, ``dt``, ``advance_step``, the same float operations in the
+    same order). Returns ``(clock, step, n_completed, n_rows)``."""
+    G = loads.shape[0]
+    capacity = series.shape[1]
+    while True:
+        pre_max, pre_sum, pre_psum = load_stats(loads, p_idle, p_max, gamma)
+        if record_loads:
+            for g in range(G):
+                load_rows[n_rows, g] = loads[g]
+        n_active = 0
+        for g in range(G):
+            n_active += active[g]
+        dt = overhead + t_l * pre_max
+        clock += dt
+        step += 1
+        done = advance_step(slot_request, prefill, decode, generated, finish, finish_step, clock, step,
+                            loads, active, completed, n_completed)
+        post_max, post_sum, post_psum = load_stats(loads, p_idle, p_max, gamma)
+        series[S_CLOCK, n_rows] = clock
+        series[S_DT, n_rows] = dt
+        series[S_ACTIVE, n_rows] = n_active
+        series[S_COMPLETIONS, n_rows] = done
+        series[S_IMB_POST, n_rows] = G * post_max - post_sum
+        series[S_IMB_PRE, n_rows] = G * pre_max - pre_sum
+        series[S_E_POST, n_rows] = post_psum * dt
+        series[S_E_PRE, n_rows] = pre_psum * dt
+        series[S_PMEAN_POST, n_rows] = post_psum / G
+        series[S_PMEAN_PRE, n_rows] = pre_psum / G
+        series[S_MAXLOAD_PRE, n_rows] = pre_max
+        series[S_SUMLOAD_PRE, n_rows] = pre_sum
+        series[S_PSUM_PRE, n_rows] = pre_psum
+        n_rows += 1
+        n_completed += done
+        if n_rows >= capacity or not (clock < until_clock):
+            break
+        busy = False
+        for g in range(G):
+            if active[g] > 0:
+                busy = True
+                break
+        if not busy:
+            break
+    return clock, step, n_completed, n_rows

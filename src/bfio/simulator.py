@@ -31,7 +31,7 @@ import pandas as pd
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
 from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
-from bfio.kernels import admit_queues, advance_step, enqueue, load_stats, place
+from bfio.kernels import admit_queues, enqueue, place, run_steps
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
 from bfio.policies import DispatchState, Policy, RoutingState, make_policy
 from bfio.progress import progress
@@ -82,28 +82,36 @@ class SimulationResult:
 
 
 class _Series:
-    """Per-step records in arrays that grow by doubling."""
+    """Per-step records: one row per field of :data:`SERIES_FIELDS` (the order of
+    ``bfio.kernels.S_*``) in a ``(fields, capacity)`` buffer that grows by
+    doubling, plus the ``(capacity, G)`` gating loads when ``record_loads``."""
 
-    def __init__(self, capacity: int = 1024):
+    def __init__(self, workers: int, record_loads: bool, capacity: int = 1024):
         self.n = 0
-        self.data = {f: np.zeros(capacity) for f in SERIES_FIELDS}
+        self.buf = np.zeros((len(SERIES_FIELDS), capacity))
+        self.load_rows = np.zeros((capacity if record_loads else 1, workers), dtype=np.int64)
+        self.record_loads = record_loads
 
-    def append(self, **values):
-        if self.n == len(self.data["dt"]):
-            for f in SERIES_FIELDS:
-                self.data[f] = np.concatenate([self.data[f], np.zeros_like(self.data[f])])
-        for f, v in values.items():
-            self.data[f][self.n] = v
-        self.n += 1
+    def reserve(self) -> None:
+        """Make room for at least one more row."""
+        if self.n < self.buf.shape[1]:
+            return
+        self.buf = np.concatenate([self.buf, np.zeros_like(self.buf)], axis=1)
+        if self.record_loads:
+            self.load_rows = np.concatenate([self.load_rows, np.zeros_like(self.load_rows)])
 
     def arrays(self) -> dict:
-        return {f: a[: self.n] for f, a in self.data.items()}
+        return {f: self.buf[j, : self.n].copy() for j, f in enumerate(SERIES_FIELDS)}
+
+    def loads(self) -> np.ndarray | None:
+        return self.load_rows[: self.n].copy() if self.record_loads and self.n else None
 
 
 def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, seed: int = 0,
              constants: PaperConstants | None = None, admission_mode: str = "backlog",
              record_loads: bool = False, show_progress: bool | None = None,
-             policy_options: dict | None = None, dispatch: str = "central") -> SimulationResult:
+             policy_options: dict | None = None, dispatch: str = "central",
+             fast_forward: bool = True) -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
@@ -114,6 +122,12 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     or ``instant`` (per-worker FIFO queues bound at arrival; the policy must list
     ``"instant"`` in its ``dispatch_modes``). With ``backlog`` and ``instant``,
     topped-up requests are dispatched when they enter the pool.
+
+    ``fast_forward`` (default on) runs the steps between two routing calls that
+    can change anything (nothing waits: until the next arrival, or to the end
+    once every request has entered) in one kernel call instead of one step at a
+    time; the results are identical, bit for bit (``False`` is the plain step
+    loop, kept for checking that).
     """
     t_wall = time.perf_counter()
     if workers < 1:
@@ -158,8 +172,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     completed = np.full(N, -1, dtype=np.int64)
     loads = np.zeros(G, dtype=np.int64)
     active = np.zeros(G, dtype=np.int64)
-    series = _Series()
-    load_rows: list[np.ndarray] = []
+    series = _Series(G, record_loads)
     route_times: list[float] = []
     # per-worker FIFO queues of instant dispatch (see bfio.kernels.enqueue)
     q_head = np.full(G, -1, dtype=np.int64)
@@ -275,22 +288,24 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
                     raise PolicyError(f"policy '{policy.name}' admitted nothing at step {state['step']} "
                                       f"while every worker was idle and {waiting()} requests waited")
                 break
-        pre_max, pre_sum, pre_psum = load_stats(loads, p_idle, p_max, gamma)
-        if record_loads:
-            load_rows.append(loads.copy())
-        n_active = int(active.sum())
-        dt = overhead + t_l * pre_max
-        state["clock"] += dt
-        state["step"] += 1
-        done = advance_step(slot_request, s, o, generated, finish, finish_step, state["clock"],
-                            state["step"], loads, active, completed, finished)
-        post_max, post_sum, post_psum = load_stats(loads, p_idle, p_max, gamma)
-        series.append(clock=state["clock"], dt=dt, active=n_active, completions=done,
-                      imbalance_post=G * post_max - post_sum, imbalance_pre=G * pre_max - pre_sum,
-                      energy_post=post_psum * dt, energy_pre=pre_psum * dt,
-                      power_mean_post=post_psum / G, power_mean_pre=pre_psum / G,
-                      max_load_pre=pre_max, sum_load_pre=pre_sum, power_sum_pre=pre_psum)
-        finished += done
+        # the steps until the next routing call that can change anything: while
+        # nothing waits, a routing call is a no-op until the next arrival (or for
+        # good, once every request has entered), so these steps run in one kernel
+        # call; otherwise one step, then a routing call (as the step loop reads)
+        until = -np.inf
+        if fast_forward and waiting() == 0:
+            if state["next"] >= N:
+                until = np.inf
+            elif admission_mode == "arrivals":
+                until = float(workload.arrival_s[state["next"]])
+        series.reserve()
+        clock, step, n_done, series.n = run_steps(
+            slot_request, s, o, generated, finish, finish_step, loads, active, completed, finished,
+            state["clock"], state["step"], overhead, t_l, p_idle, p_max, gamma, series.buf, series.n,
+            record_loads, series.load_rows, until)
+        state["clock"], state["step"] = float(clock), int(step)
+        done = int(n_done) - finished
+        finished = int(n_done)
         state["finished"] = finished
         if done:
             bar.update(done)
@@ -327,7 +342,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     warns = window_warnings(int(last_admission_step), arrays["active"], G, B, admission_mode)
     return SimulationResult(config=config, metrics=metrics, steps=int(state["step"]),
                             window_steps=int(last_admission_step), requests=requests, series=frame,
-                            loads=np.vstack(load_rows) if record_loads and load_rows else None,
+                            loads=series.loads(),
                             wall_s=time.perf_counter() - t_wall, warnings=warns)
 
 
