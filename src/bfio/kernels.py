@@ -19,15 +19,21 @@ def advance_step(slot_request, prefill, decode, generated, finish, finish_step, 
     requests with ``tau_i >= o_i`` finish at ``clock`` and leave their slot.
     Finished request ids are appended to ``completed`` from position
     ``n_completed`` (completion order). Rewrites ``loads`` and ``active`` with
-    the post-completion values and returns the number of completions."""
+    the post-completion values and returns the number of completions.
+    ``active[g]`` must count the occupied slots of worker ``g`` on entry (the
+    scan of a worker's slots stops once it has seen them all)."""
     G, B = slot_request.shape
     done = 0
     for g in range(G):
         total = 0
         n = 0
+        todo = active[g]  # occupied slots of worker g: stop scanning once all are seen
         for b in range(B):
+            if todo == 0:
+                break
             i = slot_request[g, b]
             if i >= 0:
+                todo -= 1
                 t = generated[i] + 1
                 generated[i] = t
                 if t >= decode[i]:
@@ -61,6 +67,29 @@ def place(slot_request, requests, workers, prefill, loads, active, worker_of):
     """Put each admitted request into the first free slot of its worker."""
     for j in range(requests.shape[0]):
         seat(slot_request, workers[j], requests[j], prefill, loads, active, worker_of)
+
+
+@njit(cache=True)
+def admit_assigned(pool, assign, slot_request, prefill, loads, active, worker_of, start, start_step, clock,
+                   step, rest):
+    """Carry out a checked routing decision: pool entry ``j`` with
+    ``assign[j] >= 0`` takes the first free slot of that worker (in pool order,
+    as :func:`place`) and starts at ``clock`` / ``step``; the others are copied,
+    in order, to ``rest``. Returns ``(admitted, kept)``: the remaining pool is
+    ``rest[:kept]``."""
+    n = 0
+    k = 0
+    for j in range(pool.shape[0]):
+        if assign[j] >= 0:
+            i = pool[j]
+            seat(slot_request, assign[j], i, prefill, loads, active, worker_of)
+            start[i] = clock
+            start_step[i] = step
+            n += 1
+        else:
+            rest[k] = pool[j]
+            k += 1
+    return n, k
 
 
 @njit(cache=True)
@@ -185,3 +214,23 @@ def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loa
         if not busy:
             break
     return clock, step, n_completed, n_rows
+
+
+@njit(cache=True)
+def assignment_fault(assign, free):
+    """First fault of a routing decision ``assign`` (one worker or -1 per pool
+    entry) against the free slots ``free``: ``(0, -1)`` if none,
+    ``(1, j)`` if entry ``j`` names no worker (outside ``-1..G-1``),
+    ``(2, g)`` if worker ``g`` got more requests than it has free slots."""
+    G = free.shape[0]
+    for j in range(assign.shape[0]):
+        if assign[j] < -1 or assign[j] >= G:
+            return 1, j
+    counts = np.zeros(G, dtype=np.int64)
+    for j in range(assign.shape[0]):
+        if assign[j] >= 0:
+            counts[assign[j]] += 1
+    for g in range(G):
+        if counts[g] > free[g]:
+            return 2, g
+    return 0, -1

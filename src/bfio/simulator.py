@@ -31,7 +31,7 @@ import pandas as pd
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
 from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
-from bfio.kernels import admit_queues, enqueue, place, run_steps
+from bfio.kernels import admit_assigned, admit_queues, assignment_fault, enqueue, run_steps
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
 from bfio.policies import DispatchState, Policy, RoutingState, make_policy
 from bfio.progress import progress
@@ -198,15 +198,15 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
             need = pool_target - waiting()
             if need <= 0:
                 return
-            new = np.arange(nxt, min(N, nxt + need), dtype=np.int64)
+            stop = min(N, nxt + need)
         else:
-            stop = int(np.searchsorted(workload.arrival_s, state["clock"], side="right"))
+            stop = int(workload.arrival_s.searchsorted(state["clock"], side="right"))
             if stop <= nxt:
                 return
-            new = np.arange(nxt, stop, dtype=np.int64)
-        enter_step[new] = state["step"]
-        enter_clock[new] = state["clock"] if admission_mode == "backlog" else workload.arrival_s[new]
-        state["next"] = int(new[-1]) + 1
+        new = np.arange(nxt, stop, dtype=np.int64)
+        enter_step[nxt:stop] = state["step"]
+        enter_clock[nxt:stop] = state["clock"] if admission_mode == "backlog" else workload.arrival_s[nxt:stop]
+        state["next"] = stop
         if instant:
             bind(new)
         else:
@@ -260,15 +260,12 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         assign = np.asarray(policy.route(rs))
         route_times.append(time.perf_counter() - t0)
         _check_assignment(assign, pool.shape[0], free, policy.name, state["step"])
-        chosen = assign >= 0
-        if not chosen.any():
-            return 0
-        admitted = pool[chosen]
-        place(slot_request, admitted, assign[chosen].astype(np.int64), s, loads, active, worker_of)
-        start[admitted] = state["clock"]
-        start_step[admitted] = state["step"]
-        state["pool"] = pool[~chosen]
-        return int(admitted.shape[0])
+        rest = np.empty_like(pool)
+        n, kept = admit_assigned(pool, assign, slot_request, s, loads, active, worker_of, start, start_step,
+                                 state["clock"], state["step"], rest)
+        if n:
+            state["pool"] = rest[:kept]
+        return int(n)
 
     finished = 0
     last_admission_step = 0
@@ -387,17 +384,14 @@ def _check_assignment(assign: np.ndarray, n_pool: int, free: np.ndarray, name: s
                           f"expected one entry per pool request ({n_pool},)")
     if assign.dtype.kind not in "iu":
         raise PolicyError(f"policy '{name}' at step {step}: returned dtype {assign.dtype}, expected integers")
-    bad = (assign < -1) | (assign >= G)
-    if bad.any():
-        j = int(np.flatnonzero(bad)[0])
-        raise PolicyError(f"policy '{name}' at step {step}: pool entry {j} assigned to worker {assign[j]}, "
+    fault, k = assignment_fault(assign, free)
+    if fault == 1:
+        raise PolicyError(f"policy '{name}' at step {step}: pool entry {k} assigned to worker {assign[k]}, "
                           f"outside 0..{G - 1} (or -1 to wait)")
-    counts = np.bincount(assign[assign >= 0], minlength=G)
-    over = counts > free
-    if over.any():
-        g = int(np.flatnonzero(over)[0])
-        raise PolicyError(f"policy '{name}' at step {step}: worker {g} got {counts[g]} requests "
-                          f"but has {free[g]} free slots (capacity B exceeded)")
+    if fault == 2:
+        counts = np.bincount(assign[assign >= 0], minlength=G)
+        raise PolicyError(f"policy '{name}' at step {step}: worker {k} got {counts[k]} requests "
+                          f"but has {free[k]} free slots (capacity B exceeded)")
 
 
 def _check_dispatch(to: np.ndarray, n: int, G: int, name: str, step: int) -> None:
