@@ -11,7 +11,8 @@ Columns: ``plain`` = ``simulate(..., fast_forward=False)`` (the same code one
 step at a time), ``fast`` = the default, and with ``--baseline-src DIR`` also
 ``before`` = the package found in ``DIR`` (e.g. a ``git archive`` of the commit
 before the change), run in a subprocess. Times exclude imports, trace loading and
-numba compilation (warmed up first); best of ``--repeat``. Every run's metrics,
+numba compilation (warmed up first); best of ``--repeat``, wall clock and
+process CPU time (steadier on a busy machine). Every run's metrics,
 step counts and per-step series are compared across the columns (wall and
 routing times aside) and the script exits 1 on any difference.
 
@@ -39,7 +40,8 @@ CASES = [
     ("burstgpt poisson 50/s G=16 jsq_tok", "burstgpt", 4000, 16, 72, "poisson", 50.0, "central", "jsq_tokens"),
     ("burstgpt backlog G=16 fcfs", "burstgpt", 20000, 16, 72, "backlog", None, "central", "fcfs"),
 ]
-TIMING_KEYS = ("wall_s", "route_s_p50", "route_s_p99", "route_s_total")
+TIMING_KEYS = ("wall_s", "route_s_p50", "route_s_p99", "route_s_total", "solver_s_p50", "solver_s_p99",
+               "solver_s_max", "solver_s_total")
 
 
 def _workload(trace_name, n, mode, x):
@@ -65,7 +67,7 @@ def _fingerprint(result) -> dict:
 
 
 def run_cases(columns, repeat):
-    """``{label: {column: (best wall s, fingerprint)}}`` for ``columns`` among plain, fast."""
+    """``{label: {column: (best wall s, best CPU s, fingerprint, steps)}}`` for ``columns``."""
     from bfio.simulator import simulate
     from bfio.workload import Workload
 
@@ -79,13 +81,14 @@ def run_cases(columns, repeat):
         out[label] = {}
         for col in columns:
             kw = {"fast_forward": col == "fast"} if has_ff else {}
-            times = []
+            walls, cpus = [], []
             for _ in range(repeat):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 r = simulate(w, G, B, policy, admission_mode="backlog" if mode == "backlog" else "arrivals",
                              dispatch=dispatch, show_progress=False, **kw)
-                times.append(time.perf_counter() - t0)
-            out[label][col] = (min(times), _fingerprint(r), r.steps)
+                walls.append(time.perf_counter() - t0)
+                cpus.append(time.process_time() - c0)
+            out[label][col] = (min(walls), min(cpus), _fingerprint(r), r.steps)
     return out
 
 
@@ -107,14 +110,15 @@ def main():
             res[label]["before"] = tuple(cols["before"])
     ok = True
     cols = ["before", "plain", "fast"] if args.baseline_src else ["plain", "fast"]
-    print(f"{'run':38s} {'steps':>8s} " + " ".join(f"{c + ' s':>9s}" for c in cols) + f" {'speedup':>8s}  identical")
+    print("wall s (CPU s), best of", args.repeat)
+    print(f"{'run':38s} {'steps':>7s} " + " ".join(f"{c:>15s}" for c in cols) + f" {'speedup':>13s}  identical")
     for label, r in res.items():
-        prints = [r[c][1] for c in cols]
+        prints = [r[c][2] for c in cols]
         same = all(p == prints[0] for p in prints)
         ok &= same
-        speed = r[cols[0]][0] / r["fast"][0]
-        print(f"{label:38s} {r['fast'][2]:8d} " + " ".join(f"{r[c][0]:9.3f}" for c in cols)
-              + f" {speed:7.1f}x  {'yes' if same else 'NO'}")
+        speed = f"{r[cols[0]][0] / r['fast'][0]:.1f}x ({r[cols[0]][1] / r['fast'][1]:.1f}x)"
+        print(f"{label:38s} {r['fast'][3]:7d} " + " ".join(f"{r[c][0]:6.3f} ({r[c][1]:6.3f})" for c in cols)
+              + f" {speed:>13s}  {'yes' if same else 'NO'}")
     return 0 if ok else 1
 
 

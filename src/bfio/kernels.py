@@ -234,3 +234,12 @@ def assignment_fault(assign, free):
         if counts[g] > free[g]:
             return 2, g
     return 0, -1
+
+
+@njit(cache=True)
+def first_outside(workers, G):
+    """Index of the first entry of ``workers`` outside ``0..G-1``, or -1."""
+    for j in range(workers.shape[0]):
+        if workers[j] < 0 or workers[j] >= G:
+            return j
+    return -1

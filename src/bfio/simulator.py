@@ -31,7 +31,7 @@ import pandas as pd
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
 from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
-from bfio.kernels import admit_assigned, admit_queues, assignment_fault, enqueue, run_steps
+from bfio.kernels import admit_assigned, admit_queues, assignment_fault, enqueue, first_outside, run_steps
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
 from bfio.policies import DispatchState, Policy, RoutingState, make_policy
 from bfio.progress import progress
@@ -401,7 +401,7 @@ def _check_dispatch(to: np.ndarray, n: int, G: int, name: str, step: int) -> Non
                           f"expected one worker per new request ({n},)")
     if to.dtype.kind not in "iu":
         raise PolicyError(f"policy '{name}' at step {step}: dispatch returned dtype {to.dtype}, expected integers")
-    if n and (to.min() < 0 or to.max() >= G):
-        j = int(np.flatnonzero((to < 0) | (to >= G))[0])
+    j = first_outside(to, G) if n else -1
+    if j >= 0:
         raise PolicyError(f"policy '{name}' at step {step}: dispatch bound request {j} of the batch to worker "
                           f"{to[j]}, outside 0..{G - 1} (instant dispatch cannot defer a request)")
