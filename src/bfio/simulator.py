@@ -10,7 +10,10 @@ Two admission modes: ``backlog`` (the paper's: no arrival times, the pool is
 topped up to ``pool_factor * G`` before every routing call) and ``arrivals``
 (online: a request enters the system when the clock passes its arrival time;
 when nothing is active or waiting the clock jumps to the next arrival without
-counting a step).
+counting a step). While nothing waits, the steps up to the next arrival (or all
+remaining steps, once every request has entered) need no routing call and run
+in one kernel call (:func:`bfio.kernels.run_steps`, ``fast_forward``), with the
+same per-step records as one step at a time.
 
 Two dispatch interfaces (``docs/online.md``): ``central`` (the paper's: one
 shared pool, the policy's ``route`` picks which waiting requests each worker
