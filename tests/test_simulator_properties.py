@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bfio.policies import available
+from bfio.policies import registered
 from bfio.simulator import simulate
 from bfio.workload import Workload
 
-BASELINES = ["fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two"]
+#: baselines that admit from the pool oldest first (a property of these policies, checked below)
+FIFO = ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two", "vllm_dp", "least_tokens")
 
 
 @st.composite
@@ -31,7 +32,7 @@ def occupancy(result, workers):
 
 
 def policies_under_test():
-    return [p for p in available() if p in BASELINES or p == "bfio"]
+    return registered()
 
 
 @pytest.mark.parametrize("policy", policies_under_test())
@@ -59,7 +60,7 @@ def test_step_loop_invariants(policy, w, workers, slots, seed):
     # barrier time: clock is the sum of dt, each dt = C + t_l max L
     assert np.allclose(r.series.dt, r.config["overhead_s"] + r.config["token_latency_s"] * r.series.max_load_pre)
     # the pool never skips a request: admission order respects index order for FIFO baselines
-    if policy in ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two"):
+    if policy in FIFO:
         assert (np.diff(req.start_step.to_numpy()) >= 0).all()
 
 

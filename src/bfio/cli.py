@@ -143,9 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=_seed_int, default=42, help="seed (>= 0) of the workload draw and of random policies (default 42)")
     s.add_argument("--workers", type=_positive_int, required=True, help="number of workers G")
     s.add_argument("--slots", type=_positive_int, default=72, help="slots (max batch size) per worker B (default 72)")
+    from bfio.policies import registered, supporting
+
     s.add_argument("--policy", default="fcfs",
-                   help="routing policy: fcfs, jsq_tokens, jsq_requests, round_robin, random, power_of_two, bfio, "
-                        "vllm_dp, least_tokens")
+                   help="routing policy: " + ", ".join(registered()))
     s.add_argument("--json", metavar="DEST", help="write the result as one JSON object to DEST ('-' for stdout)")
     s.add_argument("--prefill-col", help="prefill-length column of a generic trace (default input_length)")
     s.add_argument("--decode-col", help="decode-length column of a generic trace (default output_length)")
@@ -165,8 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dispatch", choices=DISPATCH_MODES, default="central",
                    help="central: one shared pool, the policy admits from it at every step (the paper's, default); "
                         "instant: each request is bound to one worker's FIFO queue on arrival (vLLM/SGLang "
-                        "data-parallel routers); policies: jsq_requests, vllm_dp, least_tokens, round_robin, "
-                        "power_of_two, random")
+                        "data-parallel routers); policies: " + ", ".join(supporting("instant")))
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")

@@ -35,7 +35,23 @@ from bfio.paper import TABLE_SETTINGS, bfio_row_options, parse_bfio_row, row_key
 from bfio.progress import log_progress
 from bfio.traces import KNOWN_TRACES, TRACE_ALIASES, TraceSpec, load_trace, sha256_of
 
-BASELINES = ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two")
+
+def baselines() -> tuple[str, ...]:
+    """Baseline policy names (row key = policy name), from the policy registry
+    (:func:`bfio.policies.baselines`), so a newly registered policy is one."""
+    from bfio.policies import baselines as registry_baselines
+
+    return tuple(registry_baselines())
+
+
+def __getattr__(name: str):
+    # ``BASELINES`` reads the registry on every access (a policy registered
+    # after this module was imported is a baseline too)
+    if name == "BASELINES":
+        return baselines()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 RUN_RE = re.compile(r"^(?P<trace>[a-z][a-z0-9_]*)/n(?P<requests>\d+)-g(?P<workers>\d+)-b(?P<slots>\d+)/"
                     r"(?P<row>[a-z][a-z0-9_]*)/seed(?P<seed>\d+)$")
 #: Snakemake wildcard constraint matching :attr:`RunSpec.path`.
@@ -54,9 +70,10 @@ def parse_row(row: str) -> tuple[str, int | None]:
     p = parse_bfio_row(row)
     if p:
         return "bfio", p[0]
-    if row in BASELINES:
+    names = baselines()
+    if row in names:
         return row, None
-    raise ConfigError(f"row: '{row}' is neither a baseline ({', '.join(BASELINES)}) nor bfio_h<H>[_literal]")
+    raise ConfigError(f"row: '{row}' is neither a baseline ({', '.join(names)}) nor bfio_h<H>[_literal]")
 
 
 @dataclass(frozen=True, order=True)
@@ -237,13 +254,23 @@ def validate_config(config: dict, schema) -> dict:
 def _registry_enums(schema: dict) -> dict:
     """A copy of ``schema`` whose predictor, solver and objective enums come from
     the package registries (:data:`bfio.predictors.PREDICTORS`,
-    :data:`bfio.solvers.SOLVERS`, :data:`bfio.solvers.objective.OBJECTIVES`), so
-    the schema never lists them twice."""
+    :data:`bfio.solvers.SOLVERS`, :data:`bfio.solvers.objective.OBJECTIVES`), and
+    whose policy names come from the policy registry (the experiments' baseline
+    enum, :func:`bfio.policies.baselines`, and the row pattern,
+    :func:`bfio.policies.row_pattern`), so the schema never lists them twice."""
+    from bfio.policies import baselines as registry_baselines
+    from bfio.policies import row_pattern
     from bfio.predictors import PREDICTORS
     from bfio.solvers import SOLVERS
     from bfio.solvers.objective import OBJECTIVES
 
     schema = copy.deepcopy(schema)
+    defs = schema.get("definitions", {})
+    if "row" in defs:
+        defs["row"]["pattern"] = row_pattern()
+    base = defs.get("experiment", {}).get("properties", {}).get("baselines", {}).get("items")
+    if base is not None:
+        base["enum"] = list(registry_baselines())
     props = schema.get("properties", {})
     bfio = props.get("bfio", {}).get("properties", {})
     if "objective" in bfio:

@@ -19,15 +19,21 @@ def advance_step(slot_request, prefill, decode, generated, finish, finish_step, 
     requests with ``tau_i >= o_i`` finish at ``clock`` and leave their slot.
     Finished request ids are appended to ``completed`` from position
     ``n_completed`` (completion order). Rewrites ``loads`` and ``active`` with
-    the post-completion values and returns the number of completions."""
+    the post-completion values and returns the number of completions.
+    ``active[g]`` must count the occupied slots of worker ``g`` on entry (the
+    scan of a worker's slots stops once it has seen them all)."""
     G, B = slot_request.shape
     done = 0
     for g in range(G):
         total = 0
         n = 0
+        todo = active[g]  # occupied slots of worker g: stop scanning once all are seen
         for b in range(B):
+            if todo == 0:
+                break
             i = slot_request[g, b]
             if i >= 0:
+                todo -= 1
                 t = generated[i] + 1
                 generated[i] = t
                 if t >= decode[i]:
@@ -61,6 +67,29 @@ def place(slot_request, requests, workers, prefill, loads, active, worker_of):
     """Put each admitted request into the first free slot of its worker."""
     for j in range(requests.shape[0]):
         seat(slot_request, workers[j], requests[j], prefill, loads, active, worker_of)
+
+
+@njit(cache=True)
+def admit_assigned(pool, assign, slot_request, prefill, loads, active, worker_of, start, start_step, clock,
+                   step, rest):
+    """Carry out a checked routing decision: pool entry ``j`` with
+    ``assign[j] >= 0`` takes the first free slot of that worker (in pool order,
+    as :func:`place`) and starts at ``clock`` / ``step``; the others are copied,
+    in order, to ``rest``. Returns ``(admitted, kept)``: the remaining pool is
+    ``rest[:kept]``."""
+    n = 0
+    k = 0
+    for j in range(pool.shape[0]):
+        if assign[j] >= 0:
+            i = pool[j]
+            seat(slot_request, assign[j], i, prefill, loads, active, worker_of)
+            start[i] = clock
+            start_step[i] = step
+            n += 1
+        else:
+            rest[k] = pool[j]
+            k += 1
+    return n, k
 
 
 @njit(cache=True)
@@ -119,3 +148,98 @@ def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill,
             out[n] = i
             n += 1
     return n
+
+
+# -- runs of steps without a routing decision (the step loop's fast path) -----------------
+# Rows of the per-step series buffer written by ``run_steps``, in this order
+# (``bfio.simulator.SERIES_FIELDS``).
+S_CLOCK, S_DT, S_ACTIVE, S_COMPLETIONS, S_IMB_POST, S_IMB_PRE, S_E_POST, S_E_PRE, S_PMEAN_POST, \
+    S_PMEAN_PRE, S_MAXLOAD_PRE, S_SUMLOAD_PRE, S_PSUM_PRE = range(13)
+
+
+@njit(cache=True)
+def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loads, active, completed,
+              n_completed, clock, step, overhead, t_l, p_idle, p_max, gamma, series, n_rows,
+              record_loads, load_rows, until_clock):
+    """Run decode steps of the paper's step loop (``../shared/spec/semantics.md``)
+    with no routing call between them, writing one row per step into
+    ``series[:, n_rows:]`` (and the gating loads into ``load_rows[n_rows:]`` when
+    ``record_loads``).
+
+    Always runs one step; runs the next one only while a routing call after the
+    step would be a no-op, which the caller guarantees up to ``until_clock``
+    (nothing waits and the next arrival is later than ``until_clock``): some
+    request is still active, the clock is below ``until_clock`` and the buffer
+    has room. Every number is computed exactly as one step at a time
+    (``load_stats``, ``dt``, ``advance_step``, the same float operations in the
+    same order). Returns ``(clock, step, n_completed, n_rows)``."""
+    G = loads.shape[0]
+    capacity = series.shape[1]
+    while True:
+        pre_max, pre_sum, pre_psum = load_stats(loads, p_idle, p_max, gamma)
+        if record_loads:
+            for g in range(G):
+                load_rows[n_rows, g] = loads[g]
+        n_active = 0
+        for g in range(G):
+            n_active += active[g]
+        dt = overhead + t_l * pre_max
+        clock += dt
+        step += 1
+        done = advance_step(slot_request, prefill, decode, generated, finish, finish_step, clock, step,
+                            loads, active, completed, n_completed)
+        post_max, post_sum, post_psum = load_stats(loads, p_idle, p_max, gamma)
+        series[S_CLOCK, n_rows] = clock
+        series[S_DT, n_rows] = dt
+        series[S_ACTIVE, n_rows] = n_active
+        series[S_COMPLETIONS, n_rows] = done
+        series[S_IMB_POST, n_rows] = G * post_max - post_sum
+        series[S_IMB_PRE, n_rows] = G * pre_max - pre_sum
+        series[S_E_POST, n_rows] = post_psum * dt
+        series[S_E_PRE, n_rows] = pre_psum * dt
+        series[S_PMEAN_POST, n_rows] = post_psum / G
+        series[S_PMEAN_PRE, n_rows] = pre_psum / G
+        series[S_MAXLOAD_PRE, n_rows] = pre_max
+        series[S_SUMLOAD_PRE, n_rows] = pre_sum
+        series[S_PSUM_PRE, n_rows] = pre_psum
+        n_rows += 1
+        n_completed += done
+        if n_rows >= capacity or not (clock < until_clock):
+            break
+        busy = False
+        for g in range(G):
+            if active[g] > 0:
+                busy = True
+                break
+        if not busy:
+            break
+    return clock, step, n_completed, n_rows
+
+
+@njit(cache=True)
+def assignment_fault(assign, free):
+    """First fault of a routing decision ``assign`` (one worker or -1 per pool
+    entry) against the free slots ``free``: ``(0, -1)`` if none,
+    ``(1, j)`` if entry ``j`` names no worker (outside ``-1..G-1``),
+    ``(2, g)`` if worker ``g`` got more requests than it has free slots."""
+    G = free.shape[0]
+    for j in range(assign.shape[0]):
+        if assign[j] < -1 or assign[j] >= G:
+            return 1, j
+    counts = np.zeros(G, dtype=np.int64)
+    for j in range(assign.shape[0]):
+        if assign[j] >= 0:
+            counts[assign[j]] += 1
+    for g in range(G):
+        if counts[g] > free[g]:
+            return 2, g
+    return 0, -1
+
+
+@njit(cache=True)
+def first_outside(workers, G):
+    """Index of the first entry of ``workers`` outside ``0..G-1``, or -1."""
+    for j in range(workers.shape[0]):
+        if workers[j] < 0 or workers[j] >= G:
+            return j
+    return -1

@@ -10,7 +10,10 @@ Two admission modes: ``backlog`` (the paper's: no arrival times, the pool is
 topped up to ``pool_factor * G`` before every routing call) and ``arrivals``
 (online: a request enters the system when the clock passes its arrival time;
 when nothing is active or waiting the clock jumps to the next arrival without
-counting a step).
+counting a step). While nothing waits, the steps up to the next arrival (or all
+remaining steps, once every request has entered) need no routing call and run
+in one kernel call (:func:`bfio.kernels.run_steps`, ``fast_forward``), with the
+same per-step records as one step at a time.
 
 Two dispatch interfaces (``docs/online.md``): ``central`` (the paper's: one
 shared pool, the policy's ``route`` picks which waiting requests each worker
@@ -31,7 +34,7 @@ import pandas as pd
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
 from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
-from bfio.kernels import admit_queues, advance_step, enqueue, load_stats, place
+from bfio.kernels import admit_assigned, admit_queues, assignment_fault, enqueue, first_outside, run_steps
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
 from bfio.policies import DispatchState, Policy, RoutingState, make_policy
 from bfio.progress import progress
@@ -82,28 +85,36 @@ class SimulationResult:
 
 
 class _Series:
-    """Per-step records in arrays that grow by doubling."""
+    """Per-step records: one row per field of :data:`SERIES_FIELDS` (the order of
+    ``bfio.kernels.S_*``) in a ``(fields, capacity)`` buffer that grows by
+    doubling, plus the ``(capacity, G)`` gating loads when ``record_loads``."""
 
-    def __init__(self, capacity: int = 1024):
+    def __init__(self, workers: int, record_loads: bool, capacity: int = 1024):
         self.n = 0
-        self.data = {f: np.zeros(capacity) for f in SERIES_FIELDS}
+        self.buf = np.zeros((len(SERIES_FIELDS), capacity))
+        self.load_rows = np.zeros((capacity if record_loads else 1, workers), dtype=np.int64)
+        self.record_loads = record_loads
 
-    def append(self, **values):
-        if self.n == len(self.data["dt"]):
-            for f in SERIES_FIELDS:
-                self.data[f] = np.concatenate([self.data[f], np.zeros_like(self.data[f])])
-        for f, v in values.items():
-            self.data[f][self.n] = v
-        self.n += 1
+    def reserve(self) -> None:
+        """Make room for at least one more row."""
+        if self.n < self.buf.shape[1]:
+            return
+        self.buf = np.concatenate([self.buf, np.zeros_like(self.buf)], axis=1)
+        if self.record_loads:
+            self.load_rows = np.concatenate([self.load_rows, np.zeros_like(self.load_rows)])
 
     def arrays(self) -> dict:
-        return {f: a[: self.n] for f, a in self.data.items()}
+        return {f: self.buf[j, : self.n].copy() for j, f in enumerate(SERIES_FIELDS)}
+
+    def loads(self) -> np.ndarray | None:
+        return self.load_rows[: self.n].copy() if self.record_loads and self.n else None
 
 
 def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, seed: int = 0,
              constants: PaperConstants | None = None, admission_mode: str = "backlog",
              record_loads: bool = False, show_progress: bool | None = None,
-             policy_options: dict | None = None, dispatch: str = "central") -> SimulationResult:
+             policy_options: dict | None = None, dispatch: str = "central",
+             fast_forward: bool = True) -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
@@ -114,6 +125,12 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     or ``instant`` (per-worker FIFO queues bound at arrival; the policy must list
     ``"instant"`` in its ``dispatch_modes``). With ``backlog`` and ``instant``,
     topped-up requests are dispatched when they enter the pool.
+
+    ``fast_forward`` (default on) runs the steps between two routing calls that
+    can change anything (nothing waits: until the next arrival, or to the end
+    once every request has entered) in one kernel call instead of one step at a
+    time; the results are identical, bit for bit (``False`` is the plain step
+    loop, kept for checking that).
     """
     t_wall = time.perf_counter()
     if workers < 1:
@@ -158,8 +175,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     completed = np.full(N, -1, dtype=np.int64)
     loads = np.zeros(G, dtype=np.int64)
     active = np.zeros(G, dtype=np.int64)
-    series = _Series()
-    load_rows: list[np.ndarray] = []
+    series = _Series(G, record_loads)
     route_times: list[float] = []
     # per-worker FIFO queues of instant dispatch (see bfio.kernels.enqueue)
     q_head = np.full(G, -1, dtype=np.int64)
@@ -185,15 +201,15 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
             need = pool_target - waiting()
             if need <= 0:
                 return
-            new = np.arange(nxt, min(N, nxt + need), dtype=np.int64)
+            stop = min(N, nxt + need)
         else:
-            stop = int(np.searchsorted(workload.arrival_s, state["clock"], side="right"))
+            stop = int(workload.arrival_s.searchsorted(state["clock"], side="right"))
             if stop <= nxt:
                 return
-            new = np.arange(nxt, stop, dtype=np.int64)
-        enter_step[new] = state["step"]
-        enter_clock[new] = state["clock"] if admission_mode == "backlog" else workload.arrival_s[new]
-        state["next"] = int(new[-1]) + 1
+        new = np.arange(nxt, stop, dtype=np.int64)
+        enter_step[nxt:stop] = state["step"]
+        enter_clock[nxt:stop] = state["clock"] if admission_mode == "backlog" else workload.arrival_s[nxt:stop]
+        state["next"] = stop
         if instant:
             bind(new)
         else:
@@ -247,15 +263,12 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         assign = np.asarray(policy.route(rs))
         route_times.append(time.perf_counter() - t0)
         _check_assignment(assign, pool.shape[0], free, policy.name, state["step"])
-        chosen = assign >= 0
-        if not chosen.any():
-            return 0
-        admitted = pool[chosen]
-        place(slot_request, admitted, assign[chosen].astype(np.int64), s, loads, active, worker_of)
-        start[admitted] = state["clock"]
-        start_step[admitted] = state["step"]
-        state["pool"] = pool[~chosen]
-        return int(admitted.shape[0])
+        rest = np.empty_like(pool)
+        n, kept = admit_assigned(pool, assign, slot_request, s, loads, active, worker_of, start, start_step,
+                                 state["clock"], state["step"], rest)
+        if n:
+            state["pool"] = rest[:kept]
+        return int(n)
 
     finished = 0
     last_admission_step = 0
@@ -275,22 +288,24 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
                     raise PolicyError(f"policy '{policy.name}' admitted nothing at step {state['step']} "
                                       f"while every worker was idle and {waiting()} requests waited")
                 break
-        pre_max, pre_sum, pre_psum = load_stats(loads, p_idle, p_max, gamma)
-        if record_loads:
-            load_rows.append(loads.copy())
-        n_active = int(active.sum())
-        dt = overhead + t_l * pre_max
-        state["clock"] += dt
-        state["step"] += 1
-        done = advance_step(slot_request, s, o, generated, finish, finish_step, state["clock"],
-                            state["step"], loads, active, completed, finished)
-        post_max, post_sum, post_psum = load_stats(loads, p_idle, p_max, gamma)
-        series.append(clock=state["clock"], dt=dt, active=n_active, completions=done,
-                      imbalance_post=G * post_max - post_sum, imbalance_pre=G * pre_max - pre_sum,
-                      energy_post=post_psum * dt, energy_pre=pre_psum * dt,
-                      power_mean_post=post_psum / G, power_mean_pre=pre_psum / G,
-                      max_load_pre=pre_max, sum_load_pre=pre_sum, power_sum_pre=pre_psum)
-        finished += done
+        # the steps until the next routing call that can change anything: while
+        # nothing waits, a routing call is a no-op until the next arrival (or for
+        # good, once every request has entered), so these steps run in one kernel
+        # call; otherwise one step, then a routing call (as the step loop reads)
+        until = -np.inf
+        if fast_forward and waiting() == 0:
+            if state["next"] >= N:
+                until = np.inf
+            elif admission_mode == "arrivals":
+                until = float(workload.arrival_s[state["next"]])
+        series.reserve()
+        clock, step, n_done, series.n = run_steps(
+            slot_request, s, o, generated, finish, finish_step, loads, active, completed, finished,
+            state["clock"], state["step"], overhead, t_l, p_idle, p_max, gamma, series.buf, series.n,
+            record_loads, series.load_rows, until)
+        state["clock"], state["step"] = float(clock), int(step)
+        done = int(n_done) - finished
+        finished = int(n_done)
         state["finished"] = finished
         if done:
             bar.update(done)
@@ -327,7 +342,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     warns = window_warnings(int(last_admission_step), arrays["active"], G, B, admission_mode)
     return SimulationResult(config=config, metrics=metrics, steps=int(state["step"]),
                             window_steps=int(last_admission_step), requests=requests, series=frame,
-                            loads=np.vstack(load_rows) if record_loads and load_rows else None,
+                            loads=series.loads(),
                             wall_s=time.perf_counter() - t_wall, warnings=warns)
 
 
@@ -372,17 +387,14 @@ def _check_assignment(assign: np.ndarray, n_pool: int, free: np.ndarray, name: s
                           f"expected one entry per pool request ({n_pool},)")
     if assign.dtype.kind not in "iu":
         raise PolicyError(f"policy '{name}' at step {step}: returned dtype {assign.dtype}, expected integers")
-    bad = (assign < -1) | (assign >= G)
-    if bad.any():
-        j = int(np.flatnonzero(bad)[0])
-        raise PolicyError(f"policy '{name}' at step {step}: pool entry {j} assigned to worker {assign[j]}, "
+    fault, k = assignment_fault(assign, free)
+    if fault == 1:
+        raise PolicyError(f"policy '{name}' at step {step}: pool entry {k} assigned to worker {assign[k]}, "
                           f"outside 0..{G - 1} (or -1 to wait)")
-    counts = np.bincount(assign[assign >= 0], minlength=G)
-    over = counts > free
-    if over.any():
-        g = int(np.flatnonzero(over)[0])
-        raise PolicyError(f"policy '{name}' at step {step}: worker {g} got {counts[g]} requests "
-                          f"but has {free[g]} free slots (capacity B exceeded)")
+    if fault == 2:
+        counts = np.bincount(assign[assign >= 0], minlength=G)
+        raise PolicyError(f"policy '{name}' at step {step}: worker {k} got {counts[k]} requests "
+                          f"but has {free[k]} free slots (capacity B exceeded)")
 
 
 def _check_dispatch(to: np.ndarray, n: int, G: int, name: str, step: int) -> None:
@@ -392,7 +404,7 @@ def _check_dispatch(to: np.ndarray, n: int, G: int, name: str, step: int) -> Non
                           f"expected one worker per new request ({n},)")
     if to.dtype.kind not in "iu":
         raise PolicyError(f"policy '{name}' at step {step}: dispatch returned dtype {to.dtype}, expected integers")
-    if n and (to.min() < 0 or to.max() >= G):
-        j = int(np.flatnonzero((to < 0) | (to >= G))[0])
+    j = first_outside(to, G) if n else -1
+    if j >= 0:
         raise PolicyError(f"policy '{name}' at step {step}: dispatch bound request {j} of the batch to worker "
                           f"{to[j]}, outside 0..{G - 1} (instant dispatch cannot defer a request)")

@@ -95,12 +95,15 @@ def summarize(runs: pd.DataFrame, ref_seed: int, metrics=None, by=("row", "worke
 
 
 def row_label(row: str) -> str:
-    """Paper-style label: ``FCFS``, ``JSQ``, ``BF-IO (H=40)``."""
+    """Paper-style label: ``FCFS``, ``JSQ``, ``BF-IO (H=40)``: the policy's
+    ``label`` in the policy registry (:func:`bfio.policies.policy_label`)."""
+    from bfio.policies import KEYED_ROWS, policy_label
+
     p = parse_bfio_row(row)
     if p:
-        return f"BF-IO (H={p[0]})" if p[1] == "default" else f"BF-IO (H={p[0]}, {p[1]})"
-    return {"fcfs": "FCFS", "jsq_tokens": "JSQ", "jsq_requests": "JSQ (requests)",
-            "round_robin": "Round robin", "random": "Random", "power_of_two": "Power of two"}.get(row, row)
+        name = policy_label("bfio")
+        return f"{name} (H={p[0]})" if p[1] == "default" else f"{name} (H={p[0]}, {p[1]})"
+    return row if row in KEYED_ROWS else policy_label(row)
 
 
 #: The check of a paper-literal row: shown beside the default, no expectation (the printed IO

@@ -1,8 +1,13 @@
 """Routing policies behind a registry by name.
 
 ``make_policy("jsq_tokens")`` builds a policy; ``register`` adds one (the BF-IO
-router registers itself as ``bfio``). Baselines pick from the pool oldest first
-(``../shared/spec/semantics.md``, "Baseline policies"). Production baselines
+router registers itself as ``bfio``). The registry is the single source of policy
+names and labels (a class's ``name`` and ``label``): the CLI help, the config
+schema's enums and row pattern, the experiments' baselines and the table labels
+read it, so a new baseline is one new module in this package with a registered
+class (modules here are imported when the registry is first read). Baselines
+pick from the pool oldest first (``../shared/spec/semantics.md``, "Baseline
+policies"). Production baselines
 with instant dispatch (``vllm_dp``, ``least_tokens``, and the instant variants of
 ``jsq_requests``, ``round_robin``, ``power_of_two``, ``random``) are described in
 ``docs/online.md``.
@@ -10,20 +15,68 @@ with instant dispatch (``vllm_dp``, ``least_tokens``, and the instant variants o
 
 from __future__ import annotations
 
+import re
+
 from bfio.errors import ConfigError
 from bfio.policies.base import DispatchState, Policy, RoutingState
 
 _REGISTRY: dict[str, type[Policy]] = {}
 
+#: Policies whose rows carry options in their key, with the regular expression
+#: of those keys (BF-IO: ``bfio_h<H>[_literal]``, built by
+#: :func:`bfio.paper.row_key` and parsed by :func:`bfio.paper.parse_bfio_row`).
+#: Every other registered policy is a *baseline*: its row key is its name.
+KEYED_ROWS = {"bfio": r"bfio_h[0-9]+(_literal)?"}
+
 
 def register(cls: type[Policy]) -> type[Policy]:
+    """Class decorator: make ``cls`` available under ``cls.name`` (to
+    :func:`make_policy`, the CLI, the config schema, the experiments and the
+    tables, which all read this registry)."""
     _REGISTRY[cls.name] = cls
     return cls
 
 
 def available() -> list[str]:
+    """Names of the registered policies, sorted."""
     _load_builtin()
     return sorted(_REGISTRY)
+
+
+def registered() -> list[str]:
+    """Names of the registered policies in registration order (the built-in
+    baselines first, in the paper's order, then BF-IO, then any registered later)."""
+    _load_builtin()
+    return list(_REGISTRY)
+
+
+def baselines() -> list[str]:
+    """Registered policies whose row key is their name (all but :data:`KEYED_ROWS`),
+    in registration order."""
+    return [n for n in registered() if n not in KEYED_ROWS]
+
+
+def supporting(dispatch: str) -> list[str]:
+    """Registered policies that support ``dispatch`` (``central`` or ``instant``),
+    in registration order."""
+    return [n for n in registered() if dispatch in getattr(_REGISTRY[n], "dispatch_modes", ("central",))]
+
+
+def policy_label(name: str) -> str:
+    """Display label of policy ``name`` (its class's ``label``; the name itself
+    when the class sets none or the name is not registered)."""
+    _load_builtin()
+    cls = _REGISTRY.get(name)
+    # the class's own label only: a subclass registered under another name
+    # without a label of its own is shown by its name, not by its parent's label
+    return (cls.__dict__.get("label") or name) if cls is not None else name
+
+
+def row_pattern() -> str:
+    """Regular expression of every valid policy row key: a baseline name or a
+    keyed row (``bfio_h<H>[_literal]``)."""
+    names = [re.escape(n) for n in baselines()] + [KEYED_ROWS[n] for n in registered() if n in KEYED_ROWS]
+    return "^(" + "|".join(names) + ")$"
 
 
 def make_policy(name: str, seed: int = 0, **options) -> Policy:
@@ -34,10 +87,30 @@ def make_policy(name: str, seed: int = 0, **options) -> Policy:
     return _REGISTRY[name](seed=seed, **options)
 
 
+#: Built-in policy modules in registration order (the order of names in help
+#: texts); any other module of this package is imported after them, by name.
+BUILTIN_MODULES = ("fcfs", "jsq", "round_robin", "random_choice", "power_of_two", "vllm_dp", "least_tokens", "bfio")
+_loaded = False
+
+
 def _load_builtin() -> None:
-    # Imported lazily so each policy module registers itself exactly once.
-    from bfio.policies import fcfs, jsq, round_robin, random_choice, power_of_two  # noqa: F401
-    from bfio.policies import vllm_dp, least_tokens, bfio  # noqa: F401
+    # Imported lazily (not at package import) so each policy module registers
+    # itself exactly once, after bfio.policies.base is complete.
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+    import pkgutil
+
+    try:
+        others = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in BUILTIN_MODULES)
+        for mod in (*BUILTIN_MODULES, *others):
+            importlib.import_module(f"{__name__}.{mod}")
+    except BaseException:
+        _loaded = False
+        raise
 
 
-__all__ = ["DispatchState", "Policy", "RoutingState", "register", "available", "make_policy"]
+__all__ = ["DispatchState", "Policy", "RoutingState", "register", "available", "registered", "baselines",
+           "supporting", "policy_label", "row_pattern", "make_policy", "KEYED_ROWS"]

@@ -94,7 +94,8 @@ class DispatchState:
 
 
 class Policy:
-    """Base class: subclasses set ``name`` and implement :meth:`route`
+    """Base class: subclasses set ``name`` (and a display ``label``), register
+    themselves with :func:`bfio.policies.register` and implement :meth:`route`
     (``dispatch="central"``) and, when they list ``"instant"`` in
     ``dispatch_modes``, :meth:`dispatch`.
 
@@ -103,6 +104,9 @@ class Policy:
     """
 
     name = "policy"
+    #: display label in tables and figures (``bfio.policies.policy_label``); a
+    #: class without its own ``label`` is shown by its ``name``
+    label = ""
     dispatch_modes: tuple[str, ...] = ("central",)
 
     def __init__(self, seed: int = 0, **options):

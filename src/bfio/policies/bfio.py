@@ -72,6 +72,7 @@ LOCAL_SEARCH_ROUNDS = 4
 @register
 class BFIO(Policy):
     name = "bfio"
+    label = "BF-IO"
 
     def __init__(self, seed: int = 0, horizon=0, predictor="oracle", solver="fast", admission=DEFAULT_ADMISSION,
                  on_solver_error="fail", noise_low=0.2, noise_high=0.2,

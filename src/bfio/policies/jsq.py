@@ -45,6 +45,7 @@ def greedy_least_loaded(key, free, weights, limit):
 @register
 class JSQTokens(Policy):
     name = "jsq_tokens"
+    label = "JSQ"
 
     def route(self, state: RoutingState) -> np.ndarray:
         return greedy_least_loaded(state.loads.astype(np.float64), state.free.astype(np.int64),
@@ -54,6 +55,7 @@ class JSQTokens(Policy):
 @register
 class JSQRequests(Policy):
     name = "jsq_requests"
+    label = "JSQ (requests)"
     dispatch_modes = ("central", "instant")
 
     def route(self, state: RoutingState) -> np.ndarray:

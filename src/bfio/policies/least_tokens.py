@@ -31,6 +31,7 @@ from bfio.policies.jsq import JSQTokens
 @register
 class LeastTokens(JSQTokens):
     name = "least_tokens"
+    label = "least tokens"
     dispatch_modes = ("central", "instant")
 
     def route(self, state: RoutingState) -> np.ndarray:

@@ -17,6 +17,7 @@ from bfio.policies.instant import distinct_pairs, two_choices
 @register
 class PowerOfTwo(Policy):
     name = "power_of_two"
+    label = "Power of two"
     dispatch_modes = ("central", "instant")
 
     def route(self, state: RoutingState) -> np.ndarray:

@@ -13,6 +13,7 @@ from bfio.policies.base import DispatchState, Policy, RoutingState
 @register
 class RandomChoice(Policy):
     name = "random"
+    label = "Random"
     dispatch_modes = ("central", "instant")
 
     def route(self, state: RoutingState) -> np.ndarray:

@@ -15,6 +15,7 @@ from bfio.policies.base import DispatchState, Policy, RoutingState
 @register
 class RoundRobin(Policy):
     name = "round_robin"
+    label = "Round robin"
     dispatch_modes = ("central", "instant")
 
     def reset(self, workers, slots):

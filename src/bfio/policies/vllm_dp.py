@@ -37,6 +37,7 @@ WAITING_WEIGHT = 4
 @register
 class VllmDP(JSQRequests):
     name = "vllm_dp"
+    label = "vLLM DP"
     dispatch_modes = ("central", "instant")
 
     def route(self, state: RoutingState) -> np.ndarray:

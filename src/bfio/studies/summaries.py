@@ -60,12 +60,11 @@ def policy_label(row: str, dispatch: str) -> str:
 
     from bfio.tables import row_label
 
-    labels = {"vllm_dp": "vLLM DP", "least_tokens": "least tokens"}
     m = re.fullmatch(r"bfio_h(\d+)_(free|fifo|aging)(\d*)", row)
     if m:
         adm = m.group(2) + (f":{m.group(3)}" if m.group(3) else "")
         return f"BF-IO (H={m.group(1)}, {adm}) ({dispatch})"
-    return f"{labels.get(row, row_label(row))} ({dispatch})"
+    return f"{row_label(row)} ({dispatch})"
 
 
 def online_markdown(summary: pd.DataFrame, settings: dict, title: str = "Online arrivals vs production routers") -> str:
