@@ -198,6 +198,8 @@ AccountingStorageHost=localhost
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=30
 JobCompType=jobcomp/none
+# sacct shows the comment (the executor plugin puts the rule or group there)
+AccountingStoreFlags=job_comment
 # keep finished jobs visible to squeue for 10 minutes too
 MinJobAge=600
 $NODE_LINE State=UNKNOWN
