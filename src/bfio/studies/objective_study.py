@@ -132,26 +132,23 @@ def recommend(runs: pd.DataFrame, max_throughput_cost_pct: float = 1.0) -> dict:
 
 def summarize_confirm(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (trace, G, H, objective): mean [95% CI] of imbalance, throughput, TPOT and
-    energy over seeds, plus the paired imbalance ratio paper-literal / default
-    (> 1: the default balances better) and throughput gain of the default."""
-    from bfio.studies.aggregate import summarize_runs
-    from bfio.tables import mean_ci
+    energy over seeds, plus the paired (by seed) imbalance ratio paper-literal /
+    default (> 1: the default balances better) and throughput gain of the default
+    (:func:`bfio.studies.aggregate.paired_effect`)."""
+    from bfio.studies.aggregate import paired_effect, summarize_runs
 
     by = ["trace", "workers", "horizon"]
     metrics = ["avg_imbalance", "throughput", "tpot", "energy_j"]
     summ = summarize_runs(runs, [*by, "objective_name", "discount", "new_requests"], metrics)
-    pairs = []
-    for keys, grp in runs.groupby(by, sort=False):
-        d = grp[grp["objective_name"] == "default"].set_index("seed")
-        lit = grp[grp["objective_name"] == "paper-literal"].set_index("seed")
-        seeds = sorted(set(d.index) & set(lit.index))
-        rec = dict(zip(by, keys))
-        for name, fn in (("imbalance_ratio", lambda a, b: b["avg_imbalance"] / a["avg_imbalance"]),
-                         ("throughput_gain_pct", lambda a, b: 100.0 * (a["throughput"] / b["throughput"] - 1))):
-            vals = [float(fn(d.loc[s_], lit.loc[s_])) for s_ in seeds]
-            rec[f"{name}_mean"], rec[f"{name}_ci_lo"], rec[f"{name}_ci_hi"], rec["n_pairs"] = mean_ci(vals)
-        pairs.append(rec)
-    return summ.merge(pd.DataFrame(pairs), on=by, how="left").sort_values(
+    by_objective = runs.assign(row=runs["objective_name"])
+    pairs = None
+    for name, metric, effect in (("imbalance_ratio", "avg_imbalance", "ratio"),
+                                 ("throughput_gain_pct", "throughput", "gain_pct")):
+        eff = paired_effect(by_objective, by, "paper-literal", "default", metric, effect)
+        eff = eff[[*by, f"{effect}_mean", f"{effect}_ci_lo", f"{effect}_ci_hi", "n_seeds"]].rename(
+            columns={f"{effect}_{k}": f"{name}_{k}" for k in ("mean", "ci_lo", "ci_hi")} | {"n_seeds": "n_pairs"})
+        pairs = eff if pairs is None else pairs.merge(eff.drop(columns="n_pairs"), on=by)
+    return summ.merge(pairs, on=by, how="left").sort_values(
         [*by, "objective_name"], kind="mergesort").reset_index(drop=True)
 
 
