@@ -1,20 +1,22 @@
 """The default BF-IO solver: a greedy placement plus local search for Eq. (IO).
 
-Write ``E(h) = max_g Lhat_g(h)`` for the envelope of predicted loads. Because
-exactly ``U`` requests are admitted and each adds ``s_j + h`` at offset ``h``,
+Write ``E(h) = max_g Lhat_g(h)`` for the envelope of predicted loads and
+``w_h = delta^h`` for the offset weights (:mod:`bfio.solvers.objective`).
+Because exactly ``U`` requests are admitted and request ``j`` adds ``s_j + h``
+at offset ``h < l_j`` (its lifetime),
 
-    J = G sum_h E(h) - sum_{g,h} base_g(h) - (H + 1) sum_{admitted} s_j - U H (H + 1) / 2,
+    J = G sum_h w_h E(h) - sum_h w_h sum_g base_g(h) - sum_{admitted j} sum_{h<l_j} w_h (s_j + h),
 
-so the integer program trades the envelope (weight ``G`` per token per offset)
-against admitted volume (weight ``H + 1`` per token). Adding a request of size
-``s`` to worker ``g`` changes ``J`` by
+so the integer program trades the envelope (weight ``G w_h`` per token at
+offset ``h``) against admitted weighted volume. Adding a request of size ``s``
+and lifetime ``l`` to worker ``g`` changes ``J`` by
 
-    delta_g(s) = G sum_h max(0, s - c_g(h)) - (H + 1) s,   c_g(h) = E(h) - Lhat_g(h) - h,
+    delta_g(s) = G sum_{h<l} w_h max(0, s - c_g(h)) - sum_{h<l} w_h (s + h),   c_g(h) = E(h) - Lhat_g(h) - h,
 
-a convex piecewise-linear function of ``s`` whose minimum is at the
-``k``-th smallest ``c_g(h)``, ``k = floor(H / G)`` (for ``G > H`` the
-*headroom* ``min_h c_g(h)``: the largest request that does not raise the
-envelope at any offset). The solver
+a convex piecewise-linear function of ``s`` whose minimum is at the weighted
+quantile of ``c_g(0..l-1)`` (:func:`_pivots`; with unit weights the
+``ceil(l / G)``-th smallest, for ``G > H`` the *headroom* ``min_h c_g(h)``: the
+largest request that does not raise the envelope at any offset). The solver
 
 1. places the requests that must be admitted (admission ``fifo``/``aging``, or
    all of them when ``U = |R_wait|``) largest first, each on the worker where it
@@ -34,12 +36,12 @@ through the fixed envelope ``Mo(h)``.
 
 One kernel serves both ``new_requests`` modes. A new request ``j`` has a
 lifetime ``l_j`` in ``1..H + 1`` offsets (``persist``: ``H + 1`` for all, pass
-:func:`persisting`; ``predicted``: the predictor's ``o_hat_j``) and adds
-``s_j + h`` while ``h < l_j``. The waiting requests are grouped by lifetime; within
-a group the convexity argument holds over the offsets ``h < l`` (minimizer: the
-``ceil(l / G)``-th smallest ``c_g(h)``, ``h < l``), so each group offers its two
-requests around that minimizer. With a single group ``l = H + 1`` every step is
-the persisting algorithm above, operation for operation.
+:func:`persisting`; ``predicted``: the predictor's ``o_hat_j``). The waiting
+requests are grouped into lifetime buckets (:func:`_bucket`); each bucket offers
+the two requests around its pivot (taken at its longest lifetime), and every
+candidate's cost uses its own lifetime. With a single group ``l = H + 1`` and
+unit weights every step is the persisting, undiscounted algorithm, operation
+for operation.
 
 ``base`` may be integer (point predictors: ``oracle``, ``noisy``, ``none``) or
 float (expected loads of the ``empirical``/``geometric`` predictors); numba
@@ -227,6 +229,12 @@ def _grp_gt(ssorted, bit, lo, hi, x):
 
 
 @njit(cache=True)
+def _volume(s, l, cw, cwh):
+    """Weighted volume ``sum_{h<l} w_h (s + h)`` a request adds to ``sum_g Lhat_g``."""
+    return s * cw[l] + cwh[l]
+
+
+@njit(cache=True)
 def _life_cost(c, s, l, G, w, cw, cwh):
     """Change of ``J`` when a request of size ``s`` and lifetime ``l`` joins a worker
     with headroom ``c``: ``G sum_{h<l} w_h max(0, s - c(h)) - sum_{h<l} w_h (s + h)``
@@ -237,13 +245,7 @@ def _life_cost(c, s, l, G, w, cw, cwh):
         d = s - c[h]
         if d > 0:
             tot += w[h] * d
-    return G * tot - (s * cw[l] + cwh[l])
-
-
-@njit(cache=True)
-def _volume(s, l, cw, cwh):
-    """Weighted volume ``sum_{h<l} w_h (s + h)`` a request adds to ``sum_g Lhat_g``."""
-    return s * cw[l] + cwh[l]
+    return G * tot - _volume(s, l, cw, cwh)
 
 
 @njit(cache=True)
@@ -267,11 +269,9 @@ def _pivots(c, G, w, cw, glist, ng, piv):
             m = v
             hm = l - 1
         if glist[q] == l:
-            if G * w[hm] >= cw[l] * (1.0 - 1e-12):
-                piv[q] = m
-            else:
-                piv[q] = m  # refined below
-                walk = True
+            piv[q] = m
+            if G * w[hm] < cw[l] * (1.0 - 1e-12):
+                walk = True  # the minimum alone is too light: refined below
             q += 1
             if q == ng:
                 break
