@@ -59,7 +59,7 @@ from bfio.policies.base import Policy, RoutingState
 from bfio.predictors import PREDICTORS, make_predictor
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, SolverError, check_solver, solve
 from bfio.solvers.fast import persisting, solve_fast
-from bfio.solvers.instance import Instance, instance_from_state, parse_admission
+from bfio.solvers.instance import Instance, forced_mask, instance_from_state, parse_admission
 from bfio.solvers.objective import (OBJECTIVES, check_discount, check_new_requests, check_objective,
                                     effective_horizon, offset_weights)
 from bfio.solvers.profiles import predicted_loads
@@ -175,16 +175,6 @@ class BFIO(Policy):
             raise SolverError(self.solver, f"admitted {admitted} requests at step {state.step}, Eq. (IO) needs U = {U}")
         return assign
 
-    def _forced_mask(self, n: int, U: int, ages: np.ndarray) -> np.ndarray:
-        forced = np.zeros(n, dtype=bool)
-        if U == n:
-            forced[:] = True
-        elif self.admission_mode == "fifo":
-            forced[:U] = True
-        elif self.admission_mode == "aging":
-            forced[np.flatnonzero(ages >= self.aging_steps)[:U]] = True
-        return forced
-
     def _route_fast(self, state: RoutingState, est: np.ndarray | None, U: int) -> np.ndarray:
         if est is None:  # probabilistic predictor: expected loads (float)
             base = self.predictor.expected_loads(state, self._fast_horizon)
@@ -194,7 +184,7 @@ class BFIO(Policy):
         sizes = state.pool_prefill
         n = sizes.shape[0]
         ages = state.step - state.enter_step[state.pool]
-        forced = self._forced_mask(n, U, ages)
+        forced = forced_mask(self.admission, U, ages)
         if self.admission_mode == "aging" and U < n:
             self._forced += int(forced.sum())
         free = np.asarray(state.free, dtype=np.int64)

@@ -63,6 +63,25 @@ def parse_admission(text) -> tuple[str, int]:
     raise ConfigError(f"admission: expected free | fifo | aging:N (N >= 1 steps), got {text!r}")
 
 
+def forced_mask(admission: str, admissible: int, ages: np.ndarray) -> np.ndarray:
+    """Mask of the waiting requests (oldest first, ``ages`` in steps) that must be
+    admitted when ``U = admissible`` of them are: ``fifo``: the oldest ``U``;
+    ``aging:N``: requests with age ``>= N``, oldest first, at most ``U`` of them;
+    ``free``: none, unless every waiting request fits (``U = |R_wait|``), when
+    all of them are admitted whatever the rule."""
+    mode, n_age = parse_admission(admission)
+    n = int(np.shape(ages)[0])
+    U = int(admissible)
+    mask = np.zeros(n, dtype=bool)
+    if U == n:
+        mask[:] = True
+    elif mode == "fifo":
+        mask[:U] = True
+    elif mode == "aging":
+        mask[np.flatnonzero(np.asarray(ages) >= n_age)[:U]] = True
+    return mask
+
+
 @dataclass
 class Instance:
     """The data of Eq. (IO) at one routing call (see the module docstring)."""
@@ -107,23 +126,8 @@ class Instance:
         return int(min(self.waiting, int(self.free.sum())))
 
     def forced(self) -> np.ndarray:
-        """Mask of waiting requests that must be admitted under the admission rule.
-
-        ``fifo``: the oldest ``U``. ``aging:N``: requests with age ``>= N``, oldest
-        first, at most ``U`` of them. ``free``: none, unless every waiting request
-        fits (``U = |R_wait|``), when all of them are admitted whatever the rule.
-        """
-        mode, n_age = parse_admission(self.admission)
-        U = self.admissible
-        mask = np.zeros(self.waiting, dtype=bool)
-        if U == self.waiting:
-            mask[:] = True
-        elif mode == "fifo":
-            mask[:U] = True
-        elif mode == "aging":
-            idx = np.flatnonzero(self.ages >= n_age)[:U]
-            mask[idx] = True
-        return mask
+        """Mask of waiting requests that must be admitted (:func:`forced_mask`)."""
+        return forced_mask(self.admission, self.admissible, self.ages)
 
     # -- the objective of Eq. (IO) -------------------------------------------------------
     @property
@@ -315,5 +319,5 @@ def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None =
             **sol.to_dict()}
 
 
-__all__ = ["FORMAT", "Instance", "InstanceError", "parse_admission", "save_instance", "load_instance",
+__all__ = ["FORMAT", "Instance", "InstanceError", "parse_admission", "forced_mask", "save_instance", "load_instance",
            "instance_from_dict", "instance_from_state", "solve_instance_file"]
