@@ -168,3 +168,38 @@ def test_cli_objective_flags(capsys):
     assert out["policy_options"]["discount"] == 0.6
     assert main(args + ["--discount", "2"]) == 2
     assert "discount" in capsys.readouterr().err
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), workers=st.integers(1, 48), waiting=st.integers(1, 240),
+       horizon=st.integers(0, 24), admission=st.sampled_from(["free", "fifo", "aging:3"]),
+       max_size=st.sampled_from([4, 60, 400]), fractional=st.booleans())
+def test_cached_fill_routes_exactly_as_the_plain_greedy(seed, workers, waiting, horizon, admission, max_size,
+                                                         fractional):
+    """Issue 16: phase 2's cached evaluations (re-queried candidates, evaluations
+    kept across envelope rises) change no decision: same assignment as the
+    greedy that re-evaluates every worker the plain way, on integer and
+    fractional loads, with discounts, lifetimes and forced admissions."""
+    rng = np.random.default_rng(seed)
+    inst = _random(rng, workers=workers, waiting=waiting, horizon=horizon, admission=admission, max_size=max_size)
+    base = inst.base.astype(float) + rng.random(inst.base.shape) if fractional else inst.base
+    args = (np.ascontiguousarray(base), inst.free, inst.sizes, inst.lifetimes, inst.forced(), inst.admissible, 4,
+            inst.weights)
+    np.testing.assert_array_equal(solve_fast(*args), solve_fast(*args, reuse=False))
+
+
+@pytest.mark.parametrize("workers", [16, 64])
+def test_cached_fill_routes_captured_calls_exactly_as_the_plain_greedy(data_dir, workers):
+    """The same on real routing calls (BurstGPT drawn as Table 2, H = 20), where
+    envelope rises and shared candidates are frequent (random instances rarely
+    reach the cached paths)."""
+    from bfio.solvers.agreement import capture_instances
+    from bfio.solvers.objective import effective_horizon
+
+    kept = capture_instances("burstgpt", workers, 72, workers * 400, 20, every=3, limit=60)
+    assert len(kept) >= 30
+    for inst in kept:
+        H1 = effective_horizon(inst.horizon, inst.discount) + 1
+        args = (np.ascontiguousarray(inst.base[:, :H1]), inst.free, inst.sizes, inst.lifetimes, inst.forced(),
+                inst.admissible, 4, np.ascontiguousarray(inst.weights[:H1]))
+        np.testing.assert_array_equal(solve_fast(*args), solve_fast(*args, reuse=False))

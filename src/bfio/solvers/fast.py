@@ -321,120 +321,100 @@ def _w(s, l, h):
 
 
 @njit(cache=True)
-def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=True):
-    """Heuristic solution of Eq. (IO); returns request -> worker (or -1).
+def _find_left(lp, p):
+    """Largest waiting position ``<= p`` (``-1`` if none). ``lp`` is a union-find
+    over positions: a waiting position is its own root, a taken one points to
+    the position left of it; paths are compressed on the way."""
+    r = p
+    while r >= 0 and lp[r] != r:
+        r = lp[r]
+    while p >= 0 and lp[p] != p:
+        nxt = lp[p]
+        lp[p] = r
+        p = nxt
+    return r
 
-    ``base`` is ``(G, H + 1)`` ``Lhat_g(h)`` of the active requests, integer
-    (point predictors) or float (expected loads of the probabilistic
-    predictors); the kernel is compiled for either and does exact arithmetic on
-    integers. ``life[j]`` is the number of offsets at which a newly admitted
-    request adds ``s_j + h`` (clipped to ``1..H + 1``; ``H + 1`` or more =
-    persists over the whole window, the spec's Eq. (IO)). ``forced[j]`` marks
-    requests that must be admitted. ``weights[h]`` is the offset weight
-    ``delta^h`` of :func:`bfio.solvers.objective.offset_weights` (invariant:
-    ``weights[0] = 1 >= weights[h] > 0``; the move pruning below uses it). Costs
-    are float64; with unit weights and integer loads they are exact integers.
-    """
-    G, H1 = base.shape
+
+@njit(cache=True)
+def _find_right(rp, p):
+    """Smallest waiting position ``>= p`` (``n``, a sentinel root, if none)."""
+    r = p
+    while rp[r] != r:
+        r = rp[r]
+    while rp[p] != p:
+        nxt = rp[p]
+        rp[p] = r
+        p = nxt
+    return r
+
+
+@njit(cache=True)
+def _take_position(lp, rp, q):
+    """Position ``q`` is no longer waiting: unite it with its neighbours."""
+    lp[q] = q - 1
+    rp[q] = q + 1
+
+
+@njit(cache=True)
+def _cand_le(ssorted, lp, lo, hi, x):
+    """Largest waiting request with size <= x among positions lo..hi-1, or -1
+    (the union-find twin of :func:`_grp_le`, same answer)."""
+    if hi <= lo:
+        return -1
+    pos = _upper(ssorted, lo, hi, x) - 1
+    if pos < lo:
+        return -1
+    r = _find_left(lp, pos)
+    return r if r >= lo else -1
+
+
+@njit(cache=True)
+def _cand_gt(ssorted, rp, lo, hi, x):
+    """Smallest waiting request with size > x among positions lo..hi-1, or -1
+    (the union-find twin of :func:`_grp_gt`, same answer)."""
+    if hi <= lo:
+        return -1
+    pos = _upper(ssorted, lo, hi, x)
+    if pos >= hi:
+        return -1
+    r = _find_right(rp, pos)
+    return r if r < hi else -1
+
+
+@njit(cache=True)
+def _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, t, rise):
+    """Admit request ``j`` to touched worker ``t``: add ``s_j + h`` to ``P_t(h)``
+    for ``h < l_j``, raise the envelope where it is exceeded. Writes the offsets
+    where ``E`` rose to ``rise`` and returns how many (the envelope never falls)."""
+    s = sizes[j]
+    nr = 0
+    for h in range(lf[j]):
+        P[t, h] += s + h
+        if P[t, h] > E[h]:
+            E[h] = P[t, h]
+            rise[nr] = h
+            nr += 1
+    capl[t] -= 1
+    taken[j] = True
+    _bit_add(bit, rank[j], -1)
+    at[j] = t
+    return nr
+
+
+@njit(cache=True)
+def _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U, wt, spread):
+    """Phase 1: the requests that must be admitted, largest first, each on the
+    worker where it raises the envelope least (best fit among the workers where
+    it fits: ``s <= pm[t, l - 1]``, the prefix minimum of ``c_t(h) = E(h) - P_t(h) - h``).
+    Returns the number placed (at most ``U``). Invariant: no worker receives
+    more than its free slots."""
+    nT, H1 = P.shape
     n = sizes.shape[0]
-    assign = np.full(n, -1, dtype=np.int64)
-    if U <= 0 or n == 0:
-        return assign
-    wt = weights
-    cw = np.zeros(H1 + 1, dtype=np.float64)  # cw[l] = sum_{h<l} w_h
-    cwh = np.zeros(H1 + 1, dtype=np.float64)  # cwh[l] = sum_{h<l} w_h h
-    for h in range(H1):
-        cw[h + 1] = cw[h] + wt[h]
-        cwh[h + 1] = cwh[h] + wt[h] * h
-    # touched workers (free slots) and the fixed envelope of the others
-    nT = 0
-    for g in range(G):
-        if free[g] > 0:
-            nT += 1
-    tw = np.empty(nT, dtype=np.int64)
-    Mo = np.zeros(H1, dtype=base.dtype)
-    k = 0
-    for g in range(G):
-        if free[g] > 0:
-            tw[k] = g
-            k += 1
-        else:
-            for h in range(H1):
-                if base[g, h] > Mo[h]:
-                    Mo[h] = base[g, h]
-    P = np.empty((nT, H1), dtype=base.dtype)
-    capl = np.empty(nT, dtype=np.int64)
-    E = Mo.copy()
-    for t in range(nT):
-        capl[t] = free[tw[t]]
-        for h in range(H1):
-            P[t, h] = base[tw[t], h]
-            if P[t, h] > E[h]:
-                E[h] = P[t, h]
-    lf = np.empty(n, dtype=np.int64)
-    for j in range(n):
-        lv = life[j]
-        lf[j] = 1 if lv < 1 else (H1 if lv > H1 else lv)
-    # size order (ascending, oldest last among equal sizes) and, for the candidate
-    # searches, the same order grouped by lifetime bucket (_bucket): group k
-    # occupies gstart[k]..gstart[k+1]-1; its pivot is taken at the longest lifetime
-    # in it (the smallest headroom: its "fits" candidates fit for every member)
-    sorder = np.argsort(sizes * (n + 1) + (n - np.arange(n)), kind="mergesort")
-    NB = _bucket(H1, H1)
-    key = np.empty(n, dtype=np.int64)
-    kmax = np.zeros(NB + 1, dtype=np.int64)  # longest lifetime per bucket
-    gstart = np.zeros(NB + 2, dtype=np.int64)
-    for j in range(n):
-        key[j] = _bucket(lf[j], H1)
-        gstart[key[j] + 1] += 1
-        if lf[j] > kmax[key[j]]:
-            kmax[key[j]] = lf[j]
-    ng = 0
-    for k in range(1, NB + 1):
-        if gstart[k + 1] > 0:
-            ng += 1
-    glist = np.empty(ng, dtype=np.int64)  # pivot lifetime of each non-empty group, ascending
-    gkey = np.empty(ng, dtype=np.int64)
-    q = 0
-    for k in range(1, NB + 1):
-        if gstart[k + 1] > 0:
-            glist[q] = kmax[k]
-            gkey[q] = k
-            q += 1
-    for k in range(1, NB + 2):
-        gstart[k] += gstart[k - 1]
-    order = np.empty(n, dtype=np.int64)
-    fill = gstart.copy()
-    for q in range(n):
-        j = sorder[q]
-        order[fill[key[j]]] = j
-        fill[key[j]] += 1
-    ssorted = sizes[order]
-    taken = np.zeros(n, dtype=np.bool_)
-    rank = np.empty(n, dtype=np.int64)  # position of each request in the grouped order
-    bit = np.zeros(n + 1, dtype=np.int64)
-    for q in range(n):
-        rank[order[q]] = q
-        _bit_add(bit, q, 1)
-    at = np.full(n, -1, dtype=np.int64)  # touched index per request
-    placed = 0
-    piv = np.empty(max(ng, 1), dtype=base.dtype)
-    # improvements smaller than tol are rounding noise (tol < 1: with unit weights
-    # and integer loads every cost is an integer, so nothing real is lost)
-    emax = 1.0
-    for h in range(H1):
-        if E[h] > emax:
-            emax = float(E[h])
-    tol = 1e-12 * G * emax * cw[H1] * (H1 + 1)
-    if tol > 0.25:
-        tol = 0.25
-
-    # 1. requests that must be admitted: largest first, best fit. pm[t, h] is the
-    # prefix minimum of c_t(h) = E(h) - P_t(h) - h: a request of lifetime l fits on t
-    # without raising the envelope iff s <= pm[t, l - 1] (the headroom for l = H + 1)
-    pm = np.empty((nT, H1), dtype=base.dtype)
+    pm = np.empty((nT, H1), dtype=P.dtype)
     for t in range(nT):
         _prefix_headroom(E, P, t, pm)
+    rise = np.empty(H1, dtype=np.int64)
+    placed = 0
     for q in range(n - 1, -1, -1):
         j = sorder[q]
         if not forced[j] or placed >= U:
@@ -459,100 +439,228 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=T
                 if best < 0 or d < fd or (d == fd and P[t, 0] < P[best, 0]):
                     best = t
                     fd = d
-        rose = False
-        for h in range(l):
-            P[best, h] += s + h
-            if P[best, h] > E[h]:
-                E[h] = P[best, h]
-                rose = True
-        capl[best] -= 1
-        taken[j] = True
-        _bit_add(bit, rank[j], -1)
-        at[j] = best
-        placed += 1
-        if rose:
+        if _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, best, rise) > 0:
             for t in range(nT):
                 _prefix_headroom(E, P, t, pm)
         else:
             _prefix_headroom(E, P, best, pm)
+        placed += 1
+    return placed
 
-    # 2. free choice: the most negative delta first. A worker with r further free
-    # slots keeps room for r copies of the smallest waiting request.
-    if placed < U:
-        bestd = np.zeros(nT, dtype=np.float64)
-        bestj = np.full(nT, -1, dtype=np.int64)
-        valid = np.zeros(nT, dtype=np.bool_)
-        c = np.empty(H1, dtype=base.dtype)
-        sp = 0  # first waiting request in size order (only taken in this phase)
-        while placed < U:
-            while taken[sorder[sp]]:
-                sp += 1
-            smin = sizes[sorder[sp]]
-            lmin = lf[sorder[sp]]
-            pick = -1
-            for t in range(nT):
-                if capl[t] == 0:
-                    continue
-                if not valid[t] or taken[bestj[t]]:
+
+@njit(cache=True)
+def _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order, ssorted, lp, rp, gstart, gkey,
+              glist, G, wt, cw, cwh):
+    """Worker ``t``'s candidates from scratch: its reserved headroom
+    ``c(h) = E(h) - P_t(h) - h - r (s_min + h) [h < l_min]`` (``r`` further free
+    slots keep room for copies of the smallest waiting request), each group's
+    pivot (:func:`_pivots`), and the two waiting requests around it with their
+    costs (:func:`_life_cost`)."""
+    H1 = P.shape[1]
+    ng = glist.shape[0]
+    r = capl[t] - 1
+    c = cc[t]
+    for h in range(H1):
+        c[h] = E[h] - P[t, h] - h - (r * (smin + h) if h < lmin else 0)
+    _pivots(c, G, wt, cw, glist, ng, cpiv[t])
+    for g2 in range(ng):
+        k = gkey[g2]
+        for side in range(2):
+            if side == 0:
+                p = _cand_le(ssorted, lp, gstart[k], gstart[k + 1], cpiv[t, g2])
+            else:
+                p = _cand_gt(ssorted, rp, gstart[k], gstart[k + 1], cpiv[t, g2])
+            cpos[t, g2, side] = p
+            if p >= 0:
+                jj = order[p]
+                ccost[t, g2, side] = _life_cost(c, sizes[jj], lf[jj], G, wt, cw, cwh)
+
+
+@njit(cache=True)
+def _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G, wt, cw, cwh):
+    """Replace worker ``t``'s candidates that were taken since its evaluation by
+    the next waiting request on the same side of the same pivot. Exact while
+    ``c`` and the pivots are unchanged: the waiting set only shrinks in phase 2,
+    so an untaken candidate is still the nearest one."""
+    ng = cpiv.shape[1]
+    for g2 in range(ng):
+        k = gkey[g2]
+        for side in range(2):
+            p = cpos[t, g2, side]
+            if p < 0 or not taken[order[p]]:
+                continue
+            if side == 0:
+                p = _cand_le(ssorted, lp, gstart[k], gstart[k + 1], cpiv[t, g2])
+            else:
+                p = _cand_gt(ssorted, rp, gstart[k], gstart[k + 1], cpiv[t, g2])
+            cpos[t, g2, side] = p
+            if p >= 0:
+                jj = order[p]
+                ccost[t, g2, side] = _life_cost(cc[t], sizes[jj], lf[jj], G, wt, cw, cwh)
+
+
+@njit(cache=True)
+def _select(t, cpos, ccost, sizes, lf, order, bestj, bestd):
+    """Worker ``t``'s best candidate: the most negative cost; among equal costs of
+    different lifetimes the larger volume ``l s`` (groups in ascending order)."""
+    ng = cpos.shape[1]
+    bj = -1
+    bd = 0.0
+    bl = 0
+    bvol = 0
+    for g2 in range(ng):
+        for side in range(2):
+            p = cpos[t, g2, side]
+            if p < 0:
+                continue
+            jj = order[p]
+            l = lf[jj]
+            d = ccost[t, g2, side]
+            vol = l * sizes[jj]
+            if bj < 0 or d < bd or (d == bd and l != bl and vol > bvol):
+                bj = jj
+                bd = d
+                bl = l
+                bvol = vol
+    bestj[t] = bj
+    bestd[t] = bd
+
+
+@njit(cache=True)
+def _survives_rise(t, rise, nr, cc, cpiv, cpos, taken, sizes, lf, order, glist):
+    """Whether worker ``t``'s cached evaluation is still exact after the envelope
+    rose at offsets ``rise[:nr]`` (``c_t(h)`` grew there and nowhere else). It is
+    when at each such offset the old ``c_t(h)`` lay strictly above every pivot
+    whose window covers it (the weighted quantiles keep their value) and at or
+    above every untaken candidate that covers it (``max(0, s - c(h)) = 0``
+    before and after, so no cost moves)."""
+    ng = glist.shape[0]
+    for i in range(nr):
+        h = rise[i]
+        v = cc[t, h]
+        for g2 in range(ng):
+            if glist[g2] > h and v <= cpiv[t, g2]:
+                return False
+            for side in range(2):
+                p = cpos[t, g2, side]
+                if p >= 0:
+                    jj = order[p]
+                    if not taken[jj] and lf[jj] > h and sizes[jj] > v:
+                        return False
+    return True
+
+
+@njit(cache=True)
+def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, glist, taken, bit, at, placed, U,
+          G, wt, cw, cwh, spread, reuse):
+    """Phase 2: fill the remaining slots one at a time, each time with the
+    (worker, request) pair of most negative ``delta`` over every worker's
+    candidates (ties: :func:`_prefer`). Returns the number placed (``U``).
+
+    Invariant: every worker's cached candidates and costs are what
+    :func:`_evaluate` would give at the moment they are consulted, except that
+    (as in a plain greedy) a worker whose best candidate is still waiting keeps
+    its evaluation. A worker is evaluated afresh after it receives a request;
+    when only its best candidate was taken it is re-queried (:func:`_requery`),
+    and after an envelope rise it is kept when :func:`_survives_rise` proves the
+    evaluation unchanged. The result is the plain greedy's, operation for
+    operation; the caches only skip work that could not change it (``reuse=False``
+    evaluates afresh wherever the plain greedy would, for checking that)."""
+    nT, H1 = P.shape
+    n = sizes.shape[0]
+    ng = glist.shape[0]
+    lp = np.arange(n)
+    rp = np.arange(n + 1)
+    for q in range(n):
+        if taken[order[q]]:
+            _take_position(lp, rp, q)
+    bestd = np.zeros(nT, dtype=np.float64)
+    bestj = np.full(nT, -1, dtype=np.int64)
+    state = np.zeros(nT, dtype=np.int8)  # 0 evaluate afresh, 1 cached, 2 cached but the envelope rose
+    sver = np.zeros(nT, dtype=np.int64)  # version of (s_min, l_min) at the last evaluation
+    cc = np.empty((nT, H1), dtype=P.dtype)
+    cpiv = np.empty((nT, ng), dtype=P.dtype)
+    cpos = np.full((nT, ng, 2), -1, dtype=np.int64)
+    ccost = np.zeros((nT, ng, 2), dtype=np.float64)
+    rise = np.empty(H1, dtype=np.int64)
+    nr = 0
+    sp = 0  # first waiting request in size order
+    ver = 0
+    smin = sizes[0] * 0 - 1
+    lmin = -1
+    while placed < U:
+        while taken[sorder[sp]]:
+            sp += 1
+        j0 = sorder[sp]
+        if sizes[j0] != smin or lf[j0] != lmin:
+            smin = sizes[j0]
+            lmin = lf[j0]
+            ver += 1
+        pick = -1
+        for t in range(nT):
+            if capl[t] == 0:
+                continue
+            if state[t] == 2:
+                if reuse and (capl[t] == 1 or sver[t] == ver) and _survives_rise(t, rise, nr, cc, cpiv, cpos, taken,
+                                                                            sizes, lf, order, glist):
                     r = capl[t] - 1
-                    for h in range(H1):
-                        c[h] = E[h] - P[t, h] - h - (r * (smin + h) if h < lmin else 0)
-                    _pivots(c, G, wt, cw, glist, ng, piv)
-                    bj = -1
-                    bd = bestd[t]
-                    bl = 0
-                    bvol = 0
-                    for g2 in range(ng):
-                        k = gkey[g2]
-                        for side in range(2):
-                            if side == 0:
-                                p = _grp_le(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
-                            else:
-                                p = _grp_gt(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
-                            if p < 0:
-                                continue
-                            jj = order[p]
-                            l = lf[jj]
-                            d = _life_cost(c, sizes[jj], l, G, wt, cw, cwh)
-                            vol = l * sizes[jj]
-                            if bj < 0 or d < bd or (d == bd and l != bl and vol > bvol):
-                                bj = jj
-                                bd = d
-                                bl = l
-                                bvol = vol
-                    bestj[t] = bj
-                    bestd[t] = bd
-                    valid[t] = True
-                if pick < 0 or bestd[t] < bestd[pick] or (
-                        spread and bestd[t] == bestd[pick] and _prefer(capl, P, t, pick, spread)):
-                    pick = t
-            j = bestj[pick]
-            s = sizes[j]
-            rose = False
-            for h in range(lf[j]):
-                P[pick, h] += s + h
-                if P[pick, h] > E[h]:
-                    E[h] = P[pick, h]
-                    rose = True
-            capl[pick] -= 1
-            taken[j] = True
-            _bit_add(bit, rank[j], -1)
-            at[j] = pick
-            placed += 1
-            valid[pick] = False
-            if rose:
-                for t in range(nT):
-                    valid[t] = False
+                    for i in range(nr):
+                        h = rise[i]
+                        cc[t, h] = E[h] - P[t, h] - h - (r * (smin + h) if h < lmin else 0)
+                    _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G,
+                             wt, cw, cwh)
+                    _select(t, cpos, ccost, sizes, lf, order, bestj, bestd)
+                    state[t] = 1
+                else:
+                    state[t] = 0
+            elif state[t] == 1 and taken[bestj[t]]:
+                if reuse and (capl[t] == 1 or sver[t] == ver):
+                    _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G,
+                             wt, cw, cwh)
+                    _select(t, cpos, ccost, sizes, lf, order, bestj, bestd)
+                else:
+                    state[t] = 0
+            if state[t] == 0:
+                _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order, ssorted, lp, rp,
+                          gstart, gkey, glist, G, wt, cw, cwh)
+                _select(t, cpos, ccost, sizes, lf, order, bestj, bestd)
+                sver[t] = ver
+                state[t] = 1
+            if pick < 0 or bestd[t] < bestd[pick] or (
+                    spread and bestd[t] == bestd[pick] and _prefer(capl, P, t, pick, spread)):
+                pick = t
+        j = bestj[pick]
+        nr = _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, pick, rise)
+        _take_position(lp, rp, rank[j])
+        placed += 1
+        state[pick] = 0
+        if nr > 0:
+            for t in range(nT):
+                if state[t] == 1:
+                    state[t] = 2
+    return placed
 
-    # 3. local search
-    tv = np.empty((3, H1), dtype=base.dtype)
+
+@njit(cache=True)
+def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, gkey, glist, taken, bit, at,
+                  max_rounds, G, wt, cw, cwh, tol):
+    """Phase 3: local search to a local optimum, at most ``max_rounds`` rounds:
+    (a) replace an admitted request by a waiting one (free admission only),
+    (b) move or swap admitted requests of the workers that set the envelope.
+    Invariant: every accepted change lowers ``J`` by more than ``tol`` and keeps
+    the assignment feasible (slots per worker, ``U`` admitted, forced kept)."""
+    nT, H1 = P.shape
+    n = sizes.shape[0]
+    ng = glist.shape[0]
+    piv = np.empty(max(ng, 1), dtype=P.dtype)
+    tv = np.empty((3, H1), dtype=P.dtype)
     ti = np.empty((3, H1), dtype=np.int64)
     for h in range(H1):
         _column_scan(P, Mo, tv, ti, h)
-    Pm = np.empty(H1, dtype=base.dtype)
-    c = np.empty(H1, dtype=base.dtype)
+    Pm = np.empty(H1, dtype=P.dtype)
+    c = np.empty(H1, dtype=P.dtype)
     adm = np.empty(n, dtype=np.int64)
-    slack = np.empty(nT, dtype=base.dtype)
+    slack = np.empty(nT, dtype=P.dtype)
     any_free = False
     for j in range(n):
         if not taken[j]:
@@ -737,6 +845,124 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=T
                 break  # worker t changed: re-check whether it is still critical next round
         if not improved:
             break
+
+
+@njit(cache=True)
+def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=True, reuse=True):
+    """Heuristic solution of Eq. (IO); returns request -> worker (or -1).
+
+    ``base`` is ``(G, H + 1)`` ``Lhat_g(h)`` of the active requests, integer
+    (point predictors) or float (expected loads of the probabilistic
+    predictors); the kernel is compiled for either and does exact arithmetic on
+    integers. ``life[j]`` is the number of offsets at which a newly admitted
+    request adds ``s_j + h`` (clipped to ``1..H + 1``; ``H + 1`` or more =
+    persists over the whole window, the spec's Eq. (IO)). ``forced[j]`` marks
+    requests that must be admitted. ``weights[h]`` is the offset weight
+    ``delta^h`` of :func:`bfio.solvers.objective.offset_weights` (invariant:
+    ``weights[0] = 1 >= weights[h] > 0``; the move pruning below uses it). Costs
+    are float64; with unit weights and integer loads they are exact integers.
+    ``reuse=False`` turns off phase 2's cached evaluations (same result, slower;
+    :func:`_fill`). The phases: :func:`_place_forced`, :func:`_fill`,
+    :func:`_local_search`.
+    """
+    G, H1 = base.shape
+    n = sizes.shape[0]
+    assign = np.full(n, -1, dtype=np.int64)
+    if U <= 0 or n == 0:
+        return assign
+    wt = weights
+    cw = np.zeros(H1 + 1, dtype=np.float64)  # cw[l] = sum_{h<l} w_h
+    cwh = np.zeros(H1 + 1, dtype=np.float64)  # cwh[l] = sum_{h<l} w_h h
+    for h in range(H1):
+        cw[h + 1] = cw[h] + wt[h]
+        cwh[h + 1] = cwh[h] + wt[h] * h
+    # touched workers (free slots) and the fixed envelope of the others
+    nT = 0
+    for g in range(G):
+        if free[g] > 0:
+            nT += 1
+    tw = np.empty(nT, dtype=np.int64)
+    Mo = np.zeros(H1, dtype=base.dtype)
+    k = 0
+    for g in range(G):
+        if free[g] > 0:
+            tw[k] = g
+            k += 1
+        else:
+            for h in range(H1):
+                if base[g, h] > Mo[h]:
+                    Mo[h] = base[g, h]
+    P = np.empty((nT, H1), dtype=base.dtype)
+    capl = np.empty(nT, dtype=np.int64)
+    E = Mo.copy()
+    for t in range(nT):
+        capl[t] = free[tw[t]]
+        for h in range(H1):
+            P[t, h] = base[tw[t], h]
+            if P[t, h] > E[h]:
+                E[h] = P[t, h]
+    lf = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        lv = life[j]
+        lf[j] = 1 if lv < 1 else (H1 if lv > H1 else lv)
+    # size order (ascending, oldest last among equal sizes) and, for the candidate
+    # searches, the same order grouped by lifetime bucket (_bucket): group k
+    # occupies gstart[k]..gstart[k+1]-1; its pivot is taken at the longest lifetime
+    # in it (the smallest headroom: its "fits" candidates fit for every member)
+    sorder = np.argsort(sizes * (n + 1) + (n - np.arange(n)), kind="mergesort")
+    NB = _bucket(H1, H1)
+    key = np.empty(n, dtype=np.int64)
+    kmax = np.zeros(NB + 1, dtype=np.int64)  # longest lifetime per bucket
+    gstart = np.zeros(NB + 2, dtype=np.int64)
+    for j in range(n):
+        key[j] = _bucket(lf[j], H1)
+        gstart[key[j] + 1] += 1
+        if lf[j] > kmax[key[j]]:
+            kmax[key[j]] = lf[j]
+    ng = 0
+    for k in range(1, NB + 1):
+        if gstart[k + 1] > 0:
+            ng += 1
+    glist = np.empty(ng, dtype=np.int64)  # pivot lifetime of each non-empty group, ascending
+    gkey = np.empty(ng, dtype=np.int64)
+    q = 0
+    for k in range(1, NB + 1):
+        if gstart[k + 1] > 0:
+            glist[q] = kmax[k]
+            gkey[q] = k
+            q += 1
+    for k in range(1, NB + 2):
+        gstart[k] += gstart[k - 1]
+    order = np.empty(n, dtype=np.int64)
+    fill = gstart.copy()
+    for q in range(n):
+        j = sorder[q]
+        order[fill[key[j]]] = j
+        fill[key[j]] += 1
+    ssorted = sizes[order]
+    taken = np.zeros(n, dtype=np.bool_)
+    rank = np.empty(n, dtype=np.int64)  # position of each request in the grouped order
+    bit = np.zeros(n + 1, dtype=np.int64)
+    for q in range(n):
+        rank[order[q]] = q
+        _bit_add(bit, q, 1)
+    at = np.full(n, -1, dtype=np.int64)  # touched index per request
+    # improvements smaller than tol are rounding noise (tol < 1: with unit weights
+    # and integer loads every cost is an integer, so nothing real is lost)
+    emax = 1.0
+    for h in range(H1):
+        if E[h] > emax:
+            emax = float(E[h])
+    tol = 1e-12 * G * emax * cw[H1] * (H1 + 1)
+    if tol > 0.25:
+        tol = 0.25
+
+    placed = _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U, wt, spread)
+    if placed < U:
+        _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, glist, taken, bit, at, placed, U,
+              G, wt, cw, cwh, spread, reuse)
+    _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, gkey, glist, taken, bit, at,
+                  max_rounds, G, wt, cw, cwh, tol)
     for j in range(n):
         if at[j] >= 0:
             assign[j] = tw[at[j]]
