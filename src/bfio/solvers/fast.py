@@ -527,27 +527,48 @@ def _select(t, cpos, ccost, sizes, lf, order, bestj, bestd):
 
 
 @njit(cache=True)
-def _survives_rise(t, rise, nr, cc, cpiv, cpos, taken, sizes, lf, order, glist):
-    """Whether worker ``t``'s cached evaluation is still exact after the envelope
-    rose at offsets ``rise[:nr]`` (``c_t(h)`` grew there and nowhere else). It is
-    when at each such offset the old ``c_t(h)`` lay strictly above every pivot
-    whose window covers it (the weighted quantiles keep their value) and at or
-    above every untaken candidate that covers it (``max(0, s - c(h)) = 0``
-    before and after, so no cost moves)."""
+def _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, taken, sizes, lf, order, ssorted, lp,
+             rp, gstart, gkey, glist, G, wt, cw, cwh):
+    """Bring worker ``t``'s cached evaluation up to date after its reserved
+    headroom ``c`` may have changed (it received a request, the envelope rose,
+    or ``s_min`` moved). Exactly what :func:`_evaluate` would give now: ``c`` and
+    the pivots are recomputed; a group whose pivot kept its value keeps its
+    untaken candidates (still the nearest waiting requests: the waiting set only
+    shrinks in phase 2) and recosts those whose window reaches the first
+    changed offset; the other groups are queried afresh."""
+    H1 = P.shape[1]
     ng = glist.shape[0]
-    for i in range(nr):
-        h = rise[i]
-        v = cc[t, h]
-        for g2 in range(ng):
-            if glist[g2] > h and v <= cpiv[t, g2]:
-                return False
-            for side in range(2):
-                p = cpos[t, g2, side]
+    r = capl[t] - 1
+    first = H1
+    for h in range(H1):
+        newc[h] = E[h] - P[t, h] - h - (r * (smin + h) if h < lmin else 0)
+        if first == H1 and newc[h] != cc[t, h]:
+            first = h
+    if first == H1:
+        _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G, wt, cw, cwh)
+        return
+    c = cc[t]
+    for h in range(first, H1):
+        c[h] = newc[h]
+    _pivots(c, G, wt, cw, glist, ng, newpiv)
+    for g2 in range(ng):
+        k = gkey[g2]
+        moved = newpiv[g2] != cpiv[t, g2]
+        cpiv[t, g2] = newpiv[g2]
+        for side in range(2):
+            p = cpos[t, g2, side]
+            if moved or (p >= 0 and taken[order[p]]):
+                if side == 0:
+                    p = _cand_le(ssorted, lp, gstart[k], gstart[k + 1], cpiv[t, g2])
+                else:
+                    p = _cand_gt(ssorted, rp, gstart[k], gstart[k + 1], cpiv[t, g2])
+                cpos[t, g2, side] = p
                 if p >= 0:
                     jj = order[p]
-                    if not taken[jj] and lf[jj] > h and sizes[jj] > v:
-                        return False
-    return True
+                    ccost[t, g2, side] = _life_cost(c, sizes[jj], lf[jj], G, wt, cw, cwh)
+            elif p >= 0 and lf[order[p]] > first:
+                jj = order[p]
+                ccost[t, g2, side] = _life_cost(c, sizes[jj], lf[jj], G, wt, cw, cwh)
 
 
 @njit(cache=True)
@@ -560,10 +581,10 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
     Invariant: every worker's cached candidates and costs are what
     :func:`_evaluate` would give at the moment they are consulted, except that
     (as in a plain greedy) a worker whose best candidate is still waiting keeps
-    its evaluation. A worker is evaluated afresh after it receives a request;
-    when only its best candidate was taken it is re-queried (:func:`_requery`),
-    and after an envelope rise it is kept when :func:`_survives_rise` proves the
-    evaluation unchanged. The result is the plain greedy's, operation for
+    its evaluation. When only candidates were taken the worker is re-queried
+    (:func:`_requery`); after it receives a request, the envelope rises or
+    ``s_min`` moves, its evaluation is refreshed (:func:`_refresh`: only groups
+    whose pivot moved are queried again). The result is the plain greedy's, operation for
     operation; the caches only skip work that could not change it (``reuse=False``
     evaluates afresh wherever the plain greedy would, for checking that)."""
     nT, H1 = P.shape
@@ -583,7 +604,8 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
     cpos = np.full((nT, ng, 2), -1, dtype=np.int64)
     ccost = np.zeros((nT, ng, 2), dtype=np.float64)
     rise = np.empty(H1, dtype=np.int64)
-    nr = 0
+    newc = np.empty(H1, dtype=P.dtype)
+    newpiv = np.empty(ng, dtype=P.dtype)
     sp = 0  # first waiting request in size order
     ver = 0
     smin = sizes[0] * 0 - 1
@@ -600,26 +622,19 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
         for t in range(nT):
             if capl[t] == 0:
                 continue
-            if state[t] == 2:
-                if reuse and (capl[t] == 1 or sver[t] == ver) and _survives_rise(t, rise, nr, cc, cpiv, cpos, taken,
-                                                                            sizes, lf, order, glist):
-                    r = capl[t] - 1
-                    for i in range(nr):
-                        h = rise[i]
-                        cc[t, h] = E[h] - P[t, h] - h - (r * (smin + h) if h < lmin else 0)
+            if state[t] == 2 or (state[t] == 1 and taken[bestj[t]]):
+                if not reuse:
+                    state[t] = 0
+                elif state[t] == 1 and (capl[t] == 1 or sver[t] == ver):  # only candidates were taken
                     _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G,
                              wt, cw, cwh)
+                else:
+                    _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, taken, sizes, lf,
+                             order, ssorted, lp, rp, gstart, gkey, glist, G, wt, cw, cwh)
+                if state[t] != 0:
                     _select(t, cpos, ccost, sizes, lf, order, bestj, bestd)
+                    sver[t] = ver
                     state[t] = 1
-                else:
-                    state[t] = 0
-            elif state[t] == 1 and taken[bestj[t]]:
-                if reuse and (capl[t] == 1 or sver[t] == ver):
-                    _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G,
-                             wt, cw, cwh)
-                    _select(t, cpos, ccost, sizes, lf, order, bestj, bestd)
-                else:
-                    state[t] = 0
             if state[t] == 0:
                 _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order, ssorted, lp, rp,
                           gstart, gkey, glist, G, wt, cw, cwh)
@@ -633,7 +648,8 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
         nr = _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, pick, rise)
         _take_position(lp, rp, rank[j])
         placed += 1
-        state[pick] = 0
+        if state[pick] == 1:
+            state[pick] = 2
         if nr > 0:
             for t in range(nT):
                 if state[t] == 1:
