@@ -22,7 +22,7 @@ from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, row
 from bfio.simulator import simulate
 from bfio.solvers.agreement import capture_instances, gap_summary, gap_table, random_instance
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workload import Workload, draw_workload
 
 FRESH = """
 import time
@@ -43,7 +43,7 @@ def table_rows(objectives):
         t = load_trace(st["trace"])
         w = draw_workload(t.prefill, t.decode, st["requests"], st["seed"])
         for objective in objectives:
-            simulate(w[:2000], st["workers"], st["slots"], "bfio",  # warm numba cache for this variant
+            simulate(Workload(w.prefill[:2000], w.decode[:2000]), st["workers"], st["slots"], "bfio",  # warm numba cache for this variant
                      policy_options={**PAPER_BFIO_OPTIONS, "horizon": 20, "objective": objective})
             for H in st["horizons"]:
                 r = simulate(w, st["workers"], st["slots"], "bfio", seed=st["seed"],

@@ -22,10 +22,10 @@ SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 SMOKE = REPO / "config" / "smoke.yaml"
 
 
-def snakemake(workdir, *args, check=True, timeout=600):
+def snakemake(workdir, *args, check=True, timeout=600, env=None):
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
            "--workflow-profile", str(REPO / "profiles" / "default"), *args]
-    env = {**os.environ, "CI": "1"}
+    env = {**os.environ, "CI": "1", **(env or {})}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
@@ -154,6 +154,29 @@ def test_smoke_is_complete_and_figures_do_not_rerun_simulations(smoke):
     out = forced.stdout + forced.stderr
     assert "fig_power_timeseries" in out
     assert "rule simulate" not in out and "simulate_recorded" not in out
+
+
+def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
+    """Issue 14: a figure module's helper changes (``bfio.figures.horizon_sweep``,
+    whose ``_err`` other figures borrow) in a copy of the package put first on
+    the path: the dry run schedules every figure that imports it, and nothing
+    that does not (no simulation)."""
+    import shutil
+
+    import bfio
+
+    work, base = smoke
+    pkg = tmp_path / "src" / "bfio"
+    shutil.copytree(Path(bfio.__file__).parent, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    helper = pkg / "figures" / "horizon_sweep.py"
+    helper.write_text(helper.read_text() + "\n# changed helper\n")
+    out = snakemake(work, "-n", *base, env={"PYTHONPATH": str(tmp_path / "src")})
+    text = out.stdout + out.stderr
+    for rule in ("fig_horizon_sweep", "fig_worker_sweep", "fig_online_load", "fig_predictor_noise",
+                 "fig_starvation"):
+        assert f"rule {rule}" in text, (rule, text[-3000:])
+    for rule in ("simulate", "fig_distributions", "fig_power_timeseries", "online_simulate"):
+        assert f"rule {rule}:" not in text and f"rule {rule}\n" not in text, (rule, text[-3000:])
 
 
 def test_lint_passes():

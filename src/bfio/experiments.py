@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import BfioError, ChecksumError, ConfigError, TraceError
+from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rerun triggers)
 from bfio.paper import TABLE_SETTINGS, bfio_row_options, parse_bfio_row, row_key
 from bfio.progress import log_progress
 from bfio.traces import KNOWN_TRACES, TRACE_ALIASES, TraceSpec, load_trace, sha256_of
@@ -165,28 +166,6 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
 #: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
 SIMULATION_SOURCES = ("constants.py", "kernels.py", "metrics.py", "power.py", "simulator.py", "workload.py",
                       "predictors.py", "policies", "solvers")
-
-
-def code_fingerprint(sources) -> str:
-    """sha256 (first 16 hex digits) of the given ``bfio`` source files or
-    directories (``*.py`` inside, recursively), relative to the package.
-
-    The workflow passes it as a rule parameter so Snakemake's params rerun
-    trigger reruns exactly the jobs whose code changed: simulations when the
-    simulator, a policy or a solver changes; a figure when its module changes.
-    """
-    import hashlib
-
-    root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for src in sources:
-        path = root / src
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for f in files:
-            if f.exists():
-                h.update(str(f.relative_to(root)).encode())
-                h.update(f.read_bytes())
-    return h.hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------- config

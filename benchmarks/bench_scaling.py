@@ -1,0 +1,59 @@
+"""BF-IO routing cost as the cluster grows (issue 16).
+
+BurstGPT drawn as in the paper's Table 2 (``N = 6,250 G`` requests, ``B = 72``,
+seed 42, oracle predictor), FCFS against BF-IO with the library defaults at
+``H = 20``, for each ``G``: whole-run wall time (warm: numba compiled and a
+small run done first), the ratio BF-IO / FCFS, BF-IO's routing call (mean,
+p50, p99) and the mean decode step of the BF-IO run, with the call's share of
+a step.
+
+    python benchmarks/bench_scaling.py [--workers 16,64,256,1024] [--horizon 20]
+
+Targets (issue 16): routing call (mean) <= 10% of the mean decode step at
+every G; whole-run ratio <= 4x at G = 256 and <= 6x at G = 1024.
+"""
+
+import argparse
+import time
+
+from bfio.simulator import simulate
+from bfio.traces import load_trace
+from bfio.workload import Workload, draw_workload
+
+SLOTS = 72
+PER_WORKER = 6_250  # Table 2: 100,000 requests on 16 workers
+SEED = 42
+
+
+def run(w, workers, policy, options):
+    t0 = time.perf_counter()
+    r = simulate(w, workers, SLOTS, policy, seed=SEED, policy_options=options, show_progress=False)
+    return r, time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workers", default="16,64,256,1024")
+    ap.add_argument("--horizon", type=int, default=20)
+    args = ap.parse_args()
+    t = load_trace("burstgpt")
+    bfio = {"horizon": args.horizon}
+    warm = Workload(t.prefill[:4000], t.decode[:4000])
+    simulate(warm, 16, SLOTS, "fcfs", show_progress=False)
+    simulate(warm, 16, SLOTS, "bfio", policy_options=bfio, show_progress=False)
+    print("| G | FCFS | BF-IO H=%d | ratio | call mean | call p50 | call p99 | step mean | call / step |" % args.horizon)
+    print("|---|---|---|---|---|---|---|---|---|")
+    for G in (int(g) for g in args.workers.split(",")):
+        w = draw_workload(t.prefill, t.decode, PER_WORKER * G, SEED)
+        _, fcfs_s = run(w, G, "fcfs", {})
+        r, bfio_s = run(w, G, "bfio", bfio)
+        m = r.metrics
+        call = m["solver_s_total"] / m["solver_calls"]
+        step = float(r.series["dt"].mean())
+        print(f"| {G} | {fcfs_s:.2f} s | {bfio_s:.2f} s | {bfio_s / fcfs_s:.1f}x | {call * 1e3:.2f} ms | "
+              f"{m['solver_s_p50'] * 1e3:.2f} ms | {m['solver_s_p99'] * 1e3:.2f} ms | {step * 1e3:.1f} ms | "
+              f"{call / step:.1%} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Code fingerprints that follow real imports: the pipeline's rerun triggers.
+
+Every rule passes ``code=code_fingerprint([...])`` as a parameter, so Snakemake
+reruns exactly the jobs whose code changed. The fingerprint of a list of
+entry modules hashes each of them and every ``bfio`` module they import,
+transitively: ``import bfio.x``, ``from bfio.x import y`` (``y`` a module or a
+name), relative imports, and imports inside functions alike, plus the
+``__init__`` of every package on the way (Python runs it on import). A package
+whose ``__init__`` discovers its modules by name (``pkgutil``, as the policy
+registry does) counts as importing all of them.
+
+So a figure reruns when a helper it imports from another figure module
+changes (``horizon_sweep._err``), and a simulation never reruns for a change
+that only a figure imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE = "bfio"
+ROOT = Path(__file__).resolve().parent
+
+
+def _module_file(name: str, root: Path) -> Path | None:
+    """File of module ``bfio.<...>`` (a module or a package's ``__init__``)."""
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = root.joinpath(*parts[1:])
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return None
+
+
+def _module_name(path: Path, root: Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    parts = [PACKAGE, *rel.parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, root: Path) -> set[Path]:
+    """The ``bfio`` files that importing ``path`` runs directly."""
+    name = _module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    names: set[str] = set()
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - node.level + 1]
+                mod = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            names.add(mod)
+            names.update(f"{mod}.{alias.name}" for alias in node.names)  # `from pkg import module`
+    files = set()
+    for full in names:
+        parts = full.split(".")
+        for k in range(1, len(parts) + 1):  # the packages on the way run their __init__
+            f = _module_file(".".join(parts[:k]), root)
+            if f is not None:
+                files.add(f)
+    if path.name == "__init__.py" and "pkgutil" in path.read_text():
+        files.update(p for p in path.parent.glob("*.py"))
+    files.discard(path)
+    return files
+
+
+def module_closure(sources, root: Path | None = None) -> list[Path]:
+    """Every ``bfio`` file that the entry ``sources`` (files or directories,
+    relative to the package, e.g. ``"figures/horizon_sweep.py"``, ``"solvers"``)
+    import, transitively, themselves included; sorted."""
+    root = Path(root) if root is not None else ROOT
+    todo: list[Path] = []
+    for src in sources:
+        path = root / src
+        if path.is_dir():
+            todo += sorted(path.rglob("*.py"))
+        elif path.is_file():
+            todo.append(path)
+        else:
+            raise FileNotFoundError(f"code_fingerprint: no module or package {src!r} under {root}")
+    seen: set[Path] = set()
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        todo += [g for g in _imports(f, root) if g not in seen]
+    return sorted(seen)
+
+
+@lru_cache(maxsize=None)
+def _fingerprint(sources: tuple, root: Path) -> str:
+    h = hashlib.sha256()
+    for f in module_closure(sources, root):
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def code_fingerprint(sources, root: Path | None = None) -> str:
+    """sha256 (first 16 hex digits) of :func:`module_closure` of ``sources``:
+    changes exactly when one of the files a job's code imports changes."""
+    return _fingerprint(tuple(sources), Path(root) if root is not None else ROOT)
+
+
+__all__ = ["code_fingerprint", "module_closure"]

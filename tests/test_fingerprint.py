@@ -1,0 +1,79 @@
+"""Rerun triggers follow real imports (issue 14): bfio.fingerprint."""
+
+from pathlib import Path
+
+import pytest
+
+from bfio.fingerprint import ROOT, code_fingerprint, module_closure
+
+
+def _tree(tmp_path: Path) -> Path:
+    root = tmp_path / "bfio"
+    (root / "figures").mkdir(parents=True)
+    (root / "plug").mkdir()
+    files = {
+        "__init__.py": "",
+        "figures/__init__.py": "",
+        "figures/a.py": "from bfio.figures.b import helper\n",
+        "figures/b.py": "def helper():\n    from ..c import deep\n    return deep()\n",
+        "c.py": "import bfio.plug\ndef deep():\n    return 1\n",
+        "plug/__init__.py": "import pkgutil\n",
+        "plug/one.py": "X = 1\n",
+        "unrelated.py": "Y = 2\n",
+    }
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    return root
+
+
+def test_closure_follows_imports_in_functions_relative_and_discovered(tmp_path):
+    root = _tree(tmp_path)
+    got = {str(p.relative_to(root)) for p in module_closure(["figures/a.py"], root)}
+    assert got == {"__init__.py", "figures/__init__.py", "figures/a.py", "figures/b.py", "c.py",
+                   "plug/__init__.py", "plug/one.py"}
+
+
+def test_fingerprint_changes_with_an_imported_helper_only(tmp_path):
+    root = _tree(tmp_path)
+    before = code_fingerprint(["figures/a.py"], root)
+    (root / "unrelated.py").write_text("Y = 3\n")
+    assert code_fingerprint(["figures/a.py"], root.parent / "bfio") == before  # cached, and unchanged anyway
+    from bfio import fingerprint
+
+    fingerprint._fingerprint.cache_clear()
+    assert code_fingerprint(["figures/a.py"], root) == before
+    (root / "plug" / "one.py").write_text("X = 2\n")
+    fingerprint._fingerprint.cache_clear()
+    assert code_fingerprint(["figures/a.py"], root) != before
+
+
+def test_real_figures_import_their_helpers():
+    """The figures that borrow ``horizon_sweep._err`` carry it in their closure."""
+    closure = {str(p.relative_to(ROOT)) for p in module_closure(["figures/worker_sweep.py"])}
+    assert "figures/horizon_sweep.py" in closure and "tables.py" in closure
+
+
+def test_missing_source_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.py"):
+        module_closure(["nope.py"], _tree(tmp_path))
+
+
+def test_results_diff_ignores_timings_and_finds_a_changed_number(tmp_path):
+    """``bfio.results_diff``: wall times may differ, a metric may not."""
+    import json
+
+    import pandas as pd
+
+    from bfio.results_diff import compare_trees, main
+
+    for name, wall, imb in (("a", 1.0, 3.25), ("b", 2.0, 3.25), ("c", 1.0, 3.2500001)):
+        d = tmp_path / name / "tables"
+        d.mkdir(parents=True)
+        pd.DataFrame({"row": ["fcfs"], "avg_imbalance": [imb], "wall_s": [wall]}).to_csv(d / "t.csv", index=False)
+        (d / "s.json").write_text(json.dumps({"metrics": {"avg_imbalance": imb, "solver_s_p99": wall}}))
+    assert compare_trees(tmp_path / "a", tmp_path / "b") == []
+    diffs = dict(compare_trees(tmp_path / "a", tmp_path / "c"))
+    assert set(diffs) == {"tables/t.csv", "tables/s.json"}
+    assert main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
+    (tmp_path / "b" / "tables" / "extra.md").write_text("x\n")
+    assert dict(compare_trees(tmp_path / "a", tmp_path / "b")) == {"tables/extra.md": f"only in {tmp_path / 'b'}"}
