@@ -65,3 +65,49 @@ def _expand(entry: str) -> list[str]:
     if m and "," in m.group(1):
         return [s for alt in m.group(1).split(",") for s in _expand(entry[:m.start()] + alt + entry[m.end():])]
     return [entry.split(".")[0]]
+
+
+# --------------------------------------------------------------------------- quoted study numbers
+
+ROUTERS_CSV = REPO / "results" / "tables" / "online_routers.csv"
+ROUTERS_MARK = "<!-- checked against results/tables/online_routers.csv (vs_reference)"
+
+
+def _marked_tables(text: str, mark: str):
+    """The Markdown tables that follow ``mark`` (an HTML comment), as lists of cell rows."""
+    for m in re.finditer(re.escape(mark) + r"[^\n]*-->\n((?:\|[^\n]*\|\n?)+)", text):
+        lines = [ln for ln in m.group(1).strip().splitlines() if not re.fullmatch(r"\|[-| :]+\|", ln.strip())]
+        yield [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
+
+
+def test_router_numbers_quoted_in_the_docs_are_the_tables():
+    """Every cell of a table marked as checked against the routers table (README
+    results, docs/online.md) is that table's paired p99 ratio, formatted as in
+    results/tables/online_routers.md."""
+    import pandas as pd
+
+    from bfio.policies import policy_label, registered
+    from bfio.studies.report import ci_cell
+
+    quoted = {doc: list(_marked_tables(doc.read_text(), ROUTERS_MARK)) for doc in DOCS}
+    quoted = {doc: tables for doc, tables in quoted.items() if tables}
+    assert REPO / "README.md" in quoted and REPO / "docs" / "online.md" in quoted
+    if not ROUTERS_CSV.exists():
+        pytest.skip("results/tables/online_routers.csv not built (snakemake -c 2 results/tables/online_routers.md)")
+    table = pd.read_csv(ROUTERS_CSV)
+    assert set(table["reference"]) == {"bfio_h40"}  # the docs say "over BF-IO's (H=40)"
+    inst = table[table["role"] == "instant"]
+    by_label = {policy_label(p): p for p in registered()}
+    for doc, tables in quoted.items():
+        for rows in tables:
+            head, body = rows[0], rows[1:]
+            assert head[:2] == ["setting (load)", "router"] and all(h.startswith("k=") for h in head[2:]), head
+            for cells in body:
+                setting, load = re.fullmatch(r"(\w+) \(([\d.]+)\)", cells[0]).groups()
+                policy = by_label[cells[1]]
+                for h, quoted_cell in zip(head[2:], cells[2:]):
+                    k = int(h[2:])
+                    rec = inst[(inst["setting"] == setting) & (inst["load"].map(lambda x: f"{x:.3g}") == load)
+                               & (inst["policy"] == policy) & (inst["report_interval"] == k)]
+                    assert len(rec) == 1, (doc.name, cells[:2], k)
+                    assert quoted_cell == ci_cell(rec.iloc[0].to_dict(), "vs_reference"), (doc.name, cells[:2], k)

@@ -11,7 +11,8 @@ from bfio.policies import DispatchState, Policy, available, make_policy
 from bfio.simulator import simulate
 from bfio.workload import Workload
 
-INSTANT = ["jsq_requests", "vllm_dp", "least_tokens", "round_robin", "power_of_two", "random"]
+INSTANT = ["jsq_requests", "vllm_dp", "least_tokens", "round_robin", "power_of_two", "random", "vllm_token_lb",
+           "sglang_total_requests", "sglang_total_tokens"]
 
 
 @st.composite
@@ -38,11 +39,12 @@ def occupancy_after_routing(req, steps, workers):
 @pytest.mark.parametrize("policy", INSTANT)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), workers=st.integers(1, 4), slots=st.integers(1, 4), seed=st.integers(0, 3),
-       online=st.booleans())
-def test_queues_are_sticky_fifo_and_work_conserving(policy, data, workers, slots, seed, online):
+       online=st.booleans(), k=st.sampled_from([0, 0, 1, 5]))
+def test_queues_are_sticky_fifo_and_work_conserving(policy, data, workers, slots, seed, online, k):
+    # k: the router routes on load reports every k steps (report_interval; 0 = exact state)
     w = data.draw(workloads(arrivals=online))
     r = simulate(w, workers, slots, policy, seed=seed, dispatch="instant",
-                 admission_mode="arrivals" if online else "backlog")
+                 admission_mode="arrivals" if online else "backlog", policy_options={"report_interval": k})
     req = r.requests
     # bound at arrival, ran there: a queued request is never moved to another queue
     assert req.queue_worker.between(0, workers - 1).all()

@@ -10,7 +10,8 @@ from bfio.simulator import simulate
 from bfio.workload import Workload, poisson_arrivals, replay_workload, with_arrivals
 
 ONLINE_POLICIES = ["fcfs", "jsq_tokens", "jsq_requests", "vllm_dp", "least_tokens", "round_robin", "power_of_two"]
-INSTANT_POLICIES = ["jsq_requests", "vllm_dp", "least_tokens", "round_robin", "power_of_two", "random"]
+INSTANT_POLICIES = ["jsq_requests", "vllm_dp", "least_tokens", "round_robin", "power_of_two", "random", "vllm_token_lb",
+                    "sglang_total_tokens"]
 
 
 @st.composite

@@ -232,6 +232,11 @@ def test_smoke_studies_beyond_the_paper(smoke, smoke_config):
               "energy_j_run"):
         assert np.isfinite(online[f"{m}_mean"]).all() and (online[f"{m}_mean"] >= 0).all(), m
     assert (online["n_seeds"] == seeds).all() and (online["load"] > 0).all()
+    routers = pd.read_csv(tables / "online_routers.csv")  # issue 18: instant rows vs online.reference
+    assert set(routers.loc[routers["role"] == "instant", "row"]) == set(smoke_config["online"]["instant"])
+    assert set(routers.loc[routers["role"] == "reference", "row"]) == {smoke_config["online"]["reference"]}
+    assert {0, 10} <= set(routers["report_interval"])
+    assert np.isfinite(routers["vs_reference_mean"]).all() and (routers["vs_reference_mean"] > 0).all()
     pred = pd.read_csv(tables / "predictors.csv")
     assert "noisy" in set(pred["predictor"])
     assert set(smoke_config["predictor_study"]["predictors"]) <= set(pred["predictor"])
@@ -243,7 +248,7 @@ def test_smoke_studies_beyond_the_paper(smoke, smoke_config):
     assert rec["admission"] in smoke_config["starvation"]["admissions"]
     for name in ("online", "predictors", "starvation"):
         assert "scaled from the paper setting" in (tables / f"{name}.md").read_text()
-    for name in ("online_load", "online_replay", "predictor_noise", "starvation"):
+    for name in ("online_load", "online_replay", "online_routers", "predictor_noise", "starvation"):
         assert (work / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-", name
         assert (work / "figures" / f"{name}.png").stat().st_size > 10_000, name
 
@@ -251,9 +256,9 @@ def test_smoke_studies_beyond_the_paper(smoke, smoke_config):
 def test_smoke_study_figures_and_tables_do_not_rerun_simulations(smoke):
     work, base = smoke
     forced = snakemake(work, "-n", *base, "-R", "fig_online_load", "fig_predictor_noise", "fig_starvation",
-                       "online_table", "starvation_table")
+                       "online_table", "starvation_table", "online_routers_table", "fig_online_routers")
     out = forced.stdout + forced.stderr
-    assert "fig_online_load" in out and "starvation_table" in out
+    assert "fig_online_load" in out and "starvation_table" in out and "online_routers_table" in out
     for rule in ("online_simulate", "predictor_simulate", "starvation_simulate", "rule simulate"):
         assert rule not in out, rule
 

@@ -10,7 +10,8 @@ from bfio.simulator import simulate
 from bfio.workload import Workload
 
 #: baselines that admit from the pool oldest first (a property of these policies, checked below)
-FIFO = ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two", "vllm_dp", "least_tokens")
+FIFO = ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two", "vllm_dp", "least_tokens",
+        "vllm_token_lb", "sglang_total_requests", "sglang_total_tokens")
 
 
 @st.composite

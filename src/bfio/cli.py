@@ -172,6 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "with --arrival-rate, else --arrival-mode trace")
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
+    s.add_argument("--report-interval", type=_nonneg_int, metavar="K",
+                   help="with --dispatch instant: the router sees the workers' load as reported every K steps, plus "
+                        "its own dispatches since the last report (vLLM/SGLang routers route on such periodic "
+                        "reports); 0 = the exact state (default)")
     g = s.add_argument_group("BF-IO options (with --policy bfio)")
     g.add_argument("--horizon", type=_nonneg_int, help="lookahead window H (default 0)")
     g.add_argument("--predictor", help="oracle | noisy | none | empirical | geometric (default oracle); "
@@ -216,6 +220,16 @@ def _policy_options(args) -> dict:
     if opts and args.policy != "bfio":
         flags = ", ".join("--" + k.replace("_", "-") for k in opts)
         raise ConfigError(f"{flags}: only valid with --policy bfio (got --policy {args.policy})")
+    if getattr(args, "report_interval", None) is not None:
+        if args.dispatch != "instant":
+            raise ConfigError(f"--report-interval: only valid with --dispatch instant (got --dispatch {args.dispatch}); "
+                              "a central pool has no per-worker load reports")
+        from bfio.policies import supporting
+
+        if args.policy not in supporting("instant"):
+            raise ConfigError(f"--report-interval: policy '{args.policy}' has no instant dispatch (policies: "
+                              f"{', '.join(supporting('instant'))})")
+        opts["report_interval"] = args.report_interval
     return opts
 
 

@@ -310,6 +310,11 @@ def _check_policies(config: dict) -> None:
                 _build_policy(f"online.{dispatch}.{i}", policy, opts, dispatch=dispatch)
         policy, opts = resolve_row(online.get("saturation_row", "fcfs"), variants, bfio)
         _build_policy("online.saturation_row", policy, opts)
+        reference = online.get("reference", "bfio_h40")
+        if online.get("instant") and reference not in (online.get("central") or []):
+            raise ConfigError(f"config key 'online.reference': '{reference}' is not a central row of the online "
+                              f"study (central: {', '.join(online.get('central') or []) or 'none'}); the routers "
+                              "table compares every instant row with it")
 
 
 def _check_online_replay(config: dict) -> None:

@@ -1,9 +1,10 @@
 # Study (issue 6): online arrivals vs production routers (docs/studies.md).
 # One simulation job per setting of config["online"]: backlog runs measuring
 # the saturation throughput (requests/s), then every load x row x seed
-# (bfio.studies.online); then the table and figures (which never rerun a
+# (bfio.studies.online); then the tables and figures (which never rerun a
 # simulation). Outputs: results/studies/online/, results/tables/online.*,
-# figures/online_*.
+# results/tables/online_routers.* (issue 18: the instant-dispatch routers and
+# their report intervals vs online.reference), figures/online_*.
 
 
 rule online_simulate:
@@ -48,6 +49,47 @@ rule online_table:
         "../../environment.yml"
     script:
         "../scripts/online_table.py"
+
+
+rule online_routers_table:
+    input:
+        runs=expand("results/studies/online/runs_{setting}.csv", setting=ONLINE_SETTINGS),
+    output:
+        csv="results/tables/online_routers.csv",
+        md="results/tables/online_routers.md",
+    params:
+        settings=ONLINE_SETTINGS,
+        reference=ONLINE["reference"],
+        code=STUDY_TABLE_CODE,
+    log:
+        "logs/tables/online_routers.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/online_routers_table.py"
+
+
+rule fig_online_routers:
+    input:
+        "results/tables/online_routers.csv",
+    output:
+        pdf="figures/online_routers.pdf",
+        png=report(
+            "figures/online_routers.png",
+            caption="../report/online_routers.rst",
+            category="Figures",
+            subcategory="Beyond the paper",
+            labels={"figure": "online: production routers and load-report intervals"},
+        ),
+    params:
+        load=ONLINE["figure_load"],
+        code=figure_code("online_routers"),
+    log:
+        "logs/figures/online_routers.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/fig_online_routers.py"
 
 
 rule fig_online_load:

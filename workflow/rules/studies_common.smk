@@ -23,6 +23,10 @@ STUDY_TABLE_CODE = code_fingerprint(
 ONLINE_TARGETS = []
 if ONLINE_SETTINGS:
     ONLINE_TARGETS += expand("results/tables/online.{fmt}", fmt=["csv", "md"])
+if ONLINE_SETTINGS and ONLINE["instant"]:
+    # production routers (issue 18): instant rows, report intervals, vs online.reference
+    ONLINE_TARGETS += expand("results/tables/online_routers.{fmt}", fmt=["csv", "md"])
+    ONLINE_TARGETS += expand("figures/online_routers.{ext}", ext=FIG_FORMATS)
 if ONLINE["poisson"]:
     ONLINE_TARGETS += expand("figures/online_load.{ext}", ext=FIG_FORMATS)
 if ONLINE["replay"]:

@@ -1,6 +1,8 @@
 """Online study: p99 end-to-end latency and whole-run throughput against the
 offered load, one line per policy (central pool vs instant dispatch), one
-column per Poisson setting (``results/tables/online.csv``)."""
+column per Poisson setting (``results/tables/online.csv``). Rows routing on
+lagging load reports (``report_interval > 0``) are left to
+:mod:`bfio.figures.online_routers`."""
 
 from __future__ import annotations
 
@@ -73,6 +75,8 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
     from bfio.studies.summaries import policy_label
 
     sub = summary[summary["arrival_mode"] == "poisson"]
+    if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers
+        sub = sub[sub["report_interval"].fillna(0) == 0]
     settings = list(dict.fromkeys(sub["setting"]))
     fig, axes = figure(len(panels), max(1, len(settings)), width=3.4 * max(1, len(settings)) + 0.4,
                        height=2.6 * len(panels) + 0.9)

@@ -1,6 +1,7 @@
 """Online study, trace replay: p50 and p99 end-to-end latency and p99 queue
 wait per policy, one panel per (replay setting, time scale)
-(``results/tables/online.csv``)."""
+(``results/tables/online.csv``); exact-state rows only (``report_interval``
+0; the others are in :mod:`bfio.figures.online_routers`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ def plot_online_replay(summary: pd.DataFrame, bars=BARS):
     from bfio.studies.summaries import policy_label
 
     sub = summary[summary["arrival_mode"] == "trace"]
+    if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers
+        sub = sub[sub["report_interval"].fillna(0) == 0]
     panels = list(dict.fromkeys(zip(sub["setting"], sub["time_scale"])))
     fig, axes = figure(len(panels) or 1, 1, width=7.0, height=2.8 * max(1, len(panels)))
     for ax, (name, ts) in zip(axes[:, 0], panels):

@@ -8,9 +8,11 @@ read it, so a new baseline is one new module in this package with a registered
 class (modules here are imported when the registry is first read). Baselines
 pick from the pool oldest first (``../shared/spec/semantics.md``, "Baseline
 policies"). Production baselines
-with instant dispatch (``vllm_dp``, ``least_tokens``, and the instant variants of
-``jsq_requests``, ``round_robin``, ``power_of_two``, ``random``) are described in
-``docs/online.md``.
+with instant dispatch (``vllm_dp``, ``vllm_token_lb``, ``sglang_total_requests``,
+``sglang_total_tokens``, ``least_tokens``, and the instant variants of
+``jsq_requests``, ``round_robin``, ``power_of_two``, ``random``) derive from
+:class:`~bfio.policies.base.InstantPolicy` (option ``report_interval``: load
+reports that lag) and are described in ``docs/online.md``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ With ``dispatch="instant"`` (``docs/online.md``) there is no central pool: every
 request is bound to one worker's FIFO queue the moment it enters the system,
 through :meth:`Policy.dispatch` and a :class:`DispatchState`, as the
 data-parallel routers of vLLM and SGLang do. Policies declare the modes they
-support in ``dispatch_modes``.
+support in ``dispatch_modes``. The built-in instant-dispatch rules derive from
+:class:`InstantPolicy`, which gives every one of them the ``report_interval``
+option (load reports that lag, see there).
 """
 
 from __future__ import annotations
@@ -135,3 +137,105 @@ class Policy:
     def stats(self) -> dict:
         """Policy-specific statistics added to a result (e.g. solver times)."""
         return {}
+
+
+def check_report_interval(value) -> int:
+    """``report_interval`` as an int >= 0, else a :class:`ConfigError` naming the option."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 0:
+        raise ConfigError(f"report_interval: must be an integer >= 0 (steps between the ranks' load reports; "
+                          f"0 = the router sees the exact state), got {value!r}")
+    return int(value)
+
+
+class InstantPolicy(Policy):
+    """Base of the policies with instant dispatch (``dispatch_modes`` has
+    ``"instant"``): subclasses implement :meth:`select`, the rule on a
+    :class:`DispatchState`, and this class decides which state the rule sees.
+
+    Option ``report_interval`` (``k`` steps, default 0). Production routers do
+    not read the ranks' state: the ranks *report* their load periodically
+    (vLLM's ``DPCoordinator`` publishes request counts about every 100 ms;
+    SGLang's scheduler piggybacks its load on output batches and, in recent
+    versions, the controller refreshes its ``DPBudget`` at most every 20 ms), and
+    between two reports the
+    router adds its own dispatches to its copy (vLLM: ``waiting += 1`` on the
+    chosen engine; SGLang: ``total_requests += 1``, ``total_tokens +=`` the
+    request's tokens). The simulator models this per step:
+
+    - ``k = 0``: the rule sees the exact current state (bit for bit the
+      behaviour before the option existed, ``tests/test_report_interval.py``);
+    - ``k >= 1``: the router keeps a *report*, a copy of every per-worker array
+      of the :class:`DispatchState` (``waiting``, ``waiting_tokens``,
+      ``running``, ``loads``, ``free``), taken at the first dispatch call of each
+      window of ``k`` steps (steps ``m k .. (m + 1) k - 1``). Until the next
+      report the rule sees that copy plus the router's own dispatches since it
+      was taken: each request it bound to ``g`` adds 1 to ``waiting[g]`` and its
+      prompt ``s_i`` to ``waiting_tokens[g]``. Completions, admissions and the
+      growth of running requests stay invisible until the next report.
+
+    A report is taken when the router is called: when requests arrive at every
+    step (any loaded cluster) it is the state at step ``m k`` exactly; when the
+    first arrival of a window comes later, the report is that fresher state
+    (the simulator does not stop between arrivals to take reports, see
+    ``fast_forward`` in :func:`bfio.simulator.simulate`). Rules that do not
+    read the state (``round_robin``, ``random``) accept the option and are
+    unaffected by it.
+    """
+
+    dispatch_modes: tuple[str, ...] = ("central", "instant")
+
+    def __init__(self, seed: int = 0, report_interval: int = 0, **options):
+        super().__init__(seed=seed, **options)
+        self.report_interval = check_report_interval(report_interval)
+        self._report = None
+
+    def reset(self, workers: int, slots: int) -> None:
+        super().reset(workers, slots)
+        self._report = None
+
+    def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        """The dispatch rule: one worker per request in ``requests`` (arrival
+        order), given the state the router sees."""
+        raise NotImplementedError
+
+    def router_view(self, state: DispatchState) -> DispatchState:
+        """The state the rule sees at this call: ``state`` itself when
+        ``report_interval`` is 0, else the last report plus the router's own
+        dispatches since it was taken."""
+        k = self.report_interval
+        if k == 0:
+            return state
+        window = int(state.step) // k
+        rep = self._report
+        if rep is None or rep["window"] != window or rep["waiting"].shape[0] != state.workers:
+            rep = self._report = {
+                "window": window, "step": int(state.step),
+                **{f: np.array(getattr(state, f), dtype=np.int64, copy=True) for f in REPORTED_FIELDS},
+                "sent": np.zeros(state.workers, dtype=np.int64),
+                "sent_tokens": np.zeros(state.workers, dtype=np.int64)}
+        return DispatchState(step=state.step, clock=state.clock, workers=state.workers, slots=state.slots,
+                             waiting=rep["waiting"] + rep["sent"],
+                             waiting_tokens=rep["waiting_tokens"] + rep["sent_tokens"],
+                             running=rep["running"], loads=rep["loads"], free=rep["free"],
+                             workload=state.workload)
+
+    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        out = self.select(self.router_view(state), requests)
+        if self.report_interval and self._report is not None:
+            to = np.asarray(out)
+            # an invalid answer is left for the simulator to refuse (it names the fault)
+            if (to.shape == requests.shape and to.dtype.kind in "iu"
+                    and (to.size == 0 or (to.min() >= 0 and to.max() < state.workers))):
+                np.add.at(self._report["sent"], to, 1)
+                np.add.at(self._report["sent_tokens"], to, state.prefill_of(requests).astype(np.int64))
+        return out
+
+    def describe(self) -> dict:
+        out = super().describe()
+        if self.report_interval:
+            out["report_interval"] = self.report_interval
+        return out
+
+
+#: The per-worker arrays of a :class:`DispatchState` that a load report copies.
+REPORTED_FIELDS = ("waiting", "waiting_tokens", "running", "loads", "free")

@@ -30,6 +30,52 @@ def greedy_argmin(key, weights):
 
 
 @njit(cache=True)
+def greedy_argmin_lex(key, tie, weights, tie_weights):
+    """Bind request ``j`` (in order) to the worker with the smallest pair
+    ``(key, tie)`` compared lexicographically (``tie`` breaks equal keys; the
+    lowest index breaks equal pairs), then add ``weights[j]`` to its ``key`` and
+    ``tie_weights[j]`` to its ``tie``."""
+    key = key.copy()
+    tie = tie.copy()
+    n = weights.shape[0]
+    G = key.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        best = 0
+        for g in range(1, G):
+            if key[g] < key[best] or (key[g] == key[best] and tie[g] < tie[best]):
+                best = g
+        out[j] = best
+        key[best] += weights[j]
+        tie[best] += tie_weights[j]
+    return out
+
+
+@njit(cache=True)
+def greedy_least_loaded_lex(key, tie, free, weights, limit):
+    """Central twin of :func:`greedy_argmin_lex`: assign ``limit`` requests in
+    order to the worker with a free slot and the smallest ``(key, tie)`` (lowest
+    index on equal pairs), adding ``weights[j]`` to its key and 1 to its tie."""
+    key = key.copy()
+    tie = tie.copy()
+    free = free.copy()
+    out = np.full(weights.shape[0], -1, dtype=np.int64)
+    G = key.shape[0]
+    for j in range(limit):
+        best = -1
+        for g in range(G):
+            if free[g] > 0 and (best < 0 or key[g] < key[best] or (key[g] == key[best] and tie[g] < tie[best])):
+                best = g
+        if best < 0:
+            break
+        out[j] = best
+        key[best] += weights[j]
+        tie[best] += 1.0
+        free[best] -= 1
+    return out
+
+
+@njit(cache=True)
 def two_choices(key, first, second, weights):
     """Power of two choices: request ``j`` goes to the one of workers
     ``first[j]``, ``second[j]`` with the smaller ``key`` (``first[j]`` on ties),

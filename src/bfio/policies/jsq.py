@@ -10,14 +10,17 @@ number of active requests as the queue length.
 bound to the worker with the fewest waiting + running requests (lowest index on
 ties). That is SGLang's ``shortest_queue`` load-balance method
 (``sglang/srt/managers/data_parallel_controller.py``: ``DPBudget`` balances
-``num_reqs``, "instead of num_waiting_reqs to balance decode running batch").
+``num_reqs``, "instead of num_waiting_reqs to balance decode running batch"),
+renamed ``total_requests`` in January 2026 and registered under that name as
+``sglang_total_requests`` (the same rule). Like every instant rule it takes the
+``report_interval`` option (:class:`bfio.policies.base.InstantPolicy`).
 """
 
 import numpy as np
 from numba import njit
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, Policy, RoutingState
+from bfio.policies.base import DispatchState, InstantPolicy, Policy, RoutingState
 from bfio.policies.instant import greedy_argmin
 
 
@@ -53,7 +56,7 @@ class JSQTokens(Policy):
 
 
 @register
-class JSQRequests(Policy):
+class JSQRequests(InstantPolicy):
     name = "jsq_requests"
     label = "JSQ (requests)"
     dispatch_modes = ("central", "instant")
@@ -63,6 +66,6 @@ class JSQRequests(Policy):
         return greedy_least_loaded(state.active.astype(np.float64), state.free.astype(np.int64),
                                    ones, state.admissible)
 
-    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+    def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         key = (state.waiting + state.running).astype(np.float64)
         return greedy_argmin(key, np.ones(requests.shape[0], dtype=np.float64))

@@ -23,13 +23,13 @@ Modes (``docs/online.md``):
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, RoutingState
+from bfio.policies.base import DispatchState, InstantPolicy, RoutingState
 from bfio.policies.instant import greedy_argmin
 from bfio.policies.jsq import JSQTokens
 
 
 @register
-class LeastTokens(JSQTokens):
+class LeastTokens(InstantPolicy, JSQTokens):
     name = "least_tokens"
     label = "least tokens"
     dispatch_modes = ("central", "instant")
@@ -37,6 +37,6 @@ class LeastTokens(JSQTokens):
     def route(self, state: RoutingState) -> np.ndarray:
         return super().route(state)
 
-    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+    def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         key = (state.loads + state.waiting_tokens).astype(np.float64)
         return greedy_argmin(key, state.prefill_of(requests).astype(np.float64))

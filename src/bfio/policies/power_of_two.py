@@ -10,12 +10,12 @@ them (Mitzenmacher's power of two choices; the SGLang router's
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, Policy, RoutingState
+from bfio.policies.base import DispatchState, InstantPolicy, RoutingState
 from bfio.policies.instant import distinct_pairs, two_choices
 
 
 @register
-class PowerOfTwo(Policy):
+class PowerOfTwo(InstantPolicy):
     name = "power_of_two"
     label = "Power of two"
     dispatch_modes = ("central", "instant")
@@ -37,7 +37,7 @@ class PowerOfTwo(Policy):
             loads[g] += s[j]
         return out
 
-    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+    def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         first, second = distinct_pairs(self.rng, state.workers, requests.shape[0])
         key = (state.loads + state.waiting_tokens).astype(np.float64)
         return two_choices(key, first, second, state.prefill_of(requests).astype(np.float64))

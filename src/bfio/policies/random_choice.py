@@ -7,11 +7,11 @@ uniformly among all ``G`` (seeded)."""
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, Policy, RoutingState
+from bfio.policies.base import DispatchState, InstantPolicy, RoutingState
 
 
 @register
-class RandomChoice(Policy):
+class RandomChoice(InstantPolicy):
     name = "random"
     label = "Random"
     dispatch_modes = ("central", "instant")
@@ -25,5 +25,5 @@ class RandomChoice(Policy):
             free[g] -= 1
         return out
 
-    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+    def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         return self.rng.integers(0, state.workers, size=requests.shape[0]).astype(np.int64)

@@ -8,8 +8,15 @@ API-server client is the lowest rank. The engine keeps the request for life
 (``vllm/v1/engine/core_client.py``, ``DPLBAsyncMPClient.get_core_engine_for_request``;
 counts published by ``vllm/v1/engine/coordinator.py``, ``DPCoordinator``). After
 choosing, vLLM bumps its local copy of the chosen engine's waiting count until
-the next stats update; the simulator's state is exact and updated per binding,
-so it needs no such estimate.
+the next stats update. With the default ``report_interval=0`` the simulator's
+state is exact and updated per binding, so it needs no such estimate; with
+``report_interval=k`` the router sees the ranks' last report plus its own
+dispatches (each adds 1 to ``waiting``), which is that estimate
+(:class:`bfio.policies.base.InstantPolicy`). ``vllm_token_lb`` is the same
+balancer with token counts (``--data-parallel-token-lb``). vLLM pull request
+#49204 ("[Core] Fix internal LB load-balancing", merged, July 2026) later
+changed this score (in-flight requests per client, waiting requests weighted by
+KV-cache pressure); ``vllm_dp`` is the ``waiting * 4 + running`` rule before it.
 
 Modes (``docs/online.md``):
 
@@ -43,6 +50,6 @@ class VllmDP(JSQRequests):
     def route(self, state: RoutingState) -> np.ndarray:
         return super().route(state)
 
-    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+    def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         key = (WAITING_WEIGHT * state.waiting + state.running).astype(np.float64)
         return greedy_argmin(key, np.full(requests.shape[0], float(WAITING_WEIGHT)))

@@ -12,7 +12,9 @@ For every setting (trace, N, G, B) of the config key ``online``:
    the trace's own timestamps for the ``replay`` settings (one run per
    ``time_scales`` entry; < 1 compresses time); each under every row of
    ``online.central`` (central pool, dispatch when a slot frees) and of
-   ``online.instant`` (dispatch to a worker's queue at arrival); every seed.
+   ``online.instant`` (dispatch to a worker's queue at arrival; rows may be
+   ``variants`` with a ``report_interval``, the production routers seeing load
+   reports that lag, issue 18); every seed.
 3. :func:`bfio.studies.summaries.summarize_online` aggregates per (setting,
    load, dispatch, row) with 95% t intervals over seeds.
 """
@@ -70,10 +72,17 @@ def trace_rate(frame: pd.DataFrame) -> float:
     return len(a) / span
 
 
+def report_interval(options: dict) -> int:
+    """Steps between the load reports an instant-dispatch router sees (its
+    ``report_interval`` option, :class:`bfio.policies.base.InstantPolicy`); 0 =
+    exact state, and for every policy without the option."""
+    return int(options.get("report_interval", 0) or 0)
+
+
 def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, seeds, slots: int,
                 bfio_defaults=None, native_rps: float | None = None) -> tuple[list[StudyRun], list[dict]]:
     """The runs of one setting and, per run, its extra columns (``load``,
-    ``offered_rps``, ``saturation_rps``).
+    ``offered_rps``, ``saturation_rps``, ``report_interval``).
 
     ``kind`` is ``poisson`` (one arrival spec per ``study['loads']``) or
     ``replay`` (one per ``setting['time_scales']``; ``native_rps`` is the
@@ -101,7 +110,8 @@ def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, se
                                               row, seed, arrival=arrival, dispatch=dispatch, variants=variants,
                                               bfio_defaults=bfio_defaults))
                     extra.append({"load": load, "offered_rps": load * saturation_rps,
-                                  "saturation_rps": saturation_rps})
+                                  "saturation_rps": saturation_rps,
+                                  "report_interval": report_interval(runs[-1].policy_options)})
     return runs, extra
 
 
@@ -118,4 +128,4 @@ def run_online(name: str, setting: dict, kind: str, saturation_rps: float, study
     return out
 
 
-__all__ = ["saturation_rate", "measure_saturation", "trace_rate", "online_runs", "run_online"]
+__all__ = ["saturation_rate", "measure_saturation", "trace_rate", "report_interval", "online_runs", "run_online"]
