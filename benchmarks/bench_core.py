@@ -29,7 +29,7 @@ def main():
     import numpy as np
     simulate(Workload(np.array([3, 4]), np.array([2, 1])), 2, 2, "jsq_tokens")  # compile / load cache
     simulate(Workload(np.array([3, 4]), np.array([2, 1]), np.array([0.0, 1.0])), 2, 2, "vllm_dp",
-             admission_mode="arrivals", dispatch="instant")
+             entry="arrivals", dispatch="instant")
     print(f"{'run':32s} {'steps':>6s} {'best s':>8s} {'median s':>9s} {'target s':>9s}")
     for table, policy, target in TARGETS:
         cfg = TABLE_SETTINGS[table]
@@ -48,7 +48,7 @@ def main():
         times = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            r = simulate(w, G, B, policy, admission_mode="arrivals", dispatch=dispatch, show_progress=False)
+            r = simulate(w, G, B, policy, entry="arrivals", dispatch=dispatch, show_progress=False)
             times.append(time.perf_counter() - t0)
         print(f"{label:32s} {r.steps:6d} {min(times):8.3f} {float(np.median(times)):9.3f} {target:9.2f}")
 

@@ -73,8 +73,8 @@ def run_cases(columns, repeat):
 
     has_ff = "fast_forward" in inspect.signature(simulate).parameters
     tiny = Workload(np.array([3, 4]), np.array([2, 1]), np.array([0.0, 1.0]))
-    simulate(tiny, 2, 2, "jsq_tokens", admission_mode="arrivals")  # compile / load the numba cache
-    simulate(tiny, 2, 2, "vllm_dp", admission_mode="arrivals", dispatch="instant")
+    simulate(tiny, 2, 2, "jsq_tokens", entry="arrivals")  # compile / load the numba cache
+    simulate(tiny, 2, 2, "vllm_dp", entry="arrivals", dispatch="instant")
     out = {}
     for label, trace, n, G, B, mode, x, dispatch, policy in CASES:
         w = _workload(trace, n, mode, x)
@@ -84,7 +84,7 @@ def run_cases(columns, repeat):
             walls, cpus = [], []
             for _ in range(repeat):
                 t0, c0 = time.perf_counter(), time.process_time()
-                r = simulate(w, G, B, policy, admission_mode="backlog" if mode == "backlog" else "arrivals",
+                r = simulate(w, G, B, policy, entry="backlog" if mode == "backlog" else "arrivals",
                              dispatch=dispatch, show_progress=False, **kw)
                 walls.append(time.perf_counter() - t0)
                 cpus.append(time.process_time() - c0)

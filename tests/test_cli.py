@@ -89,7 +89,7 @@ def test_online_arrivals_from_poisson_rate(data_dir, capsys):
             "--admission-mode", "arrivals", "--arrival-rate", "20", "--json", "-", "--data-dir", str(data_dir)]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["admission_mode"] == "arrivals" and out["wait_s_max"] >= 0
+    assert out["entry"] == "arrivals" and out["wait_s_max"] >= 0
     # 500 requests at 20 req/s arrive over ~25 s: the run cannot end before the last arrival
     assert out["makespan_s"] > 0 and out["steps"] > 0
 
@@ -136,7 +136,7 @@ def test_every_trace_format_in_every_arrival_mode(tmp_path, capsys, fmt, mode):
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["arrival_mode"] == mode and out["dispatch"] == "instant" and out["requests"] == 25
-    assert out["admission_mode"] == ("backlog" if mode == "backlog" else "arrivals")
+    assert out["entry"] == ("backlog" if mode == "backlog" else "arrivals")
     for k in ("queue_wait_s_p50", "tpot_s_p90", "e2e_s_p99", "avg_imbalance_run", "throughput_run", "energy_j_run"):
         assert out[k] is not None and out[k] >= 0
     import pandas as pd

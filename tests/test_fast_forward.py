@@ -64,21 +64,21 @@ CENTRAL = ["fcfs", "jsq_tokens", "jsq_requests", "random", "power_of_two", "roun
 @pytest.mark.parametrize("policy", CENTRAL)
 def test_bursty_arrivals_central(policy):
     w = _workload(300, 1, _bursty_arrivals(300, 2))
-    r = _both(w, 3, 4, policy, admission_mode="arrivals", seed=5, record_loads=True)
+    r = _both(w, 3, 4, policy, entry="arrivals", seed=5, record_loads=True)
     assert r.metrics["idle_s_run"] > 0  # the cluster went idle between bursts
 
 
 @pytest.mark.parametrize("policy", ["vllm_dp", "least_tokens", "jsq_requests", "random"])
 def test_bursty_arrivals_instant(policy):
     w = _workload(300, 3, _bursty_arrivals(300, 4))
-    _both(w, 3, 4, policy, admission_mode="arrivals", dispatch="instant", seed=7, record_loads=True)
+    _both(w, 3, 4, policy, entry="arrivals", dispatch="instant", seed=7, record_loads=True)
 
 
 @pytest.mark.parametrize("rate", [0.5, 20.0, 500.0])
 def test_poisson_arrivals(rate):
     w = _workload(250, 5, poisson_arrivals(250, rate, 6))
-    _both(w, 4, 3, "jsq_tokens", admission_mode="arrivals")
-    _both(w, 4, 3, "vllm_dp", admission_mode="arrivals", dispatch="instant")
+    _both(w, 4, 3, "jsq_tokens", entry="arrivals")
+    _both(w, 4, 3, "vllm_dp", entry="arrivals", dispatch="instant")
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "jsq_tokens", "random"])
@@ -89,11 +89,11 @@ def test_backlog(policy):
 
 def test_bfio_arrivals():
     w = _workload(150, 9, _bursty_arrivals(150, 10))
-    _both(w, 3, 4, "bfio", admission_mode="arrivals", policy_options={"horizon": 3})
+    _both(w, 3, 4, "bfio", entry="arrivals", policy_options={"horizon": 3})
 
 
 def test_series_growth_inside_a_fast_forward():
     # one request decoding for many steps: a single kernel call fills and grows the series buffer
     w = Workload(np.array([5, 7], dtype=np.int64), np.array([5000, 3000], dtype=np.int64), np.array([0.0, 100.0]))
-    r = _both(w, 2, 1, "fcfs", admission_mode="arrivals", record_loads=True)
+    r = _both(w, 2, 1, "fcfs", entry="arrivals", record_loads=True)
     assert r.steps > 5000 and r.loads.shape == (r.steps, 2)

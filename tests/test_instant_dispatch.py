@@ -44,7 +44,7 @@ def test_queues_are_sticky_fifo_and_work_conserving(policy, data, workers, slots
     # k: the router routes on load reports every k steps (report_interval; 0 = exact state)
     w = data.draw(workloads(arrivals=online))
     r = simulate(w, workers, slots, policy, seed=seed, dispatch="instant",
-                 admission_mode="arrivals" if online else "backlog", policy_options={"report_interval": k})
+                 entry="arrivals" if online else "backlog", policy_options={"report_interval": k})
     req = r.requests
     # bound at arrival, ran there: a queued request is never moved to another queue
     assert req.queue_worker.between(0, workers - 1).all()
@@ -68,10 +68,10 @@ def test_queues_are_sticky_fifo_and_work_conserving(policy, data, workers, slots
 def test_instant_binding_is_final_even_when_another_worker_frees_first():
     # G=2, B=1, round robin: r0 (long) -> w0, r1 (short) -> w1, r2 -> w0 queued behind r0
     w = Workload(np.array([10, 10, 10]), np.array([10, 1, 1]), arrival_s=np.zeros(3))
-    inst = simulate(w, 2, 1, "round_robin", admission_mode="arrivals", dispatch="instant").requests
+    inst = simulate(w, 2, 1, "round_robin", entry="arrivals", dispatch="instant").requests
     assert inst.queue_worker.tolist() == [0, 1, 0] and inst.worker.tolist() == [0, 1, 0]
     assert inst.start_step.tolist() == [0, 0, 10]  # waits for r0 although w1 idles from step 1
-    cent = simulate(w, 2, 1, "round_robin", admission_mode="arrivals", dispatch="central").requests
+    cent = simulate(w, 2, 1, "round_robin", entry="arrivals", dispatch="central").requests
     assert cent.worker.tolist() == [0, 1, 1] and cent.start_step[2] == 1
     assert (cent.queue_worker == -1).all()
 
@@ -203,6 +203,6 @@ def test_simulator_refuses_invalid_dispatches(out, match):
 def test_instant_dispatch_is_deterministic(policy):
     rng = np.random.default_rng(11)
     w = Workload(rng.integers(1, 900, 400), rng.integers(1, 60, 400), arrival_s=np.cumsum(rng.exponential(0.002, 400)))
-    a = simulate(w, 5, 6, policy, seed=8, admission_mode="arrivals", dispatch="instant")
-    b = simulate(w, 5, 6, policy, seed=8, admission_mode="arrivals", dispatch="instant")
+    a = simulate(w, 5, 6, policy, seed=8, entry="arrivals", dispatch="instant")
+    b = simulate(w, 5, 6, policy, seed=8, entry="arrivals", dispatch="instant")
     assert a.requests.equals(b.requests) and a.series.equals(b.series)

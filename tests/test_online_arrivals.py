@@ -2,6 +2,7 @@
 latency identities, whole-run metrics, trace replay and Poisson arrivals."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -32,7 +33,7 @@ def modes():
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(w=online_workloads(), workers=st.integers(1, 4), slots=st.integers(1, 4), seed=st.integers(0, 3))
 def test_online_invariants(dispatch, policy, w, workers, slots, seed):
-    r = simulate(w, workers, slots, policy, seed=seed, admission_mode="arrivals", dispatch=dispatch)
+    r = simulate(w, workers, slots, policy, seed=seed, entry="arrivals", dispatch=dispatch)
     req, m = r.requests, r.metrics
     arrival = w.arrival_s
     # no request starts before it arrives; every request finishes after exactly o steps
@@ -64,7 +65,7 @@ def test_online_invariants(dispatch, policy, w, workers, slots, seed):
 def test_idle_cluster_jumps_to_next_arrival_without_a_step():
     # G=1, B=1: request 0 runs steps 1..3; the cluster is then empty until t=100
     w = Workload(np.array([10, 20]), np.array([3, 2]), arrival_s=np.array([0.0, 100.0]))
-    r = simulate(w, 1, 1, "fcfs", admission_mode="arrivals")
+    r = simulate(w, 1, 1, "fcfs", entry="arrivals")
     assert r.steps == 5
     assert r.requests.start_s[1] == 100.0 and r.requests.start_step[1] == 3
     first_done = r.requests.finish_s[0]
@@ -76,14 +77,14 @@ def test_idle_cluster_jumps_to_next_arrival_without_a_step():
 
 def test_first_arrival_after_zero_is_an_idle_jump():
     w = Workload(np.array([10]), np.array([2]), arrival_s=np.array([7.5]))
-    r = simulate(w, 2, 2, "jsq_tokens", admission_mode="arrivals")
+    r = simulate(w, 2, 2, "jsq_tokens", entry="arrivals")
     assert r.requests.start_s[0] == 7.5 and r.steps == 2 and r.metrics["idle_s_run"] == 7.5
 
 
 def test_a_request_arriving_mid_step_waits_for_the_step_boundary():
     # request 1 arrives during request 0's first step; with a free slot it starts at that step's end
     w = Workload(np.array([10, 10]), np.array([3, 3]), arrival_s=np.array([0.0, 1e-4]))
-    r = simulate(w, 1, 2, "fcfs", admission_mode="arrivals")
+    r = simulate(w, 1, 2, "fcfs", entry="arrivals")
     step1_end = r.series.clock.iloc[0]
     assert step1_end > 1e-4
     assert r.requests.start_s[1] == pytest.approx(step1_end) and r.requests.start_step[1] == 1
@@ -108,8 +109,8 @@ def test_same_seed_same_metrics(dispatch, policy):
     rng = np.random.default_rng(5)
     base = Workload(rng.integers(1, 500, 300), rng.integers(1, 40, 300))
     w = with_arrivals(base, poisson_arrivals(300, 400.0, seed=9))
-    a = simulate(w, 4, 8, policy, seed=3, admission_mode="arrivals", dispatch=dispatch)
-    b = simulate(w, 4, 8, policy, seed=3, admission_mode="arrivals", dispatch=dispatch)
+    a = simulate(w, 4, 8, policy, seed=3, entry="arrivals", dispatch=dispatch)
+    b = simulate(w, 4, 8, policy, seed=3, entry="arrivals", dispatch=dispatch)
     assert a.requests.equals(b.requests) and a.series.equals(b.series)
     skip = ("route_", "wall")
     assert {k: v for k, v in a.metrics.items() if not k.startswith(skip)} == \
@@ -206,5 +207,17 @@ def test_poisson_refuses_bad_rates(rate):
 
 
 def test_arrivals_mode_needs_arrival_times():
-    with pytest.raises(ConfigError, match="admission_mode"):
-        simulate(Workload(np.array([1]), np.array([1])), 1, 1, "fcfs", admission_mode="arrivals")
+    with pytest.raises(ConfigError, match="entry"):
+        simulate(Workload(np.array([1]), np.array([1])), 1, 1, "fcfs", entry="arrivals")
+
+
+def test_admission_mode_is_a_deprecated_name_of_entry():
+    """Issue 14: the simulator's switch is ``entry``; ``admission_mode`` still
+    works for one release, with a DeprecationWarning, and gives the same run."""
+    rng = np.random.default_rng(4)
+    w = with_arrivals(Workload(rng.integers(1, 50, 40), rng.integers(1, 20, 40)), np.sort(rng.random(40)))
+    new = simulate(w, 2, 3, "jsq_tokens", entry="arrivals")
+    with pytest.warns(DeprecationWarning, match="entry"):
+        old = simulate(w, 2, 3, "jsq_tokens", admission_mode="arrivals")
+    pd.testing.assert_frame_equal(new.series, old.series)
+    assert new.config["entry"] == "arrivals"

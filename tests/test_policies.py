@@ -105,6 +105,6 @@ def test_one_request_on_one_worker_by_hand():
 
 def test_arrivals_mode_waits_for_arrivals():
     w = Workload(np.array([5, 5]), np.array([2, 2]), arrival_s=np.array([0.0, 100.0]))
-    r = simulate(w, 1, 4, "fcfs", admission_mode="arrivals")
+    r = simulate(w, 1, 4, "fcfs", entry="arrivals")
     assert r.requests.start_s.tolist()[1] == pytest.approx(100.0)
     assert r.requests.wait_s.max() == pytest.approx(0.0)

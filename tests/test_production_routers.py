@@ -132,7 +132,7 @@ def test_central_modes_equal_their_twins(w, workers, slots):
        k=st.sampled_from([0, 1, 3, 10]))
 @settings(max_examples=15, deadline=None)
 def test_sglang_total_requests_is_jsq_requests_also_on_stale_reports(w, workers, slots, k):
-    kw = dict(admission_mode="arrivals", dispatch="instant", policy_options={"report_interval": k})
+    kw = dict(entry="arrivals", dispatch="instant", policy_options={"report_interval": k})
     a = simulate(w, workers, slots, "sglang_total_requests", **kw).requests
     assert a.equals(simulate(w, workers, slots, "jsq_requests", **kw).requests)
 

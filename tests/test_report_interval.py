@@ -41,7 +41,7 @@ def workload() -> Workload:
 
 def runs(policy, **options):
     w = workload()
-    a = simulate(w, 6, 8, policy, seed=3, admission_mode="arrivals", dispatch="instant", policy_options=options)
+    a = simulate(w, 6, 8, policy, seed=3, entry="arrivals", dispatch="instant", policy_options=options)
     b = simulate(Workload(w.prefill, w.decode), 6, 8, policy, seed=3, dispatch="instant", policy_options=options)
     return a, b
 
@@ -77,8 +77,8 @@ def test_every_instant_policy_takes_the_option_and_is_deterministic(policy):
 def test_a_policy_object_starts_each_simulation_from_a_fresh_report():
     p = make_policy("vllm_dp", report_interval=20)
     w = workload()
-    a = simulate(w, 6, 8, p, admission_mode="arrivals", dispatch="instant")
-    b = simulate(w, 6, 8, p, admission_mode="arrivals", dispatch="instant")
+    a = simulate(w, 6, 8, p, entry="arrivals", dispatch="instant")
+    b = simulate(w, 6, 8, p, entry="arrivals", dispatch="instant")
     assert a.requests.equals(b.requests)
 
 

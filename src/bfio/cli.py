@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 
 from bfio.errors import BfioError, ConfigError
+from bfio.policies.base import DISPATCH_MODES
+from bfio.workload import ARRIVAL_MODES
 
 BFIO_OPTIONS = ("horizon", "predictor", "solver", "admission", "on_solver_error",
                 "noise_low", "noise_high", "time_limit_s", "objective", "discount", "new_requests")
@@ -118,8 +120,6 @@ def _positive_float(text: str) -> float:
     return v
 
 
-ARRIVAL_MODES = ("backlog", "poisson", "trace")
-DISPATCH_MODES = ("central", "instant")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -257,7 +257,7 @@ def _arrival_mode(args) -> str:
 def cmd_simulate(args) -> int:
     from bfio.simulator import simulate
     from bfio.traces import load_trace
-    from bfio.workload import draw_workload, poisson_arrivals, replay_workload, with_arrivals
+    from bfio.workload import draw_workload, entry_mode, poisson_arrivals, replay_workload, with_arrivals
 
     options = _policy_options(args)
     mode = _arrival_mode(args)
@@ -278,7 +278,7 @@ def cmd_simulate(args) -> int:
         if mode == "poisson":
             workload = with_arrivals(workload, poisson_arrivals(args.requests, args.arrival_rate, args.seed))
     result = simulate(workload, args.workers, args.slots, args.policy, seed=args.seed,
-                      policy_options=options, admission_mode="backlog" if mode == "backlog" else "arrivals",
+                      policy_options=options, entry=entry_mode(mode),
                       dispatch=args.dispatch)
     summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
                "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}

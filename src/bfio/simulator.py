@@ -6,8 +6,8 @@ loaded worker) and requests stay on the worker they were first placed on.
 The loop, the backlog pool of ``4 G`` requests and the metric window follow
 ``../shared/spec/semantics.md`` to the letter (the "paper convention").
 
-Two admission modes: ``backlog`` (the paper's: no arrival times, the pool is
-topped up to ``pool_factor * G`` before every routing call) and ``arrivals``
+Two entry modes (``entry``; "admission" means only BF-IO's rule): ``backlog``
+(the paper's: no arrival times, the pool is topped up to ``pool_factor * G`` before every routing call) and ``arrivals``
 (online: a request enters the system when the clock passes its arrival time;
 when nothing is active or waiting the clock jumps to the next arrival without
 counting a step). While nothing waits, the steps up to the next arrival (or all
@@ -26,6 +26,7 @@ admits from the head of its own queue into its free slots).
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,14 +38,14 @@ from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
 from bfio.kernels import admit_assigned, admit_queues, assignment_fault, enqueue, first_outside, run_steps
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
 from bfio.policies import DispatchState, Policy, RoutingState, make_policy
+from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES
 from bfio.progress import progress
-from bfio.workload import Workload
+from bfio.workload import ENTRY_MODES, Workload
 
 SERIES_FIELDS = ("clock", "dt", "active", "completions", "imbalance_post", "imbalance_pre",
                  "energy_post", "energy_pre", "power_mean_post", "power_mean_pre",
                  "max_load_pre", "sum_load_pre", "power_sum_pre")
-ADMISSION_MODES = ("backlog", "arrivals")
-DISPATCH_MODES = ("central", "instant")
+ADMISSION_MODES = ENTRY_MODES  # deprecated alias of ENTRY_MODES, removed in the next release
 
 
 @dataclass
@@ -111,17 +112,18 @@ class _Series:
 
 
 def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, seed: int = 0,
-             constants: PaperConstants | None = None, admission_mode: str = "backlog",
+             constants: PaperConstants | None = None, entry: str = "backlog",
              record_loads: bool = False, show_progress: bool | None = None,
              policy_options: dict | None = None, dispatch: str = "central",
-             fast_forward: bool = True) -> SimulationResult:
+             fast_forward: bool = True, admission_mode: str | None = None) -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
     ``seed`` seeds randomized policies (the workload is drawn separately, see
-    :func:`bfio.workload.draw_workload`). ``admission_mode``: ``backlog`` (the
+    :func:`bfio.workload.draw_workload`). ``entry``: ``backlog`` (the
     paper's pool of ``pool_factor * G``) or ``arrivals`` (requests enter at
-    ``workload.arrival_s``). ``dispatch``: ``central`` (the paper's shared pool)
+    ``workload.arrival_s``); ``admission_mode`` is its former name, accepted with
+    a ``DeprecationWarning`` for one release. ``dispatch``: ``central`` (the paper's shared pool)
     or ``instant`` (per-worker FIFO queues bound at arrival; the policy must list
     ``"instant"`` in its ``dispatch_modes``). With ``backlog`` and ``instant``,
     topped-up requests are dispatched when they enter the pool.
@@ -141,18 +143,22 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         raise ConfigError(f"workers x slots: G * B = {workers} * {slots} = {workers * slots:,} exceeds the bound "
                           f"of {MAX_SLOTS:,} slots (bfio.limits: keeps loads exact and memory bounded)")
     _check_lengths(workload)
-    if admission_mode not in ADMISSION_MODES:
-        raise ConfigError(f"admission_mode: must be 'backlog' or 'arrivals', got '{admission_mode}'")
+    if admission_mode is not None:
+        warnings.warn("simulate(admission_mode=...) is renamed entry=... ('admission' now means only BF-IO's "
+                      "rule); admission_mode will be removed in the next release", DeprecationWarning, stacklevel=2)
+        entry = admission_mode
+    if entry not in ENTRY_MODES:
+        raise ConfigError(f"entry: must be {' or '.join(map(repr, ENTRY_MODES))}, got {entry!r}")
     if dispatch not in DISPATCH_MODES:
-        raise ConfigError(f"dispatch: must be 'central' or 'instant', got {dispatch!r}")
-    if admission_mode == "arrivals" and workload.arrival_s is None:
-        raise ConfigError("admission_mode: 'arrivals' needs a workload with arrival times (arrival column)")
+        raise ConfigError(f"dispatch: must be {' or '.join(map(repr, DISPATCH_MODES))}, got {dispatch!r}")
+    if entry == "arrivals" and workload.arrival_s is None:
+        raise ConfigError("entry: 'arrivals' needs a workload with arrival times (arrival column)")
     c = constants or PaperConstants()
     if isinstance(policy, str):
         policy = make_policy(policy, seed=seed, **(policy_options or {}))
     elif policy_options:
         raise ConfigError("policy_options: only valid with a policy name")
-    if dispatch not in getattr(policy, "dispatch_modes", ("central",)):
+    if dispatch not in getattr(policy, "dispatch_modes", CENTRAL_ONLY):
         raise ConfigError(f"dispatch: policy '{policy.name}' does not support dispatch='{dispatch}' "
                           f"(it supports: {', '.join(policy.dispatch_modes)})")
     instant = dispatch == "instant"
@@ -197,7 +203,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         nxt = state["next"]
         if nxt >= N:
             return
-        if admission_mode == "backlog":
+        if entry == "backlog":
             need = pool_target - waiting()
             if need <= 0:
                 return
@@ -208,7 +214,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
                 return
         new = np.arange(nxt, stop, dtype=np.int64)
         enter_step[nxt:stop] = state["step"]
-        enter_clock[nxt:stop] = state["clock"] if admission_mode == "backlog" else workload.arrival_s[nxt:stop]
+        enter_clock[nxt:stop] = state["clock"] if entry == "backlog" else workload.arrival_s[nxt:stop]
         state["next"] = stop
         if instant:
             bind(new)
@@ -276,7 +282,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     bar = progress(total=N, desc=f"simulate {policy.name}", enabled=show_progress, unit="req")
     while finished < N:
         if not active.any():
-            if admission_mode == "arrivals" and waiting() == 0 and state["next"] < N:
+            if entry == "arrivals" and waiting() == 0 and state["next"] < N:
                 nxt_arrival = float(workload.arrival_s[state["next"]])
                 if nxt_arrival > state["clock"]:
                     state["idle_s"] += nxt_arrival - state["clock"]
@@ -296,7 +302,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         if fast_forward and waiting() == 0:
             if state["next"] >= N:
                 until = np.inf
-            elif admission_mode == "arrivals":
+            elif entry == "arrivals":
                 until = float(workload.arrival_s[state["next"]])
         series.reserve()
         clock, step, n_done, series.n = run_steps(
@@ -337,9 +343,9 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     frame = pd.DataFrame(arrays)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
     config = {"workers": G, "slots": B, "requests": N, "seed": seed, "policy": policy.name,
-              "policy_options": policy.describe(), "admission_mode": admission_mode, "dispatch": dispatch,
+              "policy_options": policy.describe(), "entry": entry, "dispatch": dispatch,
               "overhead_s": overhead, **{k: v for k, v in c.to_dict().items() if k != "overhead_s"}}
-    warns = window_warnings(int(last_admission_step), arrays["active"], G, B, admission_mode)
+    warns = window_warnings(int(last_admission_step), arrays["active"], G, B, entry)
     return SimulationResult(config=config, metrics=metrics, steps=int(state["step"]),
                             window_steps=int(last_admission_step), requests=requests, series=frame,
                             loads=series.loads(),
@@ -350,7 +356,7 @@ WHOLE_RUN_METRICS = "avg_imbalance_run, throughput_run, energy_j_run"
 
 
 def window_warnings(window_steps: int, active: np.ndarray, workers: int, slots: int,
-                    admission_mode: str) -> list[str]:
+                    entry: str) -> list[str]:
     """Why the paper-convention metrics of a run may not mean what they say: a
     measurement window (steps 1..last admission) shorter than
     :data:`~bfio.limits.MIN_WINDOW_STEPS` steps, or (backlog mode) a pool that
@@ -363,7 +369,7 @@ def window_warnings(window_steps: int, active: np.ndarray, workers: int, slots: 
                    f"metrics (avg_imbalance, throughput, energy_j) are undefined or unrepresentative; use the "
                    f"whole-run metrics ({WHOLE_RUN_METRICS}) or more requests")
     busiest = int(active.max()) if active.size else 0
-    if admission_mode == "backlog" and busiest < workers * slots:
+    if entry == "backlog" and busiest < workers * slots:
         out.append(f"the cluster was never full: at most {busiest:,} of G * B = {workers * slots:,} slots were "
                    f"busy (too few requests for {workers} workers); use the whole-run metrics "
                    f"({WHOLE_RUN_METRICS}) or more requests")

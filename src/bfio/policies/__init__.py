@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from bfio.errors import ConfigError
-from bfio.policies.base import DispatchState, Policy, RoutingState
+from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, DispatchState, Policy, RoutingState
 
 _REGISTRY: dict[str, type[Policy]] = {}
 
@@ -61,7 +61,7 @@ def baselines() -> list[str]:
 def supporting(dispatch: str) -> list[str]:
     """Registered policies that support ``dispatch`` (``central`` or ``instant``),
     in registration order."""
-    return [n for n in registered() if dispatch in getattr(_REGISTRY[n], "dispatch_modes", ("central",))]
+    return [n for n in registered() if dispatch in getattr(_REGISTRY[n], "dispatch_modes", CENTRAL_ONLY)]
 
 
 def policy_label(name: str) -> str:

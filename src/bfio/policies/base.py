@@ -25,6 +25,12 @@ import numpy as np
 from bfio.errors import ConfigError
 from bfio.workload import Workload
 
+#: The two dispatch interfaces (``docs/online.md``): ``central`` (one shared
+#: pool, :meth:`Policy.route`) and ``instant`` (bound to a worker's queue on
+#: arrival, :meth:`Policy.dispatch`).
+DISPATCH_MODES = ("central", "instant")
+CENTRAL_ONLY = DISPATCH_MODES[:1]
+
 
 @dataclass
 class RoutingState:
@@ -109,7 +115,7 @@ class Policy:
     #: display label in tables and figures (``bfio.policies.policy_label``); a
     #: class without its own ``label`` is shown by its ``name``
     label = ""
-    dispatch_modes: tuple[str, ...] = ("central",)
+    dispatch_modes: tuple[str, ...] = CENTRAL_ONLY
 
     def __init__(self, seed: int = 0, **options):
         if options:
@@ -182,7 +188,7 @@ class InstantPolicy(Policy):
     unaffected by it.
     """
 
-    dispatch_modes: tuple[str, ...] = ("central", "instant")
+    dispatch_modes: tuple[str, ...] = DISPATCH_MODES
 
     def __init__(self, seed: int = 0, report_interval: int = 0, **options):
         super().__init__(seed=seed, **options)

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, InstantPolicy, Policy, RoutingState
+from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, Policy, RoutingState
 from bfio.policies.instant import greedy_argmin
 
 
@@ -59,7 +59,7 @@ class JSQTokens(Policy):
 class JSQRequests(InstantPolicy):
     name = "jsq_requests"
     label = "JSQ (requests)"
-    dispatch_modes = ("central", "instant")
+    dispatch_modes = DISPATCH_MODES
 
     def route(self, state: RoutingState) -> np.ndarray:
         ones = np.ones(state.pool.shape[0], dtype=np.float64)

@@ -23,7 +23,7 @@ Modes (``docs/online.md``):
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, InstantPolicy, RoutingState
+from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
 from bfio.policies.instant import greedy_argmin
 from bfio.policies.jsq import JSQTokens
 
@@ -32,7 +32,7 @@ from bfio.policies.jsq import JSQTokens
 class LeastTokens(InstantPolicy, JSQTokens):
     name = "least_tokens"
     label = "least tokens"
-    dispatch_modes = ("central", "instant")
+    dispatch_modes = DISPATCH_MODES
 
     def route(self, state: RoutingState) -> np.ndarray:
         return super().route(state)

@@ -10,7 +10,7 @@ them (Mitzenmacher's power of two choices; the SGLang router's
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, InstantPolicy, RoutingState
+from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
 from bfio.policies.instant import distinct_pairs, two_choices
 
 
@@ -18,7 +18,7 @@ from bfio.policies.instant import distinct_pairs, two_choices
 class PowerOfTwo(InstantPolicy):
     name = "power_of_two"
     label = "Power of two"
-    dispatch_modes = ("central", "instant")
+    dispatch_modes = DISPATCH_MODES
 
     def route(self, state: RoutingState) -> np.ndarray:
         out = np.full(state.pool.shape[0], -1, dtype=np.int64)

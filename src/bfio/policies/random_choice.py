@@ -7,14 +7,14 @@ uniformly among all ``G`` (seeded)."""
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, InstantPolicy, RoutingState
+from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
 
 
 @register
 class RandomChoice(InstantPolicy):
     name = "random"
     label = "Random"
-    dispatch_modes = ("central", "instant")
+    dispatch_modes = DISPATCH_MODES
 
     def route(self, state: RoutingState) -> np.ndarray:
         out = np.full(state.pool.shape[0], -1, dtype=np.int64)

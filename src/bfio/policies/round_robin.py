@@ -14,14 +14,14 @@ rule reads no load, so the ``report_interval`` option (lagging load reports,
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, InstantPolicy, RoutingState
+from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
 
 
 @register
 class RoundRobin(InstantPolicy):
     name = "round_robin"
     label = "Round robin"
-    dispatch_modes = ("central", "instant")
+    dispatch_modes = DISPATCH_MODES
 
     def reset(self, workers, slots):
         super().reset(workers, slots)

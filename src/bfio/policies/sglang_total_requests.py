@@ -25,6 +25,7 @@ fewest active requests among the free-slot workers, = ``jsq_requests``).
 """
 
 from bfio.policies import register
+from bfio.policies.base import DISPATCH_MODES
 from bfio.policies.jsq import JSQRequests
 
 
@@ -32,4 +33,4 @@ from bfio.policies.jsq import JSQRequests
 class SglangTotalRequests(JSQRequests):
     name = "sglang_total_requests"
     label = "SGLang total_requests"
-    dispatch_modes = ("central", "instant")
+    dispatch_modes = DISPATCH_MODES

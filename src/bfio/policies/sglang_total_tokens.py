@@ -50,7 +50,7 @@ the free-slot worker with the fewest ``(L_g, |A_g|)``, oldest request first;
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, InstantPolicy, RoutingState
+from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
 from bfio.policies.instant import greedy_argmin_lex, greedy_least_loaded_lex
 
 
@@ -58,7 +58,7 @@ from bfio.policies.instant import greedy_argmin_lex, greedy_least_loaded_lex
 class SglangTotalTokens(InstantPolicy):
     name = "sglang_total_tokens"
     label = "SGLang total_tokens"
-    dispatch_modes = ("central", "instant")
+    dispatch_modes = DISPATCH_MODES
 
     def route(self, state: RoutingState) -> np.ndarray:
         return greedy_least_loaded_lex(state.loads.astype(np.float64), state.active.astype(np.float64),

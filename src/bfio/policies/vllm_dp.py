@@ -33,7 +33,7 @@ Modes (``docs/online.md``):
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import DispatchState, RoutingState
+from bfio.policies.base import DISPATCH_MODES, DispatchState, RoutingState
 from bfio.policies.instant import greedy_argmin
 from bfio.policies.jsq import JSQRequests
 
@@ -45,7 +45,7 @@ WAITING_WEIGHT = 4
 class VllmDP(JSQRequests):
     name = "vllm_dp"
     label = "vLLM DP"
-    dispatch_modes = ("central", "instant")
+    dispatch_modes = DISPATCH_MODES
 
     def route(self, state: RoutingState) -> np.ndarray:
         return super().route(state)

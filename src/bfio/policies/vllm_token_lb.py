@@ -53,7 +53,7 @@ import numpy as np
 
 from bfio.errors import ConfigError
 from bfio.policies import register
-from bfio.policies.base import DispatchState, InstantPolicy, RoutingState
+from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
 from bfio.policies.instant import greedy_argmin
 from bfio.policies.jsq import greedy_least_loaded
 
@@ -67,7 +67,7 @@ RUNNING_TOKENS = ("uncomputed", "resident")
 class VllmTokenLB(InstantPolicy):
     name = "vllm_token_lb"
     label = "vLLM token LB"
-    dispatch_modes = ("central", "instant")
+    dispatch_modes = DISPATCH_MODES
 
     def __init__(self, seed: int = 0, running_tokens: str = "uncomputed", **options):
         super().__init__(seed=seed, **options)

@@ -28,8 +28,8 @@ import pandas as pd
 from bfio.errors import ConfigError
 from bfio.paper import bfio_row_options, parse_bfio_row
 
-ARRIVAL_MODES = ("backlog", "poisson", "trace")
-DISPATCH_MODES = ("central", "instant")
+from bfio.policies.base import DISPATCH_MODES
+from bfio.workload import ARRIVAL_MODES, entry_mode
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def run_study(run: StudyRun, frame: pd.DataFrame) -> dict:
         kwargs["dispatch"] = run.dispatch
     t0 = time.perf_counter()
     result = simulate(work, run.workers, run.slots, run.policy, seed=run.seed,
-                      admission_mode="backlog" if run.arrival.mode == "backlog" else "arrivals",
+                      entry=entry_mode(run.arrival.mode),
                       policy_options=run.policy_options or None, show_progress=False, **kwargs)
     metrics = {k: v for k, v in result.metrics.items() if np.isscalar(v)}
     return {**run.ident(), "requests_run": len(work), "steps": result.steps, "window_steps": result.window_steps,
