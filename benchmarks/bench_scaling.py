@@ -7,7 +7,10 @@ small run done first), the ratio BF-IO / FCFS, BF-IO's routing call (mean,
 p50, p99) and the mean decode step of the BF-IO run, with the call's share of
 a step.
 
-    python benchmarks/bench_scaling.py [--workers 16,64,256,1024] [--horizon 20]
+    python benchmarks/bench_scaling.py [--workers 16,64,256,1024] [--horizon 20] [--per-worker 6250]
+
+``--per-worker`` shortens the runs (the steady state is reached after a few
+hundred steps; the per-call figures are then still the steady state's).
 
 Targets (issue 16): routing call (mean) <= 10% of the mean decode step at
 every G; whole-run ratio <= 4x at G = 256 and <= 6x at G = 1024.
@@ -35,16 +38,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workers", default="16,64,256,1024")
     ap.add_argument("--horizon", type=int, default=20)
+    ap.add_argument("--per-worker", type=int, default=PER_WORKER)
     args = ap.parse_args()
     t = load_trace("burstgpt")
     bfio = {"horizon": args.horizon}
     warm = Workload(t.prefill[:4000], t.decode[:4000])
     simulate(warm, 16, SLOTS, "fcfs", show_progress=False)
     simulate(warm, 16, SLOTS, "bfio", policy_options=bfio, show_progress=False)
+    print(f"BurstGPT, N = {args.per_worker:,} G, B = {SLOTS}, seed {SEED}")
     print("| G | FCFS | BF-IO H=%d | ratio | call mean | call p50 | call p99 | step mean | call / step |" % args.horizon)
     print("|---|---|---|---|---|---|---|---|---|")
     for G in (int(g) for g in args.workers.split(",")):
-        w = draw_workload(t.prefill, t.decode, PER_WORKER * G, SEED)
+        w = draw_workload(t.prefill, t.decode, args.per_worker * G, SEED)
         _, fcfs_s = run(w, G, "fcfs", {})
         r, bfio_s = run(w, G, "bfio", bfio)
         m = r.metrics
