@@ -35,6 +35,19 @@ AZURE_TRACE_SOURCE = (
     "https://raw.githubusercontent.com/Azure/AzurePublicDataset/"
     "b469a113cedca53ddc3bdea71a143dc4b7d8700c/data/{file}"
 )
+# The further traces' origins (../shared/data/README.md: repository @ commit : path).
+VIDUR_ARXIV_SOURCE = (
+    "https://raw.githubusercontent.com/microsoft/vidur/7d47513363ec447a741ac5e47241580b47724fbf/"
+    "data/processed_traces/arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv"
+)
+SARATHI_SHAREGPT_SOURCE = (
+    "https://raw.githubusercontent.com/microsoft/sarathi-serve/72339db5b120614033b317880ad3a05a5e4c9415/"
+    "data/processed_traces/sharegpt_8k_filtered_stats_llama2_tokenizer.csv"
+)
+SHAREGPT_10K_SOURCE = (
+    "https://raw.githubusercontent.com/AKafakA/vidur_opt_scheduler/20bdc49d6c1d23de84c9d4e7a8626ea33fe498f4/"
+    "data/trace_data/sharegpt/sharegpt_val_10k_llama2.csv"
+)
 
 
 @dataclass(frozen=True)
@@ -85,14 +98,17 @@ KNOWN_TRACES: dict[str, TraceSpec] = {
         TraceSpec("vidur_arxiv", "vidur/arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv",
                   "9d3580538d915ca75e4aaaa54590b42dbb17abc6d74c8913310cf07c232adcdc",
                   "num_prefill_tokens", "num_decode_tokens",
+                  url=VIDUR_ARXIV_SOURCE,
                   rows=28257, description="vidur arXiv summarization, Llama-2 tokenizer (MIT)"),
         TraceSpec("sarathi_sharegpt", "sarathi_serve/sharegpt_8k_filtered_stats_llama2_tokenizer.csv",
                   "6d6c296302a853e2669a674a96f269283e60c57e60363bd450588a1066919f9f",
                   "num_prefill_tokens", "num_decode_tokens",
+                  url=SARATHI_SHAREGPT_SOURCE,
                   rows=30731, description="sarathi-serve ShareGPT 8k filtered (Apache-2.0)"),
         TraceSpec("sharegpt_10k", "vidur_opt_scheduler/sharegpt_val_10k_llama2.csv",
                   "e8eb6769b07f47a44fcb8caecf78dfc247103d65f84c4053bd9ae593caa01c63",
                   "num_prefill_tokens", "num_decode_tokens",
+                  url=SHAREGPT_10K_SOURCE,
                   rows=10000, description="ShareGPT validation 10k, Llama-2 tokenizer (MIT)"),
         TraceSpec("longbench_v1", "longbench/longbench_v1_llama2-7b-chat-4k_lengths.csv",
                   "d69d97d67302d9e0c7a18096005eeb7e317cfa194cbc7ded4b3830c1d607b58f",
