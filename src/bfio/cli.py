@@ -417,7 +417,8 @@ def _known_trace_dir(args):
     if not spec.url:
         raise BfioError(f"trace '{spec.name}' is not in the {where} and has no public source (derived locally): "
                         f"point --data-dir or BFIO_DATA_DIR at a directory holding {spec.relpath}")
-    raise BfioError(f"trace '{spec.name}' is not in the {where}: add --download to fetch it from its pinned "
+    size = f" ({spec.size / 1e3:,.0f} kB)" if spec.size else ""
+    raise BfioError(f"trace '{spec.name}' is not in the {where}: add --download to fetch it{size} from its pinned "
                     f"source into {ddir} (sha256-verified), or point --data-dir or BFIO_DATA_DIR at a copy")
 
 
