@@ -34,7 +34,7 @@ class _Handler(BaseHTTPRequestHandler):
         with srv.lock:
             srv.requests[rel] += 1
             n = srv.requests[rel]
-        mode = srv.mode if n <= srv.good_after else "ok"
+        mode = srv.modes.get(rel, srv.mode) if n <= srv.good_after else "ok"
         path = (srv.root / rel).resolve()
         if srv.root not in path.parents or not path.is_file():
             self.send_error(404)
@@ -64,13 +64,15 @@ class _Server(ThreadingHTTPServer):
 class TraceServer:
     """``with TraceServer(root, mode) as srv:`` serves ``root`` at ``srv.url``
     (``http://127.0.0.1:<port>``). ``mode`` applies to every request, or only
-    to the first ``bad_requests`` of each path (``ok`` afterwards)."""
+    to the first ``bad_requests`` of each path (``ok`` afterwards); ``modes``
+    (relative path -> mode) overrides it per file."""
 
-    def __init__(self, root, mode: str = "ok", bad_requests: int | None = None):
-        assert mode in MODES, mode
+    def __init__(self, root, mode: str = "ok", bad_requests: int | None = None, modes: dict | None = None):
+        assert mode in MODES and set((modes or {}).values()) <= set(MODES), (mode, modes)
         self._srv = _Server(("127.0.0.1", 0), _Handler)
         self._srv.root = Path(root).resolve()
         self._srv.mode = mode
+        self._srv.modes = dict(modes or {})
         self._srv.good_after = bad_requests if bad_requests is not None else float("inf")
         self._srv.requests = collections.Counter()
         self._srv.lock = threading.Lock()

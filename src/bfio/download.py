@@ -78,6 +78,8 @@ def _retryable(e: BaseException) -> bool:
 def _describe(e: BaseException, timeout: float) -> str:
     if isinstance(e, urllib.error.HTTPError):
         return f"HTTP {e.code} {e.reason}"
+    if isinstance(e, _ShortRead):
+        return str(e)
     reason = e.reason if isinstance(e, urllib.error.URLError) else e
     if isinstance(reason, TimeoutError):
         return f"no answer within {timeout:g} s (timeout)"

@@ -44,7 +44,9 @@ rule download_trace:
     # sha256-verified before the file appears (bfio.download.fetch: temp file,
     # verify, rename; retries with backoff). The URL, timeout and retries are
     # read by the script, not params: a mirror does not make a verified file
-    # stale.
+    # stale. A local rule: on a cluster it runs where snakemake runs (compute
+    # nodes often have no internet).
+    localrule: True
     output:
         f"{DOWNLOAD_DIR}/{{relpath}}",
     params:
