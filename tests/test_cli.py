@@ -213,7 +213,7 @@ def test_help_documents_online_options():
 def test_traces_prints_a_header_row(tmp_path, capsys):
     assert main(["traces", "--data-dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["trace", "status", "path"]
+    assert lines[0].split() == ["trace", "status", "source", "path"]
     assert len(lines) > 1 and all(line.split()[1] == "missing" for line in lines[1:])
 
 

@@ -111,3 +111,34 @@ def test_router_numbers_quoted_in_the_docs_are_the_tables():
                                & (inst["policy"] == policy) & (inst["report_interval"] == k)]
                     assert len(rec) == 1, (doc.name, cells[:2], k)
                     assert quoted_cell == ci_cell(rec.iloc[0].to_dict(), "vs_reference"), (doc.name, cells[:2], k)
+
+
+# --------------------------------------------------------------------------- README "Data"
+
+DATA_MARK = "<!-- sizes and sources checked against bfio.traces.KNOWN_TRACES"
+
+
+def test_readme_data_table_is_the_trace_registry():
+    """README "Data": one row per known trace with its file, size, pinned
+    repository commit (or 'not downloadable'), and the total of what a clone
+    without the trace directory downloads."""
+    from bfio.traces import KNOWN_TRACES
+
+    text = (REPO / "README.md").read_text()
+    tables = list(_marked_tables(text, DATA_MARK))
+    assert len(tables) == 1, "README.md: the Data table (after its marker comment) is missing"
+    head, *rows = tables[0]
+    assert head[:4] == ["trace", "file", "size", "source (repository @ commit)"], head
+    assert sorted(r[0] for r in rows) == sorted(KNOWN_TRACES)
+    for name, relpath, size, source, *_ in rows:
+        spec = KNOWN_TRACES[name]
+        assert relpath == spec.relpath, name
+        assert size == f"{spec.size / 1e3:,.0f} kB", (name, size)
+        if spec.url:
+            owner, repo, commit = spec.url.split("/")[3:6]
+            assert source == f"{owner}/{repo} @ {commit[:7]}", (name, source)
+        else:
+            assert "not downloadable" in source, (name, source)
+    public = [s for s in KNOWN_TRACES.values() if s.url]
+    flat = " ".join(text.split())
+    assert f"{len(public)} files, {sum(s.size for s in public) / 1e6:.1f} MB in all" in flat

@@ -13,17 +13,23 @@ from bfio.errors import ChecksumError, ConfigError
 from bfio.experiments import (
     RunSpec,
     all_runs,
+    download_mode,
     download_trace,
     experiment_rows,
     experiment_runs,
+    known_trace_path,
     missing_trace_message,
+    missing_traces_message,
     parse_row,
     prepare_trace,
     run_one,
+    skip_unavailable_traces,
     trajectory_runs,
+    unavailable_traces,
+    used_traces,
     validate_config,
 )
-from bfio.traces import sha256_of
+from bfio.traces import KNOWN_TRACES, sha256_of
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -59,7 +65,9 @@ def test_defaults_are_filled():
     cfg = validate_config({"experiments": {"x": {"trace": "longbench", "requests": 10, "workers": [2],
                                                  "baselines": ["fcfs"]}}}, SCHEMA)
     assert cfg["seeds"] == [42, 1, 2, 3, 4]
-    assert cfg["slots"] == 72 and cfg["download"] is False
+    assert cfg["slots"] == 72 and cfg["download"] == "auto" and cfg["download_dir"] == "resources/traces"
+    assert (cfg["download_url_base"], cfg["download_attempts"]) == (None, 3)
+    assert cfg["download_timeout_s"] > 0 and cfg["download_backoff_s"] >= 0
     assert cfg["experiments"]["x"]["horizons"] == [] and cfg["experiments"]["x"]["paper_table"] is None
     assert cfg["bfio"] == {"predictor": "oracle", "solver": "fast", "admission": "free", "objective": "default"}
     assert cfg["figures"]["sample_workers"] == 16
@@ -121,13 +129,14 @@ def test_expansion_counts_and_sharing():
 
 def test_missing_trace_message_names_file_and_remedies(tmp_path):
     msg = missing_trace_message("burstgpt", tmp_path)
-    assert "paper-traces/burst_data_8000.json" in msg and "data_dir" in msg and "download=True" in msg
+    assert "paper-traces/burst_data_8000.json" in msg and "data_dir" in msg and "download=auto" in msg
     assert "raw.githubusercontent.com/Echoscd/Load-Balancing-Release/6ae705d" in msg
-    msg = missing_trace_message("vidur_arxiv", tmp_path)
+    msg = missing_trace_message("longbench_v1", tmp_path)
     assert "no public download source" in msg
 
 
-def test_download_trace_verifies_checksum(tmp_path):
+def test_download_trace_is_still_importable_from_experiments(tmp_path):
+    """bfio.experiments re-exports bfio.download.fetch as download_trace."""
     src = tmp_path / "src.json"
     src.write_text('{"data": [{"input_length": 3, "output_length": 2}]}')
     dest = tmp_path / "out" / "t.json"
@@ -136,6 +145,92 @@ def test_download_trace_verifies_checksum(tmp_path):
     with pytest.raises(ChecksumError):
         download_trace(src.as_uri(), tmp_path / "bad.json", "0" * 64)
     assert not (tmp_path / "bad.json").exists()
+
+
+# --------------------------------------------------------------------------- config key download
+
+
+def _smoke(tmp_path, **over):
+    cfg = load("smoke.yaml")
+    cfg.update({"data_dir": str(tmp_path / "data"), "download_dir": str(tmp_path / "dl"), **over})
+    return validate_config(cfg, SCHEMA)
+
+
+@pytest.mark.parametrize("value, mode", [("auto", "auto"), (True, "always"), (False, "never"),
+                                         ("true", "always"), ("False", "never")])
+def test_download_accepts_auto_and_the_old_booleans(tmp_path, value, mode):
+    assert download_mode(_smoke(tmp_path, download=value)) == mode
+
+
+@pytest.mark.parametrize("over, key", [({"download": "yes"}, "download"), ({"download": 1}, "download"),
+                                       ({"download_attempts": 0}, "download_attempts"),
+                                       ({"download_timeout_s": 0}, "download_timeout_s"),
+                                       ({"download_backoff_s": -1}, "download_backoff_s"),
+                                       ({"download_url_base": "mirror.example"}, "download_url_base"),
+                                       ({"download_dir": ""}, "download_dir")])
+def test_bad_download_keys_are_named(tmp_path, over, key):
+    with pytest.raises(ConfigError, match=f"config key '{key}'"):
+        _smoke(tmp_path, **over)
+
+
+def _place(tmp_path, relpath, where="data"):
+    f = tmp_path / where / relpath
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text("x")
+    return f
+
+
+def test_known_trace_path_follows_the_download_mode(tmp_path):
+    lb, v1 = KNOWN_TRACES["longbench"], KNOWN_TRACES["longbench_v1"]
+    auto, true, false = (_smoke(tmp_path, download=v) for v in ("auto", True, False))
+    # nothing anywhere: auto and true fetch the public trace; false cannot place it
+    assert known_trace_path("longbench", auto) == tmp_path / "dl" / lb.relpath
+    assert known_trace_path("longbench", true) == tmp_path / "dl" / lb.relpath
+    assert known_trace_path("longbench", false) is None
+    assert known_trace_path("longbench_v1", auto) is None and known_trace_path("longbench_v1", true) is None
+    # in data_dir: auto and false read it there; true still reads the download directory
+    _place(tmp_path, lb.relpath)
+    _place(tmp_path, v1.relpath)
+    assert known_trace_path("longbench", auto) == known_trace_path("longbench", false) == tmp_path / "data" / lb.relpath
+    assert known_trace_path("longbench", true) == tmp_path / "dl" / lb.relpath
+    assert known_trace_path("longbench_v1", true) == tmp_path / "data" / v1.relpath
+    # false: a file already in the download directory is used (copied or fetched earlier)
+    _place(tmp_path, KNOWN_TRACES["arxiv"].relpath, "dl")
+    assert known_trace_path("arxiv", false) == tmp_path / "dl" / KNOWN_TRACES["arxiv"].relpath
+
+
+def test_auto_skips_a_derived_trace_that_is_absent_with_everything_using_it(tmp_path):
+    cfg = validate_config(load("config.yaml") | {"data_dir": str(tmp_path / "data")}, SCHEMA)
+    cfg["experiments"]["v1"] = {**cfg["experiments"]["table2"], "trace": "longbench_v1", "paper_table": None}
+    cfg["starvation"]["settings"].append({"name": "v1_g4", "trace": "longbench_v1", "requests": 100,
+                                          "workers": 4, "horizons": [0]})
+    line = skip_unavailable_traces(cfg)
+    assert line is not None and "\n" not in line and "longbench_v1" in line and "derived locally" in line
+    for key in ("traces", "generality.traces", "objective_study.choose.traces", "experiments.v1",
+                "starvation.settings"):
+        assert key in line, key
+    assert "longbench_v1" not in used_traces(cfg)
+    assert "v1" not in cfg["experiments"] and "table2" in cfg["experiments"]
+    assert [s["name"] for s in cfg["starvation"]["settings"]] == ["longbench_g256", "burstgpt_g16"]
+    assert cfg["traces"][:2] == ["longbench", "burstgpt"]  # public ones stay: they are fetched
+    assert unavailable_traces(cfg) == []
+    # present in data_dir: nothing skipped
+    cfg = validate_config(load("config.yaml") | {"data_dir": str(tmp_path / "data")}, SCHEMA)
+    _place(tmp_path, KNOWN_TRACES["longbench_v1"].relpath)
+    assert skip_unavailable_traces(cfg) is None and "longbench_v1" in cfg["traces"]
+
+
+def test_download_false_names_every_missing_trace_and_both_remedies(tmp_path):
+    cfg = _smoke(tmp_path, download=False)
+    _place(tmp_path, KNOWN_TRACES["burstgpt"].relpath)
+    assert skip_unavailable_traces(cfg) is None  # nothing dropped offline: the run stops instead
+    missing = unavailable_traces(cfg)
+    assert missing == [t for t in cfg["traces"] if t != "burstgpt"]
+    msg = missing_traces_message(missing, cfg)
+    for name in missing:
+        assert f"{name}: {KNOWN_TRACES[name].relpath}" in msg
+    assert "burstgpt" not in msg
+    assert "data_dir=/path/to/data" in msg and "download=auto" in msg and str(tmp_path / "dl") in msg
 
 
 def test_prepare_trace_and_run_one(tmp_path, data_dir):

@@ -195,21 +195,38 @@ def test_lint_passes():
 
 
 def test_missing_trace_names_file_and_both_remedies(tmp_path):
-    proc = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={tmp_path / 'nodata'}",
-                     check=False)
+    """A target that needs the derived trace (no public source) on a machine
+    without it: the message names the file and what to do. (``download:
+    false`` from a clone without data: tests/test_pipeline_download.py.)"""
+    proc = snakemake(tmp_path, "-n", "results/traces/longbench_v1.parquet", "--configfile", str(SMOKE), "--config",
+                     f"data_dir={tmp_path / 'nodata'}", check=False)
     assert proc.returncode != 0
     err = proc.stdout + proc.stderr
-    assert "Trace 'longbench' is missing" in err or "is missing" in err
-    assert "longbench_data_8000.json" in err or "_data_8000.json" in err
-    assert "data_dir" in err and "download=True" in err
+    assert "Trace 'longbench_v1' is missing" in err
+    assert "longbench/longbench_v1_llama2-7b-chat-4k_lengths.csv" in err
+    assert "data_dir" in err and "no public download source" in err
 
 
-def test_download_rule_used_when_enabled(tmp_path):
-    proc = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={tmp_path / 'nodata'}",
+def test_download_rule_used_when_enabled(tmp_path, data_dir):
+    """download: true reads every public trace from download_dir (fetched
+    there), even one present in data_dir; auto reads data_dir when the file is
+    there and fetches only the rest."""
+    relpath = "paper-traces/longbench_data_8000.json"
+    proc = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={data_dir}",
                      "download=True", "traces=[longbench,burstgpt]", check=False)
     out = proc.stdout + proc.stderr
     assert "rule download_trace" in out, out[-3000:]
-    assert "paper-traces/longbench_data_8000.json" in out
+    assert f"resources/traces/{relpath}" in out
+    nodata = tmp_path / "partial"
+    (nodata / "paper-traces").mkdir(parents=True)
+    (nodata / "paper-traces" / "burst_data_8000.json").symlink_to(data_dir / "paper-traces" / "burst_data_8000.json")
+    proc = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={nodata}",
+                     "traces=[longbench,burstgpt]", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert f"output: resources/traces/{relpath}" in out
+    assert "output: resources/traces/paper-traces/burst_data_8000.json" not in out
+    assert f"input: {nodata}/paper-traces/burst_data_8000.json" in out
 
 
 def test_bad_config_stops_with_key(tmp_path):

@@ -189,3 +189,14 @@ def test_jsonl_and_parquet(tmp_path):
 def test_known_trace_row_counts_pinned(name, data_dir):
     # TraceSpec.rows feeds the config cross-checks (online.replay.requests)
     assert len(load_trace(name, data_dir=data_dir)) == KNOWN_TRACES[name].rows
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_TRACES))
+def test_known_trace_sizes_and_sources_pinned(name, data_dir):
+    # TraceSpec.size is what a download costs (README "Data", bfio simulate's hint)
+    spec = KNOWN_TRACES[name]
+    assert (data_dir / spec.relpath).stat().st_size == spec.size
+    if spec.url:  # a pinned commit, and the same file name as under the data directory
+        assert spec.url.startswith("https://raw.githubusercontent.com/")
+        assert any(len(part) == 40 and all(c in "0123456789abcdef" for c in part) for part in spec.url.split("/"))
+        assert spec.url.rsplit("/", 1)[1] == spec.relpath.rsplit("/", 1)[1]

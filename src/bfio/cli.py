@@ -152,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--decode-col", help="decode-length column of a generic trace (default output_length)")
     s.add_argument("--arrival-col", help="arrival-time column (seconds or timestamps), optional")
     s.add_argument("--data-dir", help="directory holding the known traces (default $BFIO_DATA_DIR or ../shared/data)")
+    s.add_argument("--download", action="store_true",
+                   help="a known trace missing from the data directory is fetched from its pinned public source "
+                        "into --download-dir (sha256-verified; $BFIO_TRACE_BASE_URL names a mirror)")
+    s.add_argument("--download-dir", default=None,
+                   help="where downloaded traces are kept and looked for (default resources/traces, as the "
+                        "pipeline's download_dir)")
     s.add_argument("--no-verify", action="store_true", help="skip the sha256 check of known traces")
     s.add_argument("--arrival-mode", choices=ARRIVAL_MODES, default=None,
                    help="backlog: the paper's pool of 4G requests, no arrival times (default); "
@@ -210,8 +216,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time limit for exact solvers, model build included (default 10)")
     v.add_argument("--json", metavar="DEST", default="-", help="where to write the JSON result ('-' for stdout)")
 
-    t = sub.add_parser("traces", help="list the known traces and whether they are present and verified")
-    t.add_argument("--data-dir", help="directory holding the traces")
+    t = sub.add_parser("traces", help="list the known traces: present (verified), missing, downloadable",
+                       description="List every known trace: its status (present: in the data directory with the "
+                                   "pinned sha256; downloaded: in the download directory, verified; missing; "
+                                   "CHECKSUM-MISMATCH), whether it has a public source (downloadable) or is "
+                                   "derived locally (local-only), and the file.")
+    t.add_argument("--data-dir", help="directory holding the traces (default $BFIO_DATA_DIR or ../shared/data)")
+    t.add_argument("--download-dir", default=None,
+                   help="where downloaded traces are kept and looked for (default resources/traces)")
+    t.add_argument("--download", action="store_true",
+                   help="first fetch every missing downloadable trace into --download-dir (sha256-verified)")
     return p
 
 
@@ -263,7 +277,7 @@ def cmd_simulate(args) -> int:
     mode = _arrival_mode(args)
     _check_simulate_outputs(args)
     trace = load_trace(args.trace, prefill_col=args.prefill_col, decode_col=args.decode_col,
-                       arrival_col=args.arrival_col, data_dir=args.data_dir, verify=not args.no_verify)
+                       arrival_col=args.arrival_col, data_dir=_known_trace_dir(args), verify=not args.no_verify)
     if mode == "trace":
         if trace.arrival_s is None:
             raise ConfigError(f"--arrival-mode trace: trace {trace.path} has no arrival column; "
@@ -374,16 +388,63 @@ def cmd_solve(args) -> int:
     return 0
 
 
+def _download_dir(args) -> Path:
+    from bfio.download import DEFAULT_DOWNLOAD_DIR
+
+    return Path(args.download_dir or DEFAULT_DOWNLOAD_DIR)
+
+
+def _known_trace_dir(args):
+    """The directory to read ``--trace`` from when it names a known trace: the
+    data directory if the file is there, else the download directory if the
+    file is there (fetched into it with ``--download``); a missing trace is a
+    one-line error saying how to get it. ``--data-dir`` as given otherwise."""
+    from bfio.traces import default_data_dir, resolve_trace
+
+    path, spec = resolve_trace(args.trace, args.data_dir)
+    if spec is None or path.exists():
+        return args.data_dir
+    ddir = _download_dir(args)
+    if (ddir / spec.relpath).exists():
+        return ddir
+    if args.download and spec.url:
+        from bfio.download import fetch_trace
+
+        print(f"bfio: downloading trace '{spec.name}' into {ddir / spec.relpath}", file=sys.stderr)
+        fetch_trace(spec, ddir)
+        return ddir
+    where = f"data directory {args.data_dir or default_data_dir()} ({path} does not exist)"
+    if not spec.url:
+        raise BfioError(f"trace '{spec.name}' is not in the {where} and has no public source (derived locally): "
+                        f"point --data-dir or BFIO_DATA_DIR at a directory holding {spec.relpath}")
+    size = f" ({spec.size / 1e3:,.0f} kB)" if spec.size else ""
+    raise BfioError(f"trace '{spec.name}' is not in the {where}: add --download to fetch it{size} from its pinned "
+                    f"source into {ddir} (sha256-verified), or point --data-dir or BFIO_DATA_DIR at a copy")
+
+
 def cmd_traces(args) -> int:
+    from bfio.download import fetch_trace
     from bfio.traces import KNOWN_TRACES, resolve_trace, sha256_of
 
-    print(f"{'trace':18s} {'status':18s} path")
+    ddir = _download_dir(args)
+    rows = []
     for name, spec in KNOWN_TRACES.items():
         path, _ = resolve_trace(name, args.data_dir)
-        status = "missing"
-        if path.exists():
-            status = "ok" if sha256_of(path) == spec.sha256 else "CHECKSUM MISMATCH"
-        print(f"{name:18s} {status:18s} {path}")
+        status = "present"
+        if not path.exists():
+            fetched = ddir / spec.relpath
+            if not fetched.exists() and args.download and spec.url:
+                fetch_trace(spec, ddir)
+            if fetched.exists():
+                path, status = fetched, "downloaded"
+            else:
+                status = "missing"
+        if status != "missing" and sha256_of(path) != spec.sha256:
+            status = "CHECKSUM-MISMATCH"
+        rows.append((name, status, "downloadable" if spec.url else "local-only", path))
+    print(f"{'trace':18s} {'status':18s} {'source':13s} path")
+    for name, status, source, path in rows:
+        print(f"{name:18s} {status:18s} {source:13s} {path}")
     return 0
 
 

@@ -28,6 +28,12 @@ class ChecksumError(TraceError):
     """A trace file's sha256 differs from the one the project pins."""
 
 
+class DownloadError(BfioError):
+    """A trace could not be fetched from its source (after every retry); the
+    message names the URL and the last error. Nothing is left at the
+    destination."""
+
+
 class PolicyError(BfioError, ValueError):
     """A routing policy returned an invalid assignment or was misconfigured."""
 

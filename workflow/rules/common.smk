@@ -4,20 +4,34 @@ from bfio.experiments import (
     RUN_WILDCARD,
     SIMULATION_SOURCES,
     code_fingerprint,
+    download_mode,
     RunSpec,
     all_runs,
     experiment_runs,
     figure_runs,
+    known_trace_path,
     missing_trace_message,
+    missing_traces_message,
     reference_seed,
+    skip_unavailable_traces,
     trace_specs,
     trajectory_runs,
+    unavailable_traces,
     validate_config,
 )
 from bfio.traces import KNOWN_TRACES
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 validate_config(config, Path(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
+# Traces (config key download, docs/pipeline.md "Traces"): with download auto
+# (default) or true, a trace absent from data_dir and without a public source
+# (derived locally) is dropped with everything using it, in one log line; with
+# download false, the traces the config cannot place stop the DAG (trace_source).
+_SKIPPED = skip_unavailable_traces(config)
+if _SKIPPED:
+    logger.warning(_SKIPPED)
+MISSING_TRACES = unavailable_traces(config)
 
 EXPERIMENTS = list(config["experiments"])
 PAPER_TABLES = {
@@ -41,7 +55,7 @@ TABLE_CODE = code_fingerprint(["tables.py", "paper.py"])
 def figure_code(module):
     return code_fingerprint(["figures/style.py", f"figures/{module}.py"])
 
-DOWNLOAD_DIR = config["download_dir"].rstrip("/")
+DOWNLOAD_DIR = str(Path(config["download_dir"]))  # the form known_trace_path returns
 TRACE_BY_RELPATH = {t.relpath: t for t in KNOWN_TRACES.values()}
 # Known traces plus the config's extra_traces (README "Bring your own trace").
 TRACE_SPECS = trace_specs(config)
@@ -57,7 +71,8 @@ wildcard_constraints:
 
 def trace_source(wildcards):
     """The trace file: an extra trace's configured path; a known trace from
-    data_dir, else (if enabled) the download rule's output."""
+    data_dir, or from download_dir (rule download_trace fetches it there),
+    following the config key download (bfio.experiments.known_trace_path)."""
     if wildcards.trace in EXTRA_TRACES:
         path = Path(config["extra_traces"][wildcards.trace]["path"])
         if not path.exists():
@@ -66,15 +81,41 @@ def trace_source(wildcards):
                 f"(absolute: {path.resolve()}); relative paths start at the working directory."
             )
         return str(path)
-    spec = KNOWN_TRACES[wildcards.trace]
-    local = Path(config["data_dir"]) / spec.relpath
-    if local.exists():
-        return str(local)
-    if config["download"] and spec.url:
-        return str(Path(config["download_dir"]) / spec.relpath)
+    path = known_trace_path(wildcards.trace, config)
+    if path is not None:
+        return str(path)
+    if wildcards.trace in MISSING_TRACES:
+        # download: false; every missing trace at once, before any job runs
+        raise WorkflowError(missing_traces_message(MISSING_TRACES, config))
     raise WorkflowError(
         missing_trace_message(wildcards.trace, config["data_dir"], config["download_dir"])
     )
+
+
+def theory_trace_dir(theory):
+    """(directory, files) for the theory checks' trace-based prefill laws
+    (workflow/rules/theory.smk), which read every trace by name from one
+    directory: theory's data_dir when the traces are there; else, when
+    download_trace can provide all of them, download_dir and the files to
+    fetch first (the rules' inputs)."""
+    used = set()
+    for section in ("homogeneous", "geometric", "drift"):
+        used |= set((theory.get(section) or {}).get("distributions") or [])
+    series = ((theory.get("energy") or {}).get("series") or {}).get("distribution")
+    used |= {series} if series else set()
+    dists = theory.get("distributions") or {}
+    names = sorted(
+        {dists[d]["trace"] for d in used if d in dists and dists[d].get("kind") == "trace"}
+        & set(KNOWN_TRACES)
+    )
+    data_dir = theory.get("data_dir")
+    in_data_dir = all((Path(data_dir) / KNOWN_TRACES[n].relpath).exists() for n in names)
+    if data_dir is None or (in_data_dir and download_mode(config) != "always"):
+        return data_dir, []
+    files = [known_trace_path(n, config) for n in names]
+    if all(f is not None and Path(f).is_relative_to(DOWNLOAD_DIR) for f in files):
+        return DOWNLOAD_DIR, [str(f) for f in files]
+    return data_dir, []  # the theory job names the missing file
 
 
 def run_trace_table(wildcards):

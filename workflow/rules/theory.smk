@@ -13,6 +13,9 @@ _theory_validate(THEORY_RAW, workflow.source_path("../schemas/theory.schema.yaml
 THEORY = _theory_resolve(THEORY_RAW)
 if THEORY.get("data_dir") is None and config.get("data_dir"):
     THEORY["data_dir"] = config["data_dir"]
+# Trace-based laws on a machine without the traces in data_dir: read from
+# download_dir, fetched first by rule download_trace (common.smk, theory_trace_dir).
+THEORY["data_dir"], THEORY_TRACE_FILES = theory_trace_dir(THEORY)
 
 THEORY_THM = {"thm2": "geometric", "thm3": "drift"}
 THEORY_FIGS = ["thm1_iir", "thm2_iir", "thm2_snapshot", "thm2_gap", "thm3_iir", "thm3_gap", "energy_saving_vs_G"]
@@ -27,6 +30,8 @@ THEORY_TARGETS = (
 
 
 rule theory_thm1:
+    input:
+        THEORY_TRACE_FILES,
     output:
         cells="results/theory/thm1_cells.csv",
         fits="results/theory/thm1_fits.csv",
@@ -44,6 +49,8 @@ rule theory_thm1:
 
 
 rule theory_slot:
+    input:
+        THEORY_TRACE_FILES,
     output:
         cells="results/theory/{thm}_cells.csv",
         fits="results/theory/{thm}_fits.csv",

@@ -38,17 +38,24 @@ rule prepare_extra_trace:
 
 
 rule download_trace:
-    # Only used when the config key download is True and the trace is not in data_dir.
+    # A public trace the config uses that is not in data_dir (download: auto,
+    # the default) or every public trace (download: true): fetched from its
+    # pinned source (or the mirror download_url_base / $BFIO_TRACE_BASE_URL),
+    # sha256-verified before the file appears (bfio.download.fetch: temp file,
+    # verify, rename; retries with backoff). The URL, timeout and retries are
+    # read by the script, not params: a mirror does not make a verified file
+    # stale. A local rule: on a cluster it runs where snakemake runs (compute
+    # nodes often have no internet).
+    localrule: True
     output:
         f"{DOWNLOAD_DIR}/{{relpath}}",
     params:
-        url=lambda wc: TRACE_BY_RELPATH[wc.relpath].url,
+        trace=lambda wc: TRACE_BY_RELPATH[wc.relpath].name,
         sha256=lambda wc: TRACE_BY_RELPATH[wc.relpath].sha256,
     wildcard_constraints:
         relpath="|".join(re.escape(t.relpath) for t in KNOWN_TRACES.values() if t.url),
     log:
         "logs/download/{relpath}.log",
-    retries: 2
     conda:
         "../../environment.yml"
     script:

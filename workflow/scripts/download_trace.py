@@ -1,7 +1,20 @@
-"""Download a paper/Azure trace from its pinned source and verify it (rule download_trace)."""
-from bfio.experiments import download_trace, script_log
+"""Fetch a known trace from its pinned public source (or a mirror) and verify
+its sha256 before it appears at the output path (rule download_trace)."""
+from bfio.download import base_url, fetch, trace_url
+from bfio.errors import DownloadError
+from bfio.experiments import script_log
+from bfio.traces import KNOWN_TRACES
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821
-    log.info("downloading %s", sm.params.url)
-    download_trace(sm.params.url, sm.output[0], sm.params.sha256)
+    spec = KNOWN_TRACES[sm.params.trace]
+    assert spec.sha256 == sm.params.sha256
+    url = trace_url(spec, base_url(sm.config.get("download_url_base")))
+    log.info("fetching trace %s from %s into %s", spec.name, url, sm.output[0])
+    try:
+        fetch(url, sm.output[0], spec.sha256, timeout=float(sm.config["download_timeout_s"]),
+              attempts=int(sm.config["download_attempts"]), backoff=float(sm.config["download_backoff_s"]))
+    except DownloadError as e:
+        raise DownloadError(f"{e}. Without network access: point the config key data_dir at a copy of the "
+                            f"traces, or fetch from a mirror (config key download_url_base or "
+                            f"$BFIO_TRACE_BASE_URL); README 'Data'") from None
