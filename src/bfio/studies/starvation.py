@@ -17,19 +17,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.solvers.instance import parse_admission
+from bfio.paper import admission_label, row_key
 from bfio.studies.runs import StudyRun, run_batch
-
-def admission_label(admission: str) -> str:
-    """Path- and label-safe form: ``'aging:200'`` -> ``'aging200'``."""
-    parse_admission(admission)
-    return admission.replace(":", "")
 
 
 def starvation_variants(setting: dict, study: dict) -> dict:
     """Row label ``bfio_h<H>_<admission>`` -> BF-IO variant, for every horizon
     of the setting and every admission of the study (config order)."""
-    return {f"bfio_h{int(h)}_{admission_label(a)}": {"policy": "bfio", "horizon": int(h), "admission": a}
+    return {row_key("bfio", h, admission=a): {"policy": "bfio", "horizon": int(h), "admission": a}
             for h in setting["horizons"] for a in study["admissions"]}
 
 
