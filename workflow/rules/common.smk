@@ -1,10 +1,9 @@
 # Shared helpers: config validation (with defaults), run lists expanded from
 # the config, input functions. All logic lives in bfio.experiments.
+from bfio.run import RUN_WILDCARD, RunSpec
 from bfio.experiments import (
-    RUN_WILDCARD,
     SIMULATION_SOURCES,
     code_fingerprint,
-    RunSpec,
     all_runs,
     experiment_runs,
     figure_runs,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.paper import admission_label, row_key
-from bfio.studies.runs import StudyRun, run_batch
+from bfio.run import RunSpec, run_batch
 
 
 def starvation_variants(setting: dict, study: dict) -> dict:
@@ -31,7 +31,7 @@ def starvation_variants(setting: dict, study: dict) -> dict:
 def starvation_runs(setting: dict, study: dict, seeds, slots: int, bfio_defaults=None):
     variants = starvation_variants(setting, study)
     rows = list(study.get("references") or []) + list(variants)
-    runs = [StudyRun.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
+    runs = [RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
                           variants=variants, bfio_defaults=bfio_defaults) for row in rows for seed in seeds]
     return runs, variants
 
