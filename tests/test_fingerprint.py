@@ -70,7 +70,8 @@ def test_results_diff_ignores_timings_and_finds_a_changed_number(tmp_path):
         d = tmp_path / name / "tables"
         d.mkdir(parents=True)
         pd.DataFrame({"row": ["fcfs"], "avg_imbalance": [imb], "wall_s": [wall]}).to_csv(d / "t.csv", index=False)
-        (d / "s.json").write_text(json.dumps({"metrics": {"avg_imbalance": imb, "solver_s_p99": wall}}))
+        (d / "s.json").write_text(json.dumps({"metrics": {"avg_imbalance": imb, "solver_s_p99": wall,
+                                                        "route_s_p50": wall / 3}}))
     assert compare_trees(tmp_path / "a", tmp_path / "b") == []
     diffs = dict(compare_trees(tmp_path / "a", tmp_path / "c"))
     assert set(diffs) == {"tables/t.csv", "tables/s.json"}

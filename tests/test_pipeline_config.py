@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from bfio.errors import ChecksumError, ConfigError
+from bfio.run import RunSpec, parse_row
 from bfio.experiments import (
-    RunSpec,
     all_runs,
     download_mode,
     download_trace,
@@ -20,7 +20,6 @@ from bfio.experiments import (
     known_trace_path,
     missing_trace_message,
     missing_traces_message,
-    parse_row,
     prepare_trace,
     run_one,
     skip_unavailable_traces,
@@ -100,8 +99,8 @@ def test_run_paths_round_trip_and_rows():
     assert spec.path == "longbench/n80000-g256-b72/bfio_h40/seed42"
     assert RunSpec.from_path(spec.path) == spec
     assert (spec.policy, spec.horizon) == ("bfio", 40)
-    assert spec.policy_options({"predictor": "oracle"}) == {"predictor": "oracle", "horizon": 40}
-    assert RunSpec("burstgpt", 5, 2, 72, "fcfs", 1).policy_options({"x": 1}) is None
+    assert spec.with_bfio_defaults({"predictor": "oracle"}).policy_options == {"predictor": "oracle", "horizon": 40}
+    assert RunSpec("burstgpt", 5, 2, 72, "fcfs", 1).with_bfio_defaults({"x": 1}).policy_options == {}
     assert parse_row("jsq_tokens") == ("jsq_tokens", None)
     with pytest.raises(ConfigError):
         parse_row("bogus")

@@ -17,7 +17,8 @@ import yaml
 from bfio import policies
 from bfio.cli import build_parser, main
 from bfio.errors import ConfigError
-from bfio.experiments import RunSpec, _registry_enums, experiment_rows, experiment_runs, parse_row, validate_config
+from bfio.experiments import _registry_enums, experiment_rows, experiment_runs, validate_config
+from bfio.run import RunSpec, parse_row
 from bfio.paper import row_key
 from bfio.policies import Policy, RoutingState, register
 from bfio.studies.summaries import policy_label as study_label

@@ -13,7 +13,7 @@ import pytest
 
 from bfio.experiments import RunSpec, run_one, script_log
 from bfio.progress import format_eta, log_progress, progress, progress_enabled, progress_line
-from bfio.studies.runs import StudyRun, run_batch
+from bfio.run import RunSpec, run_batch
 
 LINE = re.compile(r"(\d+)/(\d+) \((\d+)%\), elapsed [\d.]+ (s|min|h), ETA ([\d.]+ (s|min|h)|\?)")
 
@@ -102,7 +102,7 @@ def test_simulation_job_logs_progress(tmp_path):
 
 
 def test_study_batch_logs_runs_done_of_total(tmp_path):
-    runs = [StudyRun.make("synthetic", 200, 4, 8, row, seed) for row in ("fcfs", "jsq_tokens") for seed in (1, 2)]
+    runs = [RunSpec.make("synthetic", 200, 4, 8, row, seed) for row in ("fcfs", "jsq_tokens") for seed in (1, 2)]
     log_file = tmp_path / "job.log"
     with script_log(log_file) as log:
         run_batch(runs, {"synthetic": _frame()}, show_progress=False, log=log)

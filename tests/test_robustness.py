@@ -118,10 +118,10 @@ def test_default_figure_experiment_may_be_absent():
 
 
 def test_replay_job_refuses_more_requests_than_rows():
-    from bfio.studies.runs import ArrivalSpec, StudyRun, build_workload
+    from bfio.run import ArrivalSpec, RunSpec, build_workload
 
     frame = pd.DataFrame({"prefill_tokens": [5, 6, 7], "decode_tokens": [1, 2, 3], "arrival_s": [0.0, 1.0, 2.0]})
-    run = StudyRun.make("t", 4, 2, 2, "fcfs", 1, arrival=ArrivalSpec("trace", time_scale=1.0))
+    run = RunSpec.make("t", 4, 2, 2, "fcfs", 1, arrival=ArrivalSpec("trace", time_scale=1.0))
     with pytest.raises(ConfigError, match="3 rows"):
         build_workload(run, frame)
 

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bfio.errors import ConfigError
-from bfio.studies import ArrivalSpec, StudyRun, paired_effect, resolve_row, summarize_runs
+from bfio.run import ArrivalSpec, RunSpec, resolve_row
+from bfio.studies import paired_effect, summarize_runs
 
 
 def test_resolve_row_paper_keys_and_variants():
@@ -35,8 +36,8 @@ def test_arrival_labels_are_distinct():
 
 def test_study_run_needs_requests_unless_replaying():
     with pytest.raises(ConfigError, match="requests"):
-        StudyRun.make("x", None, 4, 8, "fcfs", 0)
-    StudyRun.make("x", None, 4, 8, "fcfs", 0, arrival={"mode": "trace"})
+        RunSpec.make("x", None, 4, 8, "fcfs", 0)
+    RunSpec.make("x", None, 4, 8, "fcfs", 0, arrival={"mode": "trace"})
 
 
 @settings(max_examples=40, deadline=None)

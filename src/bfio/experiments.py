@@ -23,7 +23,6 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,17 +31,10 @@ import pandas as pd
 from bfio.download import fetch as download_trace  # noqa: F401  (re-export: fetching lives in bfio.download)
 from bfio.errors import BfioError, ChecksumError, ConfigError, TraceError
 from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rerun triggers)
-from bfio.paper import TABLE_SETTINGS, bfio_row_options, parse_bfio_row, row_key
+from bfio.paper import TABLE_SETTINGS, parse_bfio_row, row_key
 from bfio.progress import log_progress
+from bfio.run import RunSpec, baselines
 from bfio.traces import KNOWN_TRACES, TRACE_ALIASES, TraceSpec, load_trace, sha256_of
-
-
-def baselines() -> tuple[str, ...]:
-    """Baseline policy names (row key = policy name), from the policy registry
-    (:func:`bfio.policies.baselines`), so a newly registered policy is one."""
-    from bfio.policies import baselines as registry_baselines
-
-    return tuple(registry_baselines())
 
 
 def __getattr__(name: str):
@@ -53,11 +45,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-RUN_RE = re.compile(r"^(?P<trace>[a-z][a-z0-9_]*)/n(?P<requests>\d+)-g(?P<workers>\d+)-b(?P<slots>\d+)/"
-                    r"(?P<row>[a-z][a-z0-9_]*)/seed(?P<seed>\d+)$")
-#: Snakemake wildcard constraint matching :attr:`RunSpec.path`.
-RUN_WILDCARD = r"[a-z][a-z0-9_]*/n\d+-g\d+-b\d+/[a-z][a-z0-9_]*/seed\d+"
-
 #: Metrics aggregated in tables: paper convention first, then the pre-step twins.
 METRICS = ("avg_imbalance", "throughput", "tpot", "energy_j", "avg_imbalance_pre", "energy_j_pre")
 
@@ -65,59 +52,6 @@ log = logging.getLogger("bfio.pipeline")
 
 
 # --------------------------------------------------------------------------- runs
-
-def parse_row(row: str) -> tuple[str, int | None]:
-    """``'bfio_h40'`` (and ``'bfio_h40_literal'``) -> ``('bfio', 40)``; ``'fcfs'`` -> ``('fcfs', None)``."""
-    p = parse_bfio_row(row)
-    if p:
-        return "bfio", p[0]
-    names = baselines()
-    if row in names:
-        return row, None
-    raise ConfigError(f"row: '{row}' is neither a baseline ({', '.join(names)}) nor bfio_h<H>[_literal]")
-
-
-@dataclass(frozen=True, order=True)
-class RunSpec:
-    """One simulation: a workload of ``requests`` drawn from ``trace`` with
-    ``seed``, on ``workers`` x ``slots``, routed by ``row``."""
-
-    trace: str
-    requests: int
-    workers: int
-    slots: int
-    row: str
-    seed: int
-
-    @property
-    def policy(self) -> str:
-        return parse_row(self.row)[0]
-
-    @property
-    def horizon(self) -> int | None:
-        return parse_row(self.row)[1]
-
-    @property
-    def path(self) -> str:
-        """Relative run directory, e.g. ``longbench/n80000-g256-b72/bfio_h40/seed42``."""
-        return f"{self.trace}/n{self.requests}-g{self.workers}-b{self.slots}/{self.row}/seed{self.seed}"
-
-    @classmethod
-    def from_path(cls, path: str) -> "RunSpec":
-        m = RUN_RE.match(str(path).strip("/"))
-        if not m:
-            raise ConfigError(f"run: '{path}' is not a run path like "
-                              "'longbench/n80000-g256-b72/bfio_h40/seed42'")
-        spec = cls(m["trace"], int(m["requests"]), int(m["workers"]), int(m["slots"]), m["row"], int(m["seed"]))
-        parse_row(spec.row)
-        return spec
-
-    def policy_options(self, bfio_options: dict | None = None) -> dict | None:
-        """``policy_options`` for :func:`bfio.simulator.simulate` (BF-IO only)."""
-        if self.policy != "bfio":
-            return None
-        return {**(bfio_options or {}), **bfio_row_options(self.row)}
-
 
 def experiment_rows(exp: dict) -> list[str]:
     """Row keys of an experiment: its baselines, ``bfio_h<H>`` per horizon, then
@@ -165,7 +99,7 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
 
 #: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
 SIMULATION_SOURCES = ("constants.py", "kernels.py", "metrics.py", "power.py", "simulator.py", "workload.py",
-                      "predictors.py", "policies", "solvers")
+                      "predictors.py", "policies", "solvers", "run.py")
 
 
 # --------------------------------------------------------------------------- config
@@ -291,7 +225,7 @@ def _build_policy(key: str, policy: str, options: dict, dispatch: str | None = N
 
 def _check_policies(config: dict) -> None:
     """The BF-IO options, every study variant and every study row build a policy."""
-    from bfio.studies.runs import resolve_row
+    from bfio.run import resolve_row
 
     bfio = config.get("bfio") or {}
     _build_policy("bfio", "bfio", dict(bfio))
@@ -730,16 +664,12 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
     """Draw the workload of ``spec``, simulate it and write its summary (JSON),
     per-step series (parquet) and, if ``loads_path`` is given, the ``(steps, G)``
     gating-load matrix (``.npy``). Returns the summary."""
-    from bfio.simulator import simulate
-    from bfio.workload import draw_workload
+    from bfio.run import simulate_run
 
+    spec = spec.with_bfio_defaults(bfio_options)
     frame = read_trace_table(trace_table)
-    wl = draw_workload(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(),
-                       spec.requests, spec.seed, name=spec.trace)
     t0 = time.perf_counter()
-    result = simulate(wl, spec.workers, spec.slots, spec.policy, seed=spec.seed,
-                      record_loads=loads_path is not None, policy_options=spec.policy_options(bfio_options),
-                      show_progress=False)
+    result = simulate_run(spec, frame, record_loads=loads_path is not None)
     summary = {**result.summary(), "run": spec.path, "trace": spec.trace, "row": spec.row,
                "horizon": spec.horizon, "objective": (parse_bfio_row(spec.row) or (None, None))[1],
                "policy_name": spec.policy, "sim_wall_s": time.perf_counter() - t0}
@@ -822,9 +752,9 @@ def script_log(path, name: str = "bfio"):
             root.removeHandler(handler)
 
 
-__all__ = ["trace_specs", "code_fingerprint", "SIMULATION_SOURCES", "RunSpec", "parse_row", "experiment_rows", "experiment_runs", "all_runs", "trajectory_runs",
+__all__ = ["trace_specs", "code_fingerprint", "SIMULATION_SOURCES", "experiment_rows", "experiment_runs", "all_runs", "trajectory_runs",
            "figure_runs", "reference_seed", "validate_config", "named_run", "NAMED_RUN_DIR", "missing_trace_message", "download_trace",
            "download_mode", "used_traces", "known_trace_path", "unavailable_traces", "drop_traces",
            "skip_unavailable_traces", "missing_traces_message",
            "prepare_trace", "trace_stats", "run_one", "collect_runs", "read_summary", "write_json",
-           "script_log", "METRICS", "RUN_WILDCARD"]
+           "script_log", "METRICS"]

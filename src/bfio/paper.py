@@ -83,14 +83,38 @@ def at_least_as_good(value: float, printed: str, scale: float, metric: str) -> b
 # Row keys of BF-IO: bfio_h<H> (the default objective) and bfio_h<H>_literal (Eq. (IO) as
 # printed, objective 'paper-literal'). Produced by row_key, parsed by parse_bfio_row only.
 LITERAL_SUFFIX = "_literal"
-_BFIO_ROW = re.compile(r"^bfio_h(\d+)(_literal)?$")
+#: Regular expression of a BF-IO row key (also the policy registry's, :data:`bfio.policies.KEYED_ROWS`).
+BFIO_ROW_PATTERN = "bfio_h([0-9]+)(" + LITERAL_SUFFIX + ")?"
+_BFIO_ROW = re.compile(f"^{BFIO_ROW_PATTERN}$")
+_ADMISSION_ROW = re.compile(r"^bfio_h(\d+)_(free|fifo|aging)(\d*)$")
 
 
-def row_key(policy: str, horizon: int | None = None, objective: str = "default") -> str:
-    """``('bfio', 40)`` -> ``'bfio_h40'``; ``('bfio', 40, 'paper-literal')`` -> ``'bfio_h40_literal'``."""
+def row_key(policy: str, horizon: int | None = None, objective: str = "default", admission: str | None = None) -> str:
+    """``('bfio', 40)`` -> ``'bfio_h40'``; ``('bfio', 40, 'paper-literal')`` -> ``'bfio_h40_literal'``;
+    ``('bfio', 40, admission='aging:200')`` -> ``'bfio_h40_aging200'`` (the starvation study's rows,
+    :func:`parse_admission_row`)."""
     if policy != "bfio":
         return policy
-    return f"bfio_h{int(horizon)}" + (LITERAL_SUFFIX if objective == "paper-literal" else "")
+    key = f"bfio_h{int(horizon)}" + (LITERAL_SUFFIX if objective == "paper-literal" else "")
+    return key if admission is None else f"{key}_{admission_label(admission)}"
+
+
+def admission_label(admission: str) -> str:
+    """Path- and label-safe form of a BF-IO admission rule: ``'aging:200'`` -> ``'aging200'``
+    (raises :class:`~bfio.errors.ConfigError` for an unknown rule)."""
+    from bfio.solvers.instance import parse_admission
+
+    parse_admission(admission)
+    return admission.replace(":", "")
+
+
+def parse_admission_row(row: str) -> tuple[int, str] | None:
+    """``'bfio_h40_aging200'`` -> ``(40, 'aging:200')``, ``'bfio_h0_free'`` -> ``(0, 'free')``,
+    anything else -> ``None`` (the inverse of :func:`row_key` with ``admission``)."""
+    m = _ADMISSION_ROW.match(str(row))
+    if not m:
+        return None
+    return int(m.group(1)), m.group(2) + (f":{m.group(3)}" if m.group(3) else "")
 
 
 def parse_bfio_row(row: str) -> tuple[int, str] | None:
@@ -129,5 +153,5 @@ def compare_to_printed(value: float, printed: str, scale: float, metric: str) ->
 
 
 __all__ = ["TABLE1", "TABLE2", "TABLE_SETTINGS", "HIGHER_IS_BETTER", "printed_digits", "round_like",
-           "compare_to_printed", "matches_printed", "at_least_as_good", "row_key", "parse_bfio_row", "paper_row",
-           "bfio_row_options", "LITERAL_SUFFIX"]
+           "compare_to_printed", "matches_printed", "at_least_as_good", "row_key", "parse_bfio_row", "admission_label", "parse_admission_row", "paper_row",
+           "bfio_row_options", "LITERAL_SUFFIX", "BFIO_ROW_PATTERN"]

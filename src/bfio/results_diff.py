@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 #: Keys and columns that measure time on the machine, not the simulated system.
-VOLATILE = re.compile(r"(^|_)wall(_|$)|^solver_s_|_wall_s$|^elapsed")
+VOLATILE = re.compile(r"(^|_)wall(_|$)|^solver_s_|^route_s_|_wall_s$|^elapsed")
 
 
 def _drop_volatile(value):

@@ -1,11 +1,10 @@
 # Shared helpers: config validation (with defaults), run lists expanded from
 # the config, input functions. All logic lives in bfio.experiments.
+from bfio.run import RUN_WILDCARD, RunSpec
 from bfio.experiments import (
-    RUN_WILDCARD,
     SIMULATION_SOURCES,
     code_fingerprint,
     download_mode,
-    RunSpec,
     all_runs,
     experiment_runs,
     figure_runs,

@@ -17,7 +17,7 @@ GEN_JOBS = expand(
 ) + expand(
     "results/studies/generality/{trace}/g{workers}_replay.csv", trace=GEN_REPLAY_TRACES, workers=GEN_WORKERS
 )
-GEN_SIM_CODE = code_fingerprint([*SIMULATION_SOURCES, "studies/runs.py", "studies/generality.py"])
+GEN_SIM_CODE = code_fingerprint([*SIMULATION_SOURCES, "studies/generality.py"])
 GEN_TABLE_CODE = code_fingerprint(["studies/aggregate.py", "studies/generality_report.py", "tables.py"])
 # what a simulation job depends on (the table's targets are not among them)
 GEN_SIM_PARAMS = {k: GEN[k] for k in ("rows", "requests_per_slot", "baseline", "replay")}

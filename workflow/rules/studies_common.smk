@@ -12,7 +12,7 @@ ONLINE_KIND = {s["name"]: kind for kind in ("poisson", "replay") for s in ONLINE
 
 
 def study_sim_code(module):
-    return code_fingerprint([*SIMULATION_SOURCES, "studies/runs.py", f"studies/{module}.py"])
+    return code_fingerprint([*SIMULATION_SOURCES, f"studies/{module}.py"])
 
 
 STUDY_TABLE_CODE = code_fingerprint(

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.style import figure, line_style
+from bfio.paper import parse_bfio_row
 
 PANELS = (("imb_ratio", "imbalance FCFS / BF-IO\n(log; >1: BF-IO better)", True),
           ("thr_gain_pct", "throughput gain (%)", False),
@@ -68,7 +69,8 @@ def plot_generality(table: pd.DataFrame, target: str = "bfio_h40", title: str = 
                 ax.set_title(label)
     axes[0][0].legend(loc="best")
     n = int(table["n_seeds"].max()) if "n_seeds" in table else 0
-    h = target[6:] if target.startswith("bfio_h") else target
+    parsed = parse_bfio_row(target)
+    h = target if parsed is None else f"{parsed[0]}" + (", paper-literal" if parsed[1] == "paper-literal" else "")
     fig.suptitle((title + ": " if title else "") + f"BF-IO (H={h}) vs FCFS, mean over {n} seeds, 95% interval bars",
                  fontsize=9)
     fig.tight_layout()

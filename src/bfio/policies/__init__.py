@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from bfio.errors import ConfigError
+from bfio.paper import BFIO_ROW_PATTERN
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, DispatchState, Policy, RoutingState
 
 _REGISTRY: dict[str, type[Policy]] = {}
@@ -28,7 +29,7 @@ _REGISTRY: dict[str, type[Policy]] = {}
 #: of those keys (BF-IO: ``bfio_h<H>[_literal]``, built by
 #: :func:`bfio.paper.row_key` and parsed by :func:`bfio.paper.parse_bfio_row`).
 #: Every other registered policy is a *baseline*: its row key is its name.
-KEYED_ROWS = {"bfio": r"bfio_h[0-9]+(_literal)?"}
+KEYED_ROWS = {"bfio": BFIO_ROW_PATTERN}
 
 
 def register(cls: type[Policy]) -> type[Policy]:

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.studies.runs import ArrivalSpec, StudyRun, run_batch
+from bfio.run import ArrivalSpec, RunSpec, run_batch
 
 #: Per arrival mode: the metric columns behind the table's unified metrics.
 MODE_METRICS = {
@@ -129,11 +129,11 @@ def _unify(df: pd.DataFrame) -> pd.DataFrame:
 
 def generality_runs(trace: str, workers: int, arrival: str, study: dict, seeds, slots: int, frame: pd.DataFrame,
                     backlog_runs: pd.DataFrame | None = None, bfio_defaults: dict | None = None):
-    """``[(case, offered load, StudyRun), ...]`` of one job (trace, G, arrival job)."""
+    """``[(case, offered load, RunSpec), ...]`` of one job (trace, G, arrival job)."""
     rows, k = list(study["rows"]), float(study["requests_per_slot"])
     if arrival == "backlog":
         n = backlog_requests(workers, slots, k)
-        return [("backlog", float("nan"), StudyRun.make(trace, n, workers, slots, row, seed, "backlog",
+        return [("backlog", float("nan"), RunSpec.make(trace, n, workers, slots, row, seed, "backlog",
                                                         bfio_defaults=bfio_defaults))
                 for row in rows for seed in seeds]
     if arrival != "replay":
@@ -144,7 +144,7 @@ def generality_runs(trace: str, workers: int, arrival: str, study: dict, seeds, 
     sat = saturation_rps(backlog_runs, study["baseline"], float(frame["decode_tokens"].mean()))
     n = replay_requests(workers, slots, k, len(frame), float(study["replay"]["max_fraction"]),
                         study["replay"].get("max_requests"))
-    return [(case, load, StudyRun.make(trace, n, workers, slots, row, seed, spec, bfio_defaults=bfio_defaults))
+    return [(case, load, RunSpec.make(trace, n, workers, slots, row, seed, spec, bfio_defaults=bfio_defaults))
             for case, spec, load in replay_cases(study, rate, sat) for row in rows for seed in seeds]
 
 

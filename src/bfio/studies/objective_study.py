@@ -31,7 +31,7 @@ import pandas as pd
 
 from bfio.errors import ConfigError
 from bfio.solvers.objective import OBJECTIVES, check_discount, check_new_requests
-from bfio.studies.runs import StudyRun, run_batch
+from bfio.run import RunSpec, run_batch
 
 KEY_COLUMNS = ("discount", "new_requests")
 
@@ -69,7 +69,7 @@ def confirm_variants(confirm: dict, chosen: dict) -> dict:
 
 
 def _runs(trace, requests, workers, slots, variants, seeds, bfio_defaults):
-    return [StudyRun.make(trace, requests, workers, slots, row, seed, variants=variants,
+    return [RunSpec.make(trace, requests, workers, slots, row, seed, variants=variants,
                           bfio_defaults=bfio_defaults)
             for row in variants for seed in seeds]
 

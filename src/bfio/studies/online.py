@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.studies.runs import ArrivalSpec, StudyRun, build_workload, run_batch
+from bfio.run import ArrivalSpec, RunSpec, run_batch, simulate_run
 
 def saturation_rate(result, requests: int) -> float:
     """Requests/s of a backlog run: requests finished within the metric window
@@ -42,14 +42,11 @@ def measure_saturation(frame: pd.DataFrame, setting: dict, seeds, slots: int, ro
                        variants=None, bfio_defaults=None, log=None) -> dict:
     """Saturation throughput of a setting under ``row``: mean over ``seeds`` of
     :func:`saturation_rate` on backlog runs; also tokens/s (paper convention)."""
-    from bfio.simulator import simulate
-
     per_seed, tokens = [], []
     for seed in seeds:
-        run = StudyRun.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
+        run = RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
                             arrival="backlog", variants=variants, bfio_defaults=bfio_defaults)
-        result = simulate(build_workload(run, frame), run.workers, run.slots, run.policy, seed=run.seed,
-                          policy_options=run.policy_options or None, show_progress=False)
+        result = simulate_run(run, frame)
         per_seed.append(saturation_rate(result, len(result.requests)))
         tokens.append(float(result.metrics["throughput"]))
         if log is not None:
@@ -80,7 +77,7 @@ def report_interval(options: dict) -> int:
 
 
 def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, seeds, slots: int,
-                bfio_defaults=None, native_rps: float | None = None) -> tuple[list[StudyRun], list[dict]]:
+                bfio_defaults=None, native_rps: float | None = None) -> tuple[list[RunSpec], list[dict]]:
     """The runs of one setting and, per run, its extra columns (``load``,
     ``offered_rps``, ``saturation_rps``, ``report_interval``).
 
@@ -106,7 +103,7 @@ def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, se
         for dispatch in ("central", "instant"):
             for row in study.get(dispatch) or []:
                 for seed in seeds:
-                    runs.append(StudyRun.make(setting["trace"], setting.get("requests"), setting["workers"], slots,
+                    runs.append(RunSpec.make(setting["trace"], setting.get("requests"), setting["workers"], slots,
                                               row, seed, arrival=arrival, dispatch=dispatch, variants=variants,
                                               bfio_defaults=bfio_defaults))
                     extra.append({"load": load, "offered_rps": load * saturation_rps,

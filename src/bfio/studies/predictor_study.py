@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.studies.runs import StudyRun, resolve_row, run_batch
+from bfio.run import RunSpec, resolve_row, run_batch
 
 def predictor_variants(study: dict) -> dict:
     """Row label -> variant ``{policy, horizon, predictor[, noise_low, noise_high]}``
@@ -48,9 +48,9 @@ def study_rows(study: dict) -> list[str]:
     return list(study.get("references") or []) + list(predictor_variants(study))
 
 
-def predictor_runs(setting: dict, study: dict, seeds, slots: int, bfio_defaults=None) -> list[StudyRun]:
+def predictor_runs(setting: dict, study: dict, seeds, slots: int, bfio_defaults=None) -> list[RunSpec]:
     variants = predictor_variants(study)
-    return [StudyRun.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
+    return [RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
                           variants=variants, bfio_defaults=bfio_defaults)
             for row in study_rows(study) for seed in seeds]
 

@@ -17,26 +17,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.solvers.instance import parse_admission
-from bfio.studies.runs import StudyRun, run_batch
-
-def admission_label(admission: str) -> str:
-    """Path- and label-safe form: ``'aging:200'`` -> ``'aging200'``."""
-    parse_admission(admission)
-    return admission.replace(":", "")
+from bfio.paper import admission_label, row_key
+from bfio.run import RunSpec, run_batch
 
 
 def starvation_variants(setting: dict, study: dict) -> dict:
     """Row label ``bfio_h<H>_<admission>`` -> BF-IO variant, for every horizon
     of the setting and every admission of the study (config order)."""
-    return {f"bfio_h{int(h)}_{admission_label(a)}": {"policy": "bfio", "horizon": int(h), "admission": a}
+    return {row_key("bfio", h, admission=a): {"policy": "bfio", "horizon": int(h), "admission": a}
             for h in setting["horizons"] for a in study["admissions"]}
 
 
 def starvation_runs(setting: dict, study: dict, seeds, slots: int, bfio_defaults=None):
     variants = starvation_variants(setting, study)
     rows = list(study.get("references") or []) + list(variants)
-    runs = [StudyRun.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
+    runs = [RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
                           variants=variants, bfio_defaults=bfio_defaults) for row in rows for seed in seeds]
     return runs, variants
 

@@ -63,15 +63,12 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     """``'vLLM DP (instant)'``, ``'BF-IO (H=40) (central)'``, ``'BF-IO (H=40, aging:200) (central)'``;
     a row with lagging load reports (``report_interval`` k > 0, the row's
     registry ``policy`` given): ``'vLLM DP, reports every 10 steps (instant)'``."""
-    import re
-
+    from bfio.paper import parse_admission_row, parse_bfio_row
     from bfio.tables import row_label
 
-    m = re.fullmatch(r"bfio_h(\d+)_(free|fifo|aging)(\d*)", row)
-    if m:
-        adm = m.group(2) + (f":{m.group(3)}" if m.group(3) else "")
-        return f"BF-IO (H={m.group(1)}, {adm}) ({dispatch})"
-    from bfio.paper import parse_bfio_row
+    adm = parse_admission_row(row)
+    if adm:
+        return f"BF-IO (H={adm[0]}, {adm[1]}) ({dispatch})"
     from bfio.policies import registered
 
     k = 0 if report_interval is None or pd.isna(report_interval) else int(report_interval)

@@ -1,0 +1,270 @@
+"""One simulation run: its description (:class:`RunSpec`), its workload
+(:func:`build_workload`) and its simulation (:func:`simulate_run`). The CLI,
+the paper experiments, every study and the notebook describe and run a
+simulation through this module only.
+
+A run is ``(trace, requests, workers, slots, row, seed)`` plus how requests
+arrive (:class:`ArrivalSpec`) and are dispatched (``central``/``instant``).
+``row`` is the paper's row key (``fcfs``, ``jsq_tokens``, ``bfio_h40``,
+``bfio_h40_literal``, see :func:`bfio.paper.row_key`) or the label of a study
+*variant* (``{label: {policy: name, **options}}`` in the config, e.g.
+``bfio_h40_noisy50: {policy: bfio, horizon: 40, predictor: noisy, ...}``);
+:func:`resolve_row` turns it into a registered policy and its options.
+
+Arrival modes (``ArrivalSpec.mode``, :data:`bfio.workload.ARRIVAL_MODES`):
+
+- ``backlog``: the paper's convention (Section 6.2, ``../shared/spec/semantics.md``):
+  ``N`` requests drawn with replacement, a pool of ``4 G`` kept topped up;
+- ``poisson``: the same draw, arrival times of a Poisson process with ``rate``
+  requests/s (seeded), requests enter the pool when the clock passes them;
+- ``trace``: the trace's own rows replayed in timestamp order (a contiguous
+  window of ``N`` rows at a seeded offset, or the whole trace when ``N`` is
+  ``None``), times multiplied by ``time_scale`` (< 1 compresses time: more load).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from bfio.errors import ConfigError
+from bfio.paper import bfio_row_options, parse_bfio_row
+from bfio.policies.base import DISPATCH_MODES
+from bfio.workload import ARRIVAL_MODES, entry_mode
+
+RUN_RE = re.compile(r"^(?P<trace>[a-z][a-z0-9_]*)/n(?P<requests>\d+)-g(?P<workers>\d+)-b(?P<slots>\d+)/"
+                    r"(?P<row>[a-z][a-z0-9_]*)/seed(?P<seed>\d+)$")
+#: Snakemake wildcard constraint matching :attr:`RunSpec.path`.
+RUN_WILDCARD = r"[a-z][a-z0-9_]*/n\d+-g\d+-b\d+/[a-z][a-z0-9_]*/seed\d+"
+
+
+def baselines() -> tuple[str, ...]:
+    """Baseline policy names (row key = policy name), from the policy registry
+    (:func:`bfio.policies.baselines`), so a newly registered policy is one."""
+    from bfio.policies import baselines as registry_baselines
+
+    return tuple(registry_baselines())
+
+
+def parse_row(row: str) -> tuple[str, int | None]:
+    """``'bfio_h40'`` (and ``'bfio_h40_literal'``) -> ``('bfio', 40)``; ``'fcfs'`` -> ``('fcfs', None)``;
+    anything else raises :class:`~bfio.errors.ConfigError`."""
+    p = parse_bfio_row(row)
+    if p:
+        return "bfio", p[0]
+    names = baselines()
+    if row in names:
+        return row, None
+    raise ConfigError(f"row: '{row}' is neither a baseline ({', '.join(names)}) nor bfio_h<H>[_literal]")
+
+
+def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | None = None) -> tuple[str, dict]:
+    """``row`` -> ``(policy name, policy options)``.
+
+    ``bfio_h<H>`` is BF-IO with ``bfio_defaults`` and horizon ``H`` (``bfio_h<H>_literal``:
+    with the paper-literal objective, :func:`bfio.paper.bfio_row_options`); a label in
+    ``variants`` gives its ``policy`` and options (BF-IO variants also start from
+    ``bfio_defaults``); any other label is a registry policy name without options.
+    """
+    variants = variants or {}
+    if row in variants:
+        opts = dict(variants[row])
+        if "policy" not in opts:
+            raise ConfigError(f"variants.{row}: needs a 'policy' key (a registry policy name)")
+        policy = opts.pop("policy")
+        if policy == "bfio":
+            opts = {**(bfio_defaults or {}), **opts}
+        return policy, opts
+    if parse_bfio_row(row):
+        return "bfio", {**(bfio_defaults or {}), **bfio_row_options(row)}
+    return row, {}
+
+
+@dataclass(frozen=True, order=True)
+class ArrivalSpec:
+    """How requests arrive: ``mode`` plus ``rate`` (poisson, req/s) or ``time_scale`` (trace)."""
+
+    mode: str = "backlog"
+    rate: float | None = None
+    time_scale: float = 1.0
+
+    def __post_init__(self):
+        if self.mode not in ARRIVAL_MODES:
+            raise ConfigError(f"arrival.mode: expected one of {', '.join(ARRIVAL_MODES)}, got {self.mode!r}")
+        if self.mode == "poisson" and not (self.rate is not None and self.rate > 0):
+            raise ConfigError(f"arrival.rate: poisson arrivals need a rate > 0 requests/s, got {self.rate!r}")
+        if not self.time_scale > 0:
+            raise ConfigError(f"arrival.time_scale: must be > 0, got {self.time_scale!r}")
+
+    @property
+    def label(self) -> str:
+        """Short, path-safe label: ``backlog``, ``poisson-r120``, ``trace-x0.05``."""
+        if self.mode == "poisson":
+            return f"poisson-r{self.rate:g}"
+        if self.mode == "trace":
+            return f"trace-x{self.time_scale:g}"
+        return "backlog"
+
+    @classmethod
+    def from_config(cls, d) -> "ArrivalSpec":
+        if isinstance(d, ArrivalSpec):
+            return d
+        if isinstance(d, str):
+            return cls(mode=d)
+        d = dict(d)
+        return cls(mode=d.get("mode", "backlog"), rate=d.get("rate"), time_scale=float(d.get("time_scale", 1.0)))
+
+
+@dataclass(frozen=True, order=True)
+class RunSpec:
+    """One simulation: a workload of ``requests`` drawn from (or replayed off)
+    ``trace`` with ``seed``, on ``workers`` x ``slots``, routed by ``row``'s
+    ``policy`` with ``options`` (sorted ``(name, value)`` pairs), arriving as
+    ``arrival`` says and dispatched ``central`` (pool) or ``instant``.
+
+    ``RunSpec(trace, N, G, B, row, seed)`` is a paper run (backlog, central;
+    ``row`` a baseline or ``bfio_h<H>[_literal]``, options filled in later from
+    the config's ``bfio`` section by :meth:`with_bfio_defaults`); :meth:`make`
+    resolves study rows and variants."""
+
+    trace: str
+    requests: int | None
+    workers: int
+    slots: int
+    row: str
+    seed: int
+    arrival: ArrivalSpec = field(default_factory=ArrivalSpec)
+    dispatch: str = "central"
+    policy: str = ""
+    options: tuple = ()
+
+    def __post_init__(self):
+        if self.dispatch not in DISPATCH_MODES:
+            raise ConfigError(f"dispatch: expected one of {', '.join(DISPATCH_MODES)}, got {self.dispatch!r}")
+        if self.requests is None and self.arrival.mode != "trace":
+            raise ConfigError(f"requests: needed for arrival mode {self.arrival.mode!r} (only 'trace' replays "
+                              "the whole trace)")
+        if not self.policy:
+            object.__setattr__(self, "policy", parse_row(self.row)[0])
+
+    @classmethod
+    def make(cls, trace, requests, workers, slots, row, seed, arrival=None, dispatch="central",
+             variants=None, bfio_defaults=None) -> "RunSpec":
+        """A run whose ``row`` (a row key or a ``variants`` label) is resolved now (:func:`resolve_row`)."""
+        policy, opts = resolve_row(row, variants, bfio_defaults)
+        arrival = ArrivalSpec.from_config(arrival or "backlog")
+        return cls(trace, None if requests is None else int(requests), int(workers), int(slots), row, int(seed),
+                   arrival, dispatch, policy, tuple(sorted(opts.items())))
+
+    def with_bfio_defaults(self, bfio_defaults: dict | None) -> "RunSpec":
+        """This run with its row's options resolved over the config's ``bfio``
+        section (a BF-IO row key: ``bfio_defaults`` then the row's horizon and
+        objective; other rows unchanged)."""
+        if self.policy != "bfio" or self.options:
+            return self
+        return replace(self, options=tuple(sorted(resolve_row(self.row, None, bfio_defaults)[1].items())))
+
+    @property
+    def policy_options(self) -> dict:
+        return dict(self.options)
+
+    @property
+    def horizon(self) -> int | None:
+        """BF-IO's lookahead ``H`` of a ``bfio_h<H>`` row (else ``None``)."""
+        p = parse_bfio_row(self.row)
+        return p[0] if p else self.policy_options.get("horizon")
+
+    @property
+    def path(self) -> str:
+        """Relative run directory of a paper run, e.g. ``longbench/n80000-g256-b72/bfio_h40/seed42``."""
+        return f"{self.trace}/n{self.requests}-g{self.workers}-b{self.slots}/{self.row}/seed{self.seed}"
+
+    @classmethod
+    def from_path(cls, path: str) -> "RunSpec":
+        m = RUN_RE.match(str(path).strip("/"))
+        if not m:
+            raise ConfigError(f"run: '{path}' is not a run path like "
+                              "'longbench/n80000-g256-b72/bfio_h40/seed42'")
+        return cls(m["trace"], int(m["requests"]), int(m["workers"]), int(m["slots"]), m["row"], int(m["seed"]))
+
+    def ident(self) -> dict:
+        """Flat identifying columns for result tables."""
+        return {"trace": self.trace, "requests": self.requests, "workers": self.workers, "slots": self.slots,
+                "row": self.row, "seed": self.seed, "arrival": self.arrival.label,
+                "arrival_mode": self.arrival.mode, "arrival_rate": self.arrival.rate,
+                "time_scale": self.arrival.time_scale, "dispatch": self.dispatch, "policy": self.policy}
+
+
+def build_workload(run: RunSpec, frame: pd.DataFrame):
+    """The workload of ``run`` from a canonical trace table (``prefill_tokens``,
+    ``decode_tokens`` [, ``arrival_s``])."""
+    from bfio import workload as wl
+
+    s = frame["prefill_tokens"].to_numpy()
+    o = frame["decode_tokens"].to_numpy()
+    mode = run.arrival.mode
+    if mode == "trace":
+        if "arrival_s" not in frame:
+            raise ConfigError(f"arrival.mode: trace '{run.trace}' has no arrival times; use backlog or poisson")
+        if run.requests is not None and run.requests > len(frame):
+            raise ConfigError(f"requests: trace '{run.trace}' has {len(frame)} rows, a replay of {run.requests} "
+                              "requests would need more (a replay uses the trace's own rows, no resampling)")
+        n = run.requests if run.requests is None or run.requests < len(frame) else None
+        return wl.replay_workload(s, o, frame["arrival_s"].to_numpy(dtype=float), n=n,
+                                  seed=run.seed if n is not None else None,
+                                  time_scale=run.arrival.time_scale, name=run.trace)
+    work = wl.draw_workload(s, o, run.requests, run.seed, name=run.trace)
+    if mode == "poisson":
+        work = wl.with_arrivals(work, wl.poisson_arrivals(run.requests, run.arrival.rate, run.seed))
+    return work
+
+
+def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=None, record_loads: bool = False,
+                 show_progress: bool = False):
+    """Simulate ``run``: its workload (:func:`build_workload` on trace table
+    ``frame``, or ``workload`` when given) through :func:`bfio.simulator.simulate`.
+    Returns the :class:`~bfio.simulator.SimulationResult`."""
+    from bfio.simulator import simulate
+
+    if workload is None:
+        workload = build_workload(run, frame)
+    return simulate(workload, run.workers, run.slots, run.policy, seed=run.seed,
+                    entry=entry_mode(run.arrival.mode), dispatch=run.dispatch, record_loads=record_loads,
+                    policy_options=run.policy_options or None, show_progress=show_progress)
+
+
+def run_study(run: RunSpec, frame: pd.DataFrame) -> dict:
+    """Simulate ``run`` on trace table ``frame``; a flat dict of its identity and metrics."""
+    work = build_workload(run, frame)
+    t0 = time.perf_counter()
+    result = simulate_run(run, workload=work)
+    metrics = {k: v for k, v in result.metrics.items() if np.isscalar(v)}
+    return {**run.ident(), "requests_run": len(work), "steps": result.steps,
+            "window_steps": result.window_steps, **metrics, "sim_wall_s": time.perf_counter() - t0}
+
+
+def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None) -> pd.DataFrame:
+    """Run every :class:`RunSpec` in ``runs`` (``frames``: trace name -> table); one row each."""
+    from bfio.progress import progress, progress_line
+
+    rows = []
+    bar = progress(total=len(runs), desc="study runs", enabled=show_progress, log=log is None, unit="run")
+    t0 = time.perf_counter()
+    for k, run in enumerate(runs, start=1):
+        rec = run_study(run, frames[run.trace])
+        if log is not None:
+            log.info("%s G=%d %s %s %s seed=%d: %.2f s [%s]", run.trace, run.workers, run.arrival.label,
+                     run.dispatch, run.row, run.seed, rec["sim_wall_s"],
+                     progress_line("runs", k, len(runs), time.perf_counter() - t0))
+        rows.append(rec)
+        bar.update(1)
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+__all__ = ["ARRIVAL_MODES", "DISPATCH_MODES", "RUN_RE", "RUN_WILDCARD", "ArrivalSpec", "RunSpec", "baselines",
+           "parse_row", "resolve_row", "build_workload", "simulate_run", "run_study", "run_batch"]

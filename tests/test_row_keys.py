@@ -1,0 +1,52 @@
+"""Row keys are produced by :func:`bfio.paper.row_key` and parsed by
+:func:`bfio.paper.parse_bfio_row` / :func:`bfio.paper.parse_admission_row` only
+(issue 14): every key round-trips, the registry's row pattern accepts exactly
+the plain BF-IO keys, and the study labels read them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bfio.errors import ConfigError
+from bfio.paper import admission_label, parse_admission_row, parse_bfio_row, row_key
+from bfio.policies import row_pattern
+from bfio.studies.starvation import starvation_variants
+from bfio.studies.summaries import policy_label
+
+horizons = st.integers(min_value=0, max_value=10_000)
+admissions = st.one_of(st.sampled_from(["free", "fifo"]),
+                       st.integers(min_value=1, max_value=10**6).map(lambda n: f"aging:{n}"))
+
+
+@given(horizons, st.sampled_from(["default", "paper-literal"]))
+def test_bfio_keys_round_trip_and_match_the_registry_pattern(h, objective):
+    key = row_key("bfio", h, objective)
+    assert parse_bfio_row(key) == (h, objective)
+    assert parse_admission_row(key) is None
+    assert re.fullmatch(row_pattern(), key)
+
+
+@given(horizons, admissions)
+def test_admission_keys_round_trip_and_label(h, admission):
+    key = row_key("bfio", h, admission=admission)
+    assert parse_admission_row(key) == (h, admission)
+    assert parse_bfio_row(key) is None
+    assert not re.fullmatch(row_pattern(), key)  # a study variant, not an experiment row
+    assert policy_label(key, "central") == f"BF-IO (H={h}, {admission}) (central)"
+
+
+def test_starvation_variants_use_the_row_keys():
+    variants = starvation_variants({"horizons": [0, 40]}, {"admissions": ["free", "aging:200"]})
+    for key, v in variants.items():
+        assert parse_admission_row(key) == (v["horizon"], v["admission"])
+    assert len(variants) == 4
+
+
+def test_baseline_keys_are_their_names_and_bad_admissions_are_refused():
+    assert row_key("fcfs") == "fcfs" and parse_bfio_row("fcfs") is None
+    with pytest.raises(ConfigError):
+        admission_label("aging:x")
