@@ -14,7 +14,6 @@ from bfio.policies import make_policy
 from bfio.predictors import make_predictor
 from bfio.simulator import simulate
 from bfio.solvers.brute import brute_force
-from bfio.solvers.instance import instance_from_state
 from bfio.workload import Workload
 
 

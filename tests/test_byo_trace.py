@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from bfio.errors import ChecksumError, ConfigError, TraceError
-from bfio.experiments import named_run, prepare_trace, trace_specs, validate_config
+from bfio.config import named_run, trace_specs, validate_config
+from bfio.experiments import prepare_trace
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

@@ -11,22 +11,24 @@ import yaml
 
 from bfio.errors import ChecksumError, ConfigError
 from bfio.run import RunSpec, parse_row
+from bfio.config import validate_config
 from bfio.experiments import (
     all_runs,
-    download_mode,
     download_trace,
     experiment_rows,
     experiment_runs,
+    prepare_trace,
+    run_one,
+    trajectory_runs,
+)
+from bfio.trace_sources import (
+    download_mode,
     known_trace_path,
     missing_trace_message,
     missing_traces_message,
-    prepare_trace,
-    run_one,
     skip_unavailable_traces,
-    trajectory_runs,
     unavailable_traces,
     used_traces,
-    validate_config,
 )
 from bfio.traces import KNOWN_TRACES, sha256_of
 
@@ -250,7 +252,8 @@ def test_prepare_trace_rejects_wrong_checksum(tmp_path):
 
 
 def test_code_fingerprints_separate_simulation_from_figures():
-    from bfio.experiments import SIMULATION_SOURCES, code_fingerprint
+    from bfio.experiments import SIMULATION_SOURCES
+    from bfio.fingerprint import code_fingerprint
 
     sim = code_fingerprint(SIMULATION_SOURCES)
     assert sim == code_fingerprint(SIMULATION_SOURCES) and len(sim) == 16

@@ -31,7 +31,9 @@ import yaml
 from trace_server import TraceServer, corrupted
 
 from bfio.download import BASE_URL_ENV
-from bfio.experiments import RunSpec, experiment_runs, validate_config
+from bfio.config import validate_config
+from bfio.experiments import experiment_runs
+from bfio.run import RunSpec
 from bfio.traces import KNOWN_TRACES
 
 pytestmark = pytest.mark.download

@@ -17,7 +17,8 @@ import yaml
 from bfio import policies
 from bfio.cli import build_parser, main
 from bfio.errors import ConfigError
-from bfio.experiments import _registry_enums, experiment_rows, experiment_runs, validate_config
+from bfio.config import _registry_enums, validate_config
+from bfio.experiments import experiment_rows, experiment_runs
 from bfio.run import RunSpec, parse_row
 from bfio.paper import row_key
 from bfio.policies import Policy, RoutingState, register

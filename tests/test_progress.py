@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bfio.experiments import RunSpec, run_one, script_log
-from bfio.progress import format_eta, log_progress, progress, progress_enabled, progress_line
+from bfio.experiments import run_one
+from bfio.progress import format_eta, log_progress, progress, progress_enabled, progress_line, script_log
 from bfio.run import RunSpec, run_batch
 
 LINE = re.compile(r"(\d+)/(\d+) \((\d+)%\), elapsed [\d.]+ (s|min|h), ETA ([\d.]+ (s|min|h)|\?)")
@@ -87,14 +87,14 @@ def test_simulation_job_logs_progress(tmp_path):
     _frame().to_parquet(trace, index=False)
     spec = RunSpec("synthetic", 300, 4, 8, "fcfs", 1)
     log_file = tmp_path / "job.log"
-    import bfio.experiments
-    every = bfio.experiments.PROGRESS_LOG_EVERY_S
-    bfio.experiments.PROGRESS_LOG_EVERY_S = 0.0   # a line at every update, as for a run longer than 30 s
+    import bfio.progress
+    every = bfio.progress.PROGRESS_LOG_EVERY_S
+    bfio.progress.PROGRESS_LOG_EVERY_S = 0.0   # a line at every update, as for a run longer than 30 s
     try:
         with script_log(log_file):
             run_one(spec, trace, tmp_path / "s.json", tmp_path / "series.parquet")
     finally:
-        bfio.experiments.PROGRESS_LOG_EVERY_S = every
+        bfio.progress.PROGRESS_LOG_EVERY_S = every
     text = log_file.read_text()
     found = [m for m in LINE.finditer(text)]
     assert found, text

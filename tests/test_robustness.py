@@ -14,7 +14,8 @@ import yaml
 
 from bfio.cli import main
 from bfio.errors import BfioError, ConfigError, TraceError
-from bfio.experiments import collect_runs, validate_config, write_json
+from bfio.config import validate_config
+from bfio.results_io import collect_runs, write_json
 from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
 from bfio.traces import load_trace
 from bfio.workload import Workload
@@ -91,7 +92,7 @@ def test_sound_run_has_no_warnings(small_trace, tmp_path):
 
 # -- item 5: config checked when the Snakefile loads ------------------------------------------
 def test_schema_enums_come_from_registries():
-    from bfio.experiments import _registry_enums
+    from bfio.config import _registry_enums
     from bfio.predictors import PREDICTORS
     from bfio.solvers import SOLVERS
 

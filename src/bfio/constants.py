@@ -8,7 +8,7 @@ insensitive to ``C``. The project uses the latter as the paper convention.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, asdict, field
+from dataclasses import asdict, dataclass
 
 
 def step_overhead(slots: int) -> float:

@@ -3,7 +3,7 @@
 * On a terminal, :func:`progress` shows a tqdm bar (quiet when ``CI`` is set or
   stderr is not a terminal, e.g. inside a pipeline job).
 * Inside :func:`log_progress` (every pipeline script runs in it, see
-  :func:`bfio.experiments.script_log`) every bar also writes its progress to a
+  :func:`script_log`) every bar also writes its progress to a
   logger: ``done / total (percent), elapsed, ETA`` at most every ``every_s``
   seconds (and once more when it completes), so a job's log file shows how
   far it is.
@@ -17,6 +17,8 @@ import logging
 import os
 import sys
 import time
+import traceback
+from pathlib import Path
 
 # tqdm.auto picks the notebook widget bar, which needs ipywidgets (else it
 # warns "IProgress not found"): use it only when ipywidgets is importable.
@@ -116,4 +118,40 @@ def progress(total=None, desc: str = "", enabled: bool | None = None, log: bool 
     return Progress(bar, desc, total, _SINK[-1] if (_SINK and log) else None)
 
 
-__all__ = ["progress", "progress_enabled", "log_progress", "progress_line", "format_eta", "Progress"]
+
+
+#: Seconds between two progress lines in a pipeline job's log.
+PROGRESS_LOG_EVERY_S = 30.0
+
+
+@contextlib.contextmanager
+def script_log(path, name: str = "bfio"):
+    """Send logging, stdout and stderr of a pipeline script to ``path`` (its
+    Snakemake ``log:``); a failure is written there with its traceback."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        handler = logging.StreamHandler(f)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root = logging.getLogger()
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        old_out, old_err = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = f
+        t0 = time.perf_counter()
+        try:
+            # every progress bar of the job (simulations, study batches) logs
+            # "done/total, elapsed, ETA" here at least every 30 s
+            with log_progress(logging.getLogger(name), every_s=PROGRESS_LOG_EVERY_S):
+                yield logging.getLogger(name)
+            logging.getLogger(name).info("done in %.2f s", time.perf_counter() - t0)
+        except BaseException:
+            traceback.print_exc(file=f)
+            f.flush()
+            raise
+        finally:
+            sys.stdout, sys.stderr = old_out, old_err
+            root.removeHandler(handler)
+
+
+__all__ = ["progress", "progress_enabled", "log_progress", "progress_line", "format_eta", "Progress",
+           "script_log", "PROGRESS_LOG_EVERY_S"]

@@ -1,22 +1,23 @@
 # Shared helpers: config validation (with defaults), run lists expanded from
-# the config, input functions. All logic lives in bfio.experiments.
+# the config, input functions. All logic lives in the bfio package (experiments, config, trace_sources).
 from bfio.run import RUN_WILDCARD, RunSpec
+from bfio.config import trace_specs, validate_config
 from bfio.experiments import (
-    SIMULATION_SOURCES,
-    code_fingerprint,
-    download_mode,
     all_runs,
     experiment_runs,
     figure_runs,
+    reference_seed,
+    SIMULATION_SOURCES,
+    trajectory_runs,
+)
+from bfio.fingerprint import code_fingerprint
+from bfio.trace_sources import (
+    download_mode,
     known_trace_path,
     missing_trace_message,
     missing_traces_message,
-    reference_seed,
     skip_unavailable_traces,
-    trace_specs,
-    trajectory_runs,
     unavailable_traces,
-    validate_config,
 )
 from bfio.traces import KNOWN_TRACES
 from snakemake.exceptions import WorkflowError
@@ -71,7 +72,7 @@ wildcard_constraints:
 def trace_source(wildcards):
     """The trace file: an extra trace's configured path; a known trace from
     data_dir, or from download_dir (rule download_trace fetches it there),
-    following the config key download (bfio.experiments.known_trace_path)."""
+    following the config key download (bfio.trace_sources.known_trace_path)."""
     if wildcards.trace in EXTRA_TRACES:
         path = Path(config["extra_traces"][wildcards.trace]["path"])
         if not path.exists():

@@ -1,7 +1,7 @@
 """BF-IO vs FCFS on every trace (rule fig_generality)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.figures import save
 from bfio.figures.generality import plot_generality
 

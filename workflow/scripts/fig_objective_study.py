@@ -1,7 +1,7 @@
 """Objective study figure (rule fig_objective_study)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.figures import save
 from bfio.figures.objective_study import plot_objective_study
 

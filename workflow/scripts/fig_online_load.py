@@ -1,7 +1,7 @@
 """p99 end-to-end latency and throughput against load, per policy (rule fig_online_load)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.figures import save
 from bfio.figures.online_load import plot_online_load
 

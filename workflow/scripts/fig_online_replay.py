@@ -1,7 +1,7 @@
 """Latency quantiles of the trace-replay settings, per policy (rule fig_online_replay)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.figures import save
 from bfio.figures.online_replay import plot_online_replay
 

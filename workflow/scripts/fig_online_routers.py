@@ -2,7 +2,7 @@
 load-report interval, beside the reference row (rule fig_online_routers)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.figures import save
 from bfio.figures.online_routers import plot_online_routers
 

@@ -1,7 +1,8 @@
 """Mean power over time with total energy in the legend (rule fig_power_timeseries)."""
 import pandas as pd
 
-from bfio.experiments import read_summary, script_log
+from bfio.progress import script_log
+from bfio.results_io import read_summary
 from bfio.figures import save
 from bfio.figures.power_timeseries import plot_power_timeseries
 from bfio.tables import row_label

@@ -1,7 +1,7 @@
 """Imbalance and throughput of BF-IO against predictor noise (rule fig_predictor_noise)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.figures import save
 from bfio.figures.predictor_noise import plot_predictor_noise
 

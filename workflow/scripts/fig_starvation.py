@@ -1,7 +1,7 @@
 """Wait against throughput per BF-IO admission rule (rule fig_starvation)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.figures import save
 from bfio.figures.starvation import plot_starvation
 

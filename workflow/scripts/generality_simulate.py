@@ -2,7 +2,8 @@
 (rule generality_simulate)."""
 import pandas as pd
 
-from bfio.experiments import read_trace_table, script_log
+from bfio.experiments import read_trace_table
+from bfio.progress import script_log
 from bfio.studies.generality import run_generality
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.studies.generality_report import generality_markdown, generality_table
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

@@ -1,5 +1,6 @@
 """The choose grid of the objective study on one trace (rule objective_choose)."""
-from bfio.experiments import read_trace_table, script_log
+from bfio.experiments import read_trace_table
+from bfio.progress import script_log
 from bfio.studies.objective_study import choose_variants, run_objective_runs
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

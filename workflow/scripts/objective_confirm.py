@@ -1,7 +1,8 @@
 """The recommended objective and paper-literal on one trace and G (rule objective_confirm)."""
 import json
 
-from bfio.experiments import read_trace_table, script_log
+from bfio.experiments import read_trace_table
+from bfio.progress import script_log
 from bfio.studies.objective_study import confirm_variants, run_objective_runs
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

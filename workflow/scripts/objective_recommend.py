@@ -1,7 +1,8 @@
 """Scores of the choose grid and the recommended objective (rule objective_recommend)."""
 import pandas as pd
 
-from bfio.experiments import script_log, write_json
+from bfio.progress import script_log
+from bfio.results_io import write_json
 from bfio.studies.objective_study import recommend
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

@@ -3,7 +3,7 @@ import json
 
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.studies.objective_study import objective_markdown, scores, summarize_confirm
 from bfio.tables import write_table
 

@@ -3,7 +3,7 @@ study by report interval, p99 e2e mean [95% CI] and its paired ratio to the
 reference row (rule online_routers_table)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.studies.summaries import routers_markdown, summarize_routers
 from bfio.tables import write_table
 

@@ -1,6 +1,8 @@
 """One online setting (rule online_simulate): the saturation throughput from
 backlog runs, then every load (or time scale) x row x seed."""
-from bfio.experiments import read_trace_table, script_log, write_json
+from bfio.experiments import read_trace_table
+from bfio.progress import script_log
+from bfio.results_io import write_json
 from bfio.studies.online import measure_saturation, run_online
 from bfio.studies.report import setting_slots
 

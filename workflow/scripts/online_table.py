@@ -1,7 +1,7 @@
 """Online study table: mean [95% CI] per setting, load, dispatch and row (rule online_table)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.studies.summaries import online_markdown, summarize_online
 from bfio.tables import write_table
 

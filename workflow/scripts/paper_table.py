@@ -1,7 +1,7 @@
 """Table 1 / Table 2 against the paper's printed values (rule paper_table)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.tables import is_paper_setting, paper_comparison, paper_markdown, write_table
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

@@ -1,5 +1,6 @@
 """Every predictor row x seed of one setting (rule predictor_simulate)."""
-from bfio.experiments import read_trace_table, script_log
+from bfio.experiments import read_trace_table
+from bfio.progress import script_log
 from bfio.studies.predictor_study import run_predictor_study
 from bfio.studies.report import setting_slots
 

@@ -1,7 +1,7 @@
 """Predictor study table: mean [95% CI] per setting and row, paired effects (rule predictor_table)."""
 import pandas as pd
 
-from bfio.experiments import script_log
+from bfio.progress import script_log
 from bfio.studies.summaries import predictor_markdown, summarize_predictors
 from bfio.tables import write_table
 

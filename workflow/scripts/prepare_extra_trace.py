@@ -1,6 +1,8 @@
 """Validate a trace of the config's extra_traces and convert it to the canonical
 table (rule prepare_extra_trace)."""
-from bfio.experiments import prepare_trace, script_log, trace_specs
+from bfio.config import trace_specs
+from bfio.experiments import prepare_trace
+from bfio.progress import script_log
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821

@@ -1,5 +1,6 @@
 """Run one simulation (rules simulate and simulate_recorded)."""
-from bfio.experiments import run_one, script_log
+from bfio.experiments import run_one
+from bfio.progress import script_log
 from bfio.run import RunSpec
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

@@ -1,5 +1,6 @@
 """Every horizon x admission x seed of one setting (rule starvation_simulate)."""
-from bfio.experiments import read_trace_table, script_log
+from bfio.experiments import read_trace_table
+from bfio.progress import script_log
 from bfio.studies.report import setting_slots
 from bfio.studies.starvation import run_starvation
 

@@ -1,7 +1,8 @@
 """Starvation table and the recommended default admission (rule starvation_table)."""
 import pandas as pd
 
-from bfio.experiments import script_log, write_json
+from bfio.progress import script_log
+from bfio.results_io import write_json
 from bfio.studies.summaries import recommend_admission, starvation_markdown, summarize_starvation
 from bfio.tables import write_table
 

@@ -1,5 +1,6 @@
 """One table of trace statistics (rule trace_table)."""
-from bfio.experiments import read_summary, script_log
+from bfio.progress import script_log
+from bfio.results_io import read_summary
 from bfio.tables import write_table
 import pandas as pd
 

@@ -4,7 +4,6 @@ baseline row (ratio, relative gain, saving), paired by seed."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from bfio.errors import ConfigError

@@ -1,0 +1,321 @@
+"""The pipeline's configuration: validation against the JSON schema (defaults
+filled in, enums from the package registries), cross-references between its
+sections, named runs and the traces it may use. Every error names the dotted
+config key at fault (``config key 'experiments.table1.requests': ...``).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+
+from bfio.errors import ConfigError
+from bfio.paper import TABLE_SETTINGS
+from bfio.traces import KNOWN_TRACES, TRACE_ALIASES, TraceSpec
+from bfio.experiments import experiment_rows
+
+
+def _default_filling_validator():
+    import jsonschema
+
+    base = jsonschema.Draft7Validator
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for prop, sub in properties.items():
+                if "default" in sub and prop not in instance:
+                    instance[prop] = copy.deepcopy(sub["default"])
+        yield from base.VALIDATORS["properties"](validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(base, {"properties": set_defaults})
+
+
+def _key_path(error) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    if error.validator == "required":
+        m = re.match(r"'([^']+)' is a required property", error.message)
+        if m:
+            parts.append(m.group(1))
+    if error.validator == "additionalProperties":
+        m = re.search(r"\('([^']+)'", error.message)
+        if m:
+            parts.append(m.group(1))
+    return ".".join(parts) or "<top level>"
+
+
+def validate_config(config: dict, schema) -> dict:
+    """Validate ``config`` against the pipeline schema (a dict or a YAML path),
+    fill in defaults (in place, also returned) and check cross-references.
+
+    Raises :class:`~bfio.errors.ConfigError` whose message starts with the
+    dotted key at fault, e.g. ``config key 'experiments.table1.requests': ...``.
+    """
+    if not isinstance(schema, dict):
+        import yaml
+        with open(schema) as f:
+            schema = yaml.safe_load(f)
+    schema = _registry_enums(schema)
+    # snakemake --config download=false passes the string 'false' (download=False the bool)
+    if isinstance(config.get("download"), str) and config["download"].lower() in ("true", "false"):
+        config["download"] = config["download"].lower() == "true"
+    figs = config.get("figures") if isinstance(config.get("figures"), dict) else {}
+    explicit_figures = {k: figs[k] for k in ("horizon_sweep", "worker_sweep") if k in figs}
+    validator_cls = _default_filling_validator()
+    validator = validator_cls(schema)
+    # Fill defaults first (iter_errors runs the properties hook), then report
+    # the first error in document order.
+    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        e = errors[0]
+        raise ConfigError(f"config key '{_key_path(e)}': {e.message}")
+    _check_references(config)
+    for key, name in explicit_figures.items():
+        if name is not None and name not in config["experiments"]:
+            raise ConfigError(f"config key 'figures.{key}': '{name}' is not an experiment (experiments: "
+                              f"{', '.join(config['experiments']) or 'none'}); name one, or null for no figure")
+    _check_policies(config)
+    _check_online_replay(config)
+    return config
+
+
+def _registry_enums(schema: dict) -> dict:
+    """A copy of ``schema`` whose predictor, solver and objective enums come from
+    the package registries (:data:`bfio.predictors.PREDICTORS`,
+    :data:`bfio.solvers.SOLVERS`, :data:`bfio.solvers.objective.OBJECTIVES`), and
+    whose policy names come from the policy registry (the experiments' baseline
+    enum, :func:`bfio.policies.baselines`, and the row pattern,
+    :func:`bfio.policies.row_pattern`), so the schema never lists them twice."""
+    from bfio.policies import baselines as registry_baselines
+    from bfio.policies import row_pattern
+    from bfio.predictors import PREDICTORS
+    from bfio.solvers import SOLVERS
+    from bfio.solvers.objective import OBJECTIVES
+
+    schema = copy.deepcopy(schema)
+    defs = schema.get("definitions", {})
+    if "row" in defs:
+        defs["row"]["pattern"] = row_pattern()
+    base = defs.get("experiment", {}).get("properties", {}).get("baselines", {}).get("items")
+    if base is not None:
+        base["enum"] = list(registry_baselines())
+    props = schema.get("properties", {})
+    bfio = props.get("bfio", {}).get("properties", {})
+    if "objective" in bfio:
+        bfio["objective"]["enum"] = list(OBJECTIVES)
+    if "predictor" in bfio:
+        bfio["predictor"]["enum"] = list(PREDICTORS)
+    if "solver" in bfio:
+        bfio["solver"]["enum"] = list(SOLVERS)
+    pred = props.get("predictor_study", {}).get("properties", {}).get("predictors", {}).get("items")
+    if pred is not None:
+        pred["enum"] = list(PREDICTORS)
+    return schema
+
+
+def _build_policy(key: str, policy: str, options: dict, dispatch: str | None = None) -> None:
+    """Build ``policy`` with ``options`` as a job would, so the policy's own
+    checks run when the config loads; errors name ``key`` (and the option)."""
+    from bfio.policies import available, make_policy
+
+    if policy not in available():
+        raise ConfigError(f"config key '{key}': unknown policy '{policy}' (available: {', '.join(available())})")
+    try:
+        pol = make_policy(policy, **options)
+    except TypeError as e:
+        bad = [k for k in options if f"'{k}'" in str(e)]
+        where = f"{key}.{bad[0]}" if bad else key
+        raise ConfigError(f"config key '{where}': not an option of policy '{policy}' ({e})") from None
+    except ConfigError as e:
+        opt = str(e).split(":", 1)[0]
+        where = f"{key}.{opt}" if opt in options else key
+        raise ConfigError(f"config key '{where}': {e}") from None
+    if dispatch is not None and dispatch not in getattr(pol, "dispatch_modes", ("central",)):
+        raise ConfigError(f"config key '{key}': policy '{policy}' does not support {dispatch} dispatch "
+                          f"(it supports: {', '.join(pol.dispatch_modes)})")
+
+
+def _check_policies(config: dict) -> None:
+    """The BF-IO options, every study variant and every study row build a policy."""
+    from bfio.run import resolve_row
+
+    bfio = config.get("bfio") or {}
+    _build_policy("bfio", "bfio", dict(bfio))
+    for study in ("online", "predictor_study", "starvation"):
+        section = config.get(study) or {}
+        variants = section.get("variants") or {}
+        for label in variants:
+            try:
+                policy, opts = resolve_row(label, variants, bfio)
+            except ConfigError as e:
+                raise ConfigError(f"config key '{study}.variants.{label}': {e}") from None
+            _build_policy(f"{study}.variants.{label}", policy, opts)
+    online = config.get("online") or {}
+    if online.get("poisson") or online.get("replay"):
+        variants = online.get("variants") or {}
+        for dispatch in ("central", "instant"):
+            for i, row in enumerate(online.get(dispatch) or []):
+                policy, opts = resolve_row(row, variants, bfio)
+                _build_policy(f"online.{dispatch}.{i}", policy, opts, dispatch=dispatch)
+        policy, opts = resolve_row(online.get("saturation_row", "fcfs"), variants, bfio)
+        _build_policy("online.saturation_row", policy, opts)
+        reference = online.get("reference", "bfio_h40")
+        if online.get("instant") and reference not in (online.get("central") or []):
+            raise ConfigError(f"config key 'online.reference': '{reference}' is not a central row of the online "
+                              f"study (central: {', '.join(online.get('central') or []) or 'none'}); the routers "
+                              "table compares every instant row with it")
+
+
+def _check_online_replay(config: dict) -> None:
+    """Trace replays need an arrival column, and never more rows than the trace
+    has (known traces pin their row count; extra traces are checked when the
+    job reads the file): no silent clipping."""
+    specs = trace_specs(config)
+    for i, s in enumerate((config.get("online") or {}).get("replay") or []):
+        spec = specs.get(s["trace"])
+        if spec is None:
+            continue  # reported by bfio.studies.report.check_settings
+        if spec.arrival_col is None:
+            with_arrivals = sorted(n for n, sp in specs.items() if sp.arrival_col)
+            raise ConfigError(f"config key 'online.replay.{i}.trace': trace '{s['trace']}' has no arrival column, "
+                              f"so it cannot be replayed (traces with arrival times: {', '.join(with_arrivals)}; "
+                              "an extra trace needs 'arrival_col')")
+        n = s.get("requests")
+        if n is not None and spec.rows is not None and n > spec.rows:
+            raise ConfigError(f"config key 'online.replay.{i}.requests': {n} requests, but trace '{s['trace']}' has "
+                              f"{spec.rows} rows (a replay uses the trace's own rows, no resampling; null replays "
+                              "them all)")
+
+
+#: Where a named run (config key ``run_name``) writes everything: its own
+#: working directory, so the default run's results/, figures/ and logs/ are
+#: never touched.
+NAMED_RUN_DIR = "runs"
+_RUN_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def named_run(config: dict, user_config: dict | None, cwd=None) -> str | None:
+    """Apply a *named run*: if the user's own configuration (the merged
+    ``--configfile`` files and ``--config`` values, Snakemake's
+    ``overwrite_config``) sets ``run_name``, it **replaces** the workflow's
+    default config (``config/config.yaml``) instead of extending it: ``config``
+    becomes a copy of ``user_config`` (in place; keys it does not set take the
+    schema defaults). Relative paths (``data_dir``, ``download_dir``,
+    ``extra_traces.*.path``) are made absolute against ``cwd`` (the directory
+    snakemake was started in). Returns the run's working directory,
+    ``runs/<run_name>`` under ``cwd``, or ``None`` (no named run; ``config``
+    untouched).
+
+    Raises :class:`~bfio.errors.ConfigError` for a malformed ``run_name``.
+    """
+    name = (user_config or {}).get("run_name")
+    if name is None:
+        if config.get("run_name") is not None:
+            raise ConfigError("config key 'run_name': set it in your own config file (--configfile), "
+                              "not in config/config.yaml; a named run replaces the default config")
+        return None
+    if not isinstance(name, str) or not _RUN_NAME_RE.match(name):
+        raise ConfigError(f"config key 'run_name': {name!r} is not a lowercase identifier "
+                          "(letters, digits, '_', starting with a letter), e.g. 'mytrace'")
+    cwd = Path(cwd if cwd is not None else Path.cwd()).resolve()
+    new = copy.deepcopy(user_config)
+
+    def absolute(p):
+        return str(p) if Path(p).is_absolute() else str(cwd / p)
+
+    for key, default in (("data_dir", "../shared/data"), ("download_dir", "resources/traces")):
+        new[key] = absolute(new.get(key, default))
+    for entry in (new.get("extra_traces") or {}).values():
+        if isinstance(entry, dict) and "path" in entry:
+            entry["path"] = absolute(entry["path"])
+    config.clear()
+    config.update(new)
+    return str(cwd / NAMED_RUN_DIR / name)
+
+
+def trace_specs(config: dict) -> dict[str, TraceSpec]:
+    """Every trace name the config may use: :data:`~bfio.traces.KNOWN_TRACES`
+    plus the ``extra_traces`` entries (``relpath`` is the configured path)."""
+    out = dict(KNOWN_TRACES)
+    for name, e in (config.get("extra_traces") or {}).items():
+        out[name] = TraceSpec(name, str(e["path"]), e.get("sha256"), e["prefill_col"], e["decode_col"],
+                              e.get("arrival_col"), description=e.get("description") or f"extra trace {e['path']}")
+    return out
+
+
+def trace_references(config: dict):
+    """``(dotted config key, trace name)`` of every place a trace is named."""
+    for i, t in enumerate(config.get("traces", [])):
+        yield f"traces.{i}", t
+    for name, exp in config.get("experiments", {}).items():
+        yield f"experiments.{name}.trace", exp["trace"]
+    for i, t in enumerate(config.get("figures", {}).get("distributions", [])):
+        yield f"figures.distributions.{i}", t
+    for i, t in enumerate(config.get("generality", {}).get("traces", [])):
+        yield f"generality.traces.{i}", t
+    for study in ("online", "predictor_study", "starvation"):
+        for group, settings in (config.get(study) or {}).items():
+            items = settings.items() if isinstance(settings, dict) else enumerate(settings) \
+                if isinstance(settings, list) else ()
+            for key, s in items:
+                if isinstance(s, dict) and "trace" in s:
+                    yield f"{study}.{group}.{key}.trace", s["trace"]
+
+
+def _check_traces(config: dict) -> None:
+    for name in config.get("extra_traces") or {}:
+        if name in KNOWN_TRACES or name in TRACE_ALIASES:
+            raise ConfigError(f"config key 'extra_traces.{name}': '{name}' is already a known trace; "
+                              "choose another name")
+    names = trace_specs(config)
+    for key, t in trace_references(config):
+        if t not in names:
+            raise ConfigError(f"config key '{key}': unknown trace '{t}' (known: {', '.join(KNOWN_TRACES)}; "
+                              "define others under 'extra_traces')")
+    gen = config.get("generality") or {}
+    if gen.get("traces"):
+        rows = gen["rows"]
+        for key in ("baseline", "targets"):
+            vals = gen[key] if isinstance(gen[key], list) else [gen[key]]
+            missing = [r for r in vals if r not in rows]
+            if missing:
+                raise ConfigError(f"config key 'generality.{key}': {missing} not in 'generality.rows' "
+                                  f"({', '.join(rows)})")
+        if gen["baseline"] in gen["targets"]:
+            raise ConfigError(f"config key 'generality.targets': contains the baseline '{gen['baseline']}'")
+
+
+def _check_references(config: dict) -> None:
+    _check_traces(config)
+    exps = config.get("experiments", {})
+    for name, exp in exps.items():
+        if not experiment_rows(exp):
+            raise ConfigError(f"config key 'experiments.{name}': no baselines and no horizons, nothing to run")
+        if exp["trace"] not in config["traces"]:
+            raise ConfigError(f"config key 'experiments.{name}.trace': '{exp['trace']}' is not listed in "
+                              f"'traces' ({', '.join(config['traces'])})")
+        table = exp.get("paper_table")
+        if table and table not in TABLE_SETTINGS:
+            raise ConfigError(f"config key 'experiments.{name}.paper_table': unknown table '{table}'")
+    figs = config.get("figures", {})
+    for key in ("trajectories", "power"):
+        for name, rows in figs.get(key, {}).items():
+            if name not in exps:
+                continue  # figure for an experiment this config does not run: skipped
+            missing = [r for r in rows if r not in experiment_rows(exps[name])]
+            if missing:
+                raise ConfigError(f"config key 'figures.{key}.{name}': rows {missing} are not rows of "
+                                  f"experiment '{name}' ({', '.join(experiment_rows(exps[name]))})")
+    for t in figs.get("distributions", []):
+        if t not in config["traces"]:
+            raise ConfigError(f"config key 'figures.distributions': '{t}' is not listed in 'traces'")
+    ws = figs.get("worker_sweep")
+    if ws in exps:
+        rows = experiment_rows(exps[ws])
+        for key in ("worker_sweep_baseline", "worker_sweep_target"):
+            if figs.get(key) not in rows:
+                raise ConfigError(f"config key 'figures.{key}': '{figs.get(key)}' is not a row of "
+                                  f"experiment '{ws}' ({', '.join(rows)})")
+
+

@@ -1,0 +1,166 @@
+"""Where each trace of a pipeline run comes from (``../shared/spec``, README
+"Data"): the configured ``data_dir``, else the pinned public source fetched into
+``download_dir`` (config key ``download``: ``auto``, ``true``, ``false``); traces
+with no public source that are absent are skipped with one line, and with
+``download: false`` a missing trace stops the run before any job, naming the two
+ways to provide it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+from bfio.errors import ConfigError
+from bfio.config import trace_references
+from bfio.traces import KNOWN_TRACES
+
+
+def trace_file(name: str, data_dir) -> Path:
+    """Where trace ``name`` is expected under ``data_dir``."""
+    return Path(data_dir) / KNOWN_TRACES[name].relpath
+
+
+#: Values of the config key ``download`` and what they mean (see :func:`download_mode`).
+DOWNLOAD_MODES = {"auto": "auto", True: "always", False: "never"}
+
+
+def download_mode(config: dict) -> str:
+    """The config key ``download`` as ``'auto'`` (default: fetch a public trace
+    missing from ``data_dir`` into ``download_dir``), ``'always'`` (``true``:
+    read every public trace from ``download_dir``, fetching it there) or
+    ``'never'`` (``false``: fetch nothing; offline machines, CI)."""
+    value = config.get("download", "auto")
+    for key, mode in DOWNLOAD_MODES.items():
+        if value is key or (isinstance(value, str) and value == key):
+            return mode
+    raise ConfigError(f"config key 'download': {value!r} is not one of auto, true, false")
+
+
+def used_traces(config: dict) -> list[str]:
+    """Every trace name the config uses (``traces``, experiments, figures,
+    studies, the objective study), in order of first use, without repeats."""
+    names = [t for _, t in trace_references(config)]
+    obj = config.get("objective_study") or {}
+    for part in ("choose", "confirm"):
+        names += list((obj.get(part) or {}).get("traces") or [])
+    return list(dict.fromkeys(names))
+
+
+def known_trace_path(name: str, config: dict) -> Path | None:
+    """Where the pipeline reads known trace ``name``, or ``None`` when it cannot.
+
+    ``download: auto``: ``data_dir/<relpath>`` if the file is there, else (a
+    trace with a public source) ``download_dir/<relpath>``, fetched by rule
+    ``download_trace`` unless already there. ``true``: ``download_dir`` for
+    every trace with a public source. ``false``: ``data_dir``, else a file
+    already in ``download_dir`` (copied or fetched earlier); nothing is
+    fetched. A trace without a public source is read from ``data_dir`` only."""
+    spec = KNOWN_TRACES[name]
+    mode = download_mode(config)
+    local = Path(config["data_dir"]) / spec.relpath
+    fetched = Path(config["download_dir"]) / spec.relpath
+    if spec.url and mode == "always":
+        return fetched
+    if local.exists():
+        return local
+    if spec.url and (mode == "auto" or fetched.exists()):
+        return fetched
+    return None
+
+
+def unavailable_traces(config: dict) -> list[str]:
+    """Known traces the config uses that :func:`known_trace_path` cannot place."""
+    return [t for t in used_traces(config) if t in KNOWN_TRACES and known_trace_path(t, config) is None]
+
+
+def drop_traces(config: dict, names) -> list[str]:
+    """Remove traces ``names`` from ``config`` (in place): from ``traces``,
+    ``figures.distributions``, ``generality.traces`` and the objective study's
+    trace lists, and every experiment or study setting reading one of them.
+    Returns the dotted keys that changed (for the log line)."""
+    names = set(names)
+    changed = []
+
+    def prune(container, key, where):
+        items = container.get(key) if isinstance(container, dict) else None
+        if isinstance(items, list) and names & set(items):
+            container[key] = [t for t in items if t not in names]
+            changed.append(where)
+
+    prune(config, "traces", "traces")
+    prune(config.get("figures") or {}, "distributions", "figures.distributions")
+    prune(config.get("generality") or {}, "traces", "generality.traces")
+    obj = config.get("objective_study") or {}
+    for part in ("choose", "confirm"):
+        prune(obj.get(part) or {}, "traces", f"objective_study.{part}.traces")
+    for name in [n for n, exp in (config.get("experiments") or {}).items() if exp.get("trace") in names]:
+        del config["experiments"][name]
+        changed.append(f"experiments.{name}")
+    for study in ("online", "predictor_study", "starvation"):
+        section = config.get(study) or {}
+        for group, settings in section.items():
+            if isinstance(settings, list) and any(isinstance(s, dict) and s.get("trace") in names
+                                                  for s in settings):
+                section[group] = [s for s in settings if not (isinstance(s, dict) and s.get("trace") in names)]
+                changed.append(f"{study}.{group}")
+    return changed
+
+
+def skip_unavailable_traces(config: dict) -> str | None:
+    """With ``download`` auto or true: drop from ``config`` (in place) the
+    traces it uses that are absent from ``data_dir`` and have no public source
+    (derived locally), and return the one log line saying which and why
+    (``None`` when nothing is dropped). With ``download: false`` nothing is
+    dropped: the workflow stops instead (:func:`missing_traces_message`)."""
+    if download_mode(config) == "never":
+        return None
+    names = unavailable_traces(config)
+    if not names:
+        return None
+    changed = drop_traces(config, names)
+    return (f"bfio: skipping trace{'s' if len(names) > 1 else ''} {', '.join(names)}: not in data_dir "
+            f"{config['data_dir']} and without a public download source (derived locally); dropped from "
+            f"{', '.join(changed)}")
+
+
+def missing_traces_message(names, config: dict) -> str:
+    """Why the workflow stops when ``download: false`` and traces are missing:
+    every missing trace, its file, and the two ways to provide them."""
+    data_dir = Path(config["data_dir"])
+    lines = [f"{len(names)} trace{'s' if len(names) > 1 else ''} the config uses "
+             f"{'are' if len(names) > 1 else 'is'} missing from data_dir {data_dir} (absolute: "
+             f"{data_dir.resolve()}), and download is off (download: false):"]
+    for name in names:
+        spec = KNOWN_TRACES[name]
+        src = f"public source {spec.url}" if spec.url else "no public source: derived locally"
+        lines.append(f"  - {name}: {spec.relpath} ({src})")
+    lines += ["Provide them in one of two ways:",
+              "  1. point the config key 'data_dir' at a directory holding these files (e.g. a copy of the "
+              "project's trace directory): snakemake --config data_dir=/path/to/data",
+              f"  2. let the workflow fetch the public ones from their pinned sources into "
+              f"{config['download_dir']} (sha256-verified): snakemake --config download=auto (the default); "
+              "traces without a public source are then skipped."]
+    return "\n".join(lines)
+
+
+def missing_trace_message(name: str, data_dir, download_dir: str = "resources/traces") -> str:
+    """The message the workflow stops with when one trace it needs is neither
+    present nor downloadable."""
+    spec = KNOWN_TRACES[name]
+    path = Path(data_dir) / spec.relpath
+    lines = [f"Trace '{name}' is missing: expected file {path} (absolute: {path.resolve()}).",
+             "Provide it in one of two ways:",
+             f"  1. put the file there, or point the config key 'data_dir' at a directory holding "
+             f"'{spec.relpath}' (e.g. snakemake --config data_dir=/path/to/data);"]
+    if spec.url:
+        lines.append(f"  2. let the workflow download it from its pinned public source ({spec.url}, sha256 "
+                     f"{spec.sha256[:12]}...) into {download_dir}: snakemake --config download=auto "
+                     "(the default).")
+    else:
+        lines.append(f"  2. this trace has no public download source pinned by the project (it is derived "
+                     f"locally); otherwise drop '{name}' from the config key 'traces' (and from any experiment, "
+                     "figure or study using it).")
+    return "\n".join(lines)
+
+
