@@ -157,6 +157,26 @@ def test_smoke_is_complete_and_figures_do_not_rerun_simulations(smoke):
     assert "rule simulate" not in out and "simulate_recorded" not in out
 
 
+def test_one_simulation_job_per_cell_runs_every_seed(tmp_path, data_dir, smoke_config):
+    """Issue 14: the simulations are batched by cell (a run without its seed):
+    a fresh directory's dry run schedules exactly one simulate job per distinct
+    cell, and each job's outputs are the summaries of every configured seed."""
+    import re
+
+    out = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={data_dir}").stdout
+    jobs = re.findall(r"^rule (simulate|simulate_recorded):\n(.*?)(?:\n\n|\Z)", out, flags=re.M | re.S)
+    cells = {r.cell for r in all_runs(smoke_config)}
+    assert len(jobs) == len(cells) > 0
+    seen = set()
+    for _, body in jobs:
+        (outputs,) = re.findall(r"^\s*output: (.*)$", body, flags=re.M)
+        summaries = re.findall(r"results/runs/(\S+)/seed(\d+)/summary\.json", outputs)
+        assert sorted(int(s) for _, s in summaries) == sorted(int(s) for s in smoke_config["seeds"])
+        (cell,) = {c for c, _ in summaries}
+        seen.add(cell)
+    assert seen == cells
+
+
 def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
     """Issue 14: a figure module's helper changes (``bfio.figures.horizon_sweep``,
     whose ``_err`` other figures borrow) in a copy of the package put first on

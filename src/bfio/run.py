@@ -38,8 +38,11 @@ from bfio.workload import ARRIVAL_MODES, entry_mode
 
 RUN_RE = re.compile(r"^(?P<trace>[a-z][a-z0-9_]*)/n(?P<requests>\d+)-g(?P<workers>\d+)-b(?P<slots>\d+)/"
                     r"(?P<row>[a-z][a-z0-9_]*)/seed(?P<seed>\d+)$")
+#: Snakemake wildcard constraint matching :attr:`RunSpec.cell`: a run path without
+#: its seed (the pipeline simulates every seed of a cell in one job).
+CELL_WILDCARD = r"[a-z][a-z0-9_]*/n\d+-g\d+-b\d+/[a-z][a-z0-9_]*"
 #: Snakemake wildcard constraint matching :attr:`RunSpec.path`.
-RUN_WILDCARD = r"[a-z][a-z0-9_]*/n\d+-g\d+-b\d+/[a-z][a-z0-9_]*/seed\d+"
+RUN_WILDCARD = CELL_WILDCARD + r"/seed\d+"
 
 
 def baselines() -> tuple[str, ...]:
@@ -183,6 +186,12 @@ class RunSpec:
         """Relative run directory of a paper run, e.g. ``longbench/n80000-g256-b72/bfio_h40/seed42``."""
         return f"{self.trace}/n{self.requests}-g{self.workers}-b{self.slots}/{self.row}/seed{self.seed}"
 
+    @property
+    def cell(self) -> str:
+        """:attr:`path` without the seed, e.g. ``longbench/n80000-g256-b72/bfio_h40``:
+        the runs of a cell differ only in their seed (one pipeline job each cell)."""
+        return self.path.rsplit("/", 1)[0]
+
     @classmethod
     def from_path(cls, path: str) -> "RunSpec":
         m = RUN_RE.match(str(path).strip("/"))
@@ -266,5 +275,5 @@ def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None) -
     return pd.DataFrame(rows)
 
 
-__all__ = ["ARRIVAL_MODES", "DISPATCH_MODES", "RUN_RE", "RUN_WILDCARD", "ArrivalSpec", "RunSpec", "baselines",
+__all__ = ["ARRIVAL_MODES", "DISPATCH_MODES", "RUN_RE", "RUN_WILDCARD", "CELL_WILDCARD", "ArrivalSpec", "RunSpec", "baselines",
            "parse_row", "resolve_row", "build_workload", "simulate_run", "run_study", "run_batch"]

@@ -1,6 +1,6 @@
 # Shared helpers: config validation (with defaults), run lists expanded from
 # the config, input functions. All logic lives in the bfio package (experiments, config, trace_sources).
-from bfio.run import RUN_WILDCARD, RunSpec
+from bfio.run import CELL_WILDCARD, RunSpec
 from bfio.config import trace_specs, validate_config
 from bfio.experiments import (
     all_runs,
@@ -42,6 +42,11 @@ PAPER_TABLES = {
 TRAJECTORY_RUNS = trajectory_runs(config)
 POWER_RUNS = figure_runs(config, "power")
 RECORDED_RUNS = sorted({r.path for runs in TRAJECTORY_RUNS.values() for r in runs})
+# One simulation job per cell (a run without its seed) runs every seed of it:
+# the runs share a trace table and the job pays imports and numba loading once.
+SEEDS = [int(s) for s in config["seeds"]]
+RECORDED_CELLS = sorted({RunSpec.from_path(r).cell for r in RECORDED_RUNS})
+RECORDED_SEED = reference_seed(config)
 FIG = config["figures"]
 HSWEEP = FIG["horizon_sweep"] if FIG["horizon_sweep"] in config["experiments"] else None
 GSWEEP = FIG["worker_sweep"] if FIG["worker_sweep"] in config["experiments"] else None
@@ -63,7 +68,7 @@ EXTRA_TRACES = [t for t in TRACE_SPECS if t not in KNOWN_TRACES]
 
 
 wildcard_constraints:
-    run=RUN_WILDCARD,
+    cell=CELL_WILDCARD,
     trace="|".join(TRACE_SPECS),
     experiment="|".join(EXPERIMENTS) if EXPERIMENTS else "NO_EXPERIMENT",
     ext="pdf|png",
@@ -118,8 +123,13 @@ def theory_trace_dir(theory):
     return data_dir, []  # the theory job names the missing file
 
 
-def run_trace_table(wildcards):
-    return f"results/traces/{RunSpec.from_path(wildcards.run).trace}.parquet"
+def cell_trace_table(wildcards):
+    return f"results/traces/{wildcards.cell.split('/', 1)[0]}.parquet"
+
+
+def cell_outputs(name, seeds=SEEDS):
+    """``results/runs/{cell}/seed<s>/<name>`` for every seed (a rule's output list)."""
+    return expand("results/runs/{{cell}}/seed{seed}/{name}", seed=seeds, name=name)
 
 
 def experiment_summaries(wildcards):

@@ -1,36 +1,44 @@
-# Simulation: one job per run (trace, N, G, B, policy row, seed). Runs shared
-# by several experiments are simulated once. Outputs: summary JSON and per-step
-# series (parquet); the load matrix only for the trajectory-figure runs.
+# Simulation: one job per cell (trace, N, G, B, policy row) runs every seed of
+# it (config key seeds) in one process. Runs shared by several experiments are
+# simulated once. Outputs per run: summary JSON and per-step series (parquet);
+# the load matrix only for the trajectory-figure runs (reference seed).
 
 
 rule simulate:
     input:
-        trace=run_trace_table,
+        trace=cell_trace_table,
     output:
-        summary="results/runs/{run}/summary.json",
-        series="results/runs/{run}/series.parquet",
+        summary=cell_outputs("summary.json"),
+        series=cell_outputs("series.parquet"),
     params:
         bfio=config["bfio"],
         code=SIM_CODE,
+        seeds=SEEDS,
+        recorded_seed=None,
     log:
-        "logs/runs/{run}.log",
+        "logs/runs/{cell}.log",
     conda:
         "../../environment.yml"
     script:
         "../scripts/simulate.py"
 
 
-# Same simulation, also recording the (steps, G) gating loads; only for the
-# runs listed under figures.trajectories (reference seed).
+# Same simulations, also recording the (steps, G) gating loads of the
+# reference seed; only for the cells listed under figures.trajectories.
 use rule simulate as simulate_recorded with:
     output:
-        summary="results/runs/{run}/summary.json",
-        series="results/runs/{run}/series.parquet",
-        loads="results/runs/{run}/loads.npy",
+        summary=cell_outputs("summary.json"),
+        series=cell_outputs("series.parquet"),
+        loads=cell_outputs("loads.npy", [RECORDED_SEED]),
+    params:
+        bfio=config["bfio"],
+        code=SIM_CODE,
+        seeds=SEEDS,
+        recorded_seed=RECORDED_SEED,
     wildcard_constraints:
-        run="|".join(re.escape(r) for r in RECORDED_RUNS) if RECORDED_RUNS else "NO_RUN",
+        cell="|".join(re.escape(c) for c in RECORDED_CELLS) if RECORDED_CELLS else "NO_CELL",
     log:
-        "logs/runs/{run}.recorded.log",
+        "logs/runs/{cell}.recorded.log",
 
 
 ruleorder: simulate_recorded > simulate

@@ -1,13 +1,15 @@
-"""Run one simulation (rules simulate and simulate_recorded)."""
+"""Run every seed of one cell (rules simulate and simulate_recorded)."""
 from bfio.experiments import run_one
 from bfio.progress import script_log
 from bfio.run import RunSpec
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821
-    spec = RunSpec.from_path(sm.wildcards.run)
     loads = sm.output.get("loads")
-    summary = run_one(spec, sm.input.trace, sm.output.summary, sm.output.series, loads_path=loads,
-                      bfio_options=dict(sm.params.bfio))
-    log.info("avg_imbalance %.6g, throughput %.6g, tpot %.6g, energy_j %.6g", summary["avg_imbalance"],
-             summary["throughput"], summary["tpot"], summary["energy_j"])
+    for seed, summary_path, series_path in zip(sm.params.seeds, sm.output.summary, sm.output.series):
+        spec = RunSpec.from_path(f"{sm.wildcards.cell}/seed{seed}")
+        summary = run_one(spec, sm.input.trace, summary_path, series_path,
+                          loads_path=loads[0] if loads and seed == sm.params.recorded_seed else None,
+                          bfio_options=dict(sm.params.bfio))
+        log.info("%s: avg_imbalance %.6g, throughput %.6g, tpot %.6g, energy_j %.6g", spec.path,
+                 summary["avg_imbalance"], summary["throughput"], summary["tpot"], summary["energy_j"])
