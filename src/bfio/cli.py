@@ -269,9 +269,10 @@ def _arrival_mode(args) -> str:
 
 
 def cmd_simulate(args) -> int:
-    from bfio.simulator import simulate
+    import pandas as pd
+
+    from bfio.run import ArrivalSpec, RunSpec, build_workload, simulate_run
     from bfio.traces import load_trace
-    from bfio.workload import draw_workload, entry_mode, poisson_arrivals, replay_workload, with_arrivals
 
     options = _policy_options(args)
     mode = _arrival_mode(args)
@@ -285,15 +286,14 @@ def cmd_simulate(args) -> int:
         if args.requests > len(trace):
             raise ConfigError(f"--requests: --arrival-mode trace replays the trace's own rows without resampling; "
                               f"trace {trace.name} has {len(trace)} rows, got --requests {args.requests}")
-        workload = replay_workload(trace.prefill, trace.decode, trace.arrival_s, n=args.requests, seed=args.seed,
-                                   time_scale=args.time_scale or 1.0, name=trace.name)
-    else:
-        workload = draw_workload(trace.prefill, trace.decode, args.requests, args.seed, name=trace.name)
-        if mode == "poisson":
-            workload = with_arrivals(workload, poisson_arrivals(args.requests, args.arrival_rate, args.seed))
-    result = simulate(workload, args.workers, args.slots, args.policy, seed=args.seed,
-                      policy_options=options, entry=entry_mode(mode),
-                      dispatch=args.dispatch)
+    frame = pd.DataFrame({"prefill_tokens": trace.prefill, "decode_tokens": trace.decode})
+    if trace.arrival_s is not None:
+        frame["arrival_s"] = trace.arrival_s
+    arrival = ArrivalSpec(mode, rate=args.arrival_rate if mode == "poisson" else None,
+                          time_scale=(args.time_scale or 1.0) if mode == "trace" else 1.0)
+    spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
+                   args.dispatch, args.policy, tuple(sorted(options.items())))
+    result = simulate_run(spec, workload=build_workload(spec, frame), show_progress=None)
     summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
                "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}
     from bfio.solvers import warn_fallbacks

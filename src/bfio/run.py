@@ -233,7 +233,7 @@ def build_workload(run: RunSpec, frame: pd.DataFrame):
 
 
 def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=None, record_loads: bool = False,
-                 show_progress: bool = False):
+                 show_progress: bool | None = False):
     """Simulate ``run``: its workload (:func:`build_workload` on trace table
     ``frame``, or ``workload`` when given) through :func:`bfio.simulator.simulate`.
     Returns the :class:`~bfio.simulator.SimulationResult`."""
