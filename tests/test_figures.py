@@ -229,3 +229,21 @@ def test_online_load_marks_identical_series_grayscale_plain_ticks(tmp_path):
     distinct = online_summary(identical=())
     keys = list(dict.fromkeys(zip(distinct["row"], distinct["dispatch"])))
     assert all(len(g) == 1 for g in coincident_groups(distinct, keys, ["e2e_s_p99", "throughput_run"]))
+
+
+def test_same_figure_saves_byte_identical_files(tmp_path):
+    """Figures carry no creation date, so the same data give the same bytes
+    (reruns and ``python -m bfio.results_diff`` compare figures exactly)."""
+    import time
+
+    from bfio.figures.style import figure
+
+    paths = []
+    for k in range(2):
+        fig, axes = figure()
+        axes[0][0].plot([0, 1, 2], [3, 1, 2], label="x")
+        paths.append((tmp_path / f"a{k}.pdf", tmp_path / f"a{k}.png"))
+        save(fig, *paths[-1])
+        time.sleep(1.1)  # a creation date would now differ by a second
+    for a, b in zip(*paths):
+        assert a.read_bytes() == b.read_bytes(), a.name

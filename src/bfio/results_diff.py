@@ -24,6 +24,8 @@ import pandas as pd
 
 #: Keys and columns that measure time on the machine, not the simulated system.
 VOLATILE = re.compile(r"(^|_)wall(_|$)|^solver_s_|^route_s_|_wall_s$|^elapsed")
+#: Files that only hold such timings (the theory checks' ``timing_<check>.json``).
+VOLATILE_FILES = re.compile(r"(^|/)timing_[^/]*\.json$")
 
 
 def _drop_volatile(value):
@@ -76,11 +78,13 @@ def compare_trees(a: Path, b: Path) -> list[tuple[str, str]]:
     for root in (a, b):
         if not root.is_dir():
             raise FileNotFoundError(f"results_diff: {root} is not a directory")
-    fa = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}
+    fa = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}  # timing files: presence compared, content not
     fb = {p.relative_to(b) for p in b.rglob("*") if p.is_file()}
     out = [(str(p), f"only in {a}") for p in sorted(fa - fb)]
     out += [(str(p), f"only in {b}") for p in sorted(fb - fa)]
     for p in sorted(fa & fb):
+        if VOLATILE_FILES.search(p.as_posix()):
+            continue
         diff = compare_file(a / p, b / p)
         if diff is not None:
             out.append((str(p), diff))

@@ -43,11 +43,18 @@ def figure(nrows: int = 1, ncols: int = 1, width: float = 6.5, height: float = 3
     return plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False, **kw)
 
 
-def save(fig, *paths) -> None:
-    """Save ``fig`` to every path (format from the extension) and close it."""
+#: Metadata that would make two saves of the same figure differ: left out, so
+#: the same data give byte-identical files (``python -m bfio.results_diff``).
+REPRODUCIBLE_METADATA = {".pdf": {"CreationDate": None, "ModDate": None}, ".svg": {"Date": None}}
+
+
+def save(fig, *paths, dpi: float | None = None) -> None:
+    """Save ``fig`` to every path (format from the extension) and close it.
+    No creation dates are written, so the files depend on the figure only."""
     for p in paths:
         Path(p).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(p, bbox_inches="tight")
+        kw = {"dpi": dpi} if dpi is not None else {}
+        fig.savefig(p, bbox_inches="tight", metadata=REPRODUCIBLE_METADATA.get(Path(p).suffix.lower()), **kw)
     plt.close(fig)
 
 

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from bfio.figures.style import save as save_figure
 from bfio.theory.checks import C2_PROOF
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
@@ -21,14 +22,9 @@ def _style(i: int, n: int):
 
 
 def save(fig, stem) -> list[str]:
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    out = []
-    for ext in ("pdf", "png"):
-        p = stem.with_suffix(f".{ext}")
-        fig.savefig(p, dpi=150, bbox_inches="tight")
-        out.append(str(p))
-    plt.close(fig)
+    """``fig`` as ``<stem>.pdf`` and ``<stem>.png`` (:func:`bfio.figures.style.save`)."""
+    out = [str(Path(stem).with_suffix(f".{ext}")) for ext in ("pdf", "png")]
+    save_figure(fig, *out, dpi=150)
     return out
 
 
