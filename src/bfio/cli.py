@@ -269,9 +269,7 @@ def _arrival_mode(args) -> str:
 
 
 def cmd_simulate(args) -> int:
-    import pandas as pd
-
-    from bfio.run import ArrivalSpec, RunSpec, build_workload, simulate_run
+    from bfio.run import ArrivalSpec, RunSpec, simulate_run
     from bfio.traces import load_trace
 
     options = _policy_options(args)
@@ -286,14 +284,11 @@ def cmd_simulate(args) -> int:
         if args.requests > len(trace):
             raise ConfigError(f"--requests: --arrival-mode trace replays the trace's own rows without resampling; "
                               f"trace {trace.name} has {len(trace)} rows, got --requests {args.requests}")
-    frame = pd.DataFrame({"prefill_tokens": trace.prefill, "decode_tokens": trace.decode})
-    if trace.arrival_s is not None:
-        frame["arrival_s"] = trace.arrival_s
     arrival = ArrivalSpec(mode, rate=args.arrival_rate if mode == "poisson" else None,
                           time_scale=(args.time_scale or 1.0) if mode == "trace" else 1.0)
     spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
                    args.dispatch, args.policy, tuple(sorted(options.items())))
-    result = simulate_run(spec, workload=build_workload(spec, frame), show_progress=None)
+    result = simulate_run(spec, trace.to_frame(), show_progress=None)
     summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
                "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}
     from bfio.solvers import warn_fallbacks
