@@ -116,7 +116,10 @@ def test_smoke_runs_and_load_matrices(smoke, smoke_config):
         if run.path in recorded:
             loads = np.load(d / "loads.npy")
             assert loads.shape == (summary["steps"], run.workers)
-        assert (work / "logs" / "runs" / (run.path + (".recorded.log" if run.path in recorded else ".log"))).exists()
+        # one log per cell (every seed of a row), naming each of its runs
+        recorded_cells = {r.rsplit("/", 1)[0] for r in recorded}
+        log = work / "logs" / "runs" / (run.cell + (".recorded.log" if run.cell in recorded_cells else ".log"))
+        assert f"{run.path}: avg_imbalance" in log.read_text(), log
 
 
 def test_smoke_figures(smoke, smoke_config):
