@@ -10,15 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from bfio.errors import ConfigError
 from bfio.config import trace_references
 from bfio.traces import KNOWN_TRACES
-
-
-def trace_file(name: str, data_dir) -> Path:
-    """Where trace ``name`` is expected under ``data_dir``."""
-    return Path(data_dir) / KNOWN_TRACES[name].relpath
 
 
 #: Values of the config key ``download`` and what they mean (see :func:`download_mode`).
