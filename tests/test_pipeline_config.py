@@ -86,6 +86,8 @@ def test_defaults_are_filled():
     (lambda c: c["figures"]["trajectories"].update(table1=["bfio_h7"]), "figures.trajectories.table1"),
     (lambda c: c["figures"].update(worker_sweep_target="bfio_h99"), "figures.worker_sweep_target"),
     (lambda c: c.update(traces=["longbench"]), "experiments.table2.trace"),
+    (lambda c: c["objective_study"]["confirm"].update(traces=["longbench", "nope"]),
+     "objective_study.confirm.traces.1"),
     (lambda c: c["experiments"]["table1"].update(baselines=[], horizons=[], literal_horizons=[]), "experiments.table1"),
 ])
 def test_errors_name_the_key(mutate, key):

@@ -261,6 +261,10 @@ def trace_references(config: dict):
             for key, s in items:
                 if isinstance(s, dict) and "trace" in s:
                     yield f"{study}.{group}.{key}.trace", s["trace"]
+    obj = config.get("objective_study") or {}
+    for part in ("choose", "confirm"):
+        for i, t in enumerate((obj.get(part) or {}).get("traces") or []):
+            yield f"objective_study.{part}.traces.{i}", t
 
 
 def _check_traces(config: dict) -> None:

@@ -33,12 +33,9 @@ def download_mode(config: dict) -> str:
 
 def used_traces(config: dict) -> list[str]:
     """Every trace name the config uses (``traces``, experiments, figures,
-    studies, the objective study), in order of first use, without repeats."""
-    names = [t for _, t in trace_references(config)]
-    obj = config.get("objective_study") or {}
-    for part in ("choose", "confirm"):
-        names += list((obj.get(part) or {}).get("traces") or [])
-    return list(dict.fromkeys(names))
+    studies, the objective study: :func:`bfio.config.trace_references`), in
+    order of first use, without repeats."""
+    return list(dict.fromkeys(t for _, t in trace_references(config)))
 
 
 def known_trace_path(name: str, config: dict) -> Path | None:
