@@ -188,6 +188,54 @@ def test_cached_fill_routes_exactly_as_the_plain_greedy(seed, workers, waiting, 
     np.testing.assert_array_equal(solve_fast(*args), solve_fast(*args, reuse=False))
 
 
+def _exact_candidates(rng, lifetimes, max_lifetime):
+    """Lifetimes for which each candidate group holds one lifetime (the groups'
+    two candidates are then the exact minimizers, the case the bound is sound for)."""
+    n = lifetimes.shape[0]
+    return persisting(n) if max_lifetime is None else rng.integers(1, max_lifetime + 1, size=n)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), workers=st.integers(2, 64), waiting=st.integers(1, 300),
+       horizon=st.integers(0, 24), admission=st.sampled_from(["free", "fifo", "aging:3"]),
+       max_size=st.sampled_from([4, 60, 400]), max_lifetime=st.sampled_from([None, 1, 2, 4]),
+       fractional=st.booleans())
+def test_bounded_fill_picks_as_the_greedy_that_refreshes_every_worker(seed, workers, waiting, horizon, admission,
+                                                                       max_size, max_lifetime, fractional):
+    """Issue 16: phase 2 brings a stale worker up to date only when its lower
+    bound (cached best minus ``G`` times the weighted rise of its headroom) can
+    reach the best current worker. Where every candidate group holds one
+    lifetime (persisting requests, or lifetimes up to EXACT_LIFETIMES) the bound
+    is sound, so the routing equals the greedy's that refreshes every worker at
+    every step; an unsound bound (e.g. one without the envelope term) fails here."""
+    rng = np.random.default_rng(seed)
+    inst = _random(rng, workers=workers, waiting=waiting, horizon=horizon, admission=admission, max_size=max_size)
+    life = _exact_candidates(rng, inst.sizes, max_lifetime)
+    base = inst.base.astype(float) + rng.random(inst.base.shape) if fractional else inst.base
+    args = (np.ascontiguousarray(base), inst.free, inst.sizes, life, inst.forced(), inst.admissible, 4,
+            inst.weights)
+    np.testing.assert_array_equal(solve_fast(*args), solve_fast(*args, bounds=False))
+
+
+@pytest.mark.parametrize("max_lifetime", [None, 4])
+def test_bounded_fill_picks_as_the_full_greedy_on_captured_calls(data_dir, max_lifetime):
+    """The same on real routing calls at G = 64 (BurstGPT drawn as Table 2,
+    H = 20), where envelope rises, reservation changes and shared candidates
+    are frequent and the bound skips most refreshes."""
+    from bfio.solvers.agreement import capture_instances
+    from bfio.solvers.objective import effective_horizon
+
+    rng = np.random.default_rng(3)
+    kept = capture_instances("burstgpt", 64, 72, 64 * 400, 20, every=3, limit=40)
+    assert len(kept) >= 30
+    for inst in kept:
+        H1 = effective_horizon(inst.horizon, inst.discount) + 1
+        args = (np.ascontiguousarray(inst.base[:, :H1]), inst.free, inst.sizes,
+                _exact_candidates(rng, inst.sizes, max_lifetime), inst.forced(), inst.admissible, 4,
+                np.ascontiguousarray(inst.weights[:H1]))
+        np.testing.assert_array_equal(solve_fast(*args), solve_fast(*args, bounds=False))
+
+
 @pytest.mark.parametrize("workers", [16, 64])
 def test_cached_fill_routes_captured_calls_exactly_as_the_plain_greedy(data_dir, workers):
     """The same on real routing calls (BurstGPT drawn as Table 2, H = 20), where

@@ -572,21 +572,61 @@ def _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, tak
 
 
 @njit(cache=True)
+def _better(t, u, bestd, capl, P, spread):
+    """Worker ``t`` goes before ``u``: lower cost, then :func:`_prefer`, then the
+    lower index (the order a scan over the workers would pick in)."""
+    if bestd[t] != bestd[u]:
+        return bestd[t] < bestd[u]
+    if _prefer(capl, P, t, u, spread):
+        return True
+    if _prefer(capl, P, u, t, spread):
+        return False
+    return t < u
+
+
+@njit(cache=True)
+def _reservation_relief(smin, lmin, s2, l2, wt):
+    """``sum_h w_h max(0, res(h) - res2(h))`` with ``res(h) = (s_min + h) [h < l_min]``:
+    how much one reserved slot's headroom ``c(h)`` can rise, weighted, when the
+    smallest waiting request changes from ``(s_min, l_min)`` to ``(s2, l2)``."""
+    tot = 0.0
+    for h in range(wt.shape[0]):
+        a = smin + h if h < lmin else 0
+        b = s2 + h if h < l2 else 0
+        if a > b:
+            tot += wt[h] * (a - b)
+    return tot
+
+
+@njit(cache=True)
 def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, glist, taken, bit, at, placed, U,
-          G, wt, cw, cwh, spread, reuse):
+          G, wt, cw, cwh, spread, reuse, bounds):
     """Phase 2: fill the remaining slots one at a time, each time with the
     (worker, request) pair of most negative ``delta`` over every worker's
-    candidates (ties: :func:`_prefer`). Returns the number placed (``U``).
+    candidates (ties: :func:`_better`). Returns the number placed (``U``).
 
-    Invariant: every worker's cached candidates and costs are what
-    :func:`_evaluate` would give at the moment they are consulted, except that
-    (as in a plain greedy) a worker whose best candidate is still waiting keeps
-    its evaluation. When only candidates were taken the worker is re-queried
-    (:func:`_requery`); after it receives a request, the envelope rises or
-    ``s_min`` moves, its evaluation is refreshed (:func:`_refresh`: only groups
-    whose pivot moved are queried again). The result is the plain greedy's, operation for
-    operation; the caches only skip work that could not change it (``reuse=False``
-    evaluates afresh wherever the plain greedy would, for checking that)."""
+    A worker's evaluation (headroom, pivots, two candidates per group, best
+    candidate) is *current* when nothing it depends on changed since: it
+    received no request, the envelope did not rise, the smallest waiting
+    request (its reservation) did not change (or it has one slot left), and its
+    best candidate is still waiting. A stale worker is brought up to date
+    (:func:`_requery` if only candidates were taken, else :func:`_refresh`;
+    ``reuse=False``: :func:`_evaluate`, the same result) only if it could beat
+    the best current worker: ``delta`` is ``G``-Lipschitz in the headroom
+    (``|d delta| <= G sum_h w_h |d c(h)|``) and the headroom only rises through
+    the envelope (``E`` never falls here) or a smaller reservation, so
+
+        bound_t = best_t - G sum_h w_h (E(h) - E_t(h)) - G r_t * relief since t's evaluation
+
+    is a lower bound of its current best (``E_t``: the envelope then, kept as
+    the scalar ``sum_h w_h E_t(h)``). Invariant: the pick is the pair a plain
+    greedy that brings *every* worker up to date at every step would take
+    (``bounds=False`` does exactly that), whenever each group's two candidates
+    are its exact minimizers (one lifetime per group: ``persist``, or lifetimes
+    up to :data:`EXACT_LIFETIMES`); with bucketed lifetimes the candidates are
+    themselves a heuristic and so is the bound. Stale workers are visited in
+    order of their bounds, and the visit stops at the first bound above the
+    best cost found."""
     nT, H1 = P.shape
     n = sizes.shape[0]
     ng = glist.shape[0]
@@ -597,8 +637,14 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
             _take_position(lp, rp, q)
     bestd = np.zeros(nT, dtype=np.float64)
     bestj = np.full(nT, -1, dtype=np.int64)
-    state = np.zeros(nT, dtype=np.int8)  # 0 evaluate afresh, 1 cached, 2 cached but the envelope rose
-    sver = np.zeros(nT, dtype=np.int64)  # version of (s_min, l_min) at the last evaluation
+    fresh = np.zeros(nT, dtype=np.bool_)  # evaluated at least once
+    dirty = np.zeros(nT, dtype=np.bool_)  # received a request since its evaluation
+    sver = np.zeros(nT, dtype=np.int64)  # reservation version at its evaluation
+    phit = np.zeros(nT, dtype=np.float64)  # sum_h w_h E(h) at its evaluation
+    psit = np.zeros(nT, dtype=np.float64)  # reservation relief at its evaluation
+    bound = np.empty(nT, dtype=np.float64)
+    stale = np.empty(nT, dtype=np.int64)
+    keys = np.empty(nT, dtype=np.float64)
     cc = np.empty((nT, H1), dtype=P.dtype)
     cpiv = np.empty((nT, ng), dtype=P.dtype)
     cpos = np.full((nT, ng, 2), -1, dtype=np.int64)
@@ -606,6 +652,10 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
     rise = np.empty(H1, dtype=np.int64)
     newc = np.empty(H1, dtype=P.dtype)
     newpiv = np.empty(ng, dtype=P.dtype)
+    phi = 0.0
+    for h in range(H1):
+        phi += wt[h] * E[h]
+    psi = 0.0
     sp = 0  # first waiting request in size order
     ver = 0
     smin = sizes[0] * 0 - 1
@@ -615,45 +665,66 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
             sp += 1
         j0 = sorder[sp]
         if sizes[j0] != smin or lf[j0] != lmin:
+            if lmin >= 0:
+                psi += _reservation_relief(smin, lmin, sizes[j0], lf[j0], wt)
             smin = sizes[j0]
             lmin = lf[j0]
             ver += 1
+        # the best current worker; bounds for the stale ones
         pick = -1
+        ns = 0
         for t in range(nT):
             if capl[t] == 0:
                 continue
-            if state[t] == 2 or (state[t] == 1 and taken[bestj[t]]):
-                if not reuse:
-                    state[t] = 0
-                elif state[t] == 1 and (capl[t] == 1 or sver[t] == ver):  # only candidates were taken
-                    _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G,
-                             wt, cw, cwh)
-                else:
-                    _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, taken, sizes, lf,
-                             order, ssorted, lp, rp, gstart, gkey, glist, G, wt, cw, cwh)
-                if state[t] != 0:
-                    _select(t, cpos, ccost, sizes, lf, order, bestj, bestd)
-                    sver[t] = ver
-                    state[t] = 1
-            if state[t] == 0:
+            if (fresh[t] and not dirty[t] and phit[t] == phi and (sver[t] == ver or capl[t] == 1)
+                    and not taken[bestj[t]]):
+                if pick < 0 or _better(t, pick, bestd, capl, P, spread):
+                    pick = t
+                continue
+            if bounds and fresh[t] and not dirty[t]:
+                b = bestd[t] - G * (phi - phit[t]) - G * (capl[t] - 1) * (psi - psit[t])
+                bound[t] = b - 1e-9 * (abs(b) + 1.0)  # rounding of the running sums
+            else:
+                bound[t] = -np.inf
+            stale[ns] = t
+            ns += 1
+        m = 0
+        for k in range(ns):  # only bounds that can reach the best current worker
+            t = stale[k]
+            if pick < 0 or bound[t] <= bestd[pick]:
+                stale[m] = t
+                keys[m] = bound[t]
+                m += 1
+        visit = np.argsort(keys[:m], kind="mergesort")
+        for k in range(m):
+            t = stale[visit[k]]
+            if pick >= 0 and bound[t] > bestd[pick]:
+                break
+            if not fresh[t] or not reuse:
                 _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order, ssorted, lp, rp,
                           gstart, gkey, glist, G, wt, cw, cwh)
-                _select(t, cpos, ccost, sizes, lf, order, bestj, bestd)
-                sver[t] = ver
-                state[t] = 1
-            if pick < 0 or bestd[t] < bestd[pick] or (
-                    spread and bestd[t] == bestd[pick] and _prefer(capl, P, t, pick, spread)):
+            elif not dirty[t] and phit[t] == phi and (sver[t] == ver or capl[t] == 1):
+                _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G,
+                         wt, cw, cwh)
+            else:
+                _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, taken, sizes, lf,
+                         order, ssorted, lp, rp, gstart, gkey, glist, G, wt, cw, cwh)
+            _select(t, cpos, ccost, sizes, lf, order, bestj, bestd)
+            fresh[t] = True
+            dirty[t] = False
+            sver[t] = ver
+            phit[t] = phi
+            psit[t] = psi
+            if pick < 0 or _better(t, pick, bestd, capl, P, spread):
                 pick = t
         j = bestj[pick]
-        nr = _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, pick, rise)
+        if _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, pick, rise) > 0:
+            phi = 0.0
+            for h in range(H1):
+                phi += wt[h] * E[h]
         _take_position(lp, rp, rank[j])
         placed += 1
-        if state[pick] == 1:
-            state[pick] = 2
-        if nr > 0:
-            for t in range(nT):
-                if state[t] == 1:
-                    state[t] = 2
+        dirty[pick] = True
     return placed
 
 
@@ -864,7 +935,7 @@ def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, 
 
 
 @njit(cache=True)
-def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=True, reuse=True):
+def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=True, reuse=True, bounds=True):
     """Heuristic solution of Eq. (IO); returns request -> worker (or -1).
 
     ``base`` is ``(G, H + 1)`` ``Lhat_g(h)`` of the active requests, integer
@@ -877,8 +948,9 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=T
     ``delta^h`` of :func:`bfio.solvers.objective.offset_weights` (invariant:
     ``weights[0] = 1 >= weights[h] > 0``; the move pruning below uses it). Costs
     are float64; with unit weights and integer loads they are exact integers.
-    ``reuse=False`` turns off phase 2's cached evaluations (same result, slower;
-    :func:`_fill`). The phases: :func:`_place_forced`, :func:`_fill`,
+    ``reuse=False`` turns off phase 2's cached evaluations (same result, slower);
+    ``bounds=False`` brings every stale worker up to date at every step instead
+    of only those whose lower bound can reach the best (:func:`_fill`). The phases: :func:`_place_forced`, :func:`_fill`,
     :func:`_local_search`.
     """
     G, H1 = base.shape
@@ -976,7 +1048,7 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=T
     placed = _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U, wt, spread)
     if placed < U:
         _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, glist, taken, bit, at, placed, U,
-              G, wt, cw, cwh, spread, reuse)
+              G, wt, cw, cwh, spread, reuse, bounds)
     _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, gkey, glist, taken, bit, at,
                   max_rounds, G, wt, cw, cwh, tol)
     for j in range(n):
