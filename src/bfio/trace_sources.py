@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bfio.errors import ConfigError
 from bfio.config import trace_references
-from bfio.traces import KNOWN_TRACES
+from bfio.trace_registry import KNOWN_TRACES
 
 
 #: Values of the config key ``download`` and what they mean (see :func:`download_mode`).
