@@ -2,7 +2,8 @@
 lives under the data directory, its pinned sha256, its columns and (if any)
 its public source; how a name maps to a file (:func:`resolve_trace`) and the
 pinned-digest check (:func:`verify_sha256`). Reading and validating a trace
-file is :mod:`bfio.traces`.
+file is :mod:`bfio.traces`; where the pipeline or the CLI finds a known trace
+(data directory or download directory) is :func:`locate_known_trace`.
 
 Deliberately free of numpy and pandas: the config validation and the
 pipeline's start-up import it.
@@ -148,3 +149,24 @@ def verify_sha256(path, expected: str) -> None:
         raise ChecksumError(path, f"sha256 is {actual}, expected {expected}; the file is not the pinned trace "
                                   "(re-download it or point the data directory at the original)")
 
+
+def locate_known_trace(spec: TraceSpec, data_dir, download_dir, mode: str = "auto") -> Path | None:
+    """Where known trace ``spec`` is read from, or ``None`` when it cannot be
+    (the one rule of the pipeline, :func:`bfio.trace_sources.known_trace_path`,
+    and of ``bfio simulate``/``bfio traces``; README "Data").
+
+    ``mode`` ``'auto'``: ``data_dir/<relpath>`` if the file is there, else (a
+    trace with a public source) ``download_dir/<relpath>``, to be fetched
+    unless already there. ``'always'``: ``download_dir`` for every trace with
+    a public source. ``'never'``: ``data_dir``, else a file already in
+    ``download_dir`` (copied or fetched earlier); nothing is to be fetched. A
+    trace without a public source is read from ``data_dir`` only."""
+    local = Path(data_dir) / spec.relpath
+    fetched = Path(download_dir) / spec.relpath
+    if spec.url and mode == "always":
+        return fetched
+    if local.exists():
+        return local
+    if spec.url and (mode == "auto" or fetched.exists()):
+        return fetched
+    return None
