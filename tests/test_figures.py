@@ -176,7 +176,7 @@ def test_scale_for():
 # --------------------------------------------------------------------------- online_load (issue 13)
 
 def online_summary(identical=(("bfio_h40_aging200", "central", "bfio_h40"), ("least_tokens", "instant", "jsq_tokens"))):
-    """An online summary (as bfio.studies.summaries.summarize_online writes it) with
+    """An online summary (as bfio.studies.online_summary.summarize_online writes it) with
     latencies between 5 and 9 s (within one decade) and two series identical to another."""
     rng = np.random.default_rng(3)
     rows = []

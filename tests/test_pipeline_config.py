@@ -30,7 +30,7 @@ from bfio.trace_sources import (
     unavailable_traces,
     used_traces,
 )
-from bfio.traces import KNOWN_TRACES, sha256_of
+from bfio.trace_registry import KNOWN_TRACES, sha256_of
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

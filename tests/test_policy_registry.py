@@ -22,7 +22,7 @@ from bfio.experiments import experiment_rows, experiment_runs
 from bfio.run import RunSpec, parse_row
 from bfio.paper import row_key
 from bfio.policies import Policy, RoutingState, register
-from bfio.studies.summaries import policy_label as study_label
+from bfio.studies.online_summary import policy_label as study_label
 from bfio.tables import row_label
 
 REPO = Path(__file__).resolve().parents[1]

@@ -152,7 +152,7 @@ def test_sglang_total_tokens_central_is_jsq_tokens_up_to_ties():
 def router_runs(rng):
     import pandas as pd
 
-    from bfio.studies.summaries import ONLINE_METRICS
+    from bfio.studies.online_summary import ONLINE_METRICS
 
     rows = []
     spec = [("fcfs", "central", "fcfs", 0), ("bfio_h40", "central", "bfio", 0),
@@ -175,7 +175,7 @@ def router_runs(rng):
 
 
 def test_routers_table_pairs_every_instant_row_with_the_reference():
-    from bfio.studies.summaries import routers_markdown, summarize_routers
+    from bfio.studies.routers_summary import routers_markdown, summarize_routers
 
     s = summarize_routers(router_runs(np.random.default_rng(3)), "bfio_h40")
     inst = s[s["role"] == "instant"]
@@ -200,7 +200,7 @@ def test_routers_figure_renders_in_grayscale(tmp_path):
     from bfio.figures import save
     from bfio.figures.online_routers import figure_loads, plot_online_routers
     from bfio.figures.style import non_gray_artists
-    from bfio.studies.summaries import summarize_routers
+    from bfio.studies.routers_summary import summarize_routers
 
     s = summarize_routers(router_runs(np.random.default_rng(4)), "bfio_h40")
     assert figure_loads(s, 0.95) == {"p": 0.95, "r": 0.85}

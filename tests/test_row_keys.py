@@ -15,7 +15,7 @@ from bfio.errors import ConfigError
 from bfio.paper import admission_label, parse_admission_row, parse_bfio_row, row_key
 from bfio.policies import row_pattern
 from bfio.studies.starvation import starvation_variants
-from bfio.studies.summaries import policy_label
+from bfio.studies.online_summary import policy_label
 
 horizons = st.integers(min_value=0, max_value=10_000)
 admissions = st.one_of(st.sampled_from(["free", "fifo"]),

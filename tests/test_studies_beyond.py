@@ -20,16 +20,9 @@ from bfio.studies.online import online_runs, run_online, saturation_rate, trace_
 from bfio.studies.predictor_study import predictor_runs, predictor_variants, row_columns, run_predictor_study
 from bfio.studies.report import check_settings, ci_cell, scale_note
 from bfio.studies.starvation import admission_label, run_starvation, starvation_runs, starvation_variants
-from bfio.studies.summaries import (
-    ONLINE_METRICS,
-    online_markdown,
-    predictor_markdown,
-    recommend_admission,
-    starvation_markdown,
-    summarize_online,
-    summarize_predictors,
-    summarize_starvation,
-)
+from bfio.studies.online_summary import ONLINE_METRICS, online_markdown, summarize_online
+from bfio.studies.predictor_summary import predictor_markdown, summarize_predictors
+from bfio.studies.starvation_summary import recommend_admission, starvation_markdown, summarize_starvation
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

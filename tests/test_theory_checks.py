@@ -7,8 +7,9 @@ from bfio.theory import config, run
 from bfio.theory.assign import fcfs_round_loads
 from bfio.theory.distributions import uniform
 from bfio.theory.drift import make_drift
-from bfio.theory.slot_model import (POLICY_FCFS, geometric_snapshot, run_slot_model, snapshot_moments,
-                                    steady_state_estimates)
+from bfio.theory.estimates import steady_state_estimates
+from bfio.theory.predictions import geometric_snapshot, snapshot_moments
+from bfio.theory.slot_model import POLICY_FCFS, run_slot_model
 
 SMOKE = config.resolve({"profile": "smoke"})
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from bfio.errors import ChecksumError, TraceError
-from bfio.traces import KNOWN_TRACES, load_trace, sha256_of
+from bfio.trace_registry import KNOWN_TRACES, sha256_of
+from bfio.traces import load_trace
 
 
 @pytest.mark.parametrize("name", sorted(KNOWN_TRACES))

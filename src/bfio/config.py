@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bfio.errors import ConfigError
 from bfio.paper import TABLE_SETTINGS
-from bfio.traces import KNOWN_TRACES, TRACE_ALIASES, TraceSpec
+from bfio.trace_registry import KNOWN_TRACES, TRACE_ALIASES, TraceSpec
 from bfio.experiments import experiment_rows
 
 
@@ -235,7 +235,7 @@ def named_run(config: dict, user_config: dict | None, cwd=None) -> str | None:
 
 
 def trace_specs(config: dict) -> dict[str, TraceSpec]:
-    """Every trace name the config may use: :data:`~bfio.traces.KNOWN_TRACES`
+    """Every trace name the config may use: :data:`~bfio.trace_registry.KNOWN_TRACES`
     plus the ``extra_traces`` entries (``relpath`` is the configured path)."""
     out = dict(KNOWN_TRACES)
     for name, e in (config.get("extra_traces") or {}).items():

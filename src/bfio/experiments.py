@@ -27,7 +27,8 @@ from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rer
 from bfio.paper import parse_bfio_row, row_key
 from bfio.results_io import atomic_path, write_json
 from bfio.run import RunSpec, baselines
-from bfio.traces import KNOWN_TRACES, TraceSpec, load_trace, sha256_of
+from bfio.trace_registry import KNOWN_TRACES, TraceSpec, sha256_of
+from bfio.traces import load_trace
 
 
 def __getattr__(name: str):

@@ -152,7 +152,7 @@ def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill,
 
 # -- runs of steps without a routing decision (the step loop's fast path) -----------------
 # Rows of the per-step series buffer written by ``run_steps``, in this order
-# (``bfio.simulator.SERIES_FIELDS``).
+# (``bfio.simulation_result.SERIES_FIELDS``).
 S_CLOCK, S_DT, S_ACTIVE, S_COMPLETIONS, S_IMB_POST, S_IMB_PRE, S_E_POST, S_E_PRE, S_PMEAN_POST, \
     S_PMEAN_PRE, S_MAXLOAD_PRE, S_SUMLOAD_PRE, S_PSUM_PRE = range(13)
 

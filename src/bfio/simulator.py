@@ -27,88 +27,24 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
-from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
-from bfio.kernels import admit_assigned, admit_queues, assignment_fault, enqueue, first_outside, run_steps
+from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
+from bfio.kernels import admit_assigned, admit_queues, enqueue, run_steps
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
 from bfio.policies import DispatchState, Policy, RoutingState, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES
 from bfio.progress import progress
+from bfio.routing_checks import check_assignment, check_dispatch
+from bfio.simulation_result import (  # noqa: F401  (SERIES_FIELDS, window_warnings re-exported)
+    SERIES_FIELDS, SimulationResult, StepSeries, window_warnings)
 from bfio.workload import ENTRY_MODES, Workload
 
-SERIES_FIELDS = ("clock", "dt", "active", "completions", "imbalance_post", "imbalance_pre",
-                 "energy_post", "energy_pre", "power_mean_post", "power_mean_pre",
-                 "max_load_pre", "sum_load_pre", "power_sum_pre")
 ADMISSION_MODES = ENTRY_MODES  # deprecated alias of ENTRY_MODES, removed in the next release
-
-
-@dataclass
-class SimulationResult:
-    """Outcome of one simulation.
-
-    ``metrics`` holds the paper-convention metrics (``avg_imbalance``,
-    ``throughput`` tokens/s, ``tpot`` s/token, ``energy_j``), their pre-step
-    twins (``avg_imbalance_pre``, ``energy_j_pre``), whole-run totals, wait
-    statistics, per-request latency percentiles (``queue_wait_s_*``, ``tpot_s_*``,
-    ``e2e_s_*``), whole-run metrics without the backlog window
-    (``avg_imbalance_run``, ``throughput_run``, ``energy_j_run``, see
-    :mod:`bfio.metrics`) and policy statistics. ``requests`` has one row per
-    request (worker, arrival, start/finish clock and step, wait, TPOT, end-to-end
-    latency; ``queue_worker`` is the worker bound at arrival with instant
-    dispatch, -1 otherwise). ``series`` has one row per step
-    (index = step ``k`` from 1). ``loads`` is the ``(steps, G)`` array of gating
-    loads when requested.
-    """
-
-    config: dict
-    metrics: dict
-    steps: int
-    window_steps: int
-    requests: pd.DataFrame
-    series: pd.DataFrame
-    loads: np.ndarray | None = None
-    wall_s: float = 0.0
-    warnings: list = field(default_factory=list)
-
-    def summary(self) -> dict:
-        """Flat JSON-ready summary: config, metrics, step counts, wall time and
-        ``warnings`` (a list of messages, empty when the run is sound)."""
-        out = {**self.metrics, "steps": self.steps, "window_steps": self.window_steps,
-               "wall_s": self.wall_s, "warnings": list(self.warnings)}
-        out.update({k: v for k, v in self.config.items() if k not in out})
-        return out
-
-
-class _Series:
-    """Per-step records: one row per field of :data:`SERIES_FIELDS` (the order of
-    ``bfio.kernels.S_*``) in a ``(fields, capacity)`` buffer that grows by
-    doubling, plus the ``(capacity, G)`` gating loads when ``record_loads``."""
-
-    def __init__(self, workers: int, record_loads: bool, capacity: int = 1024):
-        self.n = 0
-        self.buf = np.zeros((len(SERIES_FIELDS), capacity))
-        self.load_rows = np.zeros((capacity if record_loads else 1, workers), dtype=np.int64)
-        self.record_loads = record_loads
-
-    def reserve(self) -> None:
-        """Make room for at least one more row."""
-        if self.n < self.buf.shape[1]:
-            return
-        self.buf = np.concatenate([self.buf, np.zeros_like(self.buf)], axis=1)
-        if self.record_loads:
-            self.load_rows = np.concatenate([self.load_rows, np.zeros_like(self.load_rows)])
-
-    def arrays(self) -> dict:
-        return {f: self.buf[j, : self.n].copy() for j, f in enumerate(SERIES_FIELDS)}
-
-    def loads(self) -> np.ndarray | None:
-        return self.load_rows[: self.n].copy() if self.record_loads and self.n else None
 
 
 def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, seed: int = 0,
@@ -181,7 +117,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     completed = np.full(N, -1, dtype=np.int64)
     loads = np.zeros(G, dtype=np.int64)
     active = np.zeros(G, dtype=np.int64)
-    series = _Series(G, record_loads)
+    series = StepSeries(G, record_loads)
     route_times: list[float] = []
     # per-worker FIFO queues of instant dispatch (see bfio.kernels.enqueue)
     q_head = np.full(G, -1, dtype=np.int64)
@@ -229,7 +165,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         t0 = time.perf_counter()
         to = np.asarray(policy.dispatch(ds, new))
         route_times.append(time.perf_counter() - t0)
-        _check_dispatch(to, new.shape[0], G, policy.name, state["step"])
+        check_dispatch(to, new.shape[0], G, policy.name, state["step"])
         to = to.astype(np.int64)
         enqueue(new, to, s, q_head, q_tail, q_next, q_len, q_tokens)
         queue_worker[new] = to
@@ -268,7 +204,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         t0 = time.perf_counter()
         assign = np.asarray(policy.route(rs))
         route_times.append(time.perf_counter() - t0)
-        _check_assignment(assign, pool.shape[0], free, policy.name, state["step"])
+        check_assignment(assign, pool.shape[0], free, policy.name, state["step"])
         rest = np.empty_like(pool)
         n, kept = admit_assigned(pool, assign, slot_request, s, loads, active, worker_of, start, start_step,
                                  state["clock"], state["step"], rest)
@@ -352,30 +288,6 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
                             wall_s=time.perf_counter() - t_wall, warnings=warns)
 
 
-WHOLE_RUN_METRICS = "avg_imbalance_run, throughput_run, energy_j_run"
-
-
-def window_warnings(window_steps: int, active: np.ndarray, workers: int, slots: int,
-                    entry: str) -> list[str]:
-    """Why the paper-convention metrics of a run may not mean what they say: a
-    measurement window (steps 1..last admission) shorter than
-    :data:`~bfio.limits.MIN_WINDOW_STEPS` steps, or (backlog mode) a pool that
-    never filled the cluster's ``G * B`` slots."""
-    out = []
-    if window_steps < MIN_WINDOW_STEPS:
-        what = "empty (no admission after step 0)" if window_steps == 0 else \
-            f"only {window_steps} step{'s' if window_steps > 1 else ''}"
-        out.append(f"measurement window is {what}, shorter than {MIN_WINDOW_STEPS} steps: the paper-convention "
-                   f"metrics (avg_imbalance, throughput, energy_j) are undefined or unrepresentative; use the "
-                   f"whole-run metrics ({WHOLE_RUN_METRICS}) or more requests")
-    busiest = int(active.max()) if active.size else 0
-    if entry == "backlog" and busiest < workers * slots:
-        out.append(f"the cluster was never full: at most {busiest:,} of G * B = {workers * slots:,} slots were "
-                   f"busy (too few requests for {workers} workers); use the whole-run metrics "
-                   f"({WHOLE_RUN_METRICS}) or more requests")
-    return out
-
-
 def _check_lengths(workload: Workload) -> None:
     """The kernels' inputs, checked once: token lengths within :mod:`bfio.limits`
     (a :class:`Workload` enforces this; a hand-made object might not)."""
@@ -383,34 +295,3 @@ def _check_lengths(workload: Workload) -> None:
         if arr.size and (arr.dtype != np.int64 or arr.min() < 1 or arr.max() > maximum):
             raise ConfigError(f"workload.{field_}: token lengths must be int64 in 1..{maximum:,} (bfio.limits), "
                               f"got dtype {arr.dtype}, range {arr.min()}..{arr.max()}")
-
-
-def _check_assignment(assign: np.ndarray, n_pool: int, free: np.ndarray, name: str, step: int) -> None:
-    """Refuse an assignment that breaks the capacity or stickiness rules."""
-    G = free.shape[0]
-    if assign.shape != (n_pool,):
-        raise PolicyError(f"policy '{name}' at step {step}: returned shape {assign.shape}, "
-                          f"expected one entry per pool request ({n_pool},)")
-    if assign.dtype.kind not in "iu":
-        raise PolicyError(f"policy '{name}' at step {step}: returned dtype {assign.dtype}, expected integers")
-    fault, k = assignment_fault(assign, free)
-    if fault == 1:
-        raise PolicyError(f"policy '{name}' at step {step}: pool entry {k} assigned to worker {assign[k]}, "
-                          f"outside 0..{G - 1} (or -1 to wait)")
-    if fault == 2:
-        counts = np.bincount(assign[assign >= 0], minlength=G)
-        raise PolicyError(f"policy '{name}' at step {step}: worker {k} got {counts[k]} requests "
-                          f"but has {free[k]} free slots (capacity B exceeded)")
-
-
-def _check_dispatch(to: np.ndarray, n: int, G: int, name: str, step: int) -> None:
-    """Refuse a dispatch that does not bind every new request to an existing worker."""
-    if to.shape != (n,):
-        raise PolicyError(f"policy '{name}' at step {step}: dispatch returned shape {to.shape}, "
-                          f"expected one worker per new request ({n},)")
-    if to.dtype.kind not in "iu":
-        raise PolicyError(f"policy '{name}' at step {step}: dispatch returned dtype {to.dtype}, expected integers")
-    j = first_outside(to, G) if n else -1
-    if j >= 0:
-        raise PolicyError(f"policy '{name}' at step {step}: dispatch bound request {j} of the batch to worker "
-                          f"{to[j]}, outside 0..{G - 1} (instant dispatch cannot defer a request)")

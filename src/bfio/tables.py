@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from bfio.paper import (TABLE_SETTINGS, at_least_as_good, compare_to_printed, matches_printed, paper_row,
                         parse_bfio_row, round_like)
+from bfio.student_t import t_quantile
 
 #: Metric -> (label, SI unit, convention).
 METRIC_INFO = {
@@ -50,7 +50,7 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
     m = float(x.mean())
     if n < 2:
         return m, float("nan"), float("nan"), n
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    half = float(t_quantile(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
     return m, m - half, m + half, n
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bfio.errors import ConfigError
 from bfio.config import trace_references
-from bfio.traces import KNOWN_TRACES
+from bfio.trace_registry import KNOWN_TRACES, locate_known_trace
 
 
 #: Values of the config key ``download`` and what they mean (see :func:`download_mode`).
@@ -39,25 +39,13 @@ def used_traces(config: dict) -> list[str]:
 
 
 def known_trace_path(name: str, config: dict) -> Path | None:
-    """Where the pipeline reads known trace ``name``, or ``None`` when it cannot.
-
-    ``download: auto``: ``data_dir/<relpath>`` if the file is there, else (a
-    trace with a public source) ``download_dir/<relpath>``, fetched by rule
-    ``download_trace`` unless already there. ``true``: ``download_dir`` for
-    every trace with a public source. ``false``: ``data_dir``, else a file
-    already in ``download_dir`` (copied or fetched earlier); nothing is
-    fetched. A trace without a public source is read from ``data_dir`` only."""
-    spec = KNOWN_TRACES[name]
-    mode = download_mode(config)
-    local = Path(config["data_dir"]) / spec.relpath
-    fetched = Path(config["download_dir"]) / spec.relpath
-    if spec.url and mode == "always":
-        return fetched
-    if local.exists():
-        return local
-    if spec.url and (mode == "auto" or fetched.exists()):
-        return fetched
-    return None
+    """Where the pipeline reads known trace ``name``, or ``None`` when it cannot:
+    :func:`bfio.trace_registry.locate_known_trace` with the config keys
+    ``data_dir``, ``download_dir`` and ``download`` (:func:`download_mode`);
+    a path under ``download_dir`` that does not exist yet is fetched by rule
+    ``download_trace``."""
+    return locate_known_trace(KNOWN_TRACES[name], config["data_dir"], config["download_dir"],
+                              download_mode(config))
 
 
 def unavailable_traces(config: dict) -> list[str]:

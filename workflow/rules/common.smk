@@ -19,7 +19,7 @@ from bfio.trace_sources import (
     skip_unavailable_traces,
     unavailable_traces,
 )
-from bfio.traces import KNOWN_TRACES
+from bfio.trace_registry import KNOWN_TRACES
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 

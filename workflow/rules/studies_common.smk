@@ -8,7 +8,7 @@ ONLINE = config["online"]
 ONLINE_SETTINGS = _check_study_settings(config, "online", ("poisson", "replay"))
 ONLINE_KIND = {s["name"]: kind for kind in ("poisson", "replay") for s in ONLINE[kind]}
 # Code fingerprints (rerun triggers): simulations depend on the simulator and
-# the study's run-building module, tables on bfio.studies.summaries.
+# the study's run-building module, tables on bfio.studies.*_summary.
 
 
 def study_sim_code(module):
@@ -16,7 +16,8 @@ def study_sim_code(module):
 
 
 STUDY_TABLE_CODE = code_fingerprint(
-    ["studies/summaries.py", "studies/aggregate.py", "studies/report.py", "tables.py"]
+    ["studies/online_summary.py", "studies/routers_summary.py", "studies/predictor_summary.py",
+     "studies/starvation_summary.py", "studies/aggregate.py", "studies/report.py", "tables.py"]
 )
 
 

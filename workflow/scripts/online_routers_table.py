@@ -4,7 +4,7 @@ reference row (rule online_routers_table)."""
 import pandas as pd
 
 from bfio.progress import script_log
-from bfio.studies.summaries import routers_markdown, summarize_routers
+from bfio.studies.routers_summary import routers_markdown, summarize_routers
 from bfio.tables import write_table
 
 with script_log(snakemake.log[0]):  # noqa: F821

@@ -2,7 +2,7 @@
 import pandas as pd
 
 from bfio.progress import script_log
-from bfio.studies.summaries import online_markdown, summarize_online
+from bfio.studies.online_summary import online_markdown, summarize_online
 from bfio.tables import write_table
 
 with script_log(snakemake.log[0]):  # noqa: F821

@@ -2,7 +2,7 @@
 import pandas as pd
 
 from bfio.progress import script_log
-from bfio.studies.summaries import predictor_markdown, summarize_predictors
+from bfio.studies.predictor_summary import predictor_markdown, summarize_predictors
 from bfio.tables import write_table
 
 with script_log(snakemake.log[0]):  # noqa: F821

@@ -3,7 +3,7 @@ import pandas as pd
 
 from bfio.progress import script_log
 from bfio.results_io import write_json
-from bfio.studies.summaries import recommend_admission, starvation_markdown, summarize_starvation
+from bfio.studies.starvation_summary import recommend_admission, starvation_markdown, summarize_starvation
 from bfio.tables import write_table
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

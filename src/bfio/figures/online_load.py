@@ -72,7 +72,7 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
     """Rows of ``panels`` against ``load`` for every Poisson setting of the
     online table: mean over seeds with 95% CI bars. Policies with identical
     results share one line, labelled ``A = B``."""
-    from bfio.studies.summaries import policy_label
+    from bfio.studies.online_summary import policy_label
 
     sub = summary[summary["arrival_mode"] == "poisson"]
     if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers

@@ -35,7 +35,7 @@ def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panel
     present), one line per instant router (a marker only for a router run at
     one interval), the reference row as a horizontal line with its 95% CI band
     (at 1 in the ratio panel)."""
-    from bfio.studies.summaries import policy_label
+    from bfio.studies.online_summary import policy_label
 
     settings = list(dict.fromkeys(summary["setting"]))
     at = figure_loads(summary, load)

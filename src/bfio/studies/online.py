@@ -15,7 +15,7 @@ For every setting (trace, N, G, B) of the config key ``online``:
    ``online.instant`` (dispatch to a worker's queue at arrival; rows may be
    ``variants`` with a ``report_interval``, the production routers seeing load
    reports that lag, issue 18); every seed.
-3. :func:`bfio.studies.summaries.summarize_online` aggregates per (setting,
+3. :func:`bfio.studies.online_summary.summarize_online` aggregates per (setting,
    load, dispatch, row) with 95% t intervals over seeds.
 """
 

@@ -9,7 +9,7 @@ backlog settings) and every horizon of the setting, BF-IO runs with every
 admission of ``starvation.admissions``, next to the ``references`` (FCFS, which
 admits in arrival order). Reported: p99 and max wait in steps and seconds,
 throughput and imbalance, the paired throughput cost of each admission against
-``free`` (same H, per seed) and :func:`bfio.studies.summaries.recommend_admission`'s pick.
+``free`` (same H, per seed) and :func:`bfio.studies.starvation_summary.recommend_admission`'s pick.
 """
 
 from __future__ import annotations

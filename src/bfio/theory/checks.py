@@ -9,7 +9,8 @@ the Student-t quantile with the estimate's degrees of freedom.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+
+from bfio.student_t import t_quantile
 
 # Appendix C.1, Step B: c_1 = 1 - exp(-1/(4 sqrt(2 pi))), c_2 = c_1 / sqrt(2)
 C1_PROOF = 1.0 - np.exp(-1.0 / (4.0 * np.sqrt(2.0 * np.pi)))
@@ -22,7 +23,7 @@ def quantile(alpha: float, n_tests: int, df: float, two_sided: bool = True) -> f
     if two_sided:
         a /= 2.0
     df = np.inf if df is None or not np.isfinite(df) else max(float(df), 1.0)
-    return float(stats.t.ppf(1.0 - a, df)) if np.isfinite(df) else float(stats.norm.ppf(1.0 - a))
+    return t_quantile(1.0 - a, df)
 
 
 def equal_within(est, se, target, q: float, rel_floor: float = 0.0):

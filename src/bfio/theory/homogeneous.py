@@ -27,7 +27,8 @@ import numpy as np
 
 from bfio.theory.assign import fcfs_round_loads, sorted_rounds_loads
 from bfio.theory.distributions import PrefillLaw
-from bfio.theory.slot_model import cell_seed, mean_se, ratio_se
+from bfio.theory.estimates import mean_se, ratio_se
+from bfio.theory.slot_model import cell_seed
 
 
 def imbalance(loads: np.ndarray) -> np.ndarray:

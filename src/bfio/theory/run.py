@@ -13,8 +13,9 @@ from bfio.theory.distributions import make_law
 from bfio.theory.drift import make_drift
 from bfio.theory.energy import compare_runs, round_energy
 from bfio.theory.homogeneous import homogeneous_cell
-from bfio.theory.slot_model import (geometric_snapshot, run_slot_model, snapshot_moments,
-                                    steady_state_estimates, theorem2_rate, theorem3_rate)
+from bfio.theory.estimates import steady_state_estimates
+from bfio.theory.predictions import geometric_snapshot, snapshot_moments, theorem2_rate, theorem3_rate
+from bfio.theory.slot_model import run_slot_model
 
 
 def laws(cfg: dict, names) -> dict:

@@ -35,8 +35,9 @@ weaker variant.
 
 After ``k_admit`` steps no more requests are admitted and the run drains, so
 every admitted request completes: the energy check (Theorem 4) uses every step;
-the steady-state estimates use the window ``[burn_in, k_admit)`` split into
-batches (batch means give the standard errors).
+the steady-state estimates (:mod:`bfio.theory.estimates`) use the window
+``[burn_in, k_admit)`` split into batches (batch means give the standard
+errors); what the theorems predict is :mod:`bfio.theory.predictions`.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from numba import njit
 
 from bfio.theory.assign import is_separated, place_balanced
 from bfio.theory.distributions import PrefillLaw
-from bfio.theory.drift import MODE_GLOBAL, MODE_LOCAL, MODE_PER_REQUEST, Drift
+from bfio.theory.drift import Drift
 
 POLICY_FCFS = 0
 POLICY_BF = 1
@@ -280,133 +281,3 @@ def run_slot_model(law: PrefillLaw, G: int, B: int, p: float, drift: Drift, *, s
                    n_batches=n_batches, loads={"fcfs": f[0], "bf": b[0]}, sum_y=f[1], sum_y2=f[2],
                    active=f[3], certified=b[4], swaps=b[5], margin=f[6], same_active=bool(same),
                    certified_fcfs=f[4])
-
-
-# ----------------------------------------------------------------------------- estimates
-
-
-def _batches(x: np.ndarray, burn: int, k_admit: int, n_batches: int) -> np.ndarray:
-    w = x[burn:k_admit]
-    L = w.shape[0] // n_batches
-    return w[: L * n_batches].reshape(n_batches, L, *w.shape[1:])
-
-
-def ratio_se(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
-    """Ratio of means ``mean(num)/mean(den)`` and its delta-method standard error
-    from paired batch (or sample) values."""
-    n = num.size
-    a, b = float(np.mean(num)), float(np.mean(den))
-    r = a / b
-    if n < 2:
-        return r, float("nan")
-    va, vb = np.var(num, ddof=1), np.var(den, ddof=1)
-    cab = np.cov(num, den, ddof=1)[0, 1]
-    var = (va / b**2 + a**2 * vb / b**4 - 2 * a * cab / b**3) / n
-    return r, float(np.sqrt(max(var, 0.0)))
-
-
-def mean_se(x: np.ndarray) -> tuple[float, float]:
-    x = np.asarray(x, dtype=float)
-    if x.size < 2:
-        return float(np.mean(x)), float("nan")
-    return float(np.mean(x)), float(np.std(x, ddof=1) / np.sqrt(x.size))
-
-
-def steady_state_estimates(run: SlotRun) -> dict:
-    """Window estimates with batch-means standard errors: per-step imbalance of
-    both policies, IIR, BF-IO gap, FCFS per-slot snapshot mean and variance."""
-    G = run.G
-    est = {}
-    imb = {}
-    gap = {}
-    for pol, L in run.loads.items():
-        lmax = L.max(axis=1)
-        imb[pol] = G * lmax - L.sum(axis=1)
-        gap[pol] = lmax - L.min(axis=1)
-    bi = {pol: _batches(v, run.burn_in, run.k_admit, run.n_batches).mean(axis=1) for pol, v in imb.items()}
-    bg = {pol: _batches(v, run.burn_in, run.k_admit, run.n_batches).mean(axis=1) for pol, v in gap.items()}
-    for pol in ("fcfs", "bf"):
-        est[f"imb_{pol}"], est[f"imb_{pol}_se"] = mean_se(bi[pol])
-        est[f"gap_{pol}"], est[f"gap_{pol}_se"] = mean_se(bg[pol])
-    est["iir"], est["iir_se"] = ratio_se(bi["fcfs"], bi["bf"])
-    s1 = _batches(run.sum_y, run.burn_in, run.k_admit, run.n_batches).sum(axis=1)
-    s2 = _batches(run.sum_y2, run.burn_in, run.k_admit, run.n_batches).sum(axis=1)
-    n = _batches(run.active.astype(float), run.burn_in, run.k_admit, run.n_batches).sum(axis=1)
-    m1 = s1 / n
-    var = s2 / n - m1**2
-    est["snap_mean"], est["snap_mean_se"] = mean_se(m1)
-    est["snap_var"], est["snap_var_se"] = mean_se(var)
-    w = slice(run.burn_in, run.k_admit)
-    est["window_steps"] = run.k_admit - run.burn_in
-    est["burn_in"] = run.burn_in
-    est["steps_total"] = run.steps
-    est["full_occupancy"] = bool(np.all(run.active[1:run.k_admit] == G * run.B))
-    adm = run.certified[:run.k_admit]
-    est["bf_admissions"] = int(np.sum(adm >= 0))
-    est["bf_uncertified"] = int(np.sum(adm == 0))
-    if run.certified_fcfs is not None:
-        est["fcfs_uncertified"] = int(np.sum(run.certified_fcfs[:run.k_admit] == 0))
-    est["bf_swaps_mean"] = float(np.mean(run.swaps[:run.k_admit]))
-    est["overload_margin_min"] = int(run.margin[1:run.k_admit].min())
-    est["same_active_sets"] = run.same_active
-    est["gap_bf_max"] = float(gap["bf"][w].max())
-    return est
-
-
-def snapshot_moments(law: PrefillLaw, p: float, drift: Drift, window: tuple[int, int],
-                     tail: float = 1e-13) -> tuple[float, float]:
-    """Theoretical pooled mean and variance of a slot's gating load over the
-    window steps ``[k0, k1)`` (FCFS, and by the common active set, any policy).
-
-    At step ``k`` the slot's request has done ``A`` steps with
-    ``P(A = a) = p (1-p)^a`` (``a < k``), ``P(A = k) = (1-p)^k`` (initial fill),
-    independent of its prompt ``S``; its load is ``S + D`` where ``D`` is the sum
-    of its ``A`` increments. For ``delta = 1`` in stationarity this is
-    ``mu_s + (1-p)/p`` and ``sigma_s^2 + (1-p)/p^2`` (Appendix C.2, Eq. (U-mean-var)).
-    """
-    k0, k1 = window
-    amax = int(np.ceil(np.log(tail) / np.log(1 - p))) + 1
-    mu, es2 = law.mean, law.var + law.mean**2
-    m1s, m2s = [], []
-    if drift.mode == MODE_PER_REQUEST:
-        mi, vi = drift.increment_moments()
-    seq = drift.sequence(max(k1, amax) + 2)
-    cum_local = np.concatenate([[0.0], np.cumsum(seq[:amax + 1])])
-    for k in range(k0, k1):
-        a = np.arange(0, min(k, amax) + 1)
-        w = p * (1 - p) ** a
-        if a[-1] == k:
-            w[-1] = (1 - p) ** k
-        if drift.mode == MODE_PER_REQUEST:
-            d1 = mi * a
-            d2 = vi * a + (mi * a) ** 2
-        elif drift.mode == MODE_LOCAL:
-            d1 = cum_local[a]
-            d2 = d1**2
-        else:
-            # increments applied after steps k-a .. k-1 (delta index k-1, ..., k-a)
-            c = np.concatenate([[0.0], np.cumsum(seq[k - 1::-1][: a[-1]])]) if k > 0 else np.zeros(1)
-            d1 = c[a]
-            d2 = d1**2
-        ed1 = float(np.dot(w, d1))
-        ed2 = float(np.dot(w, d2))
-        m1s.append(mu + ed1)
-        m2s.append(es2 + 2 * mu * ed1 + ed2)
-    m1 = float(np.mean(m1s))
-    return m1, float(np.mean(m2s) - m1**2)
-
-
-def geometric_snapshot(law: PrefillLaw, p: float) -> tuple[float, float]:
-    """Closed form of Theorem 2's snapshot: ``mu_s + (1-p)/p``, ``sigma_s^2 + (1-p)/p^2``."""
-    return law.mean + (1 - p) / p, law.var + (1 - p) / p**2
-
-
-def theorem2_rate(law: PrefillLaw, G: int, B: int, p: float) -> float:
-    """Eq. (IR-inhomog-lb) without ``c``:
-    ``(p/s_max) sqrt(sigma_s^2 + (1-p)/p^2) G/(G-1) sqrt(B log G)``."""
-    return (p / law.s_max) * np.sqrt(law.var + (1 - p) / p**2) * G / (G - 1) * np.sqrt(B * np.log(G))
-
-
-def theorem3_rate(law: PrefillLaw, G: int, B: int, p: float) -> float:
-    """Eq. (IR-general-lb) without ``c``: ``(p sigma_s / s_max) G/(G-1) sqrt(B log G)``."""
-    return (p * law.std / law.s_max) * G / (G - 1) * np.sqrt(B * np.log(G))

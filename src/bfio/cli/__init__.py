@@ -1,0 +1,40 @@
+"""The ``bfio`` command line: ``bfio simulate`` runs one simulation, ``bfio solve``
+re-solves a saved BF-IO instance, ``bfio traces`` lists the known traces.
+
+One module per subcommand (:mod:`bfio.cli.simulate`, :mod:`bfio.cli.solve`,
+:mod:`bfio.cli.traces`), each adding its parser and running it; the outputs'
+writers are :mod:`bfio.cli.output`, the option value types
+:mod:`bfio.cli.arguments`. ``python -m bfio.cli`` runs :func:`main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bfio.cli import simulate, solve, traces
+from bfio.errors import BfioError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bfio",
+        description="Simulate barrier-synchronized data-parallel LLM decode under routing policies "
+                    "(FCFS, JSQ, BF-IO, ...) in the paper's conventions.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    simulate.add_parser(sub)
+    solve.add_parser(sub)
+    traces.add_parser(sub)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = {"simulate": simulate.cmd_simulate, "solve": solve.cmd_solve,
+               "traces": traces.cmd_traces}[args.command]
+    try:
+        return handler(args)
+    except BfioError as e:
+        print(f"bfio: error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,38 @@
+"""argparse value types of the command line: integers with a lower bound,
+positive finite numbers; a bad value is a one-line usage error naming it."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def _int_at_least(minimum: int, what: str):
+    """argparse type: an integer >= ``minimum`` (``what`` names it in the error)."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a {what} integer, got '{text}'") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"expected a {what} integer, got {v}")
+        return v
+
+    return parse
+
+
+positive_int = _int_at_least(1, "positive")
+seed_int = _int_at_least(0, "non-negative seed")
+nonneg_int = _int_at_least(0, "non-negative")
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return v

@@ -1,0 +1,105 @@
+"""The online study's table (issue 6, ``docs/studies.md``): per-group means
+with 95% Student-t intervals over seeds of the per-request latencies and
+whole-run metrics (:func:`summarize_online`), its Markdown rendering, and the
+label of a policy row with its dispatch (:func:`policy_label`, also used by
+the online figures and the routers table).
+
+Kept apart from the run-building module (:mod:`bfio.studies.online`) so the
+workflow reruns only tables, never simulations, when this code changes.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bfio.studies.aggregate import summarize_runs
+from bfio.studies.report import PAPER_SETTINGS, ci_cell, markdown_table, scale_note
+
+#: Metric -> (label, unit). Per-request latencies are quantiles over the run's
+#: requests; "run" metrics cover the whole run (no measurement window: with
+#: arrivals the paper's window is not meaningful).
+ONLINE_METRICS = {
+    "queue_wait_s_p50": ("queue wait p50", "s"),
+    "queue_wait_s_p90": ("queue wait p90", "s"),
+    "queue_wait_s_p99": ("queue wait p99", "s"),
+    "tpot_s_p50": ("TPOT p50", "s/token"),
+    "tpot_s_p90": ("TPOT p90", "s/token"),
+    "tpot_s_p99": ("TPOT p99", "s/token"),
+    "e2e_s_p50": ("e2e latency p50", "s"),
+    "e2e_s_p90": ("e2e latency p90", "s"),
+    "e2e_s_p99": ("e2e latency p99", "s"),
+    "throughput_run": ("throughput", "tokens/s"),
+    "avg_imbalance_run": ("avg imbalance", "tokens"),
+    "energy_j_run": ("energy", "J"),
+}
+#: Columns of the Markdown table (the CSV has every metric).
+MARKDOWN_METRICS = ("queue_wait_s_p99", "tpot_s_p50", "e2e_s_p50", "e2e_s_p99", "throughput_run",
+                    "avg_imbalance_run", "energy_j_run")
+ONLINE_GROUP = ["setting", "trace", "requests", "workers", "slots", "arrival_mode", "load", "time_scale", "dispatch", "row"]
+
+
+#: Columns of the online runs that a row determines, carried into the summary
+#: when present (runs written before issue 18 have neither).
+ONLINE_ROW_COLUMNS = ["policy", "report_interval"]
+
+
+def summarize_online(runs: pd.DataFrame, metrics=None) -> pd.DataFrame:
+    """Mean and 95% CI over seeds per (setting, load, dispatch, row)."""
+    metrics = list(metrics or ONLINE_METRICS)
+    runs = runs.copy()
+    runs["load"] = runs["load"].round(6)
+    out = summarize_runs(runs, ONLINE_GROUP + [c for c in ONLINE_ROW_COLUMNS if c in runs.columns], metrics)
+    order = {"central": 0, "instant": 1}
+    out["_d"] = out["dispatch"].map(order)
+    out = out.sort_values(["setting", "load", "_d"], kind="stable").drop(columns="_d")
+    return out.reset_index(drop=True)
+
+
+def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None = None) -> str:
+    """``'vLLM DP (instant)'``, ``'BF-IO (H=40) (central)'``, ``'BF-IO (H=40, aging:200) (central)'``;
+    a row with lagging load reports (``report_interval`` k > 0, the row's
+    registry ``policy`` given): ``'vLLM DP, reports every 10 steps (instant)'``."""
+    from bfio.paper import parse_admission_row, parse_bfio_row
+    from bfio.tables import row_label
+
+    adm = parse_admission_row(row)
+    if adm:
+        return f"BF-IO (H={adm[0]}, {adm[1]}) ({dispatch})"
+    from bfio.policies import registered
+
+    k = 0 if report_interval is None or pd.isna(report_interval) else int(report_interval)
+    if policy and isinstance(policy, str) and row not in registered() and not parse_bfio_row(row):
+        row = policy  # a variant row: shown by its policy's label
+    if k > 0:
+        return f"{row_label(row)}, reports every {k} steps ({dispatch})"
+    return f"{row_label(row)} ({dispatch})"
+
+
+def record_label(r) -> str:
+    """:func:`policy_label` of a summary record (with its ``report_interval`` and ``policy`` when present)."""
+    return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"))
+
+
+def online_markdown(summary: pd.DataFrame, settings: dict, title: str = "Online arrivals vs production routers") -> str:
+    """One section per setting: rows (load, policy), columns :data:`MARKDOWN_METRICS`."""
+    n = int(summary["n_seeds"].max()) if len(summary) else 0
+    lines = [f"# {title}{scale_note(settings, PAPER_SETTINGS)}", "",
+             f"Mean [95% CI] over {n} seeds (Student t). *load* = offered arrival rate / the cluster's "
+             "saturation throughput (requests/s of FCFS-style backlog runs, see `saturation_rps`); latencies are "
+             "quantiles over the requests of a run (queue wait = arrival to start of decode; e2e = arrival to "
+             "last token), throughput, imbalance and energy cover the whole run. *central*: a shared pool, "
+             "requests are placed when a slot frees; *instant*: each request is sent to a worker's queue on "
+             "arrival. The CSV has every quantile (p50, p90, p99).", ""]
+    cols = [("load", lambda r: f"{r['load']:.3g}"), ("policy", record_label)]
+    for m in MARKDOWN_METRICS:
+        label, unit = ONLINE_METRICS[m]
+        cols.append((f"{label} ({unit})", lambda r, m=m: ci_cell(r, m)))
+    for name in dict.fromkeys(summary["setting"]):
+        sub = summary[summary["setting"] == name]
+        first = sub.iloc[0]
+        mode = ("Poisson arrivals" if first["arrival_mode"] == "poisson"
+                else "trace timestamps, time scale " + ", ".join(f"{t:g}" for t in sorted(set(sub['time_scale']))))
+        n_req = "whole trace" if pd.isna(first["requests"]) else f"{int(first['requests']):,}"
+        lines += [f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, N={n_req}; {mode}", "",
+                  markdown_table(sub.to_dict("records"), cols), ""]
+    return "\n".join(lines)

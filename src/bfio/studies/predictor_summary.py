@@ -1,0 +1,77 @@
+"""The predictor study's table (issue 6, ``docs/studies.md``): BF-IO with
+imperfect predictors, per-group means with 95% Student-t intervals over seeds,
+paired effects against the oracle and FCFS rows, and the Markdown rendering.
+
+Kept apart from the run-building module (:mod:`bfio.studies.predictor_study`)
+so the workflow reruns only tables, never simulations, when this code changes.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bfio.studies.aggregate import paired_effect, summarize_runs
+from bfio.studies.report import PAPER_SETTINGS, ci_cell, markdown_table, scale_note
+
+PREDICTOR_METRICS = {"avg_imbalance": ("avg imbalance", "tokens"), "throughput": ("throughput", "tokens/s"),
+           "tpot": ("TPOT", "s/token"), "energy_j": ("energy", "J")}
+PREDICTOR_GROUP = ["setting", "trace", "requests", "workers", "slots", "row", "predictor", "noise", "horizon"]
+
+
+def summarize_predictors(runs: pd.DataFrame, oracle_row: str, fcfs_row: str | None = "fcfs") -> pd.DataFrame:
+    """Mean and 95% CI per (setting, row), plus paired effects over seeds:
+    ``imbalance_vs_oracle_pct`` (imbalance above the oracle's, %) and
+    ``throughput_vs_fcfs_pct`` (throughput gain over FCFS, %) when those rows ran."""
+    summary = summarize_runs(runs, PREDICTOR_GROUP, [m for m in PREDICTOR_METRICS if m in runs.columns])
+    key = ["setting", "row"]
+    effects = []
+    if oracle_row in set(runs["row"]):
+        effects.append((oracle_row, "avg_imbalance", "imbalance_vs_oracle_pct"))
+    if fcfs_row and fcfs_row in set(runs["row"]):
+        effects.append((fcfs_row, "throughput", "throughput_vs_fcfs_pct"))
+    for base, metric, name in effects:
+        rows = []
+        for row in dict.fromkeys(runs["row"]):
+            eff = paired_effect(runs, ["setting"], base, row, metric, "gain_pct")
+            eff["row"] = row
+            rows.append(eff)
+        eff = pd.concat(rows, ignore_index=True)
+        eff = eff.rename(columns={"gain_pct_mean": f"{name}_mean", "gain_pct_ci_lo": f"{name}_ci_lo",
+                                  "gain_pct_ci_hi": f"{name}_ci_hi"})
+        summary = summary.merge(eff[key + [f"{name}_mean", f"{name}_ci_lo", f"{name}_ci_hi"]], on=key, how="left")
+    return summary
+
+
+def _predictor_label(r) -> str:
+    from bfio.tables import row_label
+
+    if r["predictor"] == "-":
+        return row_label(r["row"])
+    h = int(r["horizon"]) if "horizon" in r and pd.notna(r.get("horizon")) else None
+    head = f"BF-IO (H={h})" if h is not None else "BF-IO"
+    if r["predictor"] == "noisy":
+        return f"{head}, noisy d={r['noise']:g}"
+    return f"{head}, {r['predictor']}"
+
+
+def predictor_markdown(summary: pd.DataFrame, settings: dict, title: str = "BF-IO with imperfect predictors") -> str:
+    n = int(summary["n_seeds"].max()) if len(summary) else 0
+    lines = [f"# {title}{scale_note(settings, PAPER_SETTINGS)}", "",
+             f"Backlog mode (the paper's convention and metric window). Mean [95% CI] over {n} seeds (Student t). "
+             "*noisy d*: decode lengths estimated as o x U[1-d, 1+d] once per request; *empirical*, *geometric*: "
+             "oracle-free predictors learned online from completed requests; *none*: active requests are "
+             "assumed never to finish inside the window. *vs oracle*: paired (per seed) % change of the "
+             "imbalance over oracle BF-IO with the same H; *vs FCFS*: paired throughput gain over FCFS.", ""]
+    cols = [("policy", _predictor_label)]
+    for m, (label, unit) in PREDICTOR_METRICS.items():
+        cols.append((f"{label} ({unit})", lambda r, m=m: ci_cell(r, m)))
+    if "imbalance_vs_oracle_pct_mean" in summary:
+        cols.append(("imbalance vs oracle (%)", lambda r: ci_cell(r, "imbalance_vs_oracle_pct")))
+    if "throughput_vs_fcfs_pct_mean" in summary:
+        cols.append(("throughput vs FCFS (%)", lambda r: ci_cell(r, "throughput_vs_fcfs_pct")))
+    for name in dict.fromkeys(summary["setting"]):
+        sub = summary[summary["setting"] == name]
+        first = sub.iloc[0]
+        lines += [f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, "
+                  f"N={int(first['requests']):,}", "", markdown_table(sub.to_dict("records"), cols), ""]
+    return "\n".join(lines)

@@ -1,0 +1,127 @@
+"""The starvation study's table (issue 6, ``docs/studies.md``): waits and
+their cost per admission rule, per-group means with 95% Student-t intervals
+over seeds, paired effects against the ``free`` rule, the recommended
+admission (:func:`recommend_admission`) and the Markdown rendering.
+
+Kept apart from the run-building module (:mod:`bfio.studies.starvation`) so
+the workflow reruns only tables, never simulations, when this code changes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bfio.errors import ConfigError
+from bfio.studies.aggregate import paired_effect, summarize_runs
+from bfio.studies.report import PAPER_SETTINGS, ci_cell, fmt, markdown_table, scale_note
+
+STARVATION_METRICS = {"wait_steps_p99": ("wait p99", "steps"), "wait_steps_max": ("wait max", "steps"),
+           "wait_s_p99": ("wait p99", "s"), "wait_s_max": ("wait max", "s"),
+           "throughput": ("throughput", "tokens/s"), "avg_imbalance": ("avg imbalance", "tokens"),
+           "tpot": ("TPOT", "s/token")}
+STARVATION_GROUP = ["setting", "trace", "requests", "workers", "slots", "row", "horizon", "admission"]
+
+
+def summarize_starvation(runs: pd.DataFrame, baseline_admission: str = "free") -> pd.DataFrame:
+    """Mean and 95% CI per (setting, row); for BF-IO rows the paired (per seed)
+    ``throughput_cost_pct`` against the ``baseline_admission`` row with the same
+    H (positive = throughput lost) and ``wait_p99_vs_base`` (ratio of mean p99
+    waits in steps)."""
+    summary = summarize_runs(runs, STARVATION_GROUP, [m for m in STARVATION_METRICS if m in runs.columns])
+    summary["throughput_cost_pct_mean"] = np.nan
+    summary["throughput_cost_pct_ci_lo"] = np.nan
+    summary["throughput_cost_pct_ci_hi"] = np.nan
+    summary["wait_p99_vs_base"] = np.nan
+    for i, r in summary.iterrows():
+        if r["admission"] == "-":
+            continue
+        same = summary[(summary["setting"] == r["setting"]) & (summary["horizon"] == r["horizon"])
+                       & (summary["admission"] == baseline_admission)]
+        if same.empty:
+            continue
+        base = same.iloc[0]
+        sub = runs[runs["setting"] == r["setting"]]
+        eff = paired_effect(sub, ["setting"], base["row"], r["row"], "throughput", "gain_pct").iloc[0]
+        # cost = -gain; the interval flips
+        summary.loc[i, "throughput_cost_pct_mean"] = -eff["gain_pct_mean"]
+        summary.loc[i, "throughput_cost_pct_ci_lo"] = -eff["gain_pct_ci_hi"]
+        summary.loc[i, "throughput_cost_pct_ci_hi"] = -eff["gain_pct_ci_lo"]
+        b = base["wait_steps_p99_mean"]
+        summary.loc[i, "wait_p99_vs_base"] = r["wait_steps_p99_mean"] / b if b > 0 else np.nan
+    return summary
+
+
+#: Wait metrics a recommendation may minimize (worst case over settings and H).
+RECOMMEND_BY = ("wait_steps_max", "wait_steps_p99", "wait_s_max", "wait_s_p99")
+
+
+def recommend_admission(summary: pd.DataFrame, max_cost_pct: float, by: str = "wait_steps_max") -> dict:
+    """The admission with the smallest worst-case ``by`` (mean over seeds, worst
+    over every setting and H) among those whose mean throughput cost against
+    ``free`` stays within ``max_cost_pct`` in every (setting, H); ties by the
+    smaller worst-case cost.
+
+    Returns ``{"admission", "by", "criterion", "candidates"}`` where each
+    candidate has its worst cost and worst p99/max waits in steps and seconds;
+    ``admission`` is None when no candidate meets the cost bound.
+    """
+    if by not in RECOMMEND_BY:
+        raise ConfigError(f"starvation.recommend_by: expected one of {', '.join(RECOMMEND_BY)}, got {by!r}")
+    bf = summary[summary["admission"] != "-"]
+    if bf.empty:
+        raise ConfigError("starvation: no BF-IO rows to recommend an admission from")
+    cands = []
+    for adm, grp in bf.groupby("admission", sort=False):
+        cost = grp["throughput_cost_pct_mean"].fillna(0.0)
+        rec = {"admission": adm, "worst_cost_pct": float(cost.max())}
+        for m in RECOMMEND_BY:
+            rec[f"worst_{m}"] = float(grp[f"{m}_mean"].max()) if f"{m}_mean" in grp else float("nan")
+        rec["eligible"] = bool(rec["worst_cost_pct"] <= max_cost_pct)
+        cands.append(rec)
+    ok = [c for c in cands if c["eligible"]]
+    best = min(ok, key=lambda c: (c[f"worst_{by}"], c["worst_cost_pct"])) if ok else None
+    return {"admission": best["admission"] if best else None, "max_cost_pct": float(max_cost_pct), "by": by,
+            "criterion": (f"smallest worst-case {by} (mean over seeds, worst over settings and horizons) among "
+                          f"admissions whose mean throughput cost vs 'free' is <= {max_cost_pct:g}% in every "
+                          "setting and horizon"),
+            "candidates": cands}
+
+
+def _starvation_label(r) -> str:
+    from bfio.tables import row_label
+
+    if r["admission"] == "-":
+        return row_label(r["row"])
+    return f"BF-IO (H={int(r['horizon'])}), {r['admission']}"
+
+
+def starvation_markdown(summary: pd.DataFrame, settings: dict, recommendation: dict,
+                        title: str = "Starvation and fairness of BF-IO admission rules") -> str:
+    n = int(summary["n_seeds"].max()) if len(summary) else 0
+    lines = [f"# {title}{scale_note(settings, PAPER_SETTINGS)}", "",
+             f"Backlog mode (paper convention). Mean [95% CI] over {n} seeds (Student t). Wait = pool entry to "
+             "admission, per request (p99 and max over the run's requests). *cost vs free*: paired throughput "
+             "loss against `free` with the same H (%, positive = slower). `aging:N` admits requests waiting >= N "
+             "steps first; `fifo` admits the oldest U.", ""]
+    cols = [("policy", _starvation_label)]
+    for m, (label, unit) in STARVATION_METRICS.items():
+        cols.append((f"{label} ({unit})", lambda r, m=m: ci_cell(r, m)))
+    cols.append(("cost vs free (%)", lambda r: ci_cell(r, "throughput_cost_pct")))
+    for name in dict.fromkeys(summary["setting"]):
+        sub = summary[summary["setting"] == name]
+        first = sub.iloc[0]
+        lines += [f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, "
+                  f"N={int(first['requests']):,}", "", markdown_table(sub.to_dict("records"), cols), ""]
+    lines += ["## Recommended default admission", "",
+              f"Criterion: {recommendation['criterion']}.", ""]
+    rec_cols = [("admission", lambda c: c["admission"]), ("worst cost vs free (%)", lambda c: fmt(c["worst_cost_pct"])),
+                ("worst p99 wait (steps)", lambda c: fmt(c["worst_wait_steps_p99"])),
+                ("worst max wait (steps)", lambda c: fmt(c["worst_wait_steps_max"])),
+                ("worst p99 wait (s)", lambda c: fmt(c["worst_wait_s_p99"])),
+                ("worst max wait (s)", lambda c: fmt(c["worst_wait_s_max"])),
+                ("within cost bound", lambda c: "yes" if c["eligible"] else "no")]
+    lines += [markdown_table(recommendation["candidates"], rec_cols), ""]
+    pick = recommendation["admission"]
+    lines += [f"**Recommendation: `admission: {pick}`.**" if pick else "**No admission meets the cost bound.**", ""]
+    return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""Validating a trace table row by row (Section 6.1; README "Bring your own
+trace"): token counts are positive integers within :mod:`bfio.limits`, arrival
+times are seconds or timestamps, nothing is dropped or clipped. A bad value
+raises :class:`~bfio.errors.TraceError` naming the file, the 0-based data row
+and the column.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bfio.errors import TraceError
+from bfio.limits import MAX_DECODE, MAX_PREFILL
+
+
+def validate_columns(frame: pd.DataFrame, path: Path, prefill_col, decode_col,
+                     arrival_col) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The prefill and decode token counts (int64) and the arrival times in
+    seconds (``None`` without ``arrival_col``) of ``frame``, every row checked."""
+    if len(frame) == 0:
+        raise TraceError(path, "trace has no rows")
+    available = ", ".join(map(str, frame.attrs.get("available", frame.columns)))
+    cols = {"prefill": (prefill_col, MAX_PREFILL), "decode": (decode_col, MAX_DECODE)}
+    out = {}
+    for role, (col, maximum) in cols.items():
+        if col not in frame.columns:
+            raise TraceError(path, f"missing {role} column (available: {available})", field=col)
+        out[role] = _positive_ints(frame[col], path, col, maximum, role)
+    arrival = None
+    if arrival_col is not None:
+        if arrival_col not in frame.columns:
+            raise TraceError(path, f"missing arrival column (available: {available})", field=arrival_col)
+        arrival = _arrival_seconds(frame[arrival_col], path, arrival_col)
+    return out["prefill"], out["decode"], arrival
+
+
+def _first_bad(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _fmt(value) -> str:
+    return repr(value.item() if hasattr(value, "item") else value)
+
+
+def _positive_ints(series: pd.Series, path: Path, col: str, maximum: int, role: str) -> np.ndarray:
+    """Integer token counts in ``1..maximum`` (:mod:`bfio.limits`) as int64."""
+    values = series.to_numpy()
+    if values.dtype == object:
+        num = np.empty(len(values), dtype=float)
+        for row, v in enumerate(values):
+            if isinstance(v, bool) or v is None:
+                raise TraceError(path, f"value {v!r} is not an integer token count", row=row, field=col)
+            if isinstance(v, (int, np.integer, float, np.floating)) or (isinstance(v, str) and _is_number(v)):
+                try:
+                    num[row] = float(v)
+                except OverflowError:  # an int beyond float range
+                    num[row] = np.inf
+            else:
+                raise TraceError(path, f"value {v!r} is not an integer token count", row=row, field=col)
+        values = num
+    elif values.dtype.kind == "b":
+        raise TraceError(path, "column is boolean, expected integer token counts", row=0, field=col)
+    elif values.dtype.kind not in "iuf":
+        raise TraceError(path, f"column has type {values.dtype}, expected integer token counts", row=0, field=col)
+    v = values.astype(float)
+    bad = np.isnan(v)
+    if bad.any():
+        raise TraceError(path, "value is missing (NaN)", row=_first_bad(bad), field=col)
+    bad = v > maximum
+    if bad.any():
+        r = _first_bad(bad)
+        raise TraceError(path, f"value {_fmt(values[r])} exceeds the maximum {role} length of {maximum:,} tokens "
+                               "(bfio.limits: bounds that keep loads exact)", row=r, field=col)
+    bad = ~np.isfinite(v) | (v != np.round(v))
+    if bad.any():
+        r = _first_bad(bad)
+        raise TraceError(path, f"value {_fmt(values[r])} is not an integer token count", row=r, field=col)
+    bad = v < 1
+    if bad.any():
+        r = _first_bad(bad)
+        raise TraceError(path, f"value {_fmt(values[r])} is not positive (token counts must be >= 1)", row=r, field=col)
+    return v.astype(np.int64)
+
+
+def _arrival_seconds(series: pd.Series, path: Path, col: str) -> np.ndarray:
+    if series.dtype.kind in "iuf":
+        v = series.to_numpy(dtype=float)
+    else:
+        parsed = _timestamps(series, path, col)
+        bad = parsed.isna().to_numpy()
+        if bad.any():
+            r = _first_bad(bad)
+            raise TraceError(path, f"value {series.iloc[r]!r} is neither seconds nor a timestamp", row=r, field=col)
+        v = (parsed - parsed.min()).dt.total_seconds().to_numpy()
+    bad = ~np.isfinite(v)
+    if bad.any():
+        raise TraceError(path, "arrival time is missing or not finite", row=_first_bad(bad), field=col)
+    bad = v < 0
+    if bad.any():
+        raise TraceError(path, "arrival time is negative", row=_first_bad(bad), field=col)
+    return v
+
+
+def _timestamps(series: pd.Series, path: Path, col: str) -> pd.Series:
+    """Parse timestamps (unparseable values become NaT). Timestamps that all
+    carry a UTC offset may differ in offset (e.g. across a DST change): they are
+    compared in UTC. Mixing timestamps with and without an offset is ambiguous
+    and refused, naming the first row that differs from row 0."""
+    try:
+        return pd.to_datetime(series, errors="coerce", format="mixed")
+    except (ValueError, TypeError):
+        pass
+    aware = []
+    for v in series:
+        try:
+            ts = pd.Timestamp(v)
+        except (ValueError, TypeError):
+            aware.append(None)
+            continue
+        aware.append(None if ts is pd.NaT else ts.tzinfo is not None)
+    kinds = {a for a in aware if a is not None}
+    if kinds == {True}:
+        return pd.to_datetime(series, errors="coerce", format="mixed", utc=True)
+    first = next(a for a in aware if a is not None)
+    r = next(i for i, a in enumerate(aware) if a is not None and a != first)
+    has = "has a UTC offset" if aware[r] else "has no UTC offset"
+    raise TraceError(path, f"timestamp {series.iloc[r]!r} {has} but earlier ones "
+                           f"{'do not' if aware[r] else 'do'}: mixed time zones are ambiguous "
+                           "(give every timestamp an offset, or none)", row=r, field=col)
