@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bfio.studies.aggregate import summarize_runs
-from bfio.studies.report import PAPER_SETTINGS, ci_cell, markdown_table, scale_note
+from bfio.studies.report import PAPER_SETTINGS, ci_columns, markdown_table, scale_note
 
 #: Metric -> (label, unit). Per-request latencies are quantiles over the run's
 #: requests; "run" metrics cover the whole run (no measurement window: with
@@ -90,10 +90,8 @@ def online_markdown(summary: pd.DataFrame, settings: dict, title: str = "Online 
              "last token), throughput, imbalance and energy cover the whole run. *central*: a shared pool, "
              "requests are placed when a slot frees; *instant*: each request is sent to a worker's queue on "
              "arrival. The CSV has every quantile (p50, p90, p99).", ""]
-    cols = [("load", lambda r: f"{r['load']:.3g}"), ("policy", record_label)]
-    for m in MARKDOWN_METRICS:
-        label, unit = ONLINE_METRICS[m]
-        cols.append((f"{label} ({unit})", lambda r, m=m: ci_cell(r, m)))
+    cols = [("load", lambda r: f"{r['load']:.3g}"), ("policy", record_label),
+            *ci_columns({m: ONLINE_METRICS[m] for m in MARKDOWN_METRICS})]
     for name in dict.fromkeys(summary["setting"]):
         sub = summary[summary["setting"] == name]
         first = sub.iloc[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bfio.studies.aggregate import paired_effect, summarize_runs
-from bfio.studies.report import PAPER_SETTINGS, ci_cell, markdown_table, scale_note
+from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, scale_note, setting_sections
 
 PREDICTOR_METRICS = {"avg_imbalance": ("avg imbalance", "tokens"), "throughput": ("throughput", "tokens/s"),
            "tpot": ("TPOT", "s/token"), "energy_j": ("energy", "J")}
@@ -62,16 +62,10 @@ def predictor_markdown(summary: pd.DataFrame, settings: dict, title: str = "BF-I
              "oracle-free predictors learned online from completed requests; *none*: active requests are "
              "assumed never to finish inside the window. *vs oracle*: paired (per seed) % change of the "
              "imbalance over oracle BF-IO with the same H; *vs FCFS*: paired throughput gain over FCFS.", ""]
-    cols = [("policy", _predictor_label)]
-    for m, (label, unit) in PREDICTOR_METRICS.items():
-        cols.append((f"{label} ({unit})", lambda r, m=m: ci_cell(r, m)))
+    cols = [("policy", _predictor_label), *ci_columns(PREDICTOR_METRICS)]
     if "imbalance_vs_oracle_pct_mean" in summary:
         cols.append(("imbalance vs oracle (%)", lambda r: ci_cell(r, "imbalance_vs_oracle_pct")))
     if "throughput_vs_fcfs_pct_mean" in summary:
         cols.append(("throughput vs FCFS (%)", lambda r: ci_cell(r, "throughput_vs_fcfs_pct")))
-    for name in dict.fromkeys(summary["setting"]):
-        sub = summary[summary["setting"] == name]
-        first = sub.iloc[0]
-        lines += [f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, "
-                  f"N={int(first['requests']):,}", "", markdown_table(sub.to_dict("records"), cols), ""]
+    lines += setting_sections(summary, cols)
     return "\n".join(lines)

@@ -82,6 +82,24 @@ def markdown_table(records, columns) -> str:
     return pd.DataFrame(rows).to_markdown(index=False)
 
 
+def ci_columns(metrics: dict) -> list:
+    """Markdown columns ``"<label> (<unit>)"`` of ``metric -> (label, unit)``, each cell
+    the metric's mean [95% CI] (:func:`ci_cell`)."""
+    return [(f"{label} ({unit})", lambda r, m=m: ci_cell(r, m)) for m, (label, unit) in metrics.items()]
+
+
+def setting_sections(summary, columns) -> list[str]:
+    """One Markdown section per backlog setting (in order of appearance): a heading
+    naming its trace, G, B and N, then its rows as a table."""
+    lines = []
+    for name in dict.fromkeys(summary["setting"]):
+        sub = summary[summary["setting"] == name]
+        first = sub.iloc[0]
+        lines += [f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, "
+                  f"N={int(first['requests']):,}", "", markdown_table(sub.to_dict("records"), columns), ""]
+    return lines
+
+
 def read_frames(paths: dict) -> dict:
     """trace name -> canonical trace table (``results/traces/<trace>.parquet``)."""
     from bfio.experiments import read_trace_table

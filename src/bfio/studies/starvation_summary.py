@@ -14,7 +14,7 @@ import pandas as pd
 
 from bfio.errors import ConfigError
 from bfio.studies.aggregate import paired_effect, summarize_runs
-from bfio.studies.report import PAPER_SETTINGS, ci_cell, fmt, markdown_table, scale_note
+from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, fmt, markdown_table, scale_note, setting_sections
 
 STARVATION_METRICS = {"wait_steps_p99": ("wait p99", "steps"), "wait_steps_max": ("wait max", "steps"),
            "wait_s_p99": ("wait p99", "s"), "wait_s_max": ("wait max", "s"),
@@ -104,15 +104,9 @@ def starvation_markdown(summary: pd.DataFrame, settings: dict, recommendation: d
              "admission, per request (p99 and max over the run's requests). *cost vs free*: paired throughput "
              "loss against `free` with the same H (%, positive = slower). `aging:N` admits requests waiting >= N "
              "steps first; `fifo` admits the oldest U.", ""]
-    cols = [("policy", _starvation_label)]
-    for m, (label, unit) in STARVATION_METRICS.items():
-        cols.append((f"{label} ({unit})", lambda r, m=m: ci_cell(r, m)))
-    cols.append(("cost vs free (%)", lambda r: ci_cell(r, "throughput_cost_pct")))
-    for name in dict.fromkeys(summary["setting"]):
-        sub = summary[summary["setting"] == name]
-        first = sub.iloc[0]
-        lines += [f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, "
-                  f"N={int(first['requests']):,}", "", markdown_table(sub.to_dict("records"), cols), ""]
+    cols = [("policy", _starvation_label), *ci_columns(STARVATION_METRICS),
+            ("cost vs free (%)", lambda r: ci_cell(r, "throughput_cost_pct"))]
+    lines += setting_sections(summary, cols)
     lines += ["## Recommended default admission", "",
               f"Criterion: {recommendation['criterion']}.", ""]
     rec_cols = [("admission", lambda c: c["admission"]), ("worst cost vs free (%)", lambda c: fmt(c["worst_cost_pct"])),
