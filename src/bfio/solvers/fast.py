@@ -382,17 +382,16 @@ def _cand_gt(ssorted, rp, lo, hi, x):
 
 
 @njit(cache=True)
-def _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, t, rise):
+def _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, t):
     """Admit request ``j`` to touched worker ``t``: add ``s_j + h`` to ``P_t(h)``
-    for ``h < l_j``, raise the envelope where it is exceeded. Writes the offsets
-    where ``E`` rose to ``rise`` and returns how many (the envelope never falls)."""
+    for ``h < l_j``, raise the envelope where it is exceeded. Returns at how many
+    offsets ``E`` rose (the envelope never falls)."""
     s = sizes[j]
     nr = 0
     for h in range(lf[j]):
         P[t, h] += s + h
         if P[t, h] > E[h]:
             E[h] = P[t, h]
-            rise[nr] = h
             nr += 1
     capl[t] -= 1
     taken[j] = True
@@ -413,7 +412,6 @@ def _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U
     pm = np.empty((nT, H1), dtype=P.dtype)
     for t in range(nT):
         _prefix_headroom(E, P, t, pm)
-    rise = np.empty(H1, dtype=np.int64)
     placed = 0
     for q in range(n - 1, -1, -1):
         j = sorder[q]
@@ -439,7 +437,7 @@ def _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U
                 if best < 0 or d < fd or (d == fd and P[t, 0] < P[best, 0]):
                     best = t
                     fd = d
-        if _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, best, rise) > 0:
+        if _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, best) > 0:
             for t in range(nT):
                 _prefix_headroom(E, P, t, pm)
         else:
@@ -649,7 +647,6 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
     cpiv = np.empty((nT, ng), dtype=P.dtype)
     cpos = np.full((nT, ng, 2), -1, dtype=np.int64)
     ccost = np.zeros((nT, ng, 2), dtype=np.float64)
-    rise = np.empty(H1, dtype=np.int64)
     newc = np.empty(H1, dtype=P.dtype)
     newpiv = np.empty(ng, dtype=P.dtype)
     phi = 0.0
@@ -718,7 +715,7 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
             if pick < 0 or _better(t, pick, bestd, capl, P, spread):
                 pick = t
         j = bestj[pick]
-        if _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, pick, rise) > 0:
+        if _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, pick) > 0:
             phi = 0.0
             for h in range(H1):
                 phi += wt[h] * E[h]
