@@ -70,8 +70,9 @@ def test_pivot_minimizes_the_convex_cost(c, G, delta, data):
     w = offset_weights(H1 - 1, delta)
     cw = np.concatenate([[0.0], np.cumsum(w)])
     groups = np.asarray(sorted(set(data.draw(st.lists(st.integers(1, H1), min_size=1, max_size=H1)))), dtype=np.int64)
-    piv = np.empty(groups.shape[0], dtype=np.int64)
-    _pivots(c, G, w, cw, groups, groups.shape[0], piv)
+    piv2 = np.empty((1, groups.shape[0]), dtype=np.int64)
+    _pivots(c, G, w, cw, groups, groups.shape[0], piv2, 0, np.empty(H1, dtype=np.int64))
+    piv = piv2[0]
     for q, l in enumerate(groups):
         def f(s):
             return G * float(np.sum(w[:l] * np.maximum(0, s - c[:l]))) - s * cw[l]

@@ -54,12 +54,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+# The helpers below take arrays but never allocate, so they are compiled without
+# the runtime's reference counting (numba's ``_nrt`` target option): a helper
+# that numba does not inline otherwise pays an atomic reference count in and out
+# for every array argument on every call, which was 23% of a Table-1 routing call
+# (profiled with perf; the phases that allocate keep ``njit(cache=True)``).
+_helper = njit(cache=True, _nrt=False)
+
 PERSIST = np.int64(2**40)  # lifetime of a new request that persists over the whole window
 _NONE = -2  # index of an empty envelope entry
 _FIXED = -1  # index standing for the workers without free slots (Mo)
 
 
-@njit(cache=True)
+@_helper
 def _bit_add(bit, pos, v):
     """Fenwick tree over size-ordered positions, 1 = still waiting."""
     i = pos + 1
@@ -69,7 +76,7 @@ def _bit_add(bit, pos, v):
         i += i & (-i)
 
 
-@njit(cache=True)
+@_helper
 def _bit_prefix(bit, pos):
     """Number of waiting requests at positions ``0..pos``."""
     i = pos + 1
@@ -80,7 +87,7 @@ def _bit_prefix(bit, pos):
     return s
 
 
-@njit(cache=True)
+@_helper
 def _bit_kth(bit, k):
     """Position of the ``k``-th (1-based) waiting request."""
     n = bit.shape[0] - 1
@@ -96,7 +103,7 @@ def _bit_kth(bit, k):
     return pos  # 0-based position
 
 
-@njit(cache=True)
+@_helper
 def _column_scan(P, Mo, tv, ti, h):
     """Top three of column ``h`` over ``{Mo} U touched workers``."""
     nT = P.shape[0]
@@ -122,7 +129,7 @@ def _column_scan(P, Mo, tv, ti, h):
             ti[2, h] = t
 
 
-@njit(cache=True)
+@_helper
 def _update_worker(P, Mo, tv, ti, t):
     """Refresh the top-three structure after worker ``t``'s profile changed."""
     H1 = P.shape[1]
@@ -148,12 +155,12 @@ def _update_worker(P, Mo, tv, ti, t):
                 ti[2, h] = t
 
 
-@njit(cache=True)
+@_helper
 def _excl1(tv, ti, t, h):
     return tv[0, h] if ti[0, h] != t else tv[1, h]
 
 
-@njit(cache=True)
+@_helper
 def _excl2(tv, ti, a, b, h):
     for k in range(3):
         if ti[k, h] != a and ti[k, h] != b:
@@ -161,7 +168,7 @@ def _excl2(tv, ti, a, b, h):
     return -1
 
 
-@njit(cache=True)
+@_helper
 def _prefer(capl, P, a, b, spread):
     """Tie-break among equal-``delta`` choices: worker ``a`` before ``b`` if it has
     more free slots, then a lower current predicted load."""
@@ -172,7 +179,7 @@ def _prefer(capl, P, a, b, spread):
     return P[a, 0] < P[b, 0]
 
 
-@njit(cache=True)
+@_helper
 def _prefix_headroom(E, P, t, pm):
     """``pm[t, h] = min_{h' <= h} (E(h') - P_t(h') - h')``: the largest request of
     lifetime ``h + 1`` that fits on ``t`` without raising the envelope
@@ -187,7 +194,7 @@ def _prefix_headroom(E, P, t, pm):
         pm[t, h] = m
 
 
-@njit(cache=True)
+@_helper
 def _upper(a, lo, hi, x):
     """First position in ``lo..hi`` with ``a[pos] > x`` (``a`` ascending there)."""
     while lo < hi:
@@ -199,7 +206,7 @@ def _upper(a, lo, hi, x):
     return lo
 
 
-@njit(cache=True)
+@_helper
 def _grp_le(ssorted, bit, lo, hi, x):
     """Largest waiting request with size <= x among positions lo..hi-1, or -1.
     Among equal sizes the oldest request sits last, so it is found first."""
@@ -215,7 +222,7 @@ def _grp_le(ssorted, bit, lo, hi, x):
     return _bit_kth(bit, c)
 
 
-@njit(cache=True)
+@_helper
 def _grp_gt(ssorted, bit, lo, hi, x):
     """Smallest waiting request with size > x among positions lo..hi-1, or -1."""
     if hi <= lo:
@@ -228,13 +235,13 @@ def _grp_gt(ssorted, bit, lo, hi, x):
     return _bit_kth(bit, c + 1)
 
 
-@njit(cache=True)
+@_helper
 def _volume(s, l, cw, cwh):
     """Weighted volume ``sum_{h<l} w_h (s + h)`` a request adds to ``sum_g Lhat_g``."""
     return s * cw[l] + cwh[l]
 
 
-@njit(cache=True)
+@_helper
 def _life_cost(c, s, l, G, w, cw, cwh):
     """Change of ``J`` when a request of size ``s`` and lifetime ``l`` joins a worker
     with headroom ``c``: ``G sum_{h<l} w_h max(0, s - c(h)) - sum_{h<l} w_h (s + h)``
@@ -248,16 +255,18 @@ def _life_cost(c, s, l, G, w, cw, cwh):
     return G * tot - _volume(s, l, cw, cwh)
 
 
-@njit(cache=True)
-def _pivots(c, G, w, cw, glist, ng, piv):
-    """``piv[q]`` = the minimizer of the convex cost of a request of lifetime
+@_helper
+def _pivots(c, G, w, cw, glist, ng, piv, row, idx):
+    """``piv[row, q]`` = the minimizer of the convex cost of a request of lifetime
     ``l = glist[q]`` (``glist`` ascending): the weighted quantile of ``c[0..l-1]``,
     the smallest ``c(h)`` with ``G sum_{h' < l: c(h') <= c(h)} w_h' >= sum_{h' < l} w_h'``
     (the right derivative ``G sum_{c(h') <= s} w_h' - cw[l]`` of the cost turns
     non-negative there). With unit weights it is the ``ceil(l/G)``-th smallest.
 
     Most often (large ``G``) the prefix minimum already carries enough weight;
-    otherwise the offsets are sorted once and walked in order of ``c``."""
+    otherwise the offsets are sorted once (a stable insertion sort into the
+    caller's scratch ``idx``: no allocation, which in this hot helper cost more
+    than the sort) and walked in order of ``c``."""
     H1 = c.shape[0]
     q = 0
     m = c[0]
@@ -269,7 +278,7 @@ def _pivots(c, G, w, cw, glist, ng, piv):
             m = v
             hm = l - 1
         if glist[q] == l:
-            piv[q] = m
+            piv[row, q] = m
             if G * w[hm] < cw[l] * (1.0 - 1e-12):
                 walk = True  # the minimum alone is too light: refined below
             q += 1
@@ -277,7 +286,13 @@ def _pivots(c, G, w, cw, glist, ng, piv):
                 break
     if not walk:
         return
-    idx = np.argsort(c, kind="mergesort")
+    for h in range(H1):
+        v = c[h]
+        k = h
+        while k > 0 and c[idx[k - 1]] > v:
+            idx[k] = idx[k - 1]
+            k -= 1
+        idx[k] = h
     for q in range(ng):
         l = glist[q]
         target = cw[l] * (1.0 - 1e-12)
@@ -288,14 +303,14 @@ def _pivots(c, G, w, cw, glist, ng, piv):
                 continue
             acc += w[h]
             if G * acc >= target:
-                piv[q] = c[h]
+                piv[row, q] = c[h]
                 break
 
 
 EXACT_LIFETIMES = 4  # lifetimes up to this many offsets get a candidate group of their own
 
 
-@njit(cache=True)
+@_helper
 def _bucket(l, H1):
     """Candidate group of a request of lifetime ``l``: ``l`` itself up to
     :data:`EXACT_LIFETIMES`, then ranges growing by half (5-6, 7-9, 10-14, 15-21,
@@ -314,13 +329,13 @@ def _bucket(l, H1):
     return k
 
 
-@njit(cache=True)
+@_helper
 def _w(s, l, h):
     """What a request of size ``s`` and lifetime ``l`` adds at offset ``h``."""
     return s + h if h < l else 0
 
 
-@njit(cache=True)
+@_helper
 def _find_left(lp, p):
     """Largest waiting position ``<= p`` (``-1`` if none). ``lp`` is a union-find
     over positions: a waiting position is its own root, a taken one points to
@@ -335,7 +350,7 @@ def _find_left(lp, p):
     return r
 
 
-@njit(cache=True)
+@_helper
 def _find_right(rp, p):
     """Smallest waiting position ``>= p`` (``n``, a sentinel root, if none)."""
     r = p
@@ -348,14 +363,14 @@ def _find_right(rp, p):
     return r
 
 
-@njit(cache=True)
+@_helper
 def _take_position(lp, rp, q):
     """Position ``q`` is no longer waiting: unite it with its neighbours."""
     lp[q] = q - 1
     rp[q] = q + 1
 
 
-@njit(cache=True)
+@_helper
 def _cand_le(ssorted, lp, lo, hi, x):
     """Largest waiting request with size <= x among positions lo..hi-1, or -1
     (the union-find twin of :func:`_grp_le`, same answer)."""
@@ -368,7 +383,7 @@ def _cand_le(ssorted, lp, lo, hi, x):
     return r if r >= lo else -1
 
 
-@njit(cache=True)
+@_helper
 def _cand_gt(ssorted, rp, lo, hi, x):
     """Smallest waiting request with size > x among positions lo..hi-1, or -1
     (the union-find twin of :func:`_grp_gt`, same answer)."""
@@ -381,7 +396,22 @@ def _cand_gt(ssorted, rp, lo, hi, x):
     return r if r < hi else -1
 
 
-@njit(cache=True)
+@_helper
+def _next_waiting(lp, rp, gstart, k, side, p):
+    """The candidate that replaces the taken request at position ``p`` of group
+    ``k`` on ``side`` (0: largest waiting ``<=`` the pivot, 1: smallest ``>``),
+    or -1. Invariant: every position between ``p`` and the pivot is taken
+    (``p`` was the nearest waiting one), so this is the answer of
+    :func:`_cand_le` / :func:`_cand_gt` for the same pivot, and it is the same
+    for every worker whose candidate was ``p``."""
+    if side == 0:
+        q = _find_left(lp, p)
+        return q if q >= gstart[k] else -1
+    q = _find_right(rp, p)
+    return q if q < gstart[k + 1] else -1
+
+
+@_helper
 def _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, t):
     """Admit request ``j`` to touched worker ``t``: add ``s_j + h`` to ``P_t(h)``
     for ``h < l_j``, raise the envelope where it is exceeded. Returns at how many
@@ -409,6 +439,12 @@ def _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U
     more than its free slots."""
     nT, H1 = P.shape
     n = sizes.shape[0]
+    nf = 0
+    for j in range(n):
+        if forced[j]:
+            nf += 1
+    if nf == 0:
+        return 0
     pm = np.empty((nT, H1), dtype=P.dtype)
     for t in range(nT):
         _prefix_headroom(E, P, t, pm)
@@ -446,9 +482,9 @@ def _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U
     return placed
 
 
-@njit(cache=True)
+@_helper
 def _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order, ssorted, lp, rp, gstart, gkey,
-              glist, G, wt, cw, cwh):
+              glist, G, wt, cw, cwh, idx):
     """Worker ``t``'s candidates from scratch: its reserved headroom
     ``c(h) = E(h) - P_t(h) - h - r (s_min + h) [h < l_min]`` (``r`` further free
     slots keep room for copies of the smallest waiting request), each group's
@@ -460,7 +496,7 @@ def _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order
     c = cc[t]
     for h in range(H1):
         c[h] = E[h] - P[t, h] - h - (r * (smin + h) if h < lmin else 0)
-    _pivots(c, G, wt, cw, glist, ng, cpiv[t])
+    _pivots(c, G, wt, cw, glist, ng, cpiv, t, idx)
     for g2 in range(ng):
         k = gkey[g2]
         for side in range(2):
@@ -474,12 +510,13 @@ def _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order
                 ccost[t, g2, side] = _life_cost(c, sizes[jj], lf[jj], G, wt, cw, cwh)
 
 
-@njit(cache=True)
+@_helper
 def _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G, wt, cw, cwh):
     """Replace worker ``t``'s candidates that were taken since its evaluation by
     the next waiting request on the same side of the same pivot. Exact while
     ``c`` and the pivots are unchanged: the waiting set only shrinks in phase 2,
-    so an untaken candidate is still the nearest one."""
+    so an untaken candidate is still the nearest one, and a taken one's
+    replacement is :func:`_next_waiting` from its position."""
     ng = cpiv.shape[1]
     for g2 in range(ng):
         k = gkey[g2]
@@ -487,25 +524,25 @@ def _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp,
             p = cpos[t, g2, side]
             if p < 0 or not taken[order[p]]:
                 continue
-            if side == 0:
-                p = _cand_le(ssorted, lp, gstart[k], gstart[k + 1], cpiv[t, g2])
-            else:
-                p = _cand_gt(ssorted, rp, gstart[k], gstart[k + 1], cpiv[t, g2])
+            p = _next_waiting(lp, rp, gstart, k, side, p)
             cpos[t, g2, side] = p
             if p >= 0:
                 jj = order[p]
                 ccost[t, g2, side] = _life_cost(cc[t], sizes[jj], lf[jj], G, wt, cw, cwh)
 
 
-@njit(cache=True)
-def _select(t, cpos, ccost, sizes, lf, order, bestj, bestd):
+@_helper
+def _select(t, cpos, ccost, sizes, lf, order, bestj, bestd, bsec, bslot):
     """Worker ``t``'s best candidate: the most negative cost; among equal costs of
-    different lifetimes the larger volume ``l s`` (groups in ascending order)."""
+    different lifetimes the larger volume ``l s`` (groups in ascending order).
+    Also the slot ``2 q + side`` it sits in (``bslot``) and the least cost of the
+    other slots (``bsec``), for the bound of a worker whose best was taken (:func:`_fill`)."""
     ng = cpos.shape[1]
     bj = -1
     bd = 0.0
     bl = 0
     bvol = 0
+    bs = -1
     for g2 in range(ng):
         for side in range(2):
             p = cpos[t, g2, side]
@@ -520,13 +557,21 @@ def _select(t, cpos, ccost, sizes, lf, order, bestj, bestd):
                 bd = d
                 bl = l
                 bvol = vol
+                bs = 2 * g2 + side
+    sec = np.inf
+    for g2 in range(ng):
+        for side in range(2):
+            if cpos[t, g2, side] >= 0 and 2 * g2 + side != bs and ccost[t, g2, side] < sec:
+                sec = ccost[t, g2, side]
     bestj[t] = bj
     bestd[t] = bd
+    bsec[t] = sec
+    bslot[t] = bs
 
 
-@njit(cache=True)
+@_helper
 def _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, taken, sizes, lf, order, ssorted, lp,
-             rp, gstart, gkey, glist, G, wt, cw, cwh):
+             rp, gstart, gkey, glist, G, wt, cw, cwh, idx):
     """Bring worker ``t``'s cached evaluation up to date after its reserved
     headroom ``c`` may have changed (it received a request, the envelope rose,
     or ``s_min`` moved). Exactly what :func:`_evaluate` would give now: ``c`` and
@@ -548,18 +593,21 @@ def _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, tak
     c = cc[t]
     for h in range(first, H1):
         c[h] = newc[h]
-    _pivots(c, G, wt, cw, glist, ng, newpiv)
+    _pivots(c, G, wt, cw, glist, ng, newpiv, 0, idx)
     for g2 in range(ng):
         k = gkey[g2]
-        moved = newpiv[g2] != cpiv[t, g2]
-        cpiv[t, g2] = newpiv[g2]
+        moved = newpiv[0, g2] != cpiv[t, g2]
+        cpiv[t, g2] = newpiv[0, g2]
         for side in range(2):
             p = cpos[t, g2, side]
             if moved or (p >= 0 and taken[order[p]]):
-                if side == 0:
-                    p = _cand_le(ssorted, lp, gstart[k], gstart[k + 1], cpiv[t, g2])
+                if moved:
+                    if side == 0:
+                        p = _cand_le(ssorted, lp, gstart[k], gstart[k + 1], cpiv[t, g2])
+                    else:
+                        p = _cand_gt(ssorted, rp, gstart[k], gstart[k + 1], cpiv[t, g2])
                 else:
-                    p = _cand_gt(ssorted, rp, gstart[k], gstart[k + 1], cpiv[t, g2])
+                    p = _next_waiting(lp, rp, gstart, k, side, p)
                 cpos[t, g2, side] = p
                 if p >= 0:
                     jj = order[p]
@@ -569,12 +617,15 @@ def _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, tak
                 ccost[t, g2, side] = _life_cost(c, sizes[jj], lf[jj], G, wt, cw, cwh)
 
 
-@njit(cache=True)
-def _better(t, u, bestd, capl, P, spread):
-    """Worker ``t`` goes before ``u``: lower cost, then :func:`_prefer`, then the
-    lower index (the order a scan over the workers would pick in)."""
-    if bestd[t] != bestd[u]:
-        return bestd[t] < bestd[u]
+@_helper
+def _before(t, u, vt, vu, capl, P, spread):
+    """Worker ``t`` with value ``vt[t]`` goes before ``u`` with ``vu[u]``: lower
+    value, then :func:`_prefer`, then the lower index (the order a scan over the
+    workers would pick in). ``_before(t, u, bestd, bestd, ...)`` orders two
+    evaluated workers; with a lower bound as ``vt`` it tells whether ``t`` could
+    still go before ``u``."""
+    if vt[t] != vu[u]:
+        return vt[t] < vu[u]
     if _prefer(capl, P, t, u, spread):
         return True
     if _prefer(capl, P, u, t, spread):
@@ -582,7 +633,7 @@ def _better(t, u, bestd, capl, P, spread):
     return t < u
 
 
-@njit(cache=True)
+@_helper
 def _reservation_relief(smin, lmin, s2, l2, wt):
     """``sum_h w_h max(0, res(h) - res2(h))`` with ``res(h) = (s_min + h) [h < l_min]``:
     how much one reserved slot's headroom ``c(h)`` can rise, weighted, when the
@@ -601,7 +652,7 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
           G, wt, cw, cwh, spread, reuse, bounds):
     """Phase 2: fill the remaining slots one at a time, each time with the
     (worker, request) pair of most negative ``delta`` over every worker's
-    candidates (ties: :func:`_better`). Returns the number placed (``U``).
+    candidates (ties: :func:`_before`). Returns the number placed (``U``).
 
     A worker's evaluation (headroom, pivots, two candidates per group, best
     candidate) is *current* when nothing it depends on changed since: it
@@ -617,14 +668,19 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
         bound_t = best_t - G sum_h w_h (E(h) - E_t(h)) - G r_t * relief since t's evaluation
 
     is a lower bound of its current best (``E_t``: the envelope then, kept as
-    the scalar ``sum_h w_h E_t(h)``). Invariant: the pick is the pair a plain
+    the scalar ``sum_h w_h E_t(h)``). A worker whose only change is that its
+    best candidate was taken has a tighter bound instead
+    (the replacement is the same request for every such worker, and the many
+    workers that share a best candidate, all with equal cost, are then
+    ordered by the tie-break without being visited). Invariant: the pick is the pair a plain
     greedy that brings *every* worker up to date at every step would take
     (``bounds=False`` does exactly that), whenever each group's two candidates
     are its exact minimizers (one lifetime per group: ``persist``, or lifetimes
     up to :data:`EXACT_LIFETIMES`); with bucketed lifetimes the candidates are
     themselves a heuristic and so is the bound. Stale workers are visited in
-    order of their bounds, and the visit stops at the first bound above the
-    best cost found."""
+    order of their bounds, only while they could go before the best worker
+    found (:func:`_before` with the bound), and the visit stops at the first
+    bound above its cost."""
     nT, H1 = P.shape
     n = sizes.shape[0]
     ng = glist.shape[0]
@@ -641,6 +697,8 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
     phit = np.zeros(nT, dtype=np.float64)  # sum_h w_h E(h) at its evaluation
     psit = np.zeros(nT, dtype=np.float64)  # reservation relief at its evaluation
     bound = np.empty(nT, dtype=np.float64)
+    bsec = np.empty(nT, dtype=np.float64)  # least cost of the slots other than the best
+    bslot = np.zeros(nT, dtype=np.int64)  # slot 2 q + side of the best candidate
     stale = np.empty(nT, dtype=np.int64)
     keys = np.empty(nT, dtype=np.float64)
     cc = np.empty((nT, H1), dtype=P.dtype)
@@ -648,7 +706,8 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
     cpos = np.full((nT, ng, 2), -1, dtype=np.int64)
     ccost = np.zeros((nT, ng, 2), dtype=np.float64)
     newc = np.empty(H1, dtype=P.dtype)
-    newpiv = np.empty(ng, dtype=P.dtype)
+    newpiv = np.empty((1, ng), dtype=P.dtype)
+    idx = np.empty(H1, dtype=np.int64)  # scratch of _pivots
     phi = 0.0
     for h in range(H1):
         phi += wt[h] * E[h]
@@ -673,12 +732,35 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
         for t in range(nT):
             if capl[t] == 0:
                 continue
-            if (fresh[t] and not dirty[t] and phit[t] == phi and (sver[t] == ver or capl[t] == 1)
-                    and not taken[bestj[t]]):
-                if pick < 0 or _better(t, pick, bestd, capl, P, spread):
+            same = fresh[t] and not dirty[t] and phit[t] == phi and (sver[t] == ver or capl[t] == 1)
+            if same and not taken[bestj[t]]:
+                if pick < 0 or _before(t, pick, bestd, bestd, capl, P, spread):
                     pick = t
                 continue
-            if bounds and fresh[t] and not dirty[t]:
+            if bounds and same:  # only candidates were taken: an exact bound
+                # its best slot now holds the next waiting request on the same side
+                # (:func:`_next_waiting`, the same one for every such worker), which costs
+                # at least minus its volume (equality when it fits); every other slot at
+                # least its cached cost (a taken candidate's replacement lies farther from
+                # the pivot), i.e. bsec. Written out here: as a call (even inlined) the
+                # whole fill took twice as long (measured on captured G = 256 calls)
+                g2 = bslot[t] >> 1
+                kq = gkey[g2]
+                p = cpos[t, g2, bslot[t] & 1]
+                if bslot[t] & 1 == 0:
+                    p = _find_left(lp, p)
+                    ok = p >= gstart[kq]
+                else:
+                    p = _find_right(rp, p)
+                    ok = p < gstart[kq + 1]
+                b = bsec[t]
+                if ok:
+                    jj = order[p]
+                    v = -_volume(sizes[jj], lf[jj], cw, cwh)
+                    if v < b:
+                        b = v
+                bound[t] = b
+            elif bounds and fresh[t] and not dirty[t]:
                 b = bestd[t] - G * (phi - phit[t]) - G * (capl[t] - 1) * (psi - psit[t])
                 bound[t] = b - 1e-9 * (abs(b) + 1.0)  # rounding of the running sums
             else:
@@ -686,9 +768,9 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
             stale[ns] = t
             ns += 1
         m = 0
-        for k in range(ns):  # only bounds that can reach the best current worker
+        for k in range(ns):  # only those that could go before the best current worker
             t = stale[k]
-            if pick < 0 or bound[t] <= bestd[pick]:
+            if pick < 0 or _before(t, pick, bound, bestd, capl, P, spread):
                 stale[m] = t
                 keys[m] = bound[t]
                 m += 1
@@ -697,22 +779,24 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
             t = stale[visit[k]]
             if pick >= 0 and bound[t] > bestd[pick]:
                 break
+            if pick >= 0 and not _before(t, pick, bound, bestd, capl, P, spread):
+                continue  # an equal bound that loses the tie-break
             if not fresh[t] or not reuse:
                 _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order, ssorted, lp, rp,
-                          gstart, gkey, glist, G, wt, cw, cwh)
+                          gstart, gkey, glist, G, wt, cw, cwh, idx)
             elif not dirty[t] and phit[t] == phi and (sver[t] == ver or capl[t] == 1):
                 _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G,
                          wt, cw, cwh)
             else:
                 _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, taken, sizes, lf,
-                         order, ssorted, lp, rp, gstart, gkey, glist, G, wt, cw, cwh)
-            _select(t, cpos, ccost, sizes, lf, order, bestj, bestd)
+                         order, ssorted, lp, rp, gstart, gkey, glist, G, wt, cw, cwh, idx)
+            _select(t, cpos, ccost, sizes, lf, order, bestj, bestd, bsec, bslot)
             fresh[t] = True
             dirty[t] = False
             sver[t] = ver
             phit[t] = phi
             psit[t] = psi
-            if pick < 0 or _better(t, pick, bestd, capl, P, spread):
+            if pick < 0 or _before(t, pick, bestd, bestd, capl, P, spread):
                 pick = t
         j = bestj[pick]
         if _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, pick) > 0:
@@ -736,7 +820,8 @@ def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, 
     nT, H1 = P.shape
     n = sizes.shape[0]
     ng = glist.shape[0]
-    piv = np.empty(max(ng, 1), dtype=P.dtype)
+    piv = np.empty((1, max(ng, 1)), dtype=P.dtype)
+    idx = np.empty(H1, dtype=np.int64)  # scratch of _pivots
     tv = np.empty((3, H1), dtype=P.dtype)
     ti = np.empty((3, H1), dtype=np.int64)
     for h in range(H1):
@@ -750,6 +835,19 @@ def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, 
         if not taken[j]:
             any_free = True
             break
+    # per candidate group: an upper bound of the volume of its waiting requests
+    # (exact here; a request that returns to waiting raises it, a taken one leaves it)
+    vmax = np.full(max(ng, 1), -np.inf)
+    rgrp = np.zeros(n, dtype=np.int64)
+    for g2 in range(ng):
+        k = gkey[g2]
+        for q in range(gstart[k], gstart[k + 1]):
+            j = order[q]
+            rgrp[j] = g2
+            if not taken[j]:
+                vol = _volume(sizes[j], lf[j], cw, cwh)
+                if vol > vmax[g2]:
+                    vmax[g2] = vol
     for _round in range(max_rounds):
         improved = False
         # (a) replace an admitted request by a waiting one (free admission)
@@ -760,19 +858,34 @@ def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, 
                 t = at[j]
                 sj = sizes[j]
                 lj = lf[j]
+                gain = 0.0  # how much removing j lowers the envelope (weighted)
                 for h in range(H1):
                     Pm[h] = P[t, h] - _w(sj, lj, h)
-                    c[h] = _excl1(tv, ti, t, h) - Pm[h] - h
-                _pivots(c, G, wt, cw, glist, ng, piv)
+                    o = _excl1(tv, ti, t, h)
+                    c[h] = o - Pm[h] - h
+                    gain += wt[h] * (tv[0, h] - (o if o > Pm[h] else Pm[h]))
+                # replacing j by w changes J by at least -G gain - (vol_w - vol_j), and
+                # vol_w <= vmax of w's group: groups (or all) that cannot reach -tol are skipped
+                vj = _volume(sj, lj, cw, cwh) - G * gain
+                skip = True
+                for g2 in range(ng):
+                    if vmax[g2] - vj > tol:
+                        skip = False
+                        break
+                if skip:
+                    continue
+                _pivots(c, G, wt, cw, glist, ng, piv, 0, idx)
                 bw = -1
                 bd = -tol
                 for g2 in range(ng):
                     k = gkey[g2]
+                    if vj - vmax[g2] >= bd:
+                        continue
                     for side in range(2):
                         if side == 0:
-                            p = _grp_le(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
+                            p = _grp_le(ssorted, bit, gstart[k], gstart[k + 1], piv[0, g2])
                         else:
-                            p = _grp_gt(ssorted, bit, gstart[k], gstart[k + 1], piv[g2])
+                            p = _grp_gt(ssorted, bit, gstart[k], gstart[k + 1], piv[0, g2])
                         if p < 0:
                             continue
                         w = order[p]
@@ -795,6 +908,9 @@ def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, 
                     taken[j] = False
                     _bit_add(bit, rank[j], 1)
                     at[j] = -1
+                    vol = _volume(sj, lj, cw, cwh)
+                    if vol > vmax[rgrp[j]]:
+                        vmax[rgrp[j]] = vol
                     taken[bw] = True
                     _bit_add(bit, rank[bw], -1)
                     at[bw] = t
