@@ -696,6 +696,9 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
     sver = np.zeros(nT, dtype=np.int64)  # reservation version at its evaluation
     phit = np.zeros(nT, dtype=np.float64)  # sum_h w_h E(h) at its evaluation
     psit = np.zeros(nT, dtype=np.float64)  # reservation relief at its evaluation
+    # current: evaluated, not dirty, the same envelope and (or one slot left) reservation
+    # since; kept up to date at those events instead of being tested at every pick
+    cur = np.zeros(nT, dtype=np.bool_)
     bound = np.empty(nT, dtype=np.float64)
     bsec = np.empty(nT, dtype=np.float64)  # least cost of the slots other than the best
     bslot = np.zeros(nT, dtype=np.int64)  # slot 2 q + side of the best candidate
@@ -726,13 +729,16 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
             smin = sizes[j0]
             lmin = lf[j0]
             ver += 1
+            for t in range(nT):  # the reservation moved: current only with one slot left
+                if capl[t] != 1:
+                    cur[t] = False
         # the best current worker; bounds for the stale ones
         pick = -1
         ns = 0
         for t in range(nT):
             if capl[t] == 0:
                 continue
-            same = fresh[t] and not dirty[t] and phit[t] == phi and (sver[t] == ver or capl[t] == 1)
+            same = cur[t]
             if same and not taken[bestj[t]]:
                 if pick < 0 or _before(t, pick, bestd, bestd, capl, P, spread):
                     pick = t
@@ -808,16 +814,21 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
             sver[t] = ver
             phit[t] = phi
             psit[t] = psi
+            cur[t] = True
             if pick < 0 or _before(t, pick, bestd, bestd, capl, P, spread):
                 pick = t
         j = bestj[pick]
         if _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, pick) > 0:
+            phi0 = phi
             phi = 0.0
             for h in range(H1):
                 phi += wt[h] * E[h]
+            if phi != phi0:  # the envelope rose: no worker is current
+                cur[:] = False
         _take_position(lp, rp, rank[j])
         placed += 1
         dirty[pick] = True
+        cur[pick] = False
     return placed
 
 
