@@ -78,7 +78,9 @@ def add_parser(subparsers) -> None:
                    "empirical and geometric learn from completed requests, no oracle (fast solver only)")
     g.add_argument("--noise-low", type=float, help="noisy predictor: d_lo in o_est = o * U[1-d_lo, 1+d_hi]")
     g.add_argument("--noise-high", type=float, help="noisy predictor: d_hi")
-    g.add_argument("--solver", help="fast | highs | gurobi (default fast)")
+    from bfio.solvers import SOLVERS
+
+    g.add_argument("--solver", help=" | ".join(SOLVERS) + " (default fast)")
     g.add_argument("--admission", help="aging:N | free | fifo (default aging:200: a request waiting 200 steps "
                    "is admitted first; free = Eq. (IO) as in the paper's tables)")
     g.add_argument("--on-solver-error", help="fail | fallback: what to do when an exact solver errors")

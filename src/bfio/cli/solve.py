@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bfio.cli.output import check_writable, write_json
 from bfio.errors import ConfigError
+from bfio.solvers import SOLVERS
 
 
 def add_parser(subparsers) -> None:
@@ -18,7 +19,7 @@ def add_parser(subparsers) -> None:
                                           "them are delta = 1 with persisting new requests). The JSON result goes "
                                           "to stdout unless --json names a file; solver logs never do.")
     v.add_argument("--instance", required=True, help="instance JSON file")
-    v.add_argument("--solver", default="fast", help="fast | highs | gurobi (default fast)")
+    v.add_argument("--solver", default="fast", help=" | ".join(SOLVERS) + " (default fast)")
     v.add_argument("--time-limit-s", type=float, default=None,
                    help="time limit for exact solvers, model build included (default 10)")
     v.add_argument("--json", metavar="DEST", default="-", help="where to write the JSON result ('-' for stdout)")
