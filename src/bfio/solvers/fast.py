@@ -511,13 +511,13 @@ def _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order
 
 
 @_helper
-def _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G, wt, cw, cwh):
+def _requery(t, cc, cpos, ccost, taken, sizes, lf, order, lp, rp, gstart, gkey, G, wt, cw, cwh):
     """Replace worker ``t``'s candidates that were taken since its evaluation by
     the next waiting request on the same side of the same pivot. Exact while
     ``c`` and the pivots are unchanged: the waiting set only shrinks in phase 2,
     so an untaken candidate is still the nearest one, and a taken one's
     replacement is :func:`_next_waiting` from its position."""
-    ng = cpiv.shape[1]
+    ng = cpos.shape[1]
     for g2 in range(ng):
         k = gkey[g2]
         for side in range(2):
@@ -588,7 +588,7 @@ def _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, tak
         if first == H1 and newc[h] != cc[t, h]:
             first = h
     if first == H1:
-        _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G, wt, cw, cwh)
+        _requery(t, cc, cpos, ccost, taken, sizes, lf, order, lp, rp, gstart, gkey, G, wt, cw, cwh)
         return
     c = cc[t]
     for h in range(first, H1):
@@ -803,7 +803,7 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
                 _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order, ssorted, lp, rp,
                           gstart, gkey, glist, G, wt, cw, cwh, idx)
             elif not dirty[t] and phit[t] == phi and (sver[t] == ver or capl[t] == 1):
-                _requery(t, cc, cpiv, cpos, ccost, taken, sizes, lf, order, ssorted, lp, rp, gstart, gkey, G,
+                _requery(t, cc, cpos, ccost, taken, sizes, lf, order, lp, rp, gstart, gkey, G,
                          wt, cw, cwh)
             else:
                 _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, taken, sizes, lf,
