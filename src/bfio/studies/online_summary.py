@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bfio.studies.aggregate import summarize_runs
-from bfio.studies.report import PAPER_SETTINGS, ci_columns, markdown_table, scale_note
+from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
 
 #: Metric -> (label, unit). Per-request latencies are quantiles over the run's
 #: requests; "run" metrics cover the whole run (no measurement window: with
@@ -92,12 +92,14 @@ def online_markdown(summary: pd.DataFrame, settings: dict, title: str = "Online 
              "arrival. The CSV has every quantile (p50, p90, p99).", ""]
     cols = [("load", lambda r: f"{r['load']:.3g}"), ("policy", record_label),
             *ci_columns({m: ONLINE_METRICS[m] for m in MARKDOWN_METRICS})]
-    for name in dict.fromkeys(summary["setting"]):
-        sub = summary[summary["setting"] == name]
-        first = sub.iloc[0]
-        mode = ("Poisson arrivals" if first["arrival_mode"] == "poisson"
-                else "trace timestamps, time scale " + ", ".join(f"{t:g}" for t in sorted(set(sub['time_scale']))))
-        n_req = "whole trace" if pd.isna(first["requests"]) else f"{int(first['requests']):,}"
-        lines += [f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, N={n_req}; {mode}", "",
-                  markdown_table(sub.to_dict("records"), cols), ""]
+    lines += setting_sections(summary, cols, _online_heading)
     return "\n".join(lines)
+
+
+def _online_heading(name, sub) -> str:
+    """Section heading of an online setting: trace, G, B, N (or the whole trace) and the arrivals."""
+    first = sub.iloc[0]
+    mode = ("Poisson arrivals" if first["arrival_mode"] == "poisson"
+            else "trace timestamps, time scale " + ", ".join(f"{t:g}" for t in sorted(set(sub['time_scale']))))
+    n_req = "whole trace" if pd.isna(first["requests"]) else f"{int(first['requests']):,}"
+    return f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, N={n_req}; {mode}"

@@ -88,15 +88,19 @@ def ci_columns(metrics: dict) -> list:
     return [(f"{label} ({unit})", lambda r, m=m: ci_cell(r, m)) for m, (label, unit) in metrics.items()]
 
 
-def setting_sections(summary, columns) -> list[str]:
-    """One Markdown section per backlog setting (in order of appearance): a heading
-    naming its trace, G, B and N, then its rows as a table."""
+def backlog_heading(name, sub) -> str:
+    """Section heading of a backlog setting: its trace, G, B and N."""
+    first = sub.iloc[0]
+    return f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, N={int(first['requests']):,}"
+
+
+def setting_sections(summary, columns, heading=backlog_heading) -> list[str]:
+    """One Markdown section per setting (in order of appearance): ``heading(name,
+    rows)`` (default :func:`backlog_heading`), then its rows as a table."""
     lines = []
     for name in dict.fromkeys(summary["setting"]):
         sub = summary[summary["setting"] == name]
-        first = sub.iloc[0]
-        lines += [f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, "
-                  f"N={int(first['requests']):,}", "", markdown_table(sub.to_dict("records"), columns), ""]
+        lines += [heading(name, sub), "", markdown_table(sub.to_dict("records"), columns), ""]
     return lines
 
 
