@@ -8,6 +8,7 @@ p50, p99) and the mean decode step of the BF-IO run, with the call's share of
 a step.
 
     python benchmarks/bench_scaling.py [--workers 16,64,256,1024] [--horizon 20] [--per-worker 6250]
+                                        [--shard-workers N]
 
 ``--per-worker`` shortens the runs (the steady state is reached after a few
 hundred steps; the per-call figures are then still the steady state's).
@@ -39,15 +40,19 @@ def main():
     ap.add_argument("--workers", default="16,64,256,1024")
     ap.add_argument("--horizon", type=int, default=20)
     ap.add_argument("--per-worker", type=int, default=PER_WORKER)
+    ap.add_argument("--shard-workers", type=int, default=None, help="BF-IO shard_workers (default: the library's)")
     args = ap.parse_args()
     t = load_trace("burstgpt")
     bfio = {"horizon": args.horizon}
+    if args.shard_workers is not None:
+        bfio["shard_workers"] = args.shard_workers
     warm = Workload(t.prefill[:4000], t.decode[:4000])
     simulate(warm, 16, SLOTS, "fcfs", show_progress=False)
     simulate(warm, 16, SLOTS, "bfio", policy_options=bfio, show_progress=False)
-    print(f"BurstGPT, N = {args.per_worker:,} G, B = {SLOTS}, seed {SEED}")
-    print("| G | FCFS | BF-IO H=%d | ratio | call mean | call p50 | call p99 | step mean | call / step |" % args.horizon)
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"BurstGPT, N = {args.per_worker:,} G, B = {SLOTS}, seed {SEED}, BF-IO options {bfio}")
+    print("| G | FCFS | BF-IO H=%d | ratio | call mean | call p50 | call p99 | step mean | call / step "
+          "| BF-IO imbalance | BF-IO throughput |" % args.horizon)
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for G in (int(g) for g in args.workers.split(",")):
         w = draw_workload(t.prefill, t.decode, args.per_worker * G, SEED)
         _, fcfs_s = run(w, G, "fcfs", {})
@@ -57,7 +62,7 @@ def main():
         step = float(r.series["dt"].mean())
         print(f"| {G} | {fcfs_s:.2f} s | {bfio_s:.2f} s | {bfio_s / fcfs_s:.1f}x | {call * 1e3:.2f} ms | "
               f"{m['solver_s_p50'] * 1e3:.2f} ms | {m['solver_s_p99'] * 1e3:.2f} ms | {step * 1e3:.1f} ms | "
-              f"{call / step:.1%} |", flush=True)
+              f"{call / step:.1%} | {m['avg_imbalance']:.4g} | {m['throughput']:.5g} |", flush=True)
 
 
 if __name__ == "__main__":

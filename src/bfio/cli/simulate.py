@@ -14,7 +14,8 @@ from bfio.policies.base import DISPATCH_MODES
 from bfio.workload import ARRIVAL_MODES
 
 BFIO_OPTIONS = ("horizon", "predictor", "solver", "admission", "on_solver_error",
-                "noise_low", "noise_high", "time_limit_s", "objective", "discount", "new_requests")
+                "noise_low", "noise_high", "time_limit_s", "objective", "discount", "new_requests",
+                "shard_workers")
 
 
 def add_parser(subparsers) -> None:
@@ -86,6 +87,7 @@ def add_parser(subparsers) -> None:
     g.add_argument("--on-solver-error", help="fail | fallback: what to do when an exact solver errors")
     g.add_argument("--time-limit-s", type=float, help="time limit per exact solve in seconds")
     from bfio.solvers.objective import NEW_REQUEST_MODELS, OBJECTIVES
+    from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
 
     g.add_argument("--objective", choices=list(OBJECTIVES),
                    help="default (discount %g, new requests finish at their predicted length: the objective "
@@ -96,6 +98,9 @@ def add_parser(subparsers) -> None:
     g.add_argument("--new-requests", choices=list(NEW_REQUEST_MODELS),
                    help="predicted: a new request adds s_j + h while h < its predicted decode length; persist: "
                    "at every offset (default: the objective's; persist for predictors without o_hat)")
+    g.add_argument("--shard-workers", type=nonneg_int,
+                   help="solver fast: split a routing call with more workers with free slots into shards of at "
+                   "most this many (default %d; 0: never)" % DEFAULT_SHARD_WORKERS)
 
 
 def policy_options(args) -> dict:

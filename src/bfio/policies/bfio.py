@@ -43,7 +43,10 @@ Options (all keyword, validated; errors name the option):
   ``h < o_hat_j``, its predicted decode length; the default objective's choice
   with a point predictor) | ``persist`` (it adds ``s_j + h`` at every offset; always
   the case for predictors that know nothing of new requests: ``none`` and the
-  oracle-free ones).
+  oracle-free ones);
+- ``shard_workers`` (default 256, :data:`bfio.solvers.shards.DEFAULT_SHARD_WORKERS`;
+  ``solver = fast`` only): a routing call with more workers with free slots is
+  split into shards of at most this many (:mod:`bfio.solvers.shards`); 0 never splits.
 """
 
 from __future__ import annotations
@@ -58,11 +61,12 @@ from bfio.policies import register
 from bfio.policies.base import Policy, RoutingState
 from bfio.predictors import PREDICTORS, make_predictor
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, SolverError, check_solver, solve
-from bfio.solvers.fast import persisting, solve_fast
+from bfio.solvers.fast import persisting
 from bfio.solvers.instance import Instance, forced_mask, instance_from_state, parse_admission
 from bfio.solvers.objective import (OBJECTIVES, check_discount, check_new_requests, check_objective,
                                     effective_horizon, offset_weights)
 from bfio.solvers.profiles import predicted_loads
+from bfio.solvers.shards import DEFAULT_SHARD_WORKERS, check_shard_workers, solve_sharded
 
 MAX_HORIZON = 100_000
 # Default admission rule: the starvation study's recommendation (docs/studies.md, section 3).
@@ -77,7 +81,8 @@ class BFIO(Policy):
 
     def __init__(self, seed: int = 0, horizon=0, predictor="oracle", solver="fast", admission=DEFAULT_ADMISSION,
                  on_solver_error="fail", noise_low=0.2, noise_high=0.2,
-                 time_limit_s=DEFAULT_TIME_LIMIT_S, new_requests=None, discount=None, objective="default"):
+                 time_limit_s=DEFAULT_TIME_LIMIT_S, new_requests=None, discount=None, objective="default",
+                 shard_workers=DEFAULT_SHARD_WORKERS):
         super().__init__(seed=seed)
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 0 <= horizon <= MAX_HORIZON:
             raise ConfigError(f"horizon: expected an integer in 0..{MAX_HORIZON}, got {horizon!r}")
@@ -99,6 +104,7 @@ class BFIO(Policy):
                 or not math.isfinite(time_limit_s) or time_limit_s <= 0):
             raise ConfigError(f"time_limit_s: expected a positive number of seconds, got {time_limit_s!r}")
         self.time_limit_s = float(time_limit_s)
+        self.shard_workers = check_shard_workers(shard_workers)
         self.objective = check_objective(objective)
         chosen = OBJECTIVES[self.objective]
         self.discount = check_discount(chosen["discount"] if discount is None else discount)
@@ -124,6 +130,8 @@ class BFIO(Policy):
              **self.predictor.describe()}
         if self.solver != "fast":
             d["time_limit_s"] = self.time_limit_s
+        else:
+            d["shard_workers"] = self.shard_workers
         return d
 
     def capture_instances(self, sink) -> None:
@@ -189,7 +197,8 @@ class BFIO(Policy):
             self._forced += int(forced.sum())
         free = np.asarray(state.free, dtype=np.int64)
         life = np.maximum(1, est[state.pool]) if self.new_requests == "predicted" else persisting(n)
-        return solve_fast(base, free, sizes, life, forced, U, LOCAL_SEARCH_ROUNDS, self._weights)
+        return solve_sharded(base, free, sizes, life, forced, U, LOCAL_SEARCH_ROUNDS, self._weights,
+                             self.shard_workers)
 
     def _route_exact(self, inst: Instance) -> np.ndarray:
         if self.admission_mode == "aging" and inst.admissible < inst.waiting:
