@@ -89,3 +89,24 @@ def test_bad_shard_workers_name_the_option(bad):
         check_shard_workers(bad)
     with pytest.raises(ConfigError, match="shard_workers"):
         make_policy("bfio", shard_workers=bad)
+
+
+@pytest.mark.parametrize("predictor", ["oracle", "geometric"])
+def test_policy_routes_in_shards_and_serves_every_request(predictor):
+    """The policy path: integer (oracle) and expected (geometric) loads, a cluster of
+    8 workers split into shards of 3; every request served, deterministic, and the
+    same run as the unsharded policy when the shards hold every worker."""
+    from bfio.simulator import simulate
+    from bfio.workload import Workload
+
+    rng = np.random.default_rng(2)
+    w = Workload(prefill=rng.integers(50, 5000, 400), decode=rng.integers(1, 40, 400))
+    opts = {"horizon": 6, "predictor": predictor, "admission": "free"}
+    split = simulate(w, 8, 5, "bfio", seed=1, policy_options={**opts, "shard_workers": 3})
+    assert split.requests["worker"].ge(0).all() and len(split.requests) == 400
+    again = simulate(w, 8, 5, "bfio", seed=1, policy_options={**opts, "shard_workers": 3})
+    assert split.requests["worker"].equals(again.requests["worker"])
+    whole = simulate(w, 8, 5, "bfio", seed=1, policy_options={**opts, "shard_workers": 0})
+    wide = simulate(w, 8, 5, "bfio", seed=1, policy_options={**opts, "shard_workers": 8})
+    assert whole.requests["worker"].equals(wide.requests["worker"])
+    assert not whole.requests["worker"].equals(split.requests["worker"])  # the split does route differently
