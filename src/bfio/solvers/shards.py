@@ -24,8 +24,8 @@ The result satisfies Eq. (IO)'s constraints like the unsharded call (exactly
 ``U`` admitted, at most ``free_g`` per worker, every forced request admitted);
 when the forced requests of a shard cannot fit its slots the call is not split.
 The per-call cost becomes about ``k`` calls of ``shard_workers`` workers,
-linear in ``G``. Quality against the unsharded call: ``docs/bfio.md``,
-"Routing cost at large G".
+linear in ``G``. Speed and quality against the unsharded call: ``docs/bfio.md``,
+section "Shards above 256 workers with free slots".
 """
 
 from __future__ import annotations
