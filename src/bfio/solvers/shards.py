@@ -107,21 +107,19 @@ def solve_sharded(base, free, sizes, life, forced, U, max_rounds, weights, shard
         return solve_fast(base, free, sizes, life, forced, U, max_rounds, weights)
     loads = np.array(base, copy=True)
     assign = np.full(n, -1, dtype=np.int64)
-    left = free.copy()
 
     def place(workers_free, idx, count):
         a = solve_fast(loads, workers_free, sizes[idx], life[idx], forced[idx], count, max_rounds, weights)
         got = np.flatnonzero(a >= 0)
         assign[idx[got]] = a[got]
         scatter_rows(loads, a[got], request_profiles(sizes[idx[got]], life[idx[got]], H1 - 1).astype(loads.dtype))
-        left[:] -= np.bincount(a[got], minlength=G)
 
     for s in range(k):
         if u[s] > 0:
             place(np.where(wshard == s, free, 0), np.flatnonzero(rshard == s), int(u[s]))
     rest = U - int((assign >= 0).sum())
-    if rest > 0:
-        place(left, np.flatnonzero(assign < 0), rest)
+    if rest > 0:  # over the slots the shards left free
+        place(free - np.bincount(assign[assign >= 0], minlength=G), np.flatnonzero(assign < 0), rest)
     return assign
 
 
