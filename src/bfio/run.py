@@ -236,9 +236,14 @@ def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=No
                  show_progress: bool | None = False):
     """Simulate ``run``: its workload (:func:`build_workload` on trace table
     ``frame``, or ``workload`` when given) through :func:`bfio.simulator.simulate`.
+    A BF-IO row without options is resolved first (:meth:`RunSpec.with_bfio_defaults`
+    with the library's defaults).
     Returns the :class:`~bfio.simulator.SimulationResult`."""
     from bfio.simulator import simulate
 
+    # a spec read from a path alone (RunSpec.from_path) has no options yet: its bfio_h<H>
+    # row still runs its own H and objective (library defaults for the rest), never H = 0
+    run = run.with_bfio_defaults(None)
     if workload is None:
         workload = build_workload(run, frame)
     return simulate(workload, run.workers, run.slots, run.policy, seed=run.seed,
