@@ -4,9 +4,17 @@ default objective (``bfio.solvers.objective``): every cell equal to the printed
 value at printed precision, or better (``bfio.paper.at_least_as_good``); and the
 plateau over H that the discount is for."""
 
-import pytest
+from pathlib import Path
 
+import pandas as pd
+import pytest
+import yaml
+
+from bfio.config import validate_config
+from bfio.experiments import experiment_seeds
 from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like, row_key
+from bfio.plateau import plateau
+from bfio.run import RunSpec, simulate_run
 from bfio.simulator import simulate
 from bfio.traces import load_trace
 from bfio.workload import draw_workload
@@ -18,6 +26,9 @@ AUTHORS_SIMULATOR = {
     ("table1", 0): {"throughput": "8.53", "energy_j": "23.5"},
     ("table1", 40): {"energy_j": "20.74"},
 }
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "config" / "config.yaml"
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 ROWS = [(table, H) for table in ("table1", "table2") for H in TABLE_SETTINGS[table]["horizons"]]
 _WORKLOADS = {}
 _RUNS = {}
@@ -60,14 +71,13 @@ def test_bfio_row_at_least_as_good_as_paper(table, horizon):
     assert not worse, f"{table} BF-IO(H={horizon}) worse than the paper: " + "; ".join(worse)
 
 
-# Measured (shared-replacement bounds, issue 16): on Table 1 a short window has the lowest
-# imbalance on every seed tried (H >= 13 is one routing: the discount's reach). Imbalance
-# H = 5 / 7 / 10 against H >= 13: seed 42 1.45 / 1.43 / 1.44e8 vs 1.62e8; seed 1 1.39 / 1.44 /
-# 1.51 vs 1.54; seed 2 1.37 / 1.48 / 1.62 vs 1.60; seed 3 1.52 / 1.51 / 1.52 vs 1.58, i.e. H >= 13
-# is 5-16% above the best short window on every seed (throughput at H >= 13: 0.5% below to 0.9%
-# above H = 10's). A trade-off of the default discount, not seed noise, so the imbalance half of
-# the plateau misses on Table 1. Strict: if it starts passing, remove this.
-PLATEAU_MISSES = {"table1": "H=40..100 imbalance 1.62e8 is 13% above H=10's 1.44e8 (seed 42)"}
+# Measured: at seed 42 alone the imbalance half of the plateau misses on Table 1 (H >= 13 is
+# one routing, the discount's reach: 1.62e8, 12.9% above H = 10's 1.44e8). One run is too
+# noisy for a 5% criterion: over seeds 42 and 1..14 the per-seed difference H = 40 vs H = 10
+# ranges from -10.3% to +12.9% (seed 42 the largest), mean +0.8% [95% CI -2.8%, +4.5%];
+# the criterion over seeds is test_default_objective_plateaus_over_seeds below.
+# Strict: if the single run starts passing, remove this.
+PLATEAU_MISSES = {"table1": "seed 42 alone: H=40..100 imbalance 1.62e8 is 13% above H=10's 1.44e8"}
 
 
 @pytest.mark.slow
@@ -87,3 +97,26 @@ def test_default_objective_plateaus_over_the_horizon(table):
     # the printed IO, for contrast: it does not plateau (worse at H = 100 than at H = 20)
     lit = {H: run(table, H, "paper-literal").metrics["avg_imbalance"] for H in (20, 100)}
     assert lit[100] > lit[20]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("table", ["table1", "table2"])
+def test_default_objective_plateaus_over_seeds(table):
+    """The plateau criterion (bfio.plateau) on the mean over the horizon sweep's seeds
+    (config/config.yaml: ``seeds`` plus ``horizon_sweep.extra_seeds``), paired by seed
+    against the H with the best mean; each seed draws its own workload, as the pipeline's
+    runs do (bfio.run.build_workload)."""
+    cfg = validate_config(yaml.safe_load(CONFIG.read_text()), SCHEMA)
+    seeds = experiment_seeds(cfg, "horizon_sweep")
+    st = TABLE_SETTINGS[table]
+    frame = load_trace(st["trace"]).to_frame()
+    recs = []
+    for H in (0, 10, 40, 100):
+        for seed in seeds:
+            spec = RunSpec(st["trace"], st["requests"], st["workers"], st["slots"], row_key("bfio", H), seed)
+            m = simulate_run(spec.with_bfio_defaults(PAPER_BFIO_OPTIONS), frame).metrics
+            recs.append({"row": spec.row, "workers": spec.workers, "seed": seed,
+                         "avg_imbalance": m["avg_imbalance"], "throughput": m["throughput"]})
+    out = plateau(pd.DataFrame(recs), ref_seed=seeds[0])
+    long = out[(out["objective"] == "default") & out["long"]]
+    assert len(long) == 2 and long["met_mean"].all(), long.to_string()

@@ -17,6 +17,7 @@ from bfio.experiments import (
     download_trace,
     experiment_rows,
     experiment_runs,
+    experiment_seeds,
     prepare_trace,
     run_one,
     trajectory_runs,
@@ -89,6 +90,8 @@ def test_defaults_are_filled():
     (lambda c: c["objective_study"]["confirm"].update(traces=["longbench", "nope"]),
      "objective_study.confirm.traces.1"),
     (lambda c: c["experiments"]["table1"].update(baselines=[], horizons=[], literal_horizons=[]), "experiments.table1"),
+    (lambda c: c["experiments"]["horizon_sweep"].update(extra_seeds=[5, 1]), "experiments.horizon_sweep.extra_seeds"),
+    (lambda c: c["experiments"]["horizon_sweep"].update(extra_seeds=[5, 5]), "experiments.horizon_sweep.extra_seeds"),
 ])
 def test_errors_name_the_key(mutate, key):
     cfg = copy.deepcopy(load("config.yaml"))
@@ -123,8 +126,11 @@ def test_expansion_counts_and_sharing():
     assert set(t1) <= set(hs)  # Table 1 runs are shared with the H sweep
     runs = all_runs(cfg)
     assert len(runs) == len(set(runs))
-    # H sweep (+FCFS, JSQ; 11 default and 10 paper-literal rows) + Table 2 (+1 literal) + G sweep
-    assert len(runs) == 23 * 5 + 5 * 5 + 14 * 2 * 5
+    # H sweep (+FCFS, JSQ; 11 default and 10 paper-literal rows; 5 + 15 extra seeds) + Table 2
+    # (+1 literal) + G sweep
+    assert experiment_seeds(cfg, "horizon_sweep") == [42, 1, 2, 3, 4, *range(5, 20)]
+    assert len(hs) == 23 * 20
+    assert len(runs) == 23 * 20 + 5 * 5 + 14 * 2 * 5
     traj = trajectory_runs(cfg)
     assert [r.row for r in traj["table1"]] == ["fcfs", "jsq_tokens", "bfio_h0", "bfio_h40"]
     assert all(r.seed == 42 for rs in traj.values() for r in rs)
@@ -261,3 +267,19 @@ def test_code_fingerprints_separate_simulation_from_figures():
     assert sim == code_fingerprint(SIMULATION_SOURCES) and len(sim) == 16
     assert code_fingerprint(["tables.py"]) != code_fingerprint(["paper.py"])
     assert not any(s.startswith("figures") or s == "tables.py" for s in SIMULATION_SOURCES)
+
+
+def test_a_bare_run_path_simulates_its_own_horizon():
+    """A spec read from a path has no options; its bfio_h<H> row must still run H, not the
+    policy's default H = 0 (it silently did before ``simulate_run`` resolved it)."""
+    from bfio.run import simulate_run
+    from bfio.workload import Workload
+
+    rng = np.random.default_rng(3)
+    work = Workload(rng.integers(1, 200, 300), rng.integers(1, 60, 300))
+    bare = RunSpec.from_path("longbench/n300-g4-b8/bfio_h7/seed1")
+    resolved = bare.with_bfio_defaults(None)
+    assert resolved.policy_options == {"horizon": 7}
+    got = simulate_run(bare, workload=work)
+    assert got.metrics["fast_solver_horizon"] == 7
+    assert got.metrics["avg_imbalance"] == simulate_run(resolved, workload=work).metrics["avg_imbalance"]

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from bfio.config import validate_config
-from bfio.experiments import all_runs, experiment_rows, trajectory_runs
+from bfio.experiments import all_runs, experiment_rows, experiment_seeds, trajectory_runs
 from bfio.paper import TABLE_SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,7 +60,7 @@ def test_smoke_tables_exist_and_are_well_formed(smoke, smoke_config):
         exp_cfg = smoke_config["experiments"][exp]
         assert set(summary["row"]) == set(experiment_rows(exp_cfg))
         assert len(summary) == len(experiment_rows(exp_cfg)) * len(exp_cfg["workers"])
-        assert (summary["n_seeds"] == len(smoke_config["seeds"])).all()
+        assert (summary["n_seeds"] == len(experiment_seeds(smoke_config, exp))).all()
         for m in ("avg_imbalance", "throughput", "tpot", "energy_j", "avg_imbalance_pre", "energy_j_pre"):
             assert np.isfinite(summary[m]).all() and (summary[m] >= 0).all()
             assert (summary[f"{m}_ci_lo"] <= summary[f"{m}_mean"] + 1e-9).all()
@@ -80,6 +80,11 @@ def test_smoke_tables_exist_and_are_well_formed(smoke, smoke_config):
     energy = pd.read_csv(tables / "worker_sweep_energy.csv")
     assert set(energy["workers"]) == set(smoke_config["experiments"]["worker_sweep"]["workers"])
     assert np.isfinite(energy["reduction_pct"]).all()
+    hs = smoke_config["experiments"]["horizon_sweep"]
+    plateau = pd.read_csv(tables / "horizon_plateau.csv")
+    assert set(plateau["horizon"]) == set(hs["horizons"]) | set(hs["literal_horizons"])
+    assert (plateau["n_seeds"] == len(experiment_seeds(smoke_config, "horizon_sweep"))).all()
+    assert f"## default, G = {hs['workers'][0]}" in (tables / "horizon_plateau.md").read_text()
     fit = pd.read_csv(tables / "decode_geometric_fit.csv")
     assert list(fit["trace"]) == smoke_config["traces"]
     assert ((fit["p"] > 0) & (fit["p"] < 1) & (fit["ks"] >= 0) & (fit["ks"] <= 1)).all()
@@ -118,7 +123,11 @@ def test_smoke_runs_and_load_matrices(smoke, smoke_config):
             assert loads.shape == (summary["steps"], run.workers)
         # one log per cell (every seed of a row), naming each of its runs
         recorded_cells = {r.rsplit("/", 1)[0] for r in recorded}
-        log = work / "logs" / "runs" / (run.cell + (".recorded.log" if run.cell in recorded_cells else ".log"))
+        # (an experiment's extra_seeds: one more log per cell, rule simulate_extra_seeds)
+        if run.seed not in smoke_config["seeds"]:
+            log = work / "logs" / "runs" / (run.cell + ".extra_seeds.log")
+        else:
+            log = work / "logs" / "runs" / (run.cell + (".recorded.log" if run.cell in recorded_cells else ".log"))
         assert f"{run.path}: avg_imbalance" in log.read_text(), log
 
 

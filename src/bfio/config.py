@@ -299,6 +299,10 @@ def _check_references(config: dict) -> None:
         if exp["trace"] not in config["traces"]:
             raise ConfigError(f"config key 'experiments.{name}.trace': '{exp['trace']}' is not listed in "
                               f"'traces' ({', '.join(config['traces'])})")
+        again = [s for s in exp.get("extra_seeds", []) if s in config["seeds"]]
+        if again:
+            raise ConfigError(f"config key 'experiments.{name}.extra_seeds': {again} already in 'seeds' "
+                              f"({config['seeds']}); list only the seeds beyond them")
         table = exp.get("paper_table")
         if table and table not in TABLE_SETTINGS:
             raise ConfigError(f"config key 'experiments.{name}.paper_table': unknown table '{table}'")

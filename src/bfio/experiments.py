@@ -54,12 +54,26 @@ def experiment_rows(exp: dict) -> list[str]:
             + [row_key("bfio", int(h), "paper-literal") for h in exp.get("literal_horizons", [])])
 
 
+def experiment_seeds(config: dict, name: str) -> list[int]:
+    """The seeds of experiment ``name``: the top-level ``seeds``, then its ``extra_seeds``."""
+    return [int(s) for s in config["seeds"]] + [int(s) for s in config["experiments"][name].get("extra_seeds", [])]
+
+
+def extra_seeds(config: dict) -> list[int]:
+    """Every experiment's ``extra_seeds`` (first appearance order): the seeds beyond the
+    top-level ``seeds`` that some cells run (the pipeline's ``simulate_extra_seeds`` jobs)."""
+    out: list[int] = []
+    for exp in config["experiments"].values():
+        out += [int(s) for s in exp.get("extra_seeds", []) if int(s) not in out]
+    return out
+
+
 def experiment_runs(config: dict, name: str) -> list[RunSpec]:
     """Every run of experiment ``name``: rows x workers x seeds (config order)."""
     exp = config["experiments"][name]
     slots = int(exp.get("slots", config.get("slots", 72)))
-    return [RunSpec(exp["trace"], int(exp["requests"]), int(g), slots, row, int(seed))
-            for row in experiment_rows(exp) for g in exp["workers"] for seed in config["seeds"]]
+    return [RunSpec(exp["trace"], int(exp["requests"]), int(g), slots, row, seed)
+            for row in experiment_rows(exp) for g in exp["workers"] for seed in experiment_seeds(config, name)]
 
 
 def all_runs(config: dict) -> list[RunSpec]:
@@ -185,6 +199,7 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
     return summary
 
 
-__all__ = ["code_fingerprint", "SIMULATION_SOURCES", "experiment_rows", "experiment_runs", "all_runs",
+__all__ = ["code_fingerprint", "SIMULATION_SOURCES", "experiment_rows", "experiment_seeds", "extra_seeds",
+           "experiment_runs", "all_runs",
            "trajectory_runs", "figure_runs", "reference_seed", "download_trace", "prepare_trace", "trace_stats",
            "read_trace_table", "run_one", "METRICS"]

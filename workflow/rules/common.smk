@@ -5,6 +5,7 @@ from bfio.config import trace_specs, validate_config
 from bfio.experiments import (
     all_runs,
     experiment_runs,
+    extra_seeds,
     figure_runs,
     reference_seed,
     SIMULATION_SOURCES,
@@ -45,6 +46,9 @@ RECORDED_RUNS = sorted({r.path for runs in TRAJECTORY_RUNS.values() for r in run
 # One simulation job per cell (a run without its seed) runs every seed of it:
 # the runs share a trace table and the job pays imports and numba loading once.
 SEEDS = [int(s) for s in config["seeds"]]
+# Seeds beyond them that some experiments run (experiments.<name>.extra_seeds): one more
+# job per cell that needs them (rule simulate_extra_seeds).
+EXTRA_SEEDS = extra_seeds(config)
 RECORDED_CELLS = sorted({RunSpec.from_path(r).cell for r in RECORDED_RUNS})
 RECORDED_SEED = reference_seed(config)
 FIG = config["figures"]
@@ -174,6 +178,8 @@ def table_targets():
     out += expand("results/tables/decode_geometric_fit.{fmt}", fmt=["csv", "md"])
     out += expand("results/tables/{experiment}_summary.{fmt}", experiment=EXPERIMENTS, fmt=["csv", "md"])
     out += expand("results/tables/{table}.{fmt}", table=sorted(set(PAPER_TABLES.values())), fmt=["csv", "md"])
+    if HSWEEP:
+        out += expand("results/tables/horizon_plateau.{fmt}", fmt=["csv", "md"])
     if GSWEEP:
         out += expand("results/tables/worker_sweep_energy.{fmt}", fmt=["csv", "md"])
     if ENERGY_CHECK:

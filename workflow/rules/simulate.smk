@@ -1,6 +1,6 @@
 # Simulation: one job per cell (trace, N, G, B, policy row) runs every seed of
-# it (config key seeds) in one process. Runs shared by several experiments are
-# simulated once. Outputs per run: summary JSON and per-step series (parquet);
+# it (config key seeds; an experiment's extra_seeds in a second job) in one
+# process. Runs shared by several experiments are simulated once. Outputs per run: summary JSON and per-step series (parquet);
 # the load matrix only for the trajectory-figure runs (reference seed).
 
 
@@ -42,6 +42,23 @@ use rule simulate as simulate_recorded with:
 
 
 ruleorder: simulate_recorded > simulate
+
+
+# The seeds some experiments add (experiments.<name>.extra_seeds), one job per cell
+# that needs them; no loads recorded (trajectories use the reference seed).
+if EXTRA_SEEDS:
+
+    use rule simulate as simulate_extra_seeds with:
+        output:
+            summary=cell_outputs("summary.json", EXTRA_SEEDS),
+            series=cell_outputs("series.parquet", EXTRA_SEEDS),
+        params:
+            bfio=config["bfio"],
+            code=SIM_CODE,
+            seeds=EXTRA_SEEDS,
+            recorded_seed=None,
+        log:
+            "logs/runs/{cell}.extra_seeds.log",
 
 
 rule collect_runs:

@@ -1,6 +1,7 @@
 # Tables (CSV + Markdown under results/tables/): per-experiment summaries
 # (reference seed, mean and 95% CI), the paper's Table 1 / Table 2 compared
-# cell by cell, energy reduction over G, the geometric fit of decode lengths
+# cell by cell, energy reduction over G, the plateau over the horizon sweep's H,
+# the geometric fit of decode lengths
 # and (when the theory module provides it) Theorem 4's energy decomposition.
 
 
@@ -62,6 +63,24 @@ rule worker_sweep_energy:
         "../../environment.yml"
     script:
         "../scripts/worker_sweep_energy.py"
+
+
+rule horizon_plateau:
+    input:
+        f"results/tables/runs_{HSWEEP}.csv",
+    output:
+        csv="results/tables/horizon_plateau.csv",
+        md="results/tables/horizon_plateau.md",
+    params:
+        code=code_fingerprint(["plateau.py"]),
+        ref_seed=reference_seed(config),
+        title=lambda wc: config["experiments"][HSWEEP]["description"] or HSWEEP,
+    log:
+        "logs/tables/horizon_plateau.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/horizon_plateau.py"
 
 
 rule decode_geometric_fit:
