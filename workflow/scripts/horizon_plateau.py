@@ -8,4 +8,5 @@ from bfio.tables import write_table
 with script_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
     table = plateau(pd.read_csv(sm.input[0]), sm.params.ref_seed, source=sm.input[0])
-    write_table(table, sm.output.csv, sm.output.md, markdown=plateau_markdown(table, sm.params.title, sm.params.ref_seed))
+    write_table(table, sm.output.csv, sm.output.md,
+                markdown=plateau_markdown(table, sm.params.title, sm.params.ref_seed))
