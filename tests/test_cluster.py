@@ -31,8 +31,9 @@ def _rules():
     names = set()
     for smk in [REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk")]:
         text = smk.read_text()
-        names |= set(re.findall(r"^rule (\w+):", text, flags=re.M))
-        names |= set(re.findall(r"^use rule \w+ as (\w+)", text, flags=re.M))
+        # indented too: rules defined under an ``if`` (e.g. simulate_extra_seeds)
+        names |= set(re.findall(r"^\s*rule (\w+):", text, flags=re.M))
+        names |= set(re.findall(r"^\s*use rule \w+ as (\w+)", text, flags=re.M))
     return names - {"all"}
 
 
