@@ -107,10 +107,9 @@ def plateau(runs: pd.DataFrame, ref_seed: int, source: str = "runs") -> pd.DataF
                     table[f"{metric}_ref_best_row"] = None
                     table[f"{metric}_ref_pct"] = float("nan")
             table["long"] = table["horizon"] >= LONG_HORIZON
-            table["met_ref"] = [within_plateau(i, t) if pd.notna(i) and pd.notna(t) else None for i, t in
-                                zip(table["avg_imbalance_ref_pct"], table["throughput_ref_pct"])]
-            table["met_mean"] = [within_plateau(i, t) for i, t in
-                                 zip(table["avg_imbalance_pct_mean"], table["throughput_pct_mean"])]
+            for col, kind in (("met_ref", "ref_pct"), ("met_mean", "pct_mean")):
+                table[col] = [within_plateau(i, t) if pd.notna(i) and pd.notna(t) else None
+                              for i, t in zip(table[f"avg_imbalance_{kind}"], table[f"throughput_{kind}"])]
             table["ci_verdict"] = [
                 plateau_verdict((r["avg_imbalance_pct_ci_lo"], r["avg_imbalance_pct_ci_hi"]),
                                 (r["throughput_pct_ci_lo"], r["throughput_pct_ci_hi"]))
@@ -126,6 +125,10 @@ def plateau(runs: pd.DataFrame, ref_seed: int, source: str = "runs") -> pd.DataF
 
 def _pct(x) -> str:
     return "n/a" if pd.isna(x) else f"{x:+.1f}%"
+
+
+def _label(row) -> str:
+    return row_label(row) if isinstance(row, str) and row else "n/a"
 
 
 def _verdict(long: bool, met) -> str:
@@ -145,12 +148,10 @@ def plateau_markdown(table: pd.DataFrame, title: str, ref_seed: int) -> str:
              "outside, undecided otherwise (more seeds would tell).", ""]
     for (objective, workers), grp in table.groupby(["objective", "workers"], sort=False):
         first = grp.iloc[0]
+        best = {m: f"{_label(first[f'{m}_best_row'])} (mean), {_label(first[f'{m}_ref_best_row'])} (seed {ref_seed})"
+                for m in CRITERION}
         lines += [f"## {objective}, G = {workers}", "",
-                  f"Best H: imbalance {row_label(first['avg_imbalance_best_row'])} (mean), "
-                  f"{row_label(first['avg_imbalance_ref_best_row']) if first['avg_imbalance_ref_best_row'] else 'n/a'}"
-                  f" (seed {ref_seed}); throughput {row_label(first['throughput_best_row'])} (mean), "
-                  f"{row_label(first['throughput_ref_best_row']) if first['throughput_ref_best_row'] else 'n/a'}"
-                  f" (seed {ref_seed}).", ""]
+                  f"Best H: imbalance {best['avg_imbalance']}; throughput {best['throughput']}.", ""]
         rows = []
         for r in grp.to_dict("records"):
             rec = {"H": r["horizon"]}

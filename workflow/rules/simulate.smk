@@ -1,7 +1,8 @@
 # Simulation: one job per cell (trace, N, G, B, policy row) runs every seed of
 # it (config key seeds; an experiment's extra_seeds in a second job) in one
-# process. Runs shared by several experiments are simulated once. Outputs per run: summary JSON and per-step series (parquet);
-# the load matrix only for the trajectory-figure runs (reference seed).
+# process. Runs shared by several experiments are simulated once. Outputs per
+# run: summary JSON and per-step series (parquet); the load matrix only for the
+# trajectory-figure runs (reference seed).
 
 
 rule simulate:
