@@ -13,7 +13,7 @@ import yaml
 from bfio.config import validate_config
 from bfio.experiments import experiment_seeds
 from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like, row_key
-from bfio.plateau import plateau
+from bfio.plateau import plateau, within_plateau
 from bfio.run import RunSpec, simulate_run
 from bfio.simulator import simulate
 from bfio.traces import load_trace
@@ -73,9 +73,10 @@ def test_bfio_row_at_least_as_good_as_paper(table, horizon):
 
 # Measured: at seed 42 alone the imbalance half of the plateau misses on Table 1 (H >= 13 is
 # one routing, the discount's reach: 1.62e8, 12.9% above H = 10's 1.44e8). One run is too
-# noisy for a 5% criterion: over seeds 42 and 1..14 the per-seed difference H = 40 vs H = 10
-# ranges from -10.3% to +12.9% (seed 42 the largest), mean +0.8% [95% CI -2.8%, +4.5%];
-# the criterion over seeds is test_default_objective_plateaus_over_seeds below.
+# noisy for a 5% criterion: over the horizon sweep's 20 seeds (42, 1..19) the per-seed
+# difference H = 40 vs H = 10 ranges from -10.3% to +13.6% (sd 7.0%; seed 42 the second
+# largest), mean +1.5% [95% CI -1.8%, +4.8%] (results/tables/horizon_plateau.md); the
+# criterion over seeds is test_default_objective_plateaus_over_seeds below.
 # Strict: if the single run starts passing, remove this.
 PLATEAU_MISSES = {"table1": "seed 42 alone: H=40..100 imbalance 1.62e8 is 13% above H=10's 1.44e8"}
 
@@ -92,8 +93,9 @@ def test_default_objective_plateaus_over_the_horizon(table):
     best_imb = min(v["avg_imbalance"] for v in m.values())
     best_thr = max(v["throughput"] for v in m.values())
     for H in (40, 60, 100):
-        assert m[H]["avg_imbalance"] <= 1.05 * best_imb, (H, m[H]["avg_imbalance"], best_imb)
-        assert m[H]["throughput"] >= 0.99 * best_thr, (H, m[H]["throughput"], best_thr)
+        imb_pct = 100 * (m[H]["avg_imbalance"] / best_imb - 1)
+        thr_pct = 100 * (m[H]["throughput"] / best_thr - 1)
+        assert within_plateau(imb_pct, thr_pct), (H, imb_pct, thr_pct)
     # the printed IO, for contrast: it does not plateau (worse at H = 100 than at H = 20)
     lit = {H: run(table, H, "paper-literal").metrics["avg_imbalance"] for H in (20, 100)}
     assert lit[100] > lit[20]
