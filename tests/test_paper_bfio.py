@@ -26,9 +26,9 @@ AUTHORS_SIMULATOR = {
     ("table1", 0): {"throughput": "8.53", "energy_j": "23.5"},
     ("table1", 40): {"energy_j": "20.74"},
 }
-ROOT = Path(__file__).resolve().parents[1]
-CONFIG = ROOT / "config" / "config.yaml"
-SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / "config" / "config.yaml"
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 ROWS = [(table, H) for table in ("table1", "table2") for H in TABLE_SETTINGS[table]["horizons"]]
 _WORKLOADS = {}
 _RUNS = {}
