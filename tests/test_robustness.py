@@ -219,3 +219,106 @@ def test_jsonl_missing_column_lists_available(tmp_path):
     f.write_text('{"in": 5, "output_length": 1}\n')
     with pytest.raises(TraceError, match=r"field 'input_length'.*available: in, output_length"):
         load_trace(str(f))
+
+
+# -- issue 26, items 1, 2, 12, 24: outputs never replace what they should not -----------------
+def _sim(trace, *outputs):
+    return main(["simulate", "--trace", str(trace), "--prefill-col", "a", "--decode-col", "b",
+                 "--requests", "40", "--workers", "2", "--slots", "4", *outputs])
+
+
+def _device(path, minor):
+    """A character device like /dev/null (minor 3) or /dev/full (minor 7) at ``path``."""
+    import os
+    import stat
+
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+    except (PermissionError, OSError) as e:
+        pytest.skip(f"cannot create a device node here ({e})")
+    return path
+
+
+def _is_char_device(path) -> bool:
+    import os
+    import stat
+
+    return stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+@pytest.mark.parametrize("option, name", [("--json", "null"), ("--series", "null.csv"), ("--per-request", "n.pq")])
+def test_device_output_is_written_in_place(small_trace, tmp_path, option, name):
+    dev = _device(tmp_path / name, 3)
+    assert _sim(small_trace, option, str(dev)) == 0
+    assert _is_char_device(dev)  # not replaced by a regular file
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, "t.csv"])
+
+
+def test_full_device_fails_and_stays_a_device(small_trace, tmp_path, capsys):
+    dev = _device(tmp_path / "full", 7)
+    assert _sim(small_trace, "--json", str(dev)) == 2
+    assert "--json" in capsys.readouterr().err
+    assert _is_char_device(dev)
+
+
+def test_symlink_output_writes_its_target(small_trace, tmp_path):
+    target, link = tmp_path / "target.json", tmp_path / "link.json"
+    target.write_text("old")
+    link.symlink_to(target)
+    assert _sim(small_trace, "--json", str(link)) == 0
+    assert link.is_symlink() and json.loads(target.read_text())["workers"] == 2
+
+
+def test_symlink_loop_is_named(small_trace, tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    assert _sim(small_trace, "--json", str(a)) == 2
+    assert "symlink loop" in capsys.readouterr().err
+
+
+def test_named_pipe_reader_gets_the_output(small_trace, tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    assert _sim(small_trace, "--json", str(fifo)) == 0
+    reader.join(timeout=30)
+    assert json.loads(got[0])["workers"] == 2
+    assert os.path.exists(fifo) and not os.path.isfile(fifo)
+
+
+@pytest.mark.parametrize("first, second", [("--series", "--json"), ("--series", "--per-request")])
+def test_two_outputs_on_one_path_refused(small_trace, tmp_path, capsys, first, second):
+    same = tmp_path / "same.csv"
+    assert _sim(small_trace, first, str(same), second, str(same)) == 2
+    assert "the same file as" in capsys.readouterr().err
+    assert not same.exists()
+
+
+def test_failed_output_leaves_no_other_output(small_trace, tmp_path, capsys):
+    ok, full = tmp_path / "ok.csv", _device(tmp_path / "r.csv", 7)
+    assert _sim(small_trace, "--series", str(ok), "--per-request", str(full), "--json", str(tmp_path / "s.json")) == 2
+    assert "--per-request" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "t.csv"]
+
+
+def test_outputs_follow_the_umask(small_trace, tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        assert _sim(small_trace, "--json", str(tmp_path / "s.json"), "--series", str(tmp_path / "s.csv")) == 0
+    finally:
+        os.umask(old)
+    assert {oct((tmp_path / n).stat().st_mode & 0o777) for n in ("s.json", "s.csv")} == {"0o644"}
+
+
+@pytest.mark.parametrize("option", ["--json", "--series"])
+def test_empty_output_path_refused(small_trace, capsys, option):
+    assert _sim(small_trace, option, "") == 2
+    assert "empty path" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """Pipeline outputs on disk: JSON and files written atomically (temp file,
-then rename, so a failed job leaves nothing half-written), run summaries read
+then rename, so a failed job leaves nothing half-written; devices, pipes and
+symlink targets written where they are, never replaced), run summaries read
 back with a clear error, and the runs of an experiment collected into a table.
 """
 
@@ -9,6 +10,7 @@ import contextlib
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -34,19 +36,66 @@ def _jsonable(x):
     return x
 
 
+def output_target(path) -> Path:
+    """The file an output at ``path`` really goes to: symlinks followed to their
+    target (a dangling link to the file it names), so the link survives and the
+    target is written. A symlink loop raises :class:`~bfio.errors.BfioError`."""
+    path = Path(path)
+    try:
+        return path.resolve()
+    except RuntimeError:  # Python 3.11 raises RuntimeError on a symlink loop
+        raise BfioError(f"output {path}: symlink loop, cannot tell which file to write") from None
+    except OSError:  # e.g. a path under a regular file: the caller's checks name it
+        return Path(os.path.abspath(path))
+
+
+def is_special(path: Path) -> bool:
+    """True for an existing output that is not a regular file (a device such as
+    ``/dev/null``, a named pipe, a socket): it must be written in place, never
+    replaced by a rename."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return not stat.S_ISREG(mode)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path):
-    """Yield a temporary path beside ``path``; on success it is renamed over
-    ``path`` (``os.replace``, atomic on one file system), on failure removed.
-    A killed job leaves no truncated output that a rerun would take as done."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp" + "".join(path.suffixes))
+    """Yield the path to write ``path``'s content to, so that ``path`` is either
+    complete or unchanged:
+
+    - a regular file (or a new one): a temporary file beside it, renamed over it
+      on success (``os.replace``, atomic on one file system) and removed on
+      failure, with the permissions the umask gives a new file; a killed job
+      leaves no truncated output that a rerun would take as done;
+    - a symlink: the same, at its target (the link is kept);
+    - a device or a named pipe (``/dev/null``, ``/dev/stdout``, a FIFO): the path
+      itself, written in place (a rename would replace the device);
+    - a socket or a directory: refused with :class:`~bfio.errors.BfioError`.
+    """
+    target = output_target(path)
+    if is_special(target):
+        mode = target.stat().st_mode
+        if not (stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file"
+            raise BfioError(f"output {path}: is {kind}, cannot write it")
+        yield target
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp" + "".join(target.suffixes))
     os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
-        os.replace(tmp, path)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
     finally:
         if tmp.exists():
             tmp.unlink()

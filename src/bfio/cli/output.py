@@ -1,17 +1,22 @@
 """Writing the command line's outputs: JSON (``--json``), per-step and
 per-request tables (``--series``, ``--per-request``), each checked writable
-before any work is done and written atomically (complete or absent)."""
+before any work is done and written all or nothing through
+:func:`bfio.results_io.atomic_path` (a regular file complete or unchanged; a
+device, pipe or symlink target written in place, never replaced)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
 
-from bfio.errors import ConfigError
+from bfio.errors import BfioError, ConfigError
+from bfio.results_io import atomic_path, is_special, output_target
 
 
 def _clean(obj):
@@ -27,31 +32,64 @@ def _clean(obj):
     return obj
 
 
-def write_json(obj, dest: str) -> None:
-    """Write ``obj`` as JSON to ``dest`` (``-`` for stdout) atomically: a file is
-    either complete or absent, never partial."""
-    text = json.dumps(_clean(obj), indent=2, sort_keys=True) + "\n"
-    if dest == "-":
-        sys.stdout.write(text)
-        return
-    atomic_write(Path(dest), lambda tmp: tmp.write_text(text), "--json")
+
+
+def json_text(obj) -> str:
+    """``obj`` as the JSON text the command line writes."""
+    return json.dumps(_clean(obj), indent=2, sort_keys=True) + "\n"
+
+
+def write_json(obj, dest: str, option: str = "--json") -> None:
+    """Write ``obj`` as JSON to ``dest`` (``-`` for stdout): a file is either
+    complete or unchanged, never partial."""
+    write_outputs([(dest, json_output(obj), option)])
+
+
+def json_output(obj):
+    """A writer of ``obj`` as JSON for :func:`write_outputs`."""
+    text = json_text(obj)
+    return lambda path: Path(path).write_text(text)
 
 
 FRAME_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
+def frame_output(frame, dest: str, option: str):
+    """A writer of ``frame`` for :func:`write_outputs`, its format from ``dest``'s
+    extension (CSV or Parquet)."""
+    kind = FRAME_SUFFIXES.get(Path(dest).suffix.lower())
+    if kind is None:
+        raise ConfigError(f"{option} {dest}: unknown extension '{Path(dest).suffix}' (use {', '.join(FRAME_SUFFIXES)})")
+    return (lambda path: frame.to_parquet(path)) if kind == "parquet" else (lambda path: frame.to_csv(path))
+
+
 def check_writable(dest: str, option: str, suffixes=None) -> None:
     """Refuse, before any work is done, an output ``dest`` that cannot be
-    written: a directory, a path under a file, a directory without write
-    permission, or (``suffixes``) an unknown extension. ``-`` (stdout) passes."""
+    written: a directory, a socket, a symlink loop, a path under a file, a
+    directory without write permission, or (``suffixes``) an unknown extension.
+    ``-`` (stdout) passes; so do a writable device or named pipe (written in
+    place) and a symlink whose target can be written."""
+    if dest == "":
+        raise ConfigError(f"{option}: empty path (use - for standard output)")
     if dest == "-" and suffixes is None:
         return
     path = Path(dest)
-    if path.is_dir():
+    try:
+        target = output_target(path)
+    except BfioError as e:
+        raise ConfigError(f"{option} {e}".replace("output ", "", 1)) from None
+    if target.is_dir():
         raise ConfigError(f"{option} {dest}: is a directory, expected a file path")
     if suffixes is not None and path.suffix.lower() not in suffixes:
         raise ConfigError(f"{option} {dest}: unknown extension '{path.suffix}' (use {', '.join(suffixes)})")
-    parent = path.parent
+    if is_special(target):
+        mode = target.stat().st_mode
+        if not (stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)):
+            raise ConfigError(f"{option} {dest}: is a socket or other special file, expected a file path")
+        if not os.access(target, os.W_OK):
+            raise ConfigError(f"{option} {dest}: is not writable")
+        return
+    parent = target.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
@@ -62,33 +100,53 @@ def check_writable(dest: str, option: str, suffixes=None) -> None:
         os.unlink(tmp)
     except OSError as e:
         raise ConfigError(f"{option} {dest}: cannot write in {parent} ({e.strerror or e})") from None
-    if path.exists() and not os.access(path, os.W_OK):
+    if target.exists() and not os.access(target, os.W_OK):
         raise ConfigError(f"{option} {dest}: file is not writable")
 
 
-def atomic_write(path: Path, write, option: str) -> None:
-    """``write(tmp)`` to a temporary file beside ``path``, then rename it over
-    ``path``; an OS error names the option and the file, and leaves nothing."""
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        tmp = Path(name)
-        write(tmp)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise ConfigError(f"{option} {path}: cannot write ({e.strerror or e})") from None
-    finally:
-        if tmp is not None and tmp.exists():
-            tmp.unlink()
+def check_distinct(outputs) -> None:
+    """Refuse two options that name the same file (after following symlinks):
+    one would overwrite the other. ``-`` and devices (``/dev/null``) may repeat."""
+    seen: dict[Path, str] = {}
+    for dest, option in outputs:
+        if not dest or dest == "-":
+            continue
+        target = output_target(dest)
+        if is_special(target):
+            continue
+        if target in seen:
+            raise ConfigError(f"{option} {dest}: the same file as {seen[target]}; give each output its own path")
+        seen[target] = option
 
+
+def write_outputs(outputs) -> None:
+    """Write every ``(dest, write, option)`` all or nothing: each file goes to a
+    temporary beside it and all are renamed into place only when every write
+    succeeded; an OS error names the option and the file and leaves every
+    output unchanged. ``-`` goes to standard output, after the files."""
+    stdout = [write for dest, write, _ in outputs if dest == "-"]
+    option = dest = None
+    try:
+        with contextlib.ExitStack() as stack:
+            for dest, write, option in outputs:
+                if dest != "-":
+                    write(stack.enter_context(atomic_path(dest)))
+    except OSError as e:
+        raise ConfigError(f"{option} {dest}: cannot write ({e.strerror or e})") from None
+    except BfioError as e:
+        raise ConfigError(f"{option} {e}".replace("output ", "", 1)) from None
+    for write in stdout:
+        sys.stdout.write(_captured(write))
+
+
+def _captured(write) -> str:
+    """The text ``write`` would put in a file (for ``-``)."""
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "out"
+        write(f)
+        return f.read_text()
 
 
 def write_frame(frame, dest: str, option: str = "--series") -> None:
-    path = Path(dest)
-    kind = FRAME_SUFFIXES.get(path.suffix.lower())
-    if kind is None:
-        raise ConfigError(f"{option} {dest}: unknown extension '{path.suffix}' (use {', '.join(FRAME_SUFFIXES)})")
-    atomic_write(path, (lambda tmp: frame.to_parquet(tmp)) if kind == "parquet" else (lambda tmp: frame.to_csv(tmp)),
-                  option)
+    """Write ``frame`` to ``dest`` (CSV or Parquet by extension), complete or unchanged."""
+    write_outputs([(dest, frame_output(frame, dest, option), option)])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from bfio.cli.arguments import nonneg_int, positive_float, positive_int, seed_int
-from bfio.cli.output import FRAME_SUFFIXES, check_writable, write_frame, write_json
+from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
 from bfio.errors import ConfigError
 from bfio.policies.base import DISPATCH_MODES
@@ -171,15 +171,15 @@ def cmd_simulate(args) -> int:
                                options.get("solver", "fast"))
     if fell_back:
         summary.setdefault("warnings", []).append(fell_back)
-    for dest, frame, option in ((args.series, result.series, "--series"),
-                                (args.per_request, result.requests, "--per-request")):
-        if dest:
-            write_frame(frame, dest, option)
+    outputs = [(dest, frame_output(frame, dest, option), option)
+               for dest, frame, option in ((args.series, result.series, "--series"),
+                                           (args.per_request, result.requests, "--per-request")) if dest]
+    if args.json:
+        outputs.append((args.json, json_output(summary), "--json"))
     for w in result.warnings:
         print(f"bfio: warning: {w}", file=sys.stderr)
-    if args.json:
-        write_json(summary, args.json)
-    else:
+    write_outputs(outputs)  # all or nothing
+    if not args.json:
         m = result.metrics
         print(f"{trace.name} N={args.requests} G={args.workers} B={args.slots} policy={args.policy}: "
               f"AvgImbalance={m['avg_imbalance']:.4g} (pre-step {m['avg_imbalance_pre']:.4g}) tokens, "
@@ -201,8 +201,9 @@ def check_simulate_outputs(args) -> None:
     if args.workers * args.slots > MAX_SLOTS:
         raise ConfigError(f"--workers x --slots: G * B = {args.workers} * {args.slots} = "
                           f"{args.workers * args.slots:,} exceeds the bound of {MAX_SLOTS:,} slots (bfio.limits)")
-    if args.json:
-        check_writable(args.json, "--json")
-    for dest, option in ((args.series, "--series"), (args.per_request, "--per-request")):
-        if dest:
-            check_writable(dest, option, FRAME_SUFFIXES)
+    outputs = ((args.json, "--json", None), (args.series, "--series", FRAME_SUFFIXES),
+               (args.per_request, "--per-request", FRAME_SUFFIXES))
+    for dest, option, suffixes in outputs:
+        if dest is not None:
+            check_writable(dest, option, suffixes)
+    check_distinct([(dest, option) for dest, option, _ in outputs])

@@ -58,8 +58,7 @@ def check_instance_bounds(path: str) -> None:
 def cmd_solve(args) -> int:
     from bfio.solvers.instance import solve_instance_file
 
-    if args.json != "-":
-        check_writable(args.json, "--json")
+    check_writable(args.json, "--json")
     check_instance_bounds(args.instance)
     write_json(solve_instance_file(args.instance, args.solver, time_limit_s=args.time_limit_s), args.json)
     return 0

@@ -200,11 +200,11 @@ class Instance:
 
 def save_instance(inst: Instance, path) -> Path:
     """Write ``inst`` as JSON (atomically)."""
+    from bfio.results_io import atomic_path
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(inst.to_dict()) + "\n")
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(inst.to_dict()) + "\n")
     return path
 
 
