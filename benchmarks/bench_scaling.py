@@ -1,31 +1,37 @@
-"""BF-IO routing cost as the cluster grows (issue 16).
+"""BF-IO routing cost as the cluster grows (issues 16 and 27), both fast-solver placements side by side.
 
-BurstGPT drawn as in the paper's Table 2 (``N = 6,250 G`` requests, ``B = 72``,
-seed 42, oracle predictor), FCFS against BF-IO with the library defaults at
-``H = 20``, for each ``G``: whole-run wall time (warm: numba compiled and a
-small run done first; FCFS the faster of two runs), the ratio BF-IO / FCFS, BF-IO's routing call (mean,
-p50, p99) and the mean decode step of the BF-IO run, with the call's share of
-a step.
+BurstGPT drawn as in the paper's Table 2 (``N = 1,500 G`` requests by default,
+``B = 72``, seed 42, oracle predictor), FCFS against BF-IO with the library
+defaults at ``H = 20`` and each ``placement`` (:data:`bfio.solvers.PLACEMENTS`:
+``greedy``, the default, and ``heap``), for each ``G``: whole-run wall time
+(warm: numba compiled and a small run done first; FCFS the faster of two runs),
+the ratio BF-IO / FCFS, BF-IO's routing call (mean, p50, p99) and the mean
+decode step of the BF-IO run, with the call's share of a step; at the end the
+log-log slope of the mean call from ``G = 64`` to ``G = 1024`` per placement
+(least squares over the G in that range).
 
-    python benchmarks/bench_scaling.py [--workers 16,64,256,1024] [--horizon 20] [--per-worker 6250]
-                                        [--shard-workers N]
+    python benchmarks/bench_scaling.py [--workers 16,64,256,1024,4096] [--horizon 20] [--per-worker 1500]
+                                        [--per-worker-large 200] [--placements greedy,heap]
 
-``--per-worker`` shortens the runs (the steady state is reached after a few
-hundred steps; the per-call figures are then still the steady state's).
+``--per-worker-large`` applies to ``G >= 4096`` (scale evidence, no target).
 
-Targets (issue 16): routing call (mean) <= 10% of the mean decode step at
-every G; whole-run ratio <= 4x at G = 256 and <= 6x at G = 1024.
+Targets (issue 27): mean call <= 10% and p99 <= 25% of the mean decode step at
+every G up to 1024; whole run <= 3x FCFS at G = 256 and 1024; slope <= 1.2.
 """
 
 import argparse
 import time
 
+import numpy as np
+
 from bfio.simulator import simulate
+from bfio.solvers import PLACEMENTS
 from bfio.traces import load_trace
 from bfio.workload import Workload, draw_workload
 
 SLOTS = 72
-PER_WORKER = 6_250  # Table 2: 100,000 requests on 16 workers
+PER_WORKER = 1_500
+PER_WORKER_LARGE = 200
 SEED = 42
 
 
@@ -37,34 +43,47 @@ def run(w, workers, policy, options):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--workers", default="16,64,256,1024")
+    ap.add_argument("--workers", default="16,64,256,1024,4096")
     ap.add_argument("--horizon", type=int, default=20)
     ap.add_argument("--per-worker", type=int, default=PER_WORKER)
-    ap.add_argument("--shard-workers", type=int, default=None, help="BF-IO shard_workers (default: the library's)")
+    ap.add_argument("--per-worker-large", type=int, default=PER_WORKER_LARGE)
+    ap.add_argument("--placements", default=",".join(PLACEMENTS))
     args = ap.parse_args()
     t = load_trace("burstgpt")
-    bfio = {"horizon": args.horizon}
-    if args.shard_workers is not None:
-        bfio["shard_workers"] = args.shard_workers
+    placements = args.placements.split(",")
     warm = Workload(t.prefill[:4000], t.decode[:4000])
     simulate(warm, 16, SLOTS, "fcfs", show_progress=False)
-    simulate(warm, 16, SLOTS, "bfio", policy_options=bfio, show_progress=False)
-    print(f"BurstGPT, N = {args.per_worker:,} G, B = {SLOTS}, seed {SEED}, BF-IO options {bfio}")
-    print("| G | FCFS | BF-IO H=%d | ratio | call mean | call p50 | call p99 | step mean | call / step "
-          "| BF-IO imbalance | BF-IO throughput |" % args.horizon)
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for p in placements:
+        simulate(warm, 16, SLOTS, "bfio", policy_options={"horizon": args.horizon, "placement": p},
+                 show_progress=False)
+    print(f"BurstGPT, N = {args.per_worker:,} G ({args.per_worker_large:,} G at G >= 4096), B = {SLOTS}, "
+          f"seed {SEED}, BF-IO H = {args.horizon}, library defaults but placement")
+    print("| G | placement | FCFS | BF-IO | ratio | call mean | call p50 | call p99 | step mean | mean / step "
+          "| p99 / step | BF-IO imbalance | BF-IO throughput |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    calls = {p: {} for p in placements}
     for G in (int(g) for g in args.workers.split(",")):
-        w = draw_workload(t.prefill, t.decode, args.per_worker * G, SEED)
+        per = args.per_worker if G < 4096 else args.per_worker_large
+        w = draw_workload(t.prefill, t.decode, per * G, SEED)
         # FCFS twice, the faster counts: the first large run of a process pays for
         # its fresh memory (1.3-1.7x slower at G = 1024), which would flatter the ratio
         fcfs_s = min(run(w, G, "fcfs", {})[1] for _ in range(2))
-        r, bfio_s = run(w, G, "bfio", bfio)
-        m = r.metrics
-        call = m["solver_s_total"] / m["solver_calls"]
-        step = float(r.series["dt"].mean())
-        print(f"| {G} | {fcfs_s:.2f} s | {bfio_s:.2f} s | {bfio_s / fcfs_s:.1f}x | {call * 1e3:.2f} ms | "
-              f"{m['solver_s_p50'] * 1e3:.2f} ms | {m['solver_s_p99'] * 1e3:.2f} ms | {step * 1e3:.1f} ms | "
-              f"{call / step:.1%} | {m['avg_imbalance']:.4g} | {m['throughput']:.5g} |", flush=True)
+        for p in placements:
+            r, bfio_s = run(w, G, "bfio", {"horizon": args.horizon, "placement": p})
+            m = r.metrics
+            call = m["solver_s_total"] / m["solver_calls"]
+            calls[p][G] = call
+            step = float(r.series["dt"].mean())
+            print(f"| {G} | {p} | {fcfs_s:.2f} s | {bfio_s:.2f} s | {bfio_s / fcfs_s:.1f}x | {call * 1e3:.3f} ms | "
+                  f"{m['solver_s_p50'] * 1e3:.3f} ms | {m['solver_s_p99'] * 1e3:.3f} ms | {step * 1e3:.1f} ms | "
+                  f"{call / step:.1%} | {m['solver_s_p99'] / step:.1%} | {m['avg_imbalance']:.4g} | "
+                  f"{m['throughput']:.5g} |", flush=True)
+    for p in placements:
+        gs = sorted(g for g in calls[p] if 64 <= g <= 1024)
+        if len(gs) >= 2:
+            slope, icept = np.polyfit(np.log(gs), np.log([calls[p][g] for g in gs]), 1)
+            print(f"{p}: mean call ~ G^{slope:.2f} from G = {gs[0]} to {gs[-1]} "
+                  f"(least squares on log-log over G = {', '.join(map(str, gs))})")
 
 
 if __name__ == "__main__":

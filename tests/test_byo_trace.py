@@ -192,7 +192,7 @@ def test_named_run_replaces_the_default_config_and_makes_paths_absolute(tmp_path
     assert cfg["extra_traces"]["mytrace"]["path"] == str(tmp_path / "my_trace.csv")
     assert Path(cfg["data_dir"]).is_absolute()
     assert user["extra_traces"]["mytrace"]["path"] == "my_trace.csv"   # the user's dict is not modified
-    # no run_name: the merge stays (config/smoke.yaml)
+    # no run_name: the --configfile is merged into the default config
     cfg = copy.deepcopy(default)
     assert named_run(cfg, {"seeds": [1]}, cwd=tmp_path) is None and cfg == default
 

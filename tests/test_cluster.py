@@ -135,6 +135,7 @@ def test_smoke_under_slurm_equals_local(tmp_path_factory, data_dir):
     t_slurm, log = _run(slurm, ["--profile", "profiles/slurm"], data_dir, timeout=3600)
     assert re.search(r"SLURM run ID|Job \d+ has been submitted with SLURM jobid", log), log[-3000:]
     t_local, _ = _run(local, ["-c", "2"], data_dir, timeout=3600)
-    differ = compare_tables(slurm / "results" / "tables", local / "results" / "tables")
+    smoke_run = Path("runs") / yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())["run_name"]
+    differ = compare_tables(slurm / smoke_run / "results" / "tables", local / smoke_run / "results" / "tables")
     assert not differ, f"tables differ between the SLURM and the local run: {differ}"
     print(f"smoke wall time: SLURM {t_slurm:.0f} s, local {t_local:.0f} s")

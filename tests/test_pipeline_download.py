@@ -40,6 +40,8 @@ pytestmark = pytest.mark.download
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+#: the smoke config is a named run: its outputs live here under the checkout
+SMOKE_RUN = Path("runs") / SMOKE["run_name"]
 PUBLIC = [t for t in SMOKE["traces"] if KNOWN_TRACES[t].url]
 DERIVED = [t for t in SMOKE["traces"] if not KNOWN_TRACES[t].url]
 
@@ -79,6 +81,7 @@ def files_under(path: Path) -> list[str]:
 
 def test_fresh_clone_fetches_verifies_and_uses_the_traces_then_reuses_them(tmp_path, data_dir):
     repo = clone(tmp_path)
+    out = repo / SMOKE_RUN
     cfg = validate_config(copy.deepcopy(SMOKE), REPO / "workflow" / "schemas" / "config.schema.yaml")
     run = next(r for r in experiment_runs(cfg, "table2") if r.row == "fcfs")  # one simulation on a fetched trace
     targets = ["results/tables/traces.csv", f"results/runs/{run.path}/summary.json"]
@@ -105,22 +108,23 @@ def test_fresh_clone_fetches_verifies_and_uses_the_traces_then_reuses_them(tmp_p
     for t in PUBLIC:
         rel = KNOWN_TRACES[t].relpath
         assert (downloads / rel).read_bytes() == (data_dir / rel).read_bytes(), t
-        stats = json.loads((repo / "results" / "traces" / f"{t}.stats.json").read_text())
-        assert stats["sha256"] == KNOWN_TRACES[t].sha256 and stats["source"] == f"resources/traces/{rel}", stats
-        assert "verified" in (repo / "logs" / "download" / f"{rel}.log").read_text()
+        stats = json.loads((out / "results" / "traces" / f"{t}.stats.json").read_text())
+        assert stats["sha256"] == KNOWN_TRACES[t].sha256 and Path(repo, stats["source"]) == downloads / rel, stats
+        assert "verified" in (out / "logs" / "download" / f"{rel}.log").read_text()
     for t in DERIVED:
-        assert not (repo / "results" / "traces" / f"{t}.stats.json").exists()
-    table = (repo / "results" / "tables" / "traces.csv").read_text().splitlines()
+        assert not (out / "results" / "traces" / f"{t}.stats.json").exists()
+    table = (out / "results" / "tables" / "traces.csv").read_text().splitlines()
     assert len(table) == 1 + len(PUBLIC)
-    summary = json.loads((repo / "results" / "runs" / run.path / "summary.json").read_text())
+    summary = json.loads((out / "results" / "runs" / run.path / "summary.json").read_text())
     assert RunSpec.from_path(summary["run"]) == run and summary["steps"] > 0
 
 
 def test_bad_mirror_fails_the_jobs_naming_url_and_reason_and_leaves_no_file(tmp_path, data_dir):
     repo = clone(tmp_path)
+    out = repo / SMOKE_RUN
     modes = {KNOWN_TRACES["burstgpt"].relpath: "corrupt", KNOWN_TRACES["azure_code"].relpath: "drop",
              KNOWN_TRACES["arxiv"].relpath: "hang"}
-    targets = [f"resources/traces/{rel}" for rel in modes]
+    targets = [str(repo / "resources" / "traces" / rel) for rel in modes]  # download_dir is under the checkout
     with TraceServer(data_dir, modes=modes) as srv:
         proc = snakemake(repo, "-k", *targets, "--configfile", "config/smoke.yaml", "--config",
                          "download_timeout_s=0.5", "download_attempts=2", "download_backoff_s=0.1",
@@ -131,7 +135,7 @@ def test_bad_mirror_fails_the_jobs_naming_url_and_reason_and_leaves_no_file(tmp_
                         "azure-llm-2023/AzureLLMInferenceTrace_code.csv": 2,
                         "paper-traces/arxiv_data_8000.json": 2}, requests
     assert files_under(repo / "resources") == []  # nothing half-written, no temp file
-    logs = {rel: (repo / "logs" / "download" / f"{rel}.log").read_text() for rel in modes}
+    logs = {rel: (out / "logs" / "download" / f"{rel}.log").read_text() for rel in modes}
     burst = KNOWN_TRACES["burstgpt"]
     bad = hashlib.sha256(corrupted((data_dir / burst.relpath).read_bytes())).hexdigest()
     assert f"{srv.url}/{burst.relpath}" in logs[burst.relpath]
@@ -154,4 +158,5 @@ def test_offline_clone_stops_before_any_job_naming_every_missing_trace(tmp_path)
     assert "snakemake --config data_dir=/path/to/data" in text and "snakemake --config download=auto" in text
     # no job ran: nothing fetched, no log, no result
     assert not (repo / "resources").exists() and not (repo / "logs").exists()
+    assert [p for p in files_under(repo / SMOKE_RUN) if not p.startswith(".snakemake")] == []
     assert files_under(repo / "results") == ["README.md"]

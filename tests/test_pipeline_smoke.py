@@ -21,13 +21,16 @@ from bfio.paper import TABLE_SETTINGS
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 SMOKE = REPO / "config" / "smoke.yaml"
+#: where the smoke run writes, under its working directory (a named run, config key run_name)
+SMOKE_RUN = Path("runs") / yaml.safe_load(SMOKE.read_text())["run_name"]
 
 
 def snakemake(workdir, *args, check=True, timeout=600, env=None):
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+    # run from workdir as a user would (no --directory, which would override a named run's directory)
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
            "--workflow-profile", str(REPO / "profiles" / "default"), *args]
     env = {**os.environ, "CI": "1", **(env or {})}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=workdir)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc
@@ -52,7 +55,7 @@ def smoke(tmp_path_factory, data_dir, smoke_config):
 
 def test_smoke_tables_exist_and_are_well_formed(smoke, smoke_config):
     work, _ = smoke
-    tables = work / "results" / "tables"
+    tables = work / SMOKE_RUN / "results" / "tables"
     for exp in smoke_config["experiments"]:
         for ext in ("csv", "md"):
             assert (tables / f"{exp}_summary.{ext}").stat().st_size > 0
@@ -95,12 +98,12 @@ def test_smoke_tables_exist_and_are_well_formed(smoke, smoke_config):
 def test_smoke_traces_canonical(smoke, smoke_config):
     work, _ = smoke
     for name in smoke_config["traces"]:
-        frame = pd.read_parquet(work / "results" / "traces" / f"{name}.parquet")
+        frame = pd.read_parquet(work / SMOKE_RUN / "results" / "traces" / f"{name}.parquet")
         assert {"prefill_tokens", "decode_tokens"} <= set(frame.columns)
         assert (frame["prefill_tokens"] >= 1).all() and (frame["decode_tokens"] >= 1).all()
-        stats = json.loads((work / "results" / "traces" / f"{name}.stats.json").read_text())
+        stats = json.loads((work / SMOKE_RUN / "results" / "traces" / f"{name}.stats.json").read_text())
         assert stats["rows"] == len(frame) and len(stats["sha256"]) == 64
-    azure = pd.read_parquet(work / "results" / "traces" / "azure_code.parquet")
+    azure = pd.read_parquet(work / SMOKE_RUN / "results" / "traces" / "azure_code.parquet")
     assert "arrival_s" in azure.columns
 
 
@@ -109,7 +112,7 @@ def test_smoke_runs_and_load_matrices(smoke, smoke_config):
     runs = all_runs(smoke_config)
     recorded = {r.path for rs in trajectory_runs(smoke_config).values() for r in rs}
     for run in runs:
-        d = work / "results" / "runs" / run.path
+        d = work / SMOKE_RUN / "results" / "runs" / run.path
         summary = json.loads((d / "summary.json").read_text())
         assert summary["run"] == run.path and summary["workers"] == run.workers
         assert summary["seed"] == run.seed and summary["requests"] == run.requests
@@ -125,15 +128,15 @@ def test_smoke_runs_and_load_matrices(smoke, smoke_config):
         recorded_cells = {r.rsplit("/", 1)[0] for r in recorded}
         # (an experiment's extra_seeds: one more log per cell, rule simulate_extra_seeds)
         if run.seed not in smoke_config["seeds"]:
-            log = work / "logs" / "runs" / (run.cell + ".extra_seeds.log")
+            log = work / SMOKE_RUN / "logs" / "runs" / (run.cell + ".extra_seeds.log")
         else:
-            log = work / "logs" / "runs" / (run.cell + (".recorded.log" if run.cell in recorded_cells else ".log"))
+            log = work / SMOKE_RUN / "logs" / "runs" / (run.cell + (".recorded.log" if run.cell in recorded_cells else ".log"))
         assert f"{run.path}: avg_imbalance" in log.read_text(), log
 
 
 def test_smoke_figures(smoke, smoke_config):
     work, _ = smoke
-    figs = work / "figures"
+    figs = work / SMOKE_RUN / "figures"
     names = [f"distributions_{t}" for t in smoke_config["figures"]["distributions"]]
     names += ["decode_geometric", "horizon_sweep", "worker_sweep", "energy_vs_workers"]
     names += [f"load_trajectories_{e}" for e in smoke_config["figures"]["trajectories"]]
@@ -143,7 +146,7 @@ def test_smoke_figures(smoke, smoke_config):
         assert pdf.read_bytes()[:5] == b"%PDF-", name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert png.stat().st_size > 10_000, name
-    caption = (work / "results" / "report" / "decode_geometric_caption.rst").read_text()
+    caption = (work / SMOKE_RUN / "results" / "report" / "decode_geometric_caption.rst").read_text()
     for t in smoke_config["traces"]:
         assert t in caption
     assert "KS distance" in caption
@@ -272,7 +275,7 @@ def test_smoke_studies_beyond_the_paper(smoke, smoke_config):
     """Online (Poisson + instant dispatch, trace replay), predictor and
     starvation studies: tables with finite values, recommendation, figures."""
     work, _ = smoke
-    tables = work / "results" / "tables"
+    tables = work / SMOKE_RUN / "results" / "tables"
     seeds = len(smoke_config["seeds"])
     online = pd.read_csv(tables / "online.csv")
     assert {"poisson", "trace"} <= set(online["arrival_mode"])
@@ -299,8 +302,8 @@ def test_smoke_studies_beyond_the_paper(smoke, smoke_config):
     for name in ("online", "predictors", "starvation"):
         assert "scaled from the paper setting" in (tables / f"{name}.md").read_text()
     for name in ("online_load", "online_replay", "online_routers", "predictor_noise", "starvation"):
-        assert (work / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-", name
-        assert (work / "figures" / f"{name}.png").stat().st_size > 10_000, name
+        assert (work / SMOKE_RUN / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-", name
+        assert (work / SMOKE_RUN / "figures" / f"{name}.png").stat().st_size > 10_000, name
 
 
 def test_smoke_study_figures_and_tables_do_not_rerun_simulations(smoke):
@@ -320,7 +323,7 @@ def test_smoke_generality_table_and_figure(smoke, smoke_config):
 
     work, _ = smoke
     gen = smoke_config["generality"]
-    table = pd.read_csv(work / "results" / "tables" / "generality.csv")
+    table = pd.read_csv(work / SMOKE_RUN / "results" / "tables" / "generality.csv")
     assert set(table["trace"]) == set(gen["traces"])
     assert set(table["workers"]) == set(gen["workers"])
     specs = trace_specs(smoke_config)
@@ -341,12 +344,12 @@ def test_smoke_generality_table_and_figure(smoke, smoke_config):
     assert (table["mean_prompt"] > 0).all() and (table["mean_decode"] > 0).all()
     replay = table[table["case"] != "backlog"]
     assert np.isfinite(replay["offered_load"]).all() and (replay["offered_load"] > 0).all()
-    md = (work / "results" / "tables" / "generality.md").read_text()
+    md = (work / SMOKE_RUN / "results" / "tables" / "generality.md").read_text()
     assert md.count("\n|") >= len(table) + 1 and "[" in md
-    runs = pd.read_csv(work / "results" / "studies" / "generality" / "runs.csv")
+    runs = pd.read_csv(work / SMOKE_RUN / "results" / "studies" / "generality" / "runs.csv")
     assert set(runs["row"]) == set(gen["rows"])
     for ext, magic in (("pdf", b"%PDF-"), ("png", b"\x89PNG\r\n\x1a\n")):
-        assert (work / "figures" / f"generality.{ext}").read_bytes()[:len(magic)] == magic
+        assert (work / SMOKE_RUN / "figures" / f"generality.{ext}").read_bytes()[:len(magic)] == magic
 
 
 def test_smoke_generality_table_and_figure_do_not_rerun_simulations(smoke):
@@ -355,3 +358,13 @@ def test_smoke_generality_table_and_figure_do_not_rerun_simulations(smoke):
     out = forced.stdout + forced.stderr
     assert "fig_generality" in out and "generality_table" in out
     assert "generality_simulate" not in out
+
+
+def test_first_look_never_touches_the_paper_outputs(smoke):
+    """Issue 31 item 1: the README's first look (config/smoke.yaml) is a named run;
+    everything it writes is under runs/<run_name>/ (results, figures, logs), so a
+    paper-scale results/ and figures/ beside it stay as they were."""
+    work, _ = smoke
+    assert {p.name for p in work.iterdir()} <= {"runs", "report.html", ".snakemake", "resources"}
+    assert (work / SMOKE_RUN / "results" / "tables" / "table1.csv").is_file()
+    assert (work / SMOKE_RUN / "figures").is_dir()

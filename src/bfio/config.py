@@ -90,7 +90,7 @@ def _registry_enums(schema: dict) -> dict:
     from bfio.policies import baselines as registry_baselines
     from bfio.policies import row_pattern
     from bfio.predictors import PREDICTORS
-    from bfio.solvers import SOLVERS
+    from bfio.solvers import PLACEMENTS, SOLVERS
     from bfio.solvers.objective import OBJECTIVES
 
     schema = copy.deepcopy(schema)
@@ -108,6 +108,8 @@ def _registry_enums(schema: dict) -> dict:
         bfio["predictor"]["enum"] = list(PREDICTORS)
     if "solver" in bfio:
         bfio["solver"]["enum"] = list(SOLVERS)
+    if "placement" in bfio:
+        bfio["placement"]["enum"] = list(PLACEMENTS)
     pred = props.get("predictor_study", {}).get("properties", {}).get("predictors", {}).get("items")
     if pred is not None:
         pred["enum"] = list(PREDICTORS)

@@ -15,7 +15,7 @@ from bfio.workload import ARRIVAL_MODES
 
 BFIO_OPTIONS = ("horizon", "predictor", "solver", "admission", "on_solver_error",
                 "noise_low", "noise_high", "time_limit_s", "objective", "discount", "new_requests",
-                "shard_workers")
+                "shard_workers", "placement")
 
 
 def add_parser(subparsers) -> None:
@@ -98,6 +98,12 @@ def add_parser(subparsers) -> None:
     g.add_argument("--new-requests", choices=list(NEW_REQUEST_MODELS),
                    help="predicted: a new request adds s_j + h while h < its predicted decode length; persist: "
                    "at every offset (default: the objective's; persist for predictors without o_hat)")
+    from bfio.solvers import DEFAULT_PLACEMENT, PLACEMENTS
+
+    g.add_argument("--placement", choices=list(PLACEMENTS),
+                   help="solver fast: greedy (fill plus local search) | heap (largest-that-fits on a heap of "
+                   "headrooms, O(U (log G + H_eff)) per call; docs/bfio.md 'Production scale') (default %s)"
+                   % DEFAULT_PLACEMENT)
     g.add_argument("--shard-workers", type=nonneg_int,
                    help="solver fast: split a routing call with more workers with free slots into shards of at "
                    "most this many (default %d; 0: never)" % DEFAULT_SHARD_WORKERS)

@@ -44,6 +44,10 @@ Options (all keyword, validated; errors name the option):
   with a point predictor) | ``persist`` (it adds ``s_j + h`` at every offset; always
   the case for predictors that know nothing of new requests: ``none`` and the
   oracle-free ones);
+- ``placement`` (``solver = fast`` only): ``greedy`` (default,
+  :mod:`bfio.solvers.fast`) | ``heap`` (:mod:`bfio.solvers.heap`: largest-that-fits
+  on a heap of headrooms, ``O(U (log G + H_eff))`` per call, for large clusters;
+  ``shard_workers`` does not apply to it). Registry: :data:`bfio.solvers.PLACEMENTS`;
 - ``shard_workers`` (default 256, :data:`bfio.solvers.shards.DEFAULT_SHARD_WORKERS`;
   ``solver = fast`` only): a routing call with more workers with free slots is
   split into shards of at most this many (:mod:`bfio.solvers.shards`); 0 never splits.
@@ -60,7 +64,9 @@ from bfio.errors import ConfigError
 from bfio.policies import register
 from bfio.policies.base import Policy, RoutingState
 from bfio.predictors import PREDICTORS, make_predictor
-from bfio.solvers import DEFAULT_TIME_LIMIT_S, SolverError, check_solver, solve
+from bfio.solvers import (DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, check_placement, check_solver,
+                          solve)
+from bfio.solvers.heap import solve_heap
 from bfio.solvers.fast import persisting
 from bfio.solvers.instance import Instance, forced_mask, instance_from_state, parse_admission
 from bfio.solvers.objective import (OBJECTIVES, check_discount, check_new_requests, check_objective,
@@ -82,7 +88,7 @@ class BFIO(Policy):
     def __init__(self, seed: int = 0, horizon=0, predictor="oracle", solver="fast", admission=DEFAULT_ADMISSION,
                  on_solver_error="fail", noise_low=0.2, noise_high=0.2,
                  time_limit_s=DEFAULT_TIME_LIMIT_S, new_requests=None, discount=None, objective="default",
-                 shard_workers=DEFAULT_SHARD_WORKERS):
+                 shard_workers=DEFAULT_SHARD_WORKERS, placement=DEFAULT_PLACEMENT):
         super().__init__(seed=seed)
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 0 <= horizon <= MAX_HORIZON:
             raise ConfigError(f"horizon: expected an integer in 0..{MAX_HORIZON}, got {horizon!r}")
@@ -105,6 +111,9 @@ class BFIO(Policy):
             raise ConfigError(f"time_limit_s: expected a positive number of seconds, got {time_limit_s!r}")
         self.time_limit_s = float(time_limit_s)
         self.shard_workers = check_shard_workers(shard_workers)
+        self.placement = check_placement(placement)
+        if self.placement != DEFAULT_PLACEMENT and self.solver != "fast":
+            raise ConfigError(f"placement: {placement!r} is a placement of solver='fast' (got solver={self.solver!r})")
         self.objective = check_objective(objective)
         chosen = OBJECTIVES[self.objective]
         self.discount = check_discount(chosen["discount"] if discount is None else discount)
@@ -132,6 +141,8 @@ class BFIO(Policy):
             d["time_limit_s"] = self.time_limit_s
         else:
             d["shard_workers"] = self.shard_workers
+            if self.placement != DEFAULT_PLACEMENT:  # (the default is left out: run identities stay as they were)
+                d["placement"] = self.placement
         return d
 
     def capture_instances(self, sink) -> None:
@@ -151,6 +162,7 @@ class BFIO(Policy):
         self._proven = 0
         self._fallbacks = 0
         self._forced = 0
+        self._heap_rebuilds = 0
 
     # -- routing ----------------------------------------------------------------------
     def _decode_estimate(self, workload) -> np.ndarray:
@@ -197,6 +209,10 @@ class BFIO(Policy):
             self._forced += int(forced.sum())
         free = np.asarray(state.free, dtype=np.int64)
         life = np.maximum(1, est[state.pool]) if self.new_requests == "predicted" else persisting(n)
+        if self.placement == "heap":
+            assign, rebuilds = solve_heap(base, free, sizes, life, forced, U)
+            self._heap_rebuilds += int(rebuilds)
+            return assign
         return solve_sharded(base, free, sizes, life, forced, U, LOCAL_SEARCH_ROUNDS, self._weights,
                              self.shard_workers)
 
@@ -223,5 +239,7 @@ class BFIO(Policy):
                         "solver_gap_p50": float(np.median(g)), "solver_gap_max": float(g.max())})
         if self.admission_mode == "aging":
             out["aging_forced_admissions"] = self._forced
+        if self.placement == "heap":
+            out["heap_rebuilds"] = self._heap_rebuilds
         out.update(self.predictor.stats())
         return out

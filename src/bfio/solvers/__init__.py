@@ -22,6 +22,18 @@ from bfio.errors import ConfigError
 from bfio.solvers.result import Solution, SolverError
 
 SOLVERS = ("fast", "highs", "gurobi")
+#: The fast solver's placement algorithms (BF-IO option ``placement``): ``greedy``
+#: (:mod:`.fast`, greedy fill plus local search; the default) and ``heap``
+#: (:mod:`.heap`, largest-that-fits on a heap of headrooms, for large clusters).
+PLACEMENTS = ("greedy", "heap")
+DEFAULT_PLACEMENT = "greedy"
+
+
+def check_placement(value, key: str = "placement") -> str:
+    if value not in PLACEMENTS:
+        raise ConfigError(f"{key}: expected {' | '.join(PLACEMENTS)}, got {value!r}")
+    return value
+
 FALLBACK = {"gurobi": "highs", "highs": "fast"}
 DEFAULT_TIME_LIMIT_S = 10.0
 
@@ -134,5 +146,5 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
     return sol
 
 
-__all__ = ["SOLVERS", "DEFAULT_TIME_LIMIT_S", "Solution", "SolverError", "solve", "check_solver",
+__all__ = ["SOLVERS", "PLACEMENTS", "DEFAULT_PLACEMENT", "check_placement", "DEFAULT_TIME_LIMIT_S", "Solution", "SolverError", "solve", "check_solver",
            "trivial_bound", "solve_fast_instance", "SolverFallbackWarning", "fallback_message", "warn_fallbacks"]
