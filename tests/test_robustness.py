@@ -322,3 +322,17 @@ def test_outputs_follow_the_umask(small_trace, tmp_path):
 def test_empty_output_path_refused(small_trace, capsys, option):
     assert _sim(small_trace, option, "") == 2
     assert "empty path" in capsys.readouterr().err
+
+
+# -- issue 26, item 11: bfio solve refuses the time limits bfio simulate refuses ----------------
+@pytest.mark.parametrize("value", ["-5", "nan", "0", "inf"])
+def test_solve_refuses_a_bad_time_limit(tmp_path, capsys, value):
+    from bfio.solvers.agreement import random_instance
+    from bfio.solvers.instance import save_instance
+
+    inst = random_instance(np.random.default_rng(0), workers=3, waiting=5, horizon=2)
+    path = save_instance(inst, tmp_path / "inst.json")
+    with pytest.raises(SystemExit) as e:
+        main(["solve", "--instance", str(path), "--time-limit-s", value, "--json", str(tmp_path / "out.json")])
+    assert e.value.code == 2 and "--time-limit-s" in capsys.readouterr().err
+    assert not (tmp_path / "out.json").exists()

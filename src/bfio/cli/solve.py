@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bfio.cli.arguments import positive_float
 from bfio.cli.output import check_writable, write_json
 from bfio.errors import ConfigError
 from bfio.solvers import SOLVERS
@@ -20,7 +21,7 @@ def add_parser(subparsers) -> None:
                                           "to stdout unless --json names a file; solver logs never do.")
     v.add_argument("--instance", required=True, help="instance JSON file")
     v.add_argument("--solver", default="fast", help=" | ".join(SOLVERS) + " (default fast)")
-    v.add_argument("--time-limit-s", type=float, default=None,
+    v.add_argument("--time-limit-s", type=positive_float, default=None,
                    help="time limit for exact solvers, model build included (default 10)")
     v.add_argument("--json", metavar="DEST", default="-", help="where to write the JSON result ('-' for stdout)")
 
