@@ -162,7 +162,7 @@ class BFIO(Policy):
         self._proven = 0
         self._fallbacks = 0
         self._forced = 0
-        self._heap_rebuilds = 0
+        self._heap_refreshes = 0
 
     # -- routing ----------------------------------------------------------------------
     def _decode_estimate(self, workload) -> np.ndarray:
@@ -210,8 +210,8 @@ class BFIO(Policy):
         free = np.asarray(state.free, dtype=np.int64)
         life = np.maximum(1, est[state.pool]) if self.new_requests == "predicted" else persisting(n)
         if self.placement == "heap":
-            assign, rebuilds = solve_heap(base, free, sizes, life, forced, U)
-            self._heap_rebuilds += int(rebuilds)
+            assign, refreshed = solve_heap(base, free, sizes, life, forced, U, self._weights)
+            self._heap_refreshes += int(refreshed)
             return assign
         return solve_sharded(base, free, sizes, life, forced, U, LOCAL_SEARCH_ROUNDS, self._weights,
                              self.shard_workers)
@@ -240,6 +240,6 @@ class BFIO(Policy):
         if self.admission_mode == "aging":
             out["aging_forced_admissions"] = self._forced
         if self.placement == "heap":
-            out["heap_rebuilds"] = self._heap_rebuilds
+            out["heap_key_refreshes"] = self._heap_refreshes
         out.update(self.predictor.stats())
         return out

@@ -1,45 +1,57 @@
-"""BF-IO's placement at production scale: largest-that-fits on a heap of headrooms (issue 27).
+"""BF-IO's placement at production scale: largest-that-fits on a heap of pivots (issue 27).
 
 The greedy of :mod:`bfio.solvers.fast` looks at every worker with free slots
 for every placement and re-derives every headroom when the envelope rises, so a
 routing call costs ``O(U n_T)`` and grows like ``G^2``. This kernel keeps the
-same objective (Eq. (IO), weights ``delta^h`` of
+same objective (Eq. (IO), weights ``w_h = delta^h`` of
 :func:`bfio.solvers.objective.offset_weights`, lifetimes ``l_j``) and the same
 reading of it (the fast solver's module docstring): with ``E(h) = max_g
-Lhat_g(h)``, request ``j`` placed on worker ``g`` raises the envelope iff
-``s_j > c_g = min_{h < l_j} (E(h) - Lhat_g(h) - h)``, the worker's *headroom*;
-a placement that raises nothing lowers ``J`` by its weighted volume, one that
-raises ``E`` costs ``G`` per raised token. So it places, in turn:
+Lhat_g(h)`` and ``c_g(h) = E(h) - Lhat_g(h) - h``, adding a request of size
+``s`` to worker ``g`` changes ``J`` by the convex function
+``G sum_h w_h max(0, s - c_g(h)) - sum_h w_h (s + h)``, smallest at the
+worker's *pivot* (:func:`_key`; the headroom ``min_h c_g(h)`` for unit weights
+and ``G > H``). Up to its pivot a larger request is better (more volume, no
+raise that costs more than it gives). The kernel places, in turn:
 
-1. the requests that must be admitted (admission ``fifo``/``aging``), largest
-   first, each on the worker with the most headroom;
-2. the remaining slots one at a time: the worker with the most headroom (top of
-   a max-heap keyed by headroom) takes the **largest** waiting request that
-   fits it while leaving the smallest waiting size for each of its other free
-   slots, so nothing is raised while anything fits anywhere (largest
-   volume first, as the greedy); when nothing fits, the smallest waiting
-   request goes there (the least raise).
+1. the requests that must be admitted (admission ``fifo``/``aging``, or all of
+   them when ``U = n``), largest first, each on the worker with the largest pivot;
+2. the other slots one at a time: the worker with the largest pivot (top of a
+   max-heap) takes the **largest** waiting request up to its pivot less the
+   smallest waiting size for each of its other free slots (binary search in the
+   size order, then a path-compressed "next waiting to the left" pointer);
+   when none is that small, the smallest waiting request goes there (the least
+   raise);
+3. (free admission, ``U < n``) up to :data:`UPSIZE_PASSES` passes of
+   :func:`_upsize`: each placed request is exchanged for the largest waiting one
+   that takes its place without raising ``E`` (strictly more volume, same
+   envelope, so ``J`` drops).
 
-Only the chosen worker's headroom changes while nothing is raised (``O(log
-n_T + H_eff)`` per placement, the request found by a binary search and a
-path-compressed "next waiting to the left" pointer). A raise of ``E`` changes
-every headroom, and the heap is rebuilt (``O(n_T H_eff)``); raises are rare in
-the steady state (counted in the result). A call is therefore
+Keys are lazy, with upper bounds: a rise of ``E`` by ``d`` raises no pivot by
+more than ``d``, so the heap holds each key less the sum ``D`` of all rises
+up to its computation, and ``value + D`` bounds the true key from above. The
+top is recomputed (and sifted down) until it was computed after the last rise;
+it is then the true maximum. No rebuild of the heap is ever needed.
 
-    O(G H_eff + n log n + U (log n_T + H_eff) + raises n_T H_eff)
-
-against the greedy's ``O(G H_eff + U n_T (...))``. Headrooms are taken over the
-whole window (``l_j = H_eff + 1``): a short-lived request is placed as if it
-persisted, which can only make the choice more cautious. There is no local
-search (its rounds cost as much as the greedy's fill at ``G = 1024``).
-Measurements against the greedy and the exact backends: ``docs/bfio.md``,
-"Production scale".
+Per call: ``O(G H_eff + n log n + U (log n + log n_T + H_eff log H_eff) +
+refreshes (log n_T + H_eff log H_eff))`` against the greedy's ``O(U n_T ...)``; ``n`` is the pool
+(``4 G``), ``U`` the free slots, ``n_T`` the workers with one. Short-lived
+requests are fitted with the whole window's pivot (cautious). A local search
+for the workers that set the envelope (moves and exchanges, evaluated exactly
+on the columns' top three) was measured and dropped: after the exchanges of
+phase 3 it found no improving move on captured calls. Measurements against the
+greedy and the exact backends: ``docs/bfio.md``, "Production scale".
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from bfio.solvers.fast import _bit_add, _bit_kth, _bit_prefix
+
+
+#: Passes of :func:`_upsize` at most (each is ``O(U (H_eff + log n))``; it stops when one exchanges nothing).
+UPSIZE_PASSES = 2
 
 
 @njit(cache=True)
@@ -118,27 +130,123 @@ def _right_waiting(right, p, n):
 @njit(cache=True)
 def _add(P, E, t, s, lf, H1):
     """Add request (size ``s``, lifetime ``lf`` offsets) to touched worker ``t``;
-    returns True when the envelope ``E`` rose at some offset."""
-    raised = False
+    returns the largest rise of the envelope ``E`` over the offsets (0: none).
+    No worker's pivot (:func:`_key`) rises by more than that."""
+    rise = 0.0
     for h in range(min(lf, H1)):
         P[t, h] += s + h
         if P[t, h] > E[h]:
+            if P[t, h] - E[h] > rise:
+                rise = P[t, h] - E[h]
             E[h] = P[t, h]
-            raised = True
-    return raised
+    return rise
 
 
 @njit(cache=True)
-def _key(P, E, capl, t, H1, smin):
-    """Heap key of touched worker ``t``: its headroom (``capl``, ``smin``: see the selection)."""
-    return _headroom(P, E, t, H1)
+def _key(P, E, t, H1, G, w, W, cbuf, ibuf):
+    """Heap key of touched worker ``t``: its *pivot*, the size ``s`` that minimizes
+    the change of ``J`` when a persisting request joins it,
+
+        delta_t(s) = G sum_h w_h max(0, s - c_t(h)) - sum_h w_h (s + h),   c_t(h) = E(h) - Lhat_t(h) - h,
+
+    a convex piecewise-linear function whose slope ``G sum_{c_t(h) < s} w_h - W``
+    turns non-negative at the ``c_t(h)`` where the weights of the offsets already
+    exceeded reach ``W / G`` (``W = sum_h w_h``). Requests up to the pivot lower
+    ``J`` the more the larger they are; with unit weights and ``G > H`` the pivot
+    is the headroom ``min_h c_t(h)``. Offsets with a small weight (a discount) may
+    be exceeded: a whole-window minimum would be far too cautious."""
+    for h in range(H1):
+        cbuf[h] = E[h] - P[t, h] - h
+        ibuf[h] = h
+    for a in range(1, H1):  # insertion sort by c (H1 is small)
+        cv = cbuf[a]
+        iv = ibuf[a]
+        b = a - 1
+        while b >= 0 and cbuf[b] > cv:
+            cbuf[b + 1] = cbuf[b]
+            ibuf[b + 1] = ibuf[b]
+            b -= 1
+        cbuf[b + 1] = cv
+        ibuf[b + 1] = iv
+    acc = 0.0
+    for k in range(H1):
+        acc += G * w[ibuf[k]]
+        if acc >= W:
+            return cbuf[k]
+    return cbuf[H1 - 1] + 1e18  # G sum w < W (G = 1): every size lowers J
+
 
 
 @njit(cache=True)
-def solve_heap(base, free, sizes, life, forced, U):
+def _upsize(P, capl, at, sizes, life, forced, order, ss, E):
+    """One pass over the placed requests, smallest first: exchange each (not
+    forced) for the largest waiting request that takes its place without raising
+    the envelope at any offset (``P_t - w_j + w_k <= E`` over the window). Each
+    exchange adds volume and leaves ``E`` unchanged, so ``J`` strictly drops.
+    Returns the number of exchanges."""
+    nT, H1 = P.shape
+    n = sizes.shape[0]
+    bit = np.zeros(n + 1, dtype=np.int64)  # Fenwick tree over size positions, 1 = waiting
+    for p in range(n):
+        if at[order[p]] < 0:
+            _bit_add(bit, p, 1)
+    rank = np.empty(n, dtype=np.int64)
+    for p in range(n):
+        rank[order[p]] = p
+    done = 0
+    for q in range(n):
+        j = order[q]
+        t = at[j]
+        if t < 0 or forced[j]:
+            continue
+        sj = float(sizes[j])
+        lj = life[j]
+        slack = E[0] - P[t, 0]
+        for h in range(1, H1):
+            v = E[h] - P[t, h]
+            if v < slack:
+                slack = v
+        a, b = 0, n
+        while a < b:  # first position with size > s_j + slack
+            mid = (a + b) // 2
+            if ss[mid] <= sj + slack:
+                a = mid + 1
+            else:
+                b = mid
+        c = _bit_prefix(bit, a - 1) if a > 0 else 0  # waiting requests at positions < a
+        tries = 0
+        while c > 0 and tries < 4:
+            p = _bit_kth(bit, c)  # the c-th waiting position: the largest still below the bound
+            if ss[p] <= sj:
+                break
+            tries += 1
+            k = order[p]
+            sk = float(sizes[k])
+            lk = life[k]
+            fits = True
+            for h in range(H1):
+                v = P[t, h] - (sj + h if h < lj else 0.0) + (sk + h if h < lk else 0.0)
+                if v > E[h]:
+                    fits = False
+                    break
+            if fits:
+                for h in range(H1):
+                    P[t, h] += (sk + h if h < lk else 0.0) - (sj + h if h < lj else 0.0)
+                at[k] = t
+                at[j] = -1
+                _bit_add(bit, p, -1)
+                _bit_add(bit, rank[j], 1)
+                done += 1
+                break
+            c -= 1
+    return done
+
+
+@njit(cache=True)
+def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE_PASSES):
     """Place exactly ``U`` waiting requests (every ``forced`` one among them) on
     workers with free slots, at most ``free[g]`` per worker; returns request ->
-    worker (or -1) and the number of envelope raises that rebuilt the heap.
+    worker (or -1) and the number of stale keys refreshed (lazy upper bounds).
 
     ``base`` is the ``(G, H_eff + 1)`` predicted loads of the active requests
     (integer or float), ``life[j]`` the offsets at which request ``j`` adds
@@ -152,6 +260,12 @@ def solve_heap(base, free, sizes, life, forced, U):
     assign = np.full(n, -1, dtype=np.int64)
     if U <= 0 or n == 0:
         return assign, 0
+    w = weights
+    W = 0.0
+    for h in range(H1):
+        W += w[h]
+    cbuf = np.empty(H1, dtype=np.float64)
+    ibuf = np.empty(H1, dtype=np.int64)
     nT = 0
     for g in range(G):
         if free[g] > 0:
@@ -183,100 +297,82 @@ def solve_heap(base, free, sizes, life, forced, U):
     pos = np.empty(nT, dtype=np.int64)
     m = nT
     smin = ss[0]
+    # Heap values are upper bounds of the keys shifted by the common drift D (the
+    # sum of every rise of E so far): hk = key at computation - D then. A rise of
+    # E by d raises no key by more than d, so hk + D >= the true key always, and
+    # a top whose key was computed after the last rise is the true maximum.
+    D = 0.0
+    epoch = 0  # rises of E so far; kep[t]: the epoch of worker t's stored key
+    kep = np.zeros(nT, dtype=np.int64)
     for t in range(nT):
-        hk[t] = _key(P, E, capl, t, H1, smin)
+        hk[t] = _key(P, E, t, H1, G, w, W, cbuf, ibuf)
     _heapify(hk, hi, pos, m)
-    raises = 0
-    rebuilds = 0
-    stale = False
+    at = np.full(n, -1, dtype=np.int64)  # touched worker of each placed request
+    refreshed = 0
     placed = 0
-    # 1. forced requests, largest first, each on the worker with the most headroom
-    for p in range(n - 1, -1, -1):
-        j = order[p]
-        if not forced[j] or placed >= U or m == 0:
-            continue
-        while True:  # lazy keys (see phase 2); rebuilt before a placement that would raise E
-            t = hi[0]
-            c = _key(P, E, capl, t, H1, smin)
-            if c < hk[0]:
-                hk[0] = c
-                _sift_down(hk, hi, pos, 0, m)
-                continue
-            hk[0] = c
-            if c < sizes[j] and stale:
-                for q in range(m):
-                    hk[q] = _key(P, E, capl, hi[q], H1, smin)
-                _heapify(hk, hi, pos, m)
-                stale = False
-                rebuilds += 1
-                continue
-            break
-        _take(left, right, p)
-        assign[j] = tw[t]
-        placed += 1
-        capl[t] -= 1
-        raised = _add(P, E, t, sizes[j], life[j], H1)
-        if capl[t] == 0:
-            m -= 1
-            hk[0], hi[0] = hk[m], hi[m]
-        if raised:
-            raises += 1
-            stale = True
-        if capl[t] > 0 and m > 0 and hi[0] == t:
-            hk[0] = _key(P, E, capl, t, H1, smin)
-        _sift_down(hk, hi, pos, 0, m)
-    # 2. the other slots: the most headroom takes the largest request that fits
+    # 1. forced requests, largest first; 2. the other slots, the top worker taking the
+    #    largest request up to its pivot less a reservation for its other free slots
+    p_forced = n - 1
     while placed < U and m > 0:
-        lo = _right_waiting(right, 0, n)
-        if lo >= n:
-            break
-        smin = ss[lo]
-        # lazy keys: a raise of E only raises other workers' headrooms, so a stored
-        # key is a lower bound (up to smin's growth); refresh the top until it holds
+        j = -1
+        while p_forced >= 0:
+            if forced[order[p_forced]]:
+                j = order[p_forced]
+                break
+            p_forced -= 1
+        # the worker with the largest pivot (exact)
         while True:
             t = hi[0]
-            c = _key(P, E, capl, t, H1, smin)
-            if c >= hk[0]:
-                hk[0] = c
+            if kep[t] == epoch:
+                c = hk[0] + D
                 break
-            hk[0] = c
+            c = _key(P, E, t, H1, G, w, W, cbuf, ibuf)
+            kep[t] = epoch
+            refreshed += 1
+            hk[0] = c - D
             _sift_down(hk, hi, pos, 0, m)
-        # largest waiting request that fits and leaves the smallest waiting size for
-        # each of the worker's other free slots (upper bound by binary search)
-        c -= (capl[t] - 1) * smin
-        a, b = 0, n
-        while a < b:
-            mid = (a + b) // 2
-            if ss[mid] <= c:
-                a = mid + 1
-            else:
-                b = mid
-        p = _left_waiting(left, a - 1)
-        if p < 0:
-            if stale:  # the keys predate a raise: bring them all up to date, then decide
-                for q in range(m):
-                    hk[q] = _key(P, E, capl, hi[q], H1, smin)
-                _heapify(hk, hi, pos, m)
-                stale = False
-                rebuilds += 1
-                continue
-            p = lo  # nothing fits anywhere: the smallest raises the envelope least
-        j = order[p]
+        if j >= 0:
+            p = p_forced
+            p_forced -= 1
+        else:
+            lo = _right_waiting(right, 0, n)
+            if lo >= n:
+                break
+            smin = ss[lo]
+            lim = c - (capl[t] - 1) * smin
+            a, b = 0, n
+            while a < b:  # first position with size > lim
+                mid = (a + b) // 2
+                if ss[mid] <= lim:
+                    a = mid + 1
+                else:
+                    b = mid
+            p = _left_waiting(left, a - 1)
+            if p < 0:
+                p = lo  # nothing fits anywhere: the smallest raises the envelope least
+            j = order[p]
         _take(left, right, p)
-        assign[j] = tw[t]
+        at[j] = t
         placed += 1
         capl[t] -= 1
-        raised = _add(P, E, t, sizes[j], life[j], H1)
+        rise = _add(P, E, t, sizes[j], life[j], H1)
+        if rise > 0.0:
+            D += rise
+            epoch += 1
         if capl[t] == 0:
             m -= 1
             hk[0], hi[0] = hk[m], hi[m]
-        if raised:
-            raises += 1
-            stale = True
-        if capl[t] > 0 and m > 0 and hi[0] == t:
-            hk[0] = _key(P, E, capl, t, H1, smin)
+        else:  # t's own key can only drop: computed exactly now
+            hk[0] = _key(P, E, t, H1, G, w, W, cbuf, ibuf) - D
+            kep[t] = epoch
         _sift_down(hk, hi, pos, 0, m)
-    return assign, rebuilds
+    # 3. exchanges that add volume under the envelope (free admission: U < n)
+    for _ in range(upsize_passes if U < n else 0):
+        if _upsize(P, capl, at, sizes, life, forced, order, ss, E) == 0:
+            break
+    for j in range(n):
+        assign[j] = tw[at[j]] if at[j] >= 0 else -1
+    return assign, refreshed
 
 
 __all__ = ["solve_heap"]
