@@ -336,3 +336,101 @@ def test_solve_refuses_a_bad_time_limit(tmp_path, capsys, value):
         main(["solve", "--instance", str(path), "--time-limit-s", value, "--json", str(tmp_path / "out.json")])
     assert e.value.code == 2 and "--time-limit-s" in capsys.readouterr().err
     assert not (tmp_path / "out.json").exists()
+
+
+# -- issue 26, items 5, 6, 7, 9, 10, 17, 19, 23 -------------------------------------------------
+def _smoke_config():
+    with open(REPO / "config" / "smoke.yaml") as f:
+        return yaml.safe_load(f)
+
+
+@pytest.mark.parametrize("name", ["../../../escaped", "with space", "a/b", "x" * 80])
+def test_experiment_names_are_identifiers(name):
+    cfg = _smoke_config()
+    cfg["experiments"][name] = cfg["experiments"]["table1"]
+    with pytest.raises(ConfigError, match="experiments"):
+        validate_config(cfg, SCHEMA)
+
+
+def test_run_name_length_is_bounded(tmp_path):
+    from bfio.config import named_run
+
+    with pytest.raises(ConfigError, match="run_name.*64"):
+        named_run({}, {"run_name": "a" * 300}, cwd=tmp_path)
+
+
+def test_jsonl_repeated_key_with_space_before_colon(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text('{"a" : 5, "a": 6, "b": 1}\n')  # two '":' tokens, two distinct keys
+    with pytest.raises(TraceError, match="twice"):
+        load_trace(str(f), prefill_col="a", decode_col="b")
+
+
+@pytest.mark.parametrize("patch, needle", [
+    ({"discout": 0.5}, "discout"),
+    ({"waiting": {"prefill": [3], "lifetimes": [2]}}, "waiting.lifetimes"),
+])
+def test_instance_format_is_closed(tmp_path, patch, needle):
+    from bfio.solvers.agreement import random_instance
+    from bfio.solvers.instance import InstanceError, load_instance, save_instance
+
+    inst = random_instance(np.random.default_rng(0), workers=2, waiting=1, horizon=1)
+    data = json.loads(save_instance(inst, tmp_path / "i.json").read_text())
+    data.update(patch)
+    (tmp_path / "i.json").write_text(json.dumps(data))
+    with pytest.raises(InstanceError, match=needle.replace(".", r"\.")):
+        load_instance(tmp_path / "i.json")
+
+
+def test_instance_repeated_key_refused(tmp_path):
+    from bfio.solvers.agreement import random_instance
+    from bfio.solvers.instance import InstanceError, load_instance, save_instance
+
+    inst = random_instance(np.random.default_rng(0), workers=2, waiting=1, horizon=1)
+    text = save_instance(inst, tmp_path / "i.json").read_text()
+    (tmp_path / "i.json").write_text(text.replace('{"format"', '{"discount": 0.5, "discount": 0.9, "format"', 1))
+    with pytest.raises(InstanceError, match="twice"):
+        load_instance(tmp_path / "i.json")
+
+
+def test_noise_high_is_bounded():
+    from bfio.policies import make_policy
+
+    with pytest.raises(ConfigError, match="noise_high"):
+        make_policy("bfio", predictor="noisy", noise_high=1e30)
+
+
+@pytest.mark.parametrize("extra", [["--noise-low", "0.3"], ["--noise-high", "0.3", "--predictor", "oracle"],
+                                   ["--shard-workers", "4", "--solver", "highs"],
+                                   ["--time-limit-s", "5"]])
+def test_options_that_do_not_apply_are_refused(small_trace, capsys, extra):
+    rc = main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
+               "--requests", "10", "--workers", "2", "--policy", "bfio", *extra])
+    assert rc == 2 and "only valid with" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", str(2 ** 27 + 1)])
+def test_huge_request_counts_refused_up_front(small_trace, capsys, value):
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
+              "--requests", value, "--workers", "2"])
+    assert e.value.code == 2 and "bfio.limits" in capsys.readouterr().err
+
+
+def test_huge_request_count_in_config_fails_when_loading():
+    cfg = _smoke_config()
+    cfg["experiments"]["table1"]["requests"] = 10 ** 13
+    with pytest.raises(ConfigError, match=r"experiments\.table1\.requests"):
+        validate_config(cfg, SCHEMA)
+
+
+def test_solve_accepts_the_fallback_its_messages_suggest(tmp_path):
+    from bfio.solvers.agreement import random_instance
+    from bfio.solvers.instance import save_instance
+
+    path = save_instance(random_instance(np.random.default_rng(0), workers=2, waiting=3, horizon=1),
+                         tmp_path / "i.json")
+    out = tmp_path / "o.json"
+    assert main(["solve", "--instance", str(path), "--solver", "fast", "--on-solver-error", "fallback",
+                 "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["admissible"] >= 1

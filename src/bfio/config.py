@@ -77,7 +77,23 @@ def validate_config(config: dict, schema) -> dict:
                               f"{', '.join(config['experiments']) or 'none'}); name one, or null for no figure")
     _check_policies(config)
     _check_online_replay(config)
+    _check_request_counts(config)
     return config
+
+
+def _check_request_counts(obj, path: str = "") -> None:
+    """Every config key ``requests`` (experiments, studies) within
+    :data:`bfio.limits.MAX_REQUESTS`, so a huge count fails when the config
+    loads (the dry run), not in a job."""
+    from bfio.limits import MAX_REQUESTS
+
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        key = f"{path}.{k}" if path else str(k)
+        if k == "requests" and isinstance(v, int) and not isinstance(v, bool) and v > MAX_REQUESTS:
+            raise ConfigError(f"config key '{key}': {v:,} exceeds the bound of {MAX_REQUESTS:,} requests "
+                              "(bfio.limits.MAX_REQUESTS)")
+        _check_request_counts(v, key)
 
 
 def _registry_enums(schema: dict) -> dict:
@@ -194,7 +210,7 @@ def _check_online_replay(config: dict) -> None:
 #: working directory, so the default run's results/, figures/ and logs/ are
 #: never touched.
 NAMED_RUN_DIR = "runs"
-_RUN_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_RUN_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 def named_run(config: dict, user_config: dict | None, cwd=None) -> str | None:
@@ -218,8 +234,8 @@ def named_run(config: dict, user_config: dict | None, cwd=None) -> str | None:
                               "not in config/config.yaml; a named run replaces the default config")
         return None
     if not isinstance(name, str) or not _RUN_NAME_RE.match(name):
-        raise ConfigError(f"config key 'run_name': {name!r} is not a lowercase identifier "
-                          "(letters, digits, '_', starting with a letter), e.g. 'mytrace'")
+        raise ConfigError(f"config key 'run_name': {name!r} is not a lowercase identifier of at most 64 "
+                          "characters (letters, digits, '_', starting with a letter), e.g. 'mytrace'")
     cwd = Path(cwd if cwd is not None else Path.cwd()).resolve()
     new = copy.deepcopy(user_config)
 

@@ -28,7 +28,14 @@ from __future__ import annotations
 MAX_PREFILL = 2 ** 31
 MAX_DECODE = 2 ** 24
 MAX_SLOTS = 2 ** 21
+#: Requests of one run (workload draw, ``--requests``, any config key ``requests``):
+#: the simulator keeps about 15 arrays of 8 bytes per request, so 2^27 requests
+#: are about 16 GB, within this project's machines (24 GiB).
+MAX_REQUESTS = 2 ** 27
+#: The noisy predictor's ``d_hi``: an estimate at most ``(1 + d_hi) o`` (101 times
+#: the true length) keeps ``o_hat`` far inside ``int64`` and the lookahead meaningful.
+MAX_NOISE_HIGH = 100.0
 #: A window shorter than this many steps is flagged in ``SimulationResult.warnings``.
 MIN_WINDOW_STEPS = 10
 
-__all__ = ["MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MIN_WINDOW_STEPS"]
+__all__ = ["MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]

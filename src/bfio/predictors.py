@@ -278,6 +278,11 @@ def make_predictor(name: str, noise_low: float = 0.2, noise_high: float = 0.2, s
         for key, v in (("noise_low", noise_low), ("noise_high", noise_high)):
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
                 raise ConfigError(f"{key}: expected a finite number >= 0, got {v!r}")
+        from bfio.limits import MAX_NOISE_HIGH
+
+        if noise_high > MAX_NOISE_HIGH:
+            raise ConfigError(f"noise_high: expected a value in [0, {MAX_NOISE_HIGH:g}] (bfio.limits.MAX_NOISE_HIGH: "
+                              f"an estimate of at most {1 + MAX_NOISE_HIGH:g} times the true length), got {noise_high!r}")
         if noise_low > 1:
             raise ConfigError(f"noise_low: expected a value in [0, 1] (o * U[1 - d_lo, ...] must stay >= 0), "
                               f"got {noise_low!r}")

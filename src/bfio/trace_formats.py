@@ -9,6 +9,7 @@ A file that cannot be read, or names a column or key twice, raises
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -86,6 +87,13 @@ def _check_csv_header(path: Path) -> None:
     _check_unique(path, [h.strip() for h in header], "column")
 
 
+#: A key token of a JSON object: a closing quote, optional white space, a colon
+#: (``"a": 1`` and ``"a" : 1`` alike). More tokens on a line than the record has
+#: keys means a repeated key, or a key inside a string or nested object: the line
+#: is parsed again with the hook that names a repeated key.
+_KEY_TOKEN = re.compile(r'"\s*:')
+
+
 def _read_jsonl(path: Path, columns) -> pd.DataFrame:
     """JSON Lines, one object per line, streamed: only ``columns`` are kept (all
     keys when ``None``); a key missing from a line is a missing value (NaN)."""
@@ -103,7 +111,7 @@ def _read_jsonl(path: Path, columns) -> pd.DataFrame:
                 # a repeated key collapses silently: when the line has more
                 # '"key":' tokens than the record has keys, parse it again
                 # with the hook that names the repeated key
-                if isinstance(rec, dict) and line.count('":') != len(rec):
+                if isinstance(rec, dict) and len(_KEY_TOKEN.findall(line)) != len(rec):
                     json.loads(line, object_pairs_hook=hook)
             except json.JSONDecodeError as e:
                 raise TraceError(path, f"line {lineno} is not valid JSON ({e.msg})", row=n) from None

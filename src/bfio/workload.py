@@ -106,9 +106,13 @@ def draw_workload(prefill, decode, n: int, seed: int, arrival_s=None, name: str 
     With arrival times, the drawn requests keep the trace's arrival order
     (sorted by the drawn arrival time; ties by draw order).
     """
+    from bfio.limits import MAX_REQUESTS
+
     prefill = np.asarray(prefill)
     if n < 1:
         raise ValueError(f"requests must be >= 1, got {n}")
+    if n > MAX_REQUESTS:
+        raise ValueError(f"requests: {n:,} exceeds the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS)")
     if len(prefill) == 0:
         raise ValueError("cannot draw from an empty trace")
     rng = np.random.default_rng(seed)

@@ -23,6 +23,16 @@ def _int_at_least(minimum: int, what: str):
 
 
 positive_int = _int_at_least(1, "positive")
+
+
+def request_count(text: str) -> int:
+    """argparse type: a number of requests in ``1..MAX_REQUESTS`` (:mod:`bfio.limits`)."""
+    from bfio.limits import MAX_REQUESTS
+
+    v = positive_int(text)
+    if v > MAX_REQUESTS:
+        raise argparse.ArgumentTypeError(f"{v:,} exceeds the bound of {MAX_REQUESTS:,} requests (bfio.limits)")
+    return v
 seed_int = _int_at_least(0, "non-negative seed")
 nonneg_int = _int_at_least(0, "non-negative")
 

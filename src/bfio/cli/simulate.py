@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from bfio.cli.arguments import nonneg_int, positive_float, positive_int, seed_int
+from bfio.cli.arguments import nonneg_int, positive_float, positive_int, request_count, seed_int
 from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
 from bfio.errors import ConfigError
@@ -28,7 +28,7 @@ def add_parser(subparsers) -> None:
                    help="known trace name (longbench, burstgpt, arxiv, azure_code, azure_conv, vidur_arxiv, "
                         "sarathi_sharegpt, sharegpt_10k, longbench_v1; sha256-verified) or a path to a "
                         ".json/.jsonl/.csv/.parquet trace")
-    s.add_argument("--requests", type=positive_int, required=True,
+    s.add_argument("--requests", type=request_count, required=True,
                    help="number of requests N: drawn with replacement from the trace (backlog, poisson), or a "
                         "contiguous window of N of the trace's own rows at a --seed offset (trace)")
     s.add_argument("--seed", type=seed_int, default=42, help="seed (>= 0) of the workload draw and of random policies (default 42)")
@@ -109,11 +109,24 @@ def add_parser(subparsers) -> None:
                    "most this many (default %d; 0: never)" % DEFAULT_SHARD_WORKERS)
 
 
+#: BF-IO options that apply only with another option's value: (option, other, values it applies with).
+BFIO_OPTION_SCOPE = (("noise_low", "predictor", ("noisy",)), ("noise_high", "predictor", ("noisy",)),
+                     ("shard_workers", "solver", ("fast",)), ("placement", "solver", ("fast",)),
+                     ("time_limit_s", "solver", ("highs", "gurobi")),
+                     ("on_solver_error", "solver", ("highs", "gurobi")))
+BFIO_DEFAULTS = {"predictor": "oracle", "solver": "fast"}
+
+
 def policy_options(args) -> dict:
     opts = {k: getattr(args, k) for k in BFIO_OPTIONS if getattr(args, k) is not None}
     if opts and args.policy != "bfio":
         flags = ", ".join("--" + k.replace("_", "-") for k in opts)
         raise ConfigError(f"{flags}: only valid with --policy bfio (got --policy {args.policy})")
+    for key, other, values in BFIO_OPTION_SCOPE:
+        chosen = opts.get(other, BFIO_DEFAULTS[other])
+        if key in opts and chosen not in values:
+            raise ConfigError(f"--{key.replace('_', '-')}: only valid with --{other} {' | '.join(values)} "
+                              f"(got --{other} {chosen}); it would be ignored")
     if getattr(args, "report_interval", None) is not None:
         if args.dispatch != "instant":
             raise ConfigError(f"--report-interval: only valid with --dispatch instant (got --dispatch {args.dispatch}); "

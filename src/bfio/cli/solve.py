@@ -23,6 +23,9 @@ def add_parser(subparsers) -> None:
     v.add_argument("--solver", default="fast", help=" | ".join(SOLVERS) + " (default fast)")
     v.add_argument("--time-limit-s", type=positive_float, default=None,
                    help="time limit for exact solvers, model build included (default 10)")
+    v.add_argument("--on-solver-error", choices=["fail", "fallback"], default="fail",
+                   help="fail (default) | fallback: on a solver error move to the next backend "
+                   "(gurobi -> highs -> fast), as bfio simulate does")
     v.add_argument("--json", metavar="DEST", default="-", help="where to write the JSON result ('-' for stdout)")
 
 
@@ -61,5 +64,6 @@ def cmd_solve(args) -> int:
 
     check_writable(args.json, "--json")
     check_instance_bounds(args.instance)
-    write_json(solve_instance_file(args.instance, args.solver, time_limit_s=args.time_limit_s), args.json)
+    write_json(solve_instance_file(args.instance, args.solver, time_limit_s=args.time_limit_s,
+                                   on_error=args.on_solver_error), args.json)
     return 0

@@ -225,6 +225,9 @@ def instance_from_dict(data, path="<dict>") -> Instance:
     """Validate a decoded instance; every error names the file and field."""
     if not isinstance(data, dict):
         raise InstanceError(path, "expected a JSON object at top level")
+    _closed(path, data, INSTANCE_KEYS, "")
+    if isinstance(data.get("waiting"), dict):
+        _closed(path, data["waiting"], WAITING_KEYS, "waiting.")
     fmt = data.get("format", FORMAT)
     if fmt != FORMAT:
         raise InstanceError(path, f"unknown format {fmt!r}, expected {FORMAT!r}", "format")
@@ -275,6 +278,33 @@ def instance_from_dict(data, path="<dict>") -> Instance:
                     lifetimes=lifetimes, discount=discount)
 
 
+#: The keys an instance file may hold (the format is closed, like the config):
+#: :meth:`Instance.to_dict` writes exactly these.
+INSTANCE_KEYS = ("format", "workers", "horizon", "admission", "discount", "free", "base_loads", "waiting", "meta")
+WAITING_KEYS = ("prefill", "age", "lifetime")
+
+
+def _closed(path, obj: dict, allowed, prefix: str) -> None:
+    """Refuse a key the format does not define, naming it and the known ones."""
+    for key in obj:
+        if key not in allowed:
+            raise InstanceError(path, f"unknown key (known: {', '.join(allowed)})", prefix + str(key))
+
+
+def _unique_keys(path):
+    """``object_pairs_hook`` refusing a repeated key (``json`` keeps the last value silently)."""
+
+    def hook(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise InstanceError(path, "key appears twice (which value is meant is ambiguous)", k)
+            seen.add(k)
+        return dict(pairs)
+
+    return hook
+
+
 def load_instance(path) -> Instance:
     """Read and validate an instance JSON file."""
     p = Path(path)
@@ -283,7 +313,7 @@ def load_instance(path) -> Instance:
     except OSError as e:
         raise InstanceError(path, f"cannot read ({e.strerror or e})") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys(path))
     except json.JSONDecodeError as e:
         raise InstanceError(path, f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
     return instance_from_dict(data, path)
@@ -306,14 +336,15 @@ def instance_from_state(state, decode_estimate: np.ndarray, horizon: int, admiss
                     lifetimes=lifetimes, discount=discount)
 
 
-def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None = None) -> dict:
+def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None = None,
+                        on_error: str = "fail") -> dict:
     """Load an instance file, solve it with ``solver`` and return a JSON-ready dict
     with ``objective``, ``assignment`` (request index -> worker or -1),
     ``proven_optimal``, ``wall_s`` and the solver's bound and status."""
     from bfio.solvers import solve
 
     inst = load_instance(path)
-    sol = solve(inst, solver, time_limit_s=time_limit_s)
+    sol = solve(inst, solver, time_limit_s=time_limit_s, on_error=on_error)
     return {"instance": str(path), "workers": inst.workers, "horizon": inst.horizon, "discount": inst.discount,
             "waiting": inst.waiting, "admissible": inst.admissible, "admission": inst.admission,
             **sol.to_dict()}
