@@ -434,3 +434,27 @@ def test_solve_accepts_the_fallback_its_messages_suggest(tmp_path):
     assert main(["solve", "--instance", str(path), "--solver", "fast", "--on-solver-error", "fallback",
                  "--json", str(out)]) == 0
     assert json.loads(out.read_text())["admissible"] >= 1
+
+
+# -- issue 26 item 18, issue 31 item 5: Ctrl-C, the data directory --------------------------------
+def test_ctrl_c_is_one_line_without_traceback(small_trace, monkeypatch, capsys):
+    import bfio.cli.simulate
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bfio.cli.simulate, "cmd_simulate", interrupted)
+    assert main(["simulate", "--trace", str(small_trace), "--requests", "5", "--workers", "1"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "Traceback" not in err
+
+
+def test_default_data_dir_is_beside_the_checkout_not_searched_upwards(tmp_path, monkeypatch):
+    from bfio.trace_registry import default_data_dir
+
+    monkeypatch.delenv("BFIO_DATA_DIR", raising=False)
+    decoy = tmp_path / "a" / "b"
+    decoy.mkdir(parents=True)
+    (tmp_path / "shared" / "data").mkdir(parents=True)  # what an upward search from a/b would find
+    monkeypatch.chdir(decoy)
+    assert default_data_dir() == REPO.parent / "shared" / "data"

@@ -121,15 +121,17 @@ def sha256_of(path) -> str:
 
 
 def default_data_dir() -> Path:
-    """``$BFIO_DATA_DIR`` if set, else ``../shared/data`` beside the checkout
-    (searched from the working directory upwards)."""
+    """``$BFIO_DATA_DIR`` if set; else ``shared/data`` beside this checkout (the
+    layout of the paper's machines: ``<checkout>/../shared/data``), when the
+    package runs from a checkout; else ``../shared/data`` from the working
+    directory. Never searched upwards: an unrelated folder two levels up is not
+    taken for the traces."""
     env = os.environ.get("BFIO_DATA_DIR")
     if env:
         return Path(env)
-    for base in [Path.cwd(), *Path.cwd().parents]:
-        cand = base / ".." / "shared" / "data"
-        if cand.is_dir():
-            return cand.resolve()
+    checkout = Path(__file__).resolve().parents[2]  # src/bfio/trace_registry.py -> the checkout
+    if (checkout / "pyproject.toml").is_file():
+        return checkout.parent / "shared" / "data"
     return Path("../shared/data")
 
 

@@ -38,3 +38,6 @@ def main(argv=None) -> int:
     except BfioError as e:
         print(f"bfio: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback; outputs are all or nothing
+        print("bfio: interrupted (no output was written)", file=sys.stderr)
+        return 130
