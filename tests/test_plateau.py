@@ -43,6 +43,7 @@ def test_percentages_are_paired_by_seed_against_the_best_mean():
     assert list(lit.index) == [0, 40]  # H = 0 is the same program for both objectives
     assert lit.loc[40, "avg_imbalance_best_row"] == "bfio_h40_literal"  # 2 imb40 < 3 imb10
     md = plateau_markdown(t, "synthetic", 42)
+    assert "issue " not in md  # a reader cannot look issues up: the criterion cites docs/
     assert "## default, G = 8" in md and "## paper-literal, G = 8" in md and "**no**" in md
 
 

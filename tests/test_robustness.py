@@ -458,3 +458,20 @@ def test_default_data_dir_is_beside_the_checkout_not_searched_upwards(tmp_path, 
     (tmp_path / "shared" / "data").mkdir(parents=True)  # what an upward search from a/b would find
     monkeypatch.chdir(decoy)
     assert default_data_dir() == REPO.parent / "shared" / "data"
+
+
+# -- issue 31 item 5: numbers and lists from the command line ------------------------------------
+def test_command_line_numbers_in_lists_are_numbers():
+    cfg = _smoke_config()
+    cfg["seeds"] = ["42", "7"]  # snakemake --config seeds=[42,7]
+    cfg["slots"] = "16"
+    out = validate_config(cfg, SCHEMA)
+    assert out["seeds"] == [42, 7] and out["slots"] == 16
+
+
+@pytest.mark.parametrize("key, value", [("seeds", ["forty"]), ("slots", "many"), ("seeds", ["4.5"])])
+def test_command_line_text_that_is_no_number_is_still_refused(key, value):
+    cfg = _smoke_config()
+    cfg[key] = value
+    with pytest.raises(ConfigError, match=key):
+        validate_config(cfg, SCHEMA)

@@ -7,6 +7,7 @@ config key at fault (``config key 'experiments.table1.requests': ...``).
 from __future__ import annotations
 
 import copy
+import math
 import re
 from pathlib import Path
 
@@ -27,9 +28,41 @@ def _default_filling_validator():
             for prop, sub in properties.items():
                 if "default" in sub and prop not in instance:
                     instance[prop] = copy.deepcopy(sub["default"])
+                elif prop in instance:
+                    instance[prop] = _from_command_line(instance[prop], sub)
         yield from base.VALIDATORS["properties"](validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(base, {"properties": set_defaults})
+    def coerce_items(validator, items, instance, schema):
+        if isinstance(instance, list) and isinstance(items, dict):
+            for i, v in enumerate(instance):
+                instance[i] = _from_command_line(v, items)
+        yield from base.VALIDATORS["items"](validator, items, instance, schema)
+
+    return jsonschema.validators.extend(base, {"properties": set_defaults, "items": coerce_items})
+
+
+_INT_TEXT = re.compile(r"^[+-]?\d+$")
+
+
+def _from_command_line(value, schema: dict):
+    """A number given as text where the schema wants a number: ``snakemake
+    --config seeds=[42]`` passes ``['42']`` (lists and numbers given on the
+    command line arrive as strings). Anything else is returned unchanged, so the
+    schema still refuses text that is not a number."""
+    if not isinstance(value, str):
+        return value
+    t = schema.get("type")
+    types = t if isinstance(t, list) else [t]
+    text = value.strip()
+    if ("integer" in types or "number" in types) and _INT_TEXT.match(text):
+        return int(text)
+    if "number" in types:
+        try:
+            v = float(text)
+        except ValueError:
+            return value
+        return v if math.isfinite(v) else value
+    return value
 
 
 def _key_path(error) -> str:

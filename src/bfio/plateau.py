@@ -140,7 +140,8 @@ def _verdict(long: bool, met) -> str:
 def plateau_markdown(table: pd.DataFrame, title: str, ref_seed: int) -> str:
     """Markdown of :func:`plateau`: one table per objective and ``G``."""
     lines = [f"# Plateau over H: {title}", "",
-             f"Criterion (issue 11): every H >= {LONG_HORIZON} within {IMBALANCE_TOLERANCE_PCT:g}% of the best H's "
+             "Criterion (docs/bfio.md, 'The paper's tables with the default objective'): "
+             f"every H >= {LONG_HORIZON} within {IMBALANCE_TOLERANCE_PCT:g}% of the best H's "
              f"imbalance and within {THROUGHPUT_TOLERANCE_PCT:g}% of the best H's throughput. Each cell is the "
              f"row's value relative to the best H (+: more), at seed {ref_seed} (the best H at that seed) and "
              "as the mean [95% CI] over seeds, paired by seed against the H with the best mean (ties: the "

@@ -226,8 +226,9 @@ def paper_markdown(comp: pd.DataFrame, table: str, paper_setting: bool, ref_seed
     if setting_note:
         lines.append(f"This run: {setting_note}.")
     if not paper_setting:
-        lines += ["", "**Warning: these runs do not use the paper's setting (scaled-down configuration); "
-                      "differences from the paper are expected and the checks are not meaningful.**"]
+        lines += ["", "**Warning: these runs do not use the paper's setting (the trace, N, G or B differ: "
+                      "see 'This run' above); differences from the paper are expected and the checks are not "
+                      "meaningful.**"]
     lines += ["", f"*ours* = seed {ref_seed} (the paper's seed is 42), rounded like the paper; "
                   "*rel. diff* = ours (full precision) / paper - 1; *mean [95% CI]* over seeds (Student t). "
                   "*vs paper*: ours is *equal* to the printed digits, or *better* / *worse* than the paper "
