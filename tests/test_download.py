@@ -210,3 +210,38 @@ def test_traces_lists_present_missing_downloadable(data_dir, tmp_path, capsys, m
     assert main(["traces", "--data-dir", str(data_dir)]) == 0
     present = [ln.split() for ln in capsys.readouterr().out.splitlines()[1:]]
     assert all(r[1] == "present" and r[3].startswith(str(data_dir)) for r in present)
+
+
+# -- issue 26, items 14 and 15: an overall deadline, a size cap, no stale partial files -----------
+def test_a_trickling_server_hits_the_attempts_deadline(served, tmp_path, monkeypatch):
+    import bfio.download
+
+    root, data, digest = served
+    monkeypatch.setattr(bfio.download, "DEADLINE_TIMEOUTS", 4)  # 4 x 0.5 s per attempt
+    dest = tmp_path / "out" / "file.bin"
+    t0 = time.monotonic()
+    with TraceServer(root, "trickle") as srv:
+        with pytest.raises(DownloadError, match="deadline"):
+            fetch(f"{srv.url}/{REL}", dest, digest, timeout=0.5, attempts=1)
+    assert time.monotonic() - t0 < 15
+    assert leftovers(dest.parent) == []
+
+
+def test_an_endless_stream_stops_at_the_pinned_size(served, tmp_path):
+    root, data, digest = served
+    dest = tmp_path / "out" / "file.bin"
+    with TraceServer(root, "endless") as srv:
+        with pytest.raises(ChecksumError, match="more than the pinned 300,000 bytes"):
+            fetch(f"{srv.url}/{REL}", dest, digest, timeout=5, attempts=3, size=len(data))
+        assert srv.requests[REL] == 1  # another file than the pinned one: not retried
+    assert leftovers(dest.parent) == []
+
+
+def test_a_partial_file_of_a_killed_download_is_removed(served, tmp_path):
+    root, data, digest = served
+    dest = tmp_path / "out" / "file.bin"
+    dest.parent.mkdir(parents=True)
+    (dest.parent / ".file.bin.abc123.part").write_bytes(b"half")
+    with TraceServer(root) as srv:
+        fetch(f"{srv.url}/{REL}", dest, digest, timeout=5)
+    assert leftovers(dest.parent) == ["file.bin"]

@@ -1,7 +1,7 @@
 """A local HTTP server on the loopback interface serving a directory, for the
 download tests (the machines have no internet). Besides serving files it can
-misbehave: send a corrupted file, drop the connection mid-file, or never
-answer. It counts the requests per path."""
+misbehave: send a corrupted file, drop the connection mid-file, never
+answer, trickle one byte every 0.2 s, or stream without end. It counts the requests per path."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 #: What the server does with a GET of an existing file.
-MODES = ("ok", "corrupt", "drop", "hang")
+MODES = ("ok", "corrupt", "drop", "hang", "trickle", "endless")
 
 
 def corrupted(data: bytes) -> bytes:
@@ -43,6 +43,21 @@ class _Handler(BaseHTTPRequestHandler):
             srv.release.wait(60)
             return
         data = path.read_bytes()
+        if mode in ("trickle", "endless"):  # one byte every 0.2 s / bytes without end, no length
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.end_headers()
+            try:
+                while not srv.release.is_set():
+                    if mode == "trickle":
+                        self.wfile.write(b"x")
+                        self.wfile.flush()
+                        srv.release.wait(0.2)
+                    else:
+                        self.wfile.write(b"x" * 65536)
+            except OSError:  # the client gave up
+                pass
+            return
         if mode == "corrupt":
             data = corrupted(data)
         self.send_response(200)

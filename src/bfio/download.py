@@ -40,6 +40,12 @@ DEFAULT_DOWNLOAD_DIR = "resources/traces"
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_ATTEMPTS = 3
 DEFAULT_BACKOFF_S = 2.0
+#: Slowest transfer an attempt accepts, in bytes per second: an attempt of a file
+#: of known size must end within ``timeout + size / MIN_RATE_BPS`` seconds (a
+#: server that trickles a byte now and then never trips the idle timeout).
+MIN_RATE_BPS = 16_384
+#: Without a known size an attempt ends after this many idle timeouts in all.
+DEADLINE_TIMEOUTS = 20
 _CHUNK = 1 << 16
 
 log = logging.getLogger("bfio.download")
@@ -72,7 +78,7 @@ def _retryable(e: BaseException) -> bool:
     if isinstance(e, urllib.error.HTTPError):
         return e.code in (408, 429) or e.code >= 500
     return isinstance(e, (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException,
-                          _ShortRead))
+                          _ShortRead, _TooSlow))
 
 
 def _describe(e: BaseException, timeout: float) -> str:
@@ -86,23 +92,43 @@ def _describe(e: BaseException, timeout: float) -> str:
     if isinstance(e, http.client.IncompleteRead):
         got = len(e.partial) if isinstance(e.partial, (bytes, bytearray)) else e.partial
         return f"connection closed mid-file ({got} bytes read)"
+    if isinstance(e, _TooSlow):
+        return str(e)
     return f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
 
 
-def _fetch_once(url: str, dest: Path, sha256: str, timeout: float) -> int:
-    """One attempt: download, verify, rename. Returns the byte count."""
+class _TooSlow(OSError):
+    """An attempt went past its overall deadline (retryable, like a timeout)."""
+
+
+def attempt_deadline(timeout: float, size: int | None) -> float:
+    """Seconds one attempt may take in all (:data:`MIN_RATE_BPS`, :data:`DEADLINE_TIMEOUTS`)."""
+    return timeout + size / MIN_RATE_BPS if size else timeout * DEADLINE_TIMEOUTS
+
+
+def _fetch_once(url: str, dest: Path, sha256: str, timeout: float, size: int | None = None) -> int:
+    """One attempt: download (at most ``size`` bytes, within
+    :func:`attempt_deadline`), verify, rename. Returns the byte count."""
     fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     tmp = Path(name)
+    deadline = time.monotonic() + attempt_deadline(timeout, size)
     try:
         h = hashlib.sha256()
         n = 0
         req = urllib.request.Request(url, headers={"User-Agent": "bfio-trace-download"})
         with os.fdopen(fd, "wb") as f, urllib.request.urlopen(req, timeout=timeout) as resp:
             length = resp.headers.get("Content-Length")
-            while chunk := resp.read(_CHUNK):
+            while chunk := resp.read1(_CHUNK):
                 h.update(chunk)
                 f.write(chunk)
                 n += len(chunk)
+                if size is not None and n > size:
+                    raise ChecksumError(dest, f"downloaded from {url}: more than the pinned {size:,} bytes "
+                                              "arrived; the server sends another file than the pinned trace, "
+                                              "so nothing was written")
+                if time.monotonic() > deadline:
+                    raise _TooSlow(f"slower than {MIN_RATE_BPS:,} bytes/s: {n:,} bytes in "
+                                   f"{attempt_deadline(timeout, size):.0f} s (the attempt's deadline)")
         if length is not None and length.isdigit() and n != int(length):
             raise _ShortRead(f"connection closed mid-file: {n} of {int(length)} bytes received")
         actual = h.hexdigest()
@@ -118,7 +144,7 @@ def _fetch_once(url: str, dest: Path, sha256: str, timeout: float) -> int:
 
 
 def fetch(url: str, dest, sha256: str, *, timeout: float = DEFAULT_TIMEOUT_S, attempts: int = DEFAULT_ATTEMPTS,
-          backoff: float = DEFAULT_BACKOFF_S, sleep=time.sleep) -> Path:
+          backoff: float = DEFAULT_BACKOFF_S, sleep=time.sleep, size: int | None = None) -> Path:
     """Download ``url`` to ``dest``, verified against ``sha256``; return ``dest``.
 
     ``timeout``: seconds without an answer (connect or next bytes) before an
@@ -127,7 +153,10 @@ def fetch(url: str, dest, sha256: str, *, timeout: float = DEFAULT_TIMEOUT_S, at
     :class:`~bfio.errors.ChecksumError` (URL, expected and actual digest) on a
     digest mismatch and :class:`~bfio.errors.DownloadError` (URL, attempts,
     last error) when every attempt failed; ``dest`` is then untouched (an
-    earlier file stays, no partial file appears).
+    earlier file stays, no partial file appears). ``size`` (the pinned byte
+    count): more bytes stop the attempt at once (a checksum error, not retried),
+    and an attempt ends by :func:`attempt_deadline`. Partial files that a killed
+    earlier download left beside ``dest`` are removed first.
     """
     if attempts < 1:
         raise ValueError(f"attempts must be >= 1, got {attempts}")
@@ -139,10 +168,12 @@ def fetch(url: str, dest, sha256: str, *, timeout: float = DEFAULT_TIMEOUT_S, at
     except OSError as e:
         raise DownloadError(f"cannot download {url}: cannot create directory {dest.parent} "
                             f"({e.strerror or e})") from None
+    for stale in dest.parent.glob(f".{dest.name}.*.part"):  # left by a killed download
+        stale.unlink(missing_ok=True)
     for attempt in range(1, attempts + 1):
         t0 = time.perf_counter()
         try:
-            n = _fetch_once(url, dest, sha256, timeout)
+            n = _fetch_once(url, dest, sha256, timeout, size)
         except ChecksumError:
             raise
         except Exception as e:  # noqa: BLE001 (classified below)
@@ -181,7 +212,7 @@ def fetch_trace(spec: TraceSpec, download_dir=DEFAULT_DOWNLOAD_DIR, *, base: str
                             f"put {spec.relpath} under the data directory")
     if dest.is_file() and sha256_of(dest) == spec.sha256:
         return dest
-    return fetch(url, dest, spec.sha256, **kwargs)
+    return fetch(url, dest, spec.sha256, **{"size": spec.size, **kwargs})
 
 
 __all__ = ["fetch", "fetch_trace", "trace_url", "base_url", "BASE_URL_ENV", "DEFAULT_DOWNLOAD_DIR",
