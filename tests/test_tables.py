@@ -181,3 +181,19 @@ def test_paper_pivot_orders_rows_as_the_paper():
     assert pivot.loc["BF-IO (H=40)", "Throughput"] == TABLE1["bfio_h40"]["throughput"]
     with pytest.raises(ValueError, match="paper_pivot"):
         paper_pivot(comp[comp["metric"] == "avg_imbalance_pre"])
+
+
+def test_truncated_runs_table_fails_naming_the_file(tmp_path):
+    """Issue 26 item 4: a runs table that lacks runs the table needs is an error, not 'not run' cells."""
+    from bfio.errors import BfioError
+    from bfio.tables import check_runs_complete
+
+    runs = synthetic_runs("table2", TABLE2, TABLE2_UNITS, trace="burstgpt", workers=16, requests=100000)
+    rows = sorted(set(runs["row"]))
+    seeds = sorted(set(runs["seed"].astype(int)))
+    check_runs_complete(runs, "runs_table2.csv", rows=rows, workers=[16], seeds=seeds, table="table2")
+    truncated = runs[runs["row"] != rows[-1]]
+    with pytest.raises(BfioError, match=r"runs_table2\.csv.*missing.*--forcerun collect_runs"):
+        check_runs_complete(truncated, "runs_table2.csv", rows=rows, workers=[16], seeds=seeds, table="table2")
+    with pytest.raises(BfioError, match="columns"):
+        check_runs_complete(runs.drop(columns=["seed"]), "runs_table2.csv", rows=rows, workers=[16], seeds=seeds)

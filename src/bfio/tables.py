@@ -25,6 +25,7 @@ import pandas as pd
 
 from bfio.paper import (TABLE_SETTINGS, at_least_as_good, compare_to_printed, matches_printed, paper_row,
                         parse_bfio_row, round_like)
+from bfio.errors import BfioError
 from bfio.student_t import t_quantile
 
 #: Metric -> (label, SI unit, convention).
@@ -39,6 +40,28 @@ METRIC_INFO = {
 #: Pre-step metric -> the paper metric whose printed unit it uses.
 PRE_STEP_UNIT_OF = {"avg_imbalance_pre": "avg_imbalance", "energy_j_pre": "energy_j"}
 PAPER_METRICS = ("avg_imbalance", "throughput", "tpot", "energy_j")
+
+
+def check_runs_complete(runs: pd.DataFrame, path, *, rows, workers, seeds, table: str = "") -> None:
+    """Every (row, G, seed) run a table needs is in ``runs`` (the collected runs
+    table at ``path``), or :class:`~bfio.errors.BfioError` naming the file, how
+    many are missing with an example, and how to rebuild it: a truncated or
+    stale runs table must not become a table with cells marked 'not run'."""
+    need = {"row", "workers", "seed"}
+    if not need <= set(runs.columns):
+        raise BfioError(f"file {path}: columns {sorted(need - set(runs.columns))} missing; the runs table is "
+                        f"truncated or not a runs table: {_REBUILD.format(table=table or '<table>')}")
+    have = set(zip(runs["row"].astype(str), runs["workers"].astype(int), runs["seed"].astype(int)))
+    missing = [(r, int(g), int(s)) for r in rows for g in workers for s in seeds if (r, int(g), int(s)) not in have]
+    if missing:
+        r, g, s = missing[0]
+        raise BfioError(f"file {path}: {len(missing)} of {len(rows) * len(workers) * len(seeds)} runs the table "
+                        f"needs are missing (e.g. row {r}, G={g}, seed {s}); the runs table is truncated or "
+                        f"stale: {_REBUILD.format(table=table or '<table>')}")
+
+
+_REBUILD = ("delete it and rebuild with snakemake -c 2 --forcerun collect_runs results/tables/{table}.md "
+            "(docs/pipeline.md, 'A table fails on its runs table')")
 
 
 def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:

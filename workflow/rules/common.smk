@@ -4,7 +4,9 @@ from bfio.run import CELL_WILDCARD, RunSpec
 from bfio.config import trace_specs, validate_config
 from bfio.experiments import (
     all_runs,
+    experiment_rows,
     experiment_runs,
+    experiment_seeds,
     extra_seeds,
     figure_runs,
     reference_seed,
@@ -152,6 +154,16 @@ def paper_table_experiment(wildcards):
     for name, table in PAPER_TABLES.items():
         if table == wildcards.table:
             return f"results/tables/runs_{name}.csv"
+    raise WorkflowError(f"no experiment has paper_table: {wildcards.table}")
+
+
+def paper_table_expected(wildcards):
+    """The runs a paper table needs: its experiment's rows, G values and seeds."""
+    for name, table in PAPER_TABLES.items():
+        if table == wildcards.table:
+            exp = config["experiments"][name]
+            return {"rows": experiment_rows(exp), "workers": [int(g) for g in exp["workers"]],
+                    "seeds": experiment_seeds(config, name)}
     raise WorkflowError(f"no experiment has paper_table: {wildcards.table}")
 
 

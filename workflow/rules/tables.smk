@@ -36,6 +36,7 @@ rule paper_table:
     params:
         code=TABLE_CODE,
         ref_seed=reference_seed(config),
+        expected=paper_table_expected,
     wildcard_constraints:
         table="table1|table2",
     log:

@@ -2,12 +2,13 @@
 import pandas as pd
 
 from bfio.progress import script_log
-from bfio.tables import is_paper_setting, paper_comparison, paper_markdown, write_table
+from bfio.tables import check_runs_complete, is_paper_setting, paper_comparison, paper_markdown, write_table
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821
     runs = pd.read_csv(sm.input[0])
     table = sm.wildcards.table
+    check_runs_complete(runs, sm.input[0], table=table, **sm.params.expected)
     comp = paper_comparison(runs, table, sm.params.ref_seed)
     first = runs.iloc[0]
     note = (f"{first['trace']}, G={first['workers']}, B={first['slots']}, N={first['requests']:,}, "
