@@ -143,6 +143,24 @@ def test_horizon_sweep(tmp_path):
     check_saves(plot_horizon_sweep(summary_frame(["fcfs"])), tmp_path, "empty")
 
 
+def test_horizon_sweep_marks_the_effective_window_and_logs_a_wide_panel(tmp_path):
+    """Issue 31 items 2 and 4: H_eff drawn where H goes beyond it; baselines 100x above
+    BF-IO put the imbalance panel on a log axis; the figure has a title."""
+    summary = summary_frame(["fcfs"] + [f"bfio_h{h}" for h in (0, 10, 20, 40)])
+    summary["effective_horizon"] = summary["horizon"].clip(upper=13)
+    bf = summary["row"].str.startswith("bfio")
+    for c in ("avg_imbalance", "avg_imbalance_mean", "avg_imbalance_ci_lo", "avg_imbalance_ci_hi"):
+        summary.loc[bf, c] = summary.loc[bf, c] / 200
+    fig = plot_horizon_sweep(summary)
+    marks = [ln for ln in fig.axes[0].get_lines() if "H_eff = 13" in ln.get_label()]
+    assert len(marks) == 1 and set(marks[0].get_xdata()) == {13}
+    assert fig.axes[0].get_yscale() == "log" and fig.axes[1].get_yscale() == "linear"
+    assert fig._suptitle is not None and fig._suptitle.get_text()
+    summary["effective_horizon"] = summary["horizon"]  # no cut-off: no mark
+    assert not any("H_eff" in ln.get_label() for ln in plot_horizon_sweep(summary).axes[0].get_lines())
+    check_saves(fig, tmp_path)
+
+
 def test_worker_sweep_and_energy(tmp_path):
     summary = summary_frame(["fcfs", "bfio_h40"], workers=(16, 32, 48))
     fig = plot_worker_sweep(summary, rows=["fcfs", "bfio_h40"])
@@ -247,3 +265,39 @@ def test_same_figure_saves_byte_identical_files(tmp_path):
         time.sleep(1.1)  # a creation date would now differ by a second
     for a, b in zip(*paths):
         assert a.read_bytes() == b.read_bytes(), a.name
+
+
+def _choose_grid(discounts=(1.0, 0.9, 0.7, 0.6, 0.5), traces=("a", "b"), seeds=(42, 1)):
+    recs = []
+    for t in traces:
+        for s in seeds:
+            for d in discounts:
+                for H in (0, 40):
+                    if H == 0 and d != 1.0:
+                        continue
+                    recs.append({"trace": t, "seed": s, "discount": d, "horizon": H, "new_requests": "predicted",
+                                 "avg_imbalance": 1e6 if H == 0 else 1e6 * (0.4 + 0.5 * d),
+                                 "throughput": 1e5 if H == 0 else 1e5 * (1 + 0.01 * d)})
+    return pd.DataFrame(recs)
+
+
+def test_discount_reach(tmp_path):
+    """Issue 31 item 2: imbalance and throughput against the lookahead's reach, relative to H = 0."""
+    from bfio.figures.discount_reach import plot_discount_reach, reach, reach_frame
+
+    assert reach(1.0, 40) == 41 and reach(0.5, 100) == pytest.approx(2.0)
+    frame = reach_frame(_choose_grid())
+    assert set(frame["discount"]) == {1.0, 0.9, 0.7, 0.6, 0.5} and (frame["horizon"] == 40).all()
+    one = frame[(frame["discount"] == 1.0) & (frame["trace"] == "a") & (frame["seed"] == 42)]
+    assert one["imbalance_ratio"].iloc[0] == pytest.approx(0.9)
+    assert one["throughput_gain_pct"].iloc[0] == pytest.approx(1.0)
+    fig = plot_discount_reach(_choose_grid())
+    assert labelled(fig) and len(fig.axes) == 2 and all(ax.get_xscale() == "log" for ax in fig.axes)
+    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert any("default discount" in lab for lab in labels) and any("95% CI" in lab for lab in labels)
+    check_saves(fig, tmp_path)
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    save(plot_discount_reach(_choose_grid()), a)
+    save(plot_discount_reach(_choose_grid()), b)
+    assert a.read_bytes() == b.read_bytes()  # the bootstrap interval is seeded
+    check_saves(plot_discount_reach(_choose_grid().assign(new_requests="persist")), tmp_path, "empty")

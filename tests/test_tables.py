@@ -197,3 +197,19 @@ def test_truncated_runs_table_fails_naming_the_file(tmp_path):
         check_runs_complete(truncated, "runs_table2.csv", rows=rows, workers=[16], seeds=seeds, table="table2")
     with pytest.raises(BfioError, match="columns"):
         check_runs_complete(runs.drop(columns=["seed"]), "runs_table2.csv", rows=rows, workers=[16], seeds=seeds)
+
+
+def test_effective_window_is_stated_when_h_goes_beyond_it():
+    """Issue 31 item 2: a row whose H exceeds the fast solver's cut-off says so."""
+    from bfio.tables import effective_window_note, summary_markdown
+
+    runs = synthetic_runs("table2", TABLE2, TABLE2_UNITS, trace="burstgpt", workers=16, requests=100000)
+    bf = runs["row"].str.startswith("bfio_h")
+    runs["horizon"] = np.where(bf, runs["row"].str.extract(r"bfio_h(\d+)")[0].astype(float), np.nan)
+    runs["fast_solver_horizon"] = np.minimum(runs["horizon"], 13)
+    note = effective_window_note(runs)
+    assert "H_eff = 13" in note and "H=20" in note
+    md = summary_markdown(summarize(runs, 42), "t", 42)
+    assert "Effective lookahead" in md
+    runs["fast_solver_horizon"] = runs["horizon"]  # no cut-off: nothing to say
+    assert effective_window_note(runs) == ""

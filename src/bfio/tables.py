@@ -99,7 +99,9 @@ def summarize(runs: pd.DataFrame, ref_seed: int, metrics=None, by=("row", "worke
         first = grp.iloc[0]
         rec.update({"policy": first.get("policy_name", first.get("policy")),
                     "horizon": first.get("horizon"), "trace": first.get("trace"),
-                    "requests": first.get("requests"), "slots": first.get("slots")})
+                    "requests": first.get("requests"), "slots": first.get("slots"),
+                    # the offsets the fast solver optimized: 0..effective_horizon (BF-IO rows)
+                    "effective_horizon": first.get("fast_solver_horizon")})
         ref = grp[grp["seed"] == ref_seed]
         for m in metrics:
             rec[m] = float(ref[m].iloc[0]) if len(ref) else float("nan")
@@ -114,7 +116,35 @@ def summarize(runs: pd.DataFrame, ref_seed: int, metrics=None, by=("row", "worke
     order = {r: i for i, r in enumerate(_row_order(frame["row"]))}
     frame = frame.sort_values(by=["row", "workers"], key=lambda c: c.map(order) if c.name == "row" else c)
     frame["horizon"] = frame["horizon"].astype("Int64")
+    if "effective_horizon" in frame:
+        frame["effective_horizon"] = pd.to_numeric(frame["effective_horizon"], errors="coerce").astype("Int64")
     return frame.reset_index(drop=True)
+
+
+def effective_window_note(frame: pd.DataFrame) -> str:
+    """One sentence naming the lookahead BF-IO actually optimized, when some row's
+    ``H`` goes beyond it (``frame``: runs with ``horizon`` and
+    ``fast_solver_horizon``, or a :func:`summarize` frame with
+    ``effective_horizon``); ``''`` otherwise. The cut-off is
+    :func:`bfio.solvers.objective.effective_horizon`: offsets whose weight
+    ``delta^h`` is below ``NEGLIGIBLE_WEIGHT`` of offset 0's."""
+    from bfio.solvers.objective import NEGLIGIBLE_WEIGHT
+
+    col = "effective_horizon" if "effective_horizon" in frame else "fast_solver_horizon"
+    if col not in frame or "horizon" not in frame:
+        return ""
+    h = pd.to_numeric(frame["horizon"], errors="coerce")
+    e = pd.to_numeric(frame[col], errors="coerce")
+    cut = frame[e.notna() & h.notna() & (h > e)]
+    if cut.empty:
+        return ""
+    reach = sorted({int(v) for v in pd.to_numeric(cut[col])})
+    rows = ", ".join(sorted({row_label(r) for r in cut["row"]}))
+    return (f"**Effective lookahead.** The fast solver optimizes offsets 0..H_eff = "
+            f"{' / '.join(map(str, reach))} only: beyond them the discount's weights delta^h are below "
+            f"{NEGLIGIBLE_WEIGHT:g} of offset 0's (bfio.solvers.objective.effective_horizon; docs/bfio.md). "
+            f"A row with a longer H solves the same program as H = H_eff ({rows}); the option "
+            "`discount` (closer to 1) lengthens the reach, about 1 / (1 - delta) steps.")
 
 
 def row_label(row: str) -> str:
@@ -240,7 +270,7 @@ def vs_paper_cell(outcome: str, rel_diff: float, check: str) -> str:
 
 
 def paper_markdown(comp: pd.DataFrame, table: str, paper_setting: bool, ref_seed: int,
-                   setting_note: str = "") -> str:
+                   setting_note: str = "", window_note: str = "") -> str:
     """Markdown rendering of :func:`paper_comparison`: one block per metric."""
     s = TABLE_SETTINGS[table]
     title = {"table1": "Table 1 (LongBench)", "table2": "Table 2 (BurstGPT)"}[table]
@@ -248,6 +278,8 @@ def paper_markdown(comp: pd.DataFrame, table: str, paper_setting: bool, ref_seed
     lines.append(f"Paper setting: {s['trace']}, G={s['workers']}, B={s['slots']}, N={s['requests']:,}, seed {s['seed']}.")
     if setting_note:
         lines.append(f"This run: {setting_note}.")
+    if window_note:
+        lines += ["", window_note]
     if not paper_setting:
         lines += ["", "**Warning: these runs do not use the paper's setting (the trace, N, G or B differ: "
                       "see 'This run' above); differences from the paper are expected and the checks are not "
@@ -307,6 +339,9 @@ def summary_markdown(summary: pd.DataFrame, title: str, ref_seed: int) -> str:
         rec["seeds"] = r["n_seeds"]
         rows.append(rec)
     lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
+    note = effective_window_note(summary)
+    if note:
+        lines += [note, ""]
     return "\n".join(lines)
 
 

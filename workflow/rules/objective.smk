@@ -12,6 +12,7 @@ OBJ_CONFIRM_JOBS = [(t, int(g)) for t in OBJ_CONFIRM["traces"] for g in OBJ_CONF
 OBJECTIVE_TARGETS = (
     expand("results/tables/objective.{fmt}", fmt=["csv", "md"])
     + expand("figures/objective_study.{ext}", ext=FIG_FORMATS)
+    + expand("figures/discount_reach.{ext}", ext=FIG_FORMATS)
     if OBJ_CHOOSE["traces"]
     else []
 )
@@ -117,3 +118,28 @@ rule fig_objective_study:
         "../../environment.yml"
     script:
         "../scripts/fig_objective_study.py"
+
+
+# How far ahead should BF-IO look: the choose grid's longest window against the
+# discount's reach (bfio.figures.discount_reach; docs/bfio.md). A figure only:
+# it reads the grid's runs and never reruns a simulation.
+rule fig_discount_reach:
+    input:
+        choose="results/studies/objective/choose.csv",
+    output:
+        pdf="figures/discount_reach.pdf",
+        png=report(
+            "figures/discount_reach.png",
+            caption="../report/discount_reach.rst",
+            category="Figures",
+            subcategory="Beyond the paper",
+            labels={"figure": "BF-IO: how far ahead to look"},
+        ),
+    params:
+        code=figure_code("discount_reach"),
+    log:
+        "logs/figures/discount_reach.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/fig_discount_reach.py"

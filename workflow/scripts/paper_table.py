@@ -2,7 +2,8 @@
 import pandas as pd
 
 from bfio.progress import script_log
-from bfio.tables import check_runs_complete, is_paper_setting, paper_comparison, paper_markdown, write_table
+from bfio.tables import (check_runs_complete, effective_window_note, is_paper_setting, paper_comparison,
+                         paper_markdown, write_table)
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821
@@ -13,7 +14,8 @@ with script_log(snakemake.log[0]) as log:  # noqa: F821
     first = runs.iloc[0]
     note = (f"{first['trace']}, G={first['workers']}, B={first['slots']}, N={first['requests']:,}, "
             f"seeds {sorted(runs['seed'].unique().tolist())}")
-    md = paper_markdown(comp, table, is_paper_setting(runs, table), sm.params.ref_seed, note)
+    md = paper_markdown(comp, table, is_paper_setting(runs, table), sm.params.ref_seed, note,
+                        effective_window_note(runs))
     write_table(comp, sm.output.csv, sm.output.md, markdown=md)
     log.info("%s: %d cells vs the paper: %s", table, len(comp),
              comp["vs_paper"].value_counts().to_dict())

@@ -12,6 +12,10 @@ from bfio.paper import parse_bfio_row
 METRIC_AXES = {"avg_imbalance": ("Avg imbalance", "tokens"), "throughput": ("Throughput", "tokens/s"),
                "tpot": ("TPOT", "s/token"), "energy_j": ("Energy", "J")}
 BASELINE_LABELS = {"fcfs": "FCFS", "jsq_tokens": "JSQ"}
+#: A panel whose positive values span more than this factor gets a log axis.
+LOG_SPAN = 10
+#: The effective-window marker: a colour apart from the grey curves (Okabe-Ito vermillion).
+H_EFF_COLOR = "#D55E00"
 
 
 def _err(sub, m, factor):
@@ -38,16 +42,26 @@ def _bfio_rows(summary: pd.DataFrame) -> pd.DataFrame:
     return bf.sort_values(["objective", "H"], kind="mergesort")
 
 
-def plot_horizon_sweep(summary: pd.DataFrame, title: str = ""):
+def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lookahead window H"):
     """Four panels (imbalance, throughput, TPOT, energy) against H for the BF-IO
     rows of an experiment summary (:func:`bfio.tables.summarize`), one curve per
     objective (the default and ``paper-literal``, side by side): mean over seeds
     with 95% CI bars and the reference-seed value; baselines as horizontal
-    reference lines."""
+    reference lines. A panel whose values span more than a factor :data:`LOG_SPAN` (the
+    baselines' imbalance far above BF-IO's) has a log axis, so the BF-IO curves
+    stay readable. The default objective's effective window ``H_eff`` (column
+    ``effective_horizon``: the fast solver's cut-off,
+    :func:`bfio.solvers.objective.effective_horizon`) is marked where some H
+    goes beyond it: rows past it solve the same program."""
     bf = _bfio_rows(summary)
     objectives = [o for o in ("default", "paper-literal") if (bf["objective"] == o).any()]
     ref_seed = int(summary["ref_seed"].iloc[0]) if "ref_seed" in summary else None
-    fig, axes = figure(2, 2, width=6.8, height=5.2)
+    h_eff = None
+    if "effective_horizon" in bf:
+        d = bf[(bf["objective"] == "default") & bf["effective_horizon"].notna()]
+        if len(d) and (d["H"] > d["effective_horizon"]).any():
+            h_eff = int(d["effective_horizon"].max())
+    fig, axes = figure(2, 2, width=6.8, height=5.6)
     for ax, (m, (label, unit)) in zip(axes.flat, METRIC_AXES.items()):
         vals = np.concatenate([bf[m].to_numpy(dtype=float), summary[m].to_numpy(dtype=float)])
         factor, u = scale_for(vals, unit) if unit in ("tokens", "J") else (1.0, unit)
@@ -66,13 +80,20 @@ def plot_horizon_sweep(summary: pd.DataFrame, title: str = ""):
             st = line_style(j + len(objectives), markers=False)
             ax.axhline(val, color=st["color"], linestyle=st["linestyle"], linewidth=1.0,
                        label=f"{BASELINE_LABELS.get(row, row)} (seed {ref_seed})")
+        finite = vals[np.isfinite(vals) & (vals > 0)]
+        if finite.size and finite.max() / finite.min() > LOG_SPAN:
+            ax.set_yscale("log")
+        if h_eff is not None:
+            ax.axvline(h_eff, color=H_EFF_COLOR, linestyle=(0, (4, 2, 1, 2)), linewidth=1.2,
+                       label=f"H_eff = {h_eff}: the default objective's reach (later H: same program)")
         ax.set_xlabel("lookahead horizon H (steps)")
         ax.set_ylabel(f"{label} ({u})")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=3, fontsize=7, frameon=False)
+    fig.legend(handles, labels, loc="upper center", ncol=2, fontsize=7, frameon=False,
+               bbox_to_anchor=(0.5, 0.955))
     if title:
-        fig.suptitle(title, fontsize=9, y=1.02)
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
+        fig.suptitle(title, fontsize=9, y=0.995)
+    fig.tight_layout(rect=(0, 0, 1, 0.86))
     return fig
 
 
