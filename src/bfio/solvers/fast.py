@@ -54,6 +54,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from bfio.solvers.fenwick import bit_add as _bit_add
+from bfio.solvers.fenwick import bit_kth as _bit_kth
+from bfio.solvers.fenwick import bit_prefix as _bit_prefix
+
 # The helpers below take arrays but never allocate, so they are compiled without
 # the runtime's reference counting (numba's ``_nrt`` target option): a helper
 # that numba does not inline otherwise pays an atomic reference count in and out
@@ -64,43 +68,6 @@ _helper = njit(cache=True, _nrt=False)
 PERSIST = np.int64(2**40)  # lifetime of a new request that persists over the whole window
 _NONE = -2  # index of an empty envelope entry
 _FIXED = -1  # index standing for the workers without free slots (Mo)
-
-
-@_helper
-def _bit_add(bit, pos, v):
-    """Fenwick tree over size-ordered positions, 1 = still waiting."""
-    i = pos + 1
-    n = bit.shape[0] - 1
-    while i <= n:
-        bit[i] += v
-        i += i & (-i)
-
-
-@_helper
-def _bit_prefix(bit, pos):
-    """Number of waiting requests at positions ``0..pos``."""
-    i = pos + 1
-    s = 0
-    while i > 0:
-        s += bit[i]
-        i -= i & (-i)
-    return s
-
-
-@_helper
-def _bit_kth(bit, k):
-    """Position of the ``k``-th (1-based) waiting request."""
-    n = bit.shape[0] - 1
-    pos = 0
-    step = 1
-    while step * 2 <= n:
-        step *= 2
-    while step > 0:
-        if pos + step <= n and bit[pos + step] < k:
-            pos += step
-            k -= bit[pos]
-        step //= 2
-    return pos  # 0-based position
 
 
 @_helper

@@ -47,7 +47,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bfio.solvers.fast import _bit_add, _bit_kth, _bit_prefix
+from bfio.solvers.fenwick import bit_add as _bit_add
+from bfio.solvers.fenwick import bit_kth as _bit_kth
+from bfio.solvers.fenwick import bit_prefix as _bit_prefix
 
 
 #: Passes of :func:`_upsize` at most (each is ``O(U (H_eff + log n))``; it stops when one exchanges nothing).
