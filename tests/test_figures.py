@@ -18,7 +18,7 @@ from bfio.figures.energy_vs_workers import plot_energy_vs_workers
 from bfio.figures.horizon_sweep import plot_horizon_sweep
 from bfio.figures.load_trajectories import plot_load_trajectories, sample_workers
 from bfio.figures.power_timeseries import plot_power_timeseries
-from bfio.figures.style import non_gray_artists, scale_for
+from bfio.figures.style import non_gray_artists, scale_for, text_overlaps
 from bfio.figures.worker_sweep import plot_worker_sweep
 
 RNG = np.random.default_rng(0)
@@ -57,6 +57,8 @@ def legend_clear_of_axes(fig):
 
 
 def check_saves(fig, tmp_path, name="f"):
+    overlaps = text_overlaps(fig)  # issue 31 item 4: every figure a reader can read
+    assert not overlaps, f"overlapping text: {overlaps[:6]}"
     pdf, png = tmp_path / f"{name}.pdf", tmp_path / f"{name}.png"
     save(fig, pdf, png)
     assert pdf.read_bytes()[:5] == b"%PDF-" and png.read_bytes()[:4] == b"\x89PNG"
@@ -301,3 +303,23 @@ def test_discount_reach(tmp_path):
     save(plot_discount_reach(_choose_grid()), b)
     assert a.read_bytes() == b.read_bytes()  # the bootstrap interval is seeded
     check_saves(plot_discount_reach(_choose_grid().assign(new_requests="persist")), tmp_path, "empty")
+
+
+def test_text_overlaps_finds_what_a_reader_cannot_read():
+    """The check itself can fail: colliding tick labels, a label over another panel."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.set_xticks(range(8), [f"a long tick label {i}" for i in range(8)])
+    ax.set_xlabel("x (unit)")
+    assert any("tick" in o for o in text_overlaps(fig))
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(4, 2))
+    axes[1].set_ylabel("a y label pushed into the left panel (unit)", labelpad=60)
+    assert any("plotting area of axes 0" in o for o in text_overlaps(fig))
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_xlabel("x (unit)")
+    ax.set_ylabel("y (unit)")
+    assert text_overlaps(fig) == []
+    plt.close(fig)

@@ -369,3 +369,14 @@ def test_first_look_never_touches_the_paper_outputs(smoke):
     assert {p.name for p in work.iterdir()} <= {"runs", "report.html", ".snakemake", "resources"}
     assert (work / SMOKE_RUN / "results" / "tables" / "table1.csv").is_file()
     assert (work / SMOKE_RUN / "figures").is_dir()
+
+
+def test_every_figure_of_the_smoke_run_has_readable_text(smoke):
+    """Issue 31 item 4: bfio.figures.save logs overlapping text (tick labels, axis
+    labels, legends, titles, a label over another panel); no figure may."""
+    work, _ = smoke
+    logs = sorted((work / SMOKE_RUN / "logs").rglob("*.log"))
+    assert any("figures" in str(p) for p in logs)
+    bad = [f"{p.name}: {line.strip()[:300]}" for p in logs for line in p.read_text(errors="replace").splitlines()
+           if "overlapping text" in line]
+    assert not bad, "\n".join(bad)

@@ -111,6 +111,10 @@ rule theory_summary:
         "../scripts/theory_summary.py"
 
 
+# The plotting code of the theory figures: a change reruns the figures alone.
+THEORY_FIGURE_CODE = code_fingerprint(["figures/style.py", "theory/figures.py"])
+
+
 rule theory_fig_thm1_iir:
     input:
         cells="results/theory/thm1_cells.csv",
@@ -118,6 +122,8 @@ rule theory_fig_thm1_iir:
     output:
         pdf="figures/theory/thm1_iir.pdf",
         png="figures/theory/thm1_iir.png",
+    params:
+        code=THEORY_FIGURE_CODE,
     log:
         "logs/theory/fig_thm1_iir.log",
     conda:
@@ -135,6 +141,8 @@ rule theory_fig_slot_iir:
         png="figures/theory/{thm}_iir.png",
     wildcard_constraints:
         thm="thm2|thm3",
+    params:
+        code=THEORY_FIGURE_CODE,
     log:
         "logs/theory/fig_{thm}_iir.log",
     conda:
@@ -149,6 +157,8 @@ rule theory_fig_thm2_snapshot:
     output:
         pdf="figures/theory/thm2_snapshot.pdf",
         png="figures/theory/thm2_snapshot.png",
+    params:
+        code=THEORY_FIGURE_CODE,
     log:
         "logs/theory/fig_thm2_snapshot.log",
     conda:
@@ -165,6 +175,8 @@ rule theory_fig_gap:
         png="figures/theory/{thm}_gap.png",
     wildcard_constraints:
         thm="thm2|thm3",
+    params:
+        code=THEORY_FIGURE_CODE,
     log:
         "logs/theory/fig_{thm}_gap.log",
     conda:
@@ -181,6 +193,7 @@ rule theory_fig_energy_saving_vs_G:
         pdf="figures/theory/energy_saving_vs_G.pdf",
         png="figures/theory/energy_saving_vs_G.png",
     params:
+        code=THEORY_FIGURE_CODE,
         series=THEORY["energy"]["series"],
     log:
         "logs/theory/fig_energy_saving_vs_G.log",

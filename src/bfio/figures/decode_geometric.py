@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from matplotlib.ticker import NullFormatter
 import numpy as np
 import pandas as pd
 
@@ -54,7 +55,7 @@ def plot_decode_geometric(decodes: dict, fits: pd.DataFrame | None = None, ncols
     fits = fits.set_index("trace")
     names = list(decodes)
     nrows = max(1, math.ceil(len(names) / ncols))
-    fig, axes = figure(nrows, ncols, width=8.0, height=2.5 * nrows)
+    fig, axes = figure(nrows, ncols, width=9.0, height=2.9 * nrows)
     for i, ax in enumerate(axes.flat):
         if i >= len(names):
             ax.set_visible(False)
@@ -72,6 +73,7 @@ def plot_decode_geometric(decodes: dict, fits: pd.DataFrame | None = None, ncols
         ax.plot(k, (1 - p) ** (k - 1) * p, color="0.0", linestyle="--", linewidth=1.2,
                 label="geometric, MLE p = 1/mean")
         ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())  # minor labels (3x10^-4, 4x10^-4) collide
         positive = dens[dens > 0]
         if positive.size:
             ax.set_ylim(positive.min() / 3, max(positive.max(), p) * 3)
@@ -82,7 +84,7 @@ def plot_decode_geometric(decodes: dict, fits: pd.DataFrame | None = None, ncols
         ax.set_ylabel("probability (1/token, log scale)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.tight_layout(rect=(0, 0.04, 1, 1), w_pad=1.5, h_pad=1.2)
     return fig
 
 

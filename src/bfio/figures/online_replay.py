@@ -20,7 +20,7 @@ def plot_online_replay(summary: pd.DataFrame, bars=BARS):
     if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers
         sub = sub[sub["report_interval"].fillna(0) == 0]
     panels = list(dict.fromkeys(zip(sub["setting"], sub["time_scale"])))
-    fig, axes = figure(len(panels) or 1, 1, width=7.0, height=2.8 * max(1, len(panels)))
+    fig, axes = figure(len(panels) or 1, 1, width=7.0, height=3.8 * max(1, len(panels)))
     for ax, (name, ts) in zip(axes[:, 0], panels):
         s = sub[(sub["setting"] == name) & (sub["time_scale"] == ts)]
         x = np.arange(len(s))
@@ -32,8 +32,8 @@ def plot_online_replay(summary: pd.DataFrame, bars=BARS):
             yerr = np.where(np.isfinite(np.vstack([mean - lo, hi - mean])), np.vstack([mean - lo, hi - mean]), 0.0)
             ax.bar(x + (k - (len(bars) - 1) / 2) * w, mean, w, yerr=yerr, capsize=2, label=label,
                    color=str(0.25 + 0.3 * k), hatch=HATCHES[k % len(HATCHES)], edgecolor="0.1", linewidth=0.5)
-        ax.set_xticks(x, [policy_label(r, d) for r, d in zip(s["row"], s["dispatch"])], rotation=25, ha="right",
-                      fontsize=7)
+        ax.set_xticks(x, [policy_label(r, d) for r, d in zip(s["row"], s["dispatch"])], rotation=65, ha="right",
+                      rotation_mode="anchor", fontsize=7)
         ax.set_yscale("log")
         ax.set_ylabel("latency (s)")
         first = s.iloc[0]

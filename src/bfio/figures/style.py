@@ -50,7 +50,15 @@ REPRODUCIBLE_METADATA = {".pdf": {"CreationDate": None, "ModDate": None}, ".svg"
 
 def save(fig, *paths, dpi: float | None = None) -> None:
     """Save ``fig`` to every path (format from the extension) and close it.
-    No creation dates are written, so the files depend on the figure only."""
+    No creation dates are written, so the files depend on the figure only.
+    Overlapping text (:func:`text_overlaps`) is logged as a warning naming the
+    files (``bfio.figures``; the pipeline's figure logs), never silently."""
+    overlaps = text_overlaps(fig)
+    if overlaps:
+        import logging
+
+        logging.getLogger("bfio.figures").warning("overlapping text in %s: %s", ", ".join(map(str, paths)),
+                                                  "; ".join(overlaps[:10]))
     for p in paths:
         Path(p).parent.mkdir(parents=True, exist_ok=True)
         kw = {"dpi": dpi} if dpi is not None else {}
@@ -113,3 +121,82 @@ def scale_for(values, unit: str) -> tuple[float, str]:
 
 
 __all__ = ["apply_style", "line_style", "figure", "save", "scale_for", "non_gray_artists", "LINE_STYLES", "HATCHES"]
+
+
+def _texts(fig):
+    """``(description, Text)`` of every visible, non-empty text a reader sees:
+    tick labels (only the ticks drawn), axis labels, titles, legend entries and
+    the figure's own texts."""
+    out = []
+    owner = -1
+
+    def add(desc, t):
+        if t is not None and t.get_visible() and t.get_text().strip():
+            out.append((desc, t, owner))
+
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible():
+            continue
+        owner = i
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)) if ax.axison else ():
+            try:
+                ticks = axis._update_ticks()  # the ticks matplotlib draws (inside the view)
+            except Exception:  # pragma: no cover - private API changed
+                ticks = axis.get_major_ticks()
+            for tick in ticks:
+                for lab in (tick.label1, tick.label2):
+                    add(f"axes {i} {name} tick '{lab.get_text()}'", lab)
+            add(f"axes {i} {name} label", axis.label)
+        for title in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
+            add(f"axes {i} title", title)
+        leg = ax.get_legend()
+        if leg is not None:
+            for t in leg.get_texts():
+                add(f"axes {i} legend '{t.get_text()}'", t)
+    owner = -1
+    for leg in fig.legends:
+        for t in leg.get_texts():
+            add(f"legend '{t.get_text()}'", t)
+    for t in fig.texts:
+        if t is not getattr(fig, "_suptitle", None):
+            add(f"figure text '{t.get_text()[:30]}'", t)
+    if getattr(fig, "_suptitle", None) is not None:
+        add("suptitle", fig._suptitle)
+    return out
+
+
+def text_overlaps(fig, tolerance_px: float = 1.0) -> list[str]:
+    """Pairs of texts of ``fig`` whose drawn boxes overlap (more than
+    ``tolerance_px`` pixels each way: tick labels running into each other or
+    into an axis label, a legend over a title), and texts that run into another
+    panel's plotting area (a y label over the panel to its left). Empty for a
+    readable figure: the figure tests assert it for every figure, and
+    :func:`save` logs it for every figure the pipeline draws."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for desc, t, owner in _texts(fig):
+        bb = t.get_window_extent(renderer)
+        if bb.width > 0 and bb.height > 0:
+            boxes.append((desc, t.get_text(), owner, bb.x0 + tolerance_px, bb.y0 + tolerance_px,
+                          bb.x1 - tolerance_px, bb.y1 - tolerance_px))
+    bad = []
+    for i in range(len(boxes)):
+        d1, s1, _, a0, b0, a1, b1 = boxes[i]
+        for j in range(i + 1, len(boxes)):
+            d2, s2, _, c0, e0, c1, e1 = boxes[j]
+            if s1 == s2 and abs(a0 - c0) < 1 and abs(b0 - e0) < 1:
+                continue  # the same text drawn twice in one place (a twin axis): reads as one
+            if a0 < c1 and c0 < a1 and b0 < e1 and e0 < b1:
+                bad.append(f"{d1} overlaps {d2}")
+    # a text over another panel's plotting area (twins share their area: not another panel)
+    panels = [(k, ax.get_window_extent(renderer)) for k, ax in enumerate(fig.axes)
+              if ax.get_visible() and ax.axison]
+    for desc, _, owner, a0, b0, a1, b1 in boxes:
+        own = fig.axes[owner].get_window_extent(renderer) if owner >= 0 else None
+        for k, pb in panels:
+            if k == owner or (own is not None and np.allclose(own.bounds, pb.bounds)):
+                continue
+            if a0 < pb.x1 and pb.x0 < a1 and b0 < pb.y1 and pb.y0 < b1:
+                bad.append(f"{desc} runs into the plotting area of axes {k}")
+    return bad
