@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
 import numpy as np
 import pandas as pd
 
@@ -131,6 +132,8 @@ def thm2_snapshot(cells: pd.DataFrame, stem) -> list[str]:
         if hi > 10 * lo:  # a log axis only where the values span a decade: plain ticks otherwise
             ax.set_xscale("log")
             ax.set_yscale("log")
+            for axis in (ax.xaxis, ax.yaxis):  # minor labels (3x10^2, 4x10^2) collide
+                axis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(f"formula: snapshot {label}")
         ax.set_ylabel(f"measured: snapshot {label}")
         ax.grid(True, which="both", alpha=0.3)
