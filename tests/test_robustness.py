@@ -475,3 +475,30 @@ def test_command_line_text_that_is_no_number_is_still_refused(key, value):
     cfg[key] = value
     with pytest.raises(ConfigError, match=key):
         validate_config(cfg, SCHEMA)
+
+
+# -- issue 26, items 3 and 22: one date format per column, seconds as text -----------------------
+def _arrivals(tmp_path, values):
+    f = tmp_path / "d.csv"
+    f.write_text("a,b,t\n" + "".join(f"5,1,{v}\n" for v in values))
+    return load_trace(str(f), prefill_col="a", decode_col="b", arrival_col="t").arrival_s.tolist()
+
+
+def test_day_month_dates_read_one_way_per_column(tmp_path):
+    # 13/01 can only be day first, so 12/01 is 12 January too (not 1 December)
+    assert _arrivals(tmp_path, ["12/01/2024 10:00", "13/01/2024 10:00"]) == [0.0, 86400.0]
+
+
+def test_ambiguous_day_month_column_is_refused_naming_the_row(tmp_path):
+    with pytest.raises(TraceError, match=r"row 1.*ambiguous.*ISO 8601"):
+        _arrivals(tmp_path, ["01/01/2024 10:00", "12/01/2024 10:00", "11/01/2024 10:00"])
+
+
+def test_iso_dates_are_not_read_day_first(tmp_path):
+    assert _arrivals(tmp_path, ["2024-01-12T10:00:00", "2024-01-12T10:00:05"]) == [0.0, 5.0]
+
+
+def test_seconds_written_as_text_are_seconds(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text('{"a": 5, "b": 1, "t": "0.5"}\n{"a": 5, "b": 1, "t": "1.5"}\n')
+    assert load_trace(str(f), prefill_col="a", decode_col="b", arrival_col="t").arrival_s.tolist() == [0.5, 1.5]

@@ -7,6 +7,7 @@ and the column.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +95,10 @@ def _positive_ints(series: pd.Series, path: Path, col: str, maximum: int, role: 
 
 
 def _arrival_seconds(series: pd.Series, path: Path, col: str) -> np.ndarray:
+    if series.dtype.kind not in "iuf":
+        numbers = pd.to_numeric(series, errors="coerce")
+        if numbers.notna().all():  # seconds written as text ("0.5"), as token columns accept
+            series = numbers
     if series.dtype.kind in "iuf":
         v = series.to_numpy(dtype=float)
     else:
@@ -116,7 +121,36 @@ def _timestamps(series: pd.Series, path: Path, col: str) -> pd.Series:
     """Parse timestamps (unparseable values become NaT). Timestamps that all
     carry a UTC offset may differ in offset (e.g. across a DST change): they are
     compared in UTC. Mixing timestamps with and without an offset is ambiguous
-    and refused, naming the first row that differs from row 0."""
+    and refused, naming the first row that differs from row 0.
+
+    One format per column: the format is inferred once and applied to every row,
+    month first or day first. When both readings parse every row and disagree
+    (``12/01/2024``: 1 December or 12 January) the column is refused as
+    ambiguous, naming the first row where they differ; when only one parses
+    every row (``13/01/2024`` is day first), that one is the column's."""
+    readings = []
+    text = series.dropna().astype(str)
+    year_first = bool(len(text)) and bool(text.str.match(r"\s*\d{4}[-/.]").all())  # ISO 8601: no day/month question
+    for dayfirst in (False,) if year_first else (False, True):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = pd.to_datetime(series, dayfirst=dayfirst)
+        except (ValueError, TypeError, OverflowError):
+            continue
+        if pd.api.types.is_datetime64_any_dtype(r):
+            readings.append(r)
+    if len(readings) == 2:
+        month_first, day_first = readings
+        differ = (month_first != day_first).to_numpy() & month_first.notna().to_numpy()
+        if differ.any():
+            r = _first_bad(differ)
+            raise TraceError(path, f"date {series.iloc[r]!r} reads as {month_first.iloc[r]:%Y-%m-%d} (month first) "
+                                   f"or {day_first.iloc[r]:%Y-%m-%d} (day first), and every row of the column fits "
+                                   "both: ambiguous; write dates as ISO 8601 (YYYY-MM-DD)", row=r, field=col)
+        return month_first
+    if readings:
+        return readings[0]
     try:
         return pd.to_datetime(series, errors="coerce", format="mixed")
     except (ValueError, TypeError):
