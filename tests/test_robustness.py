@@ -502,3 +502,45 @@ def test_seconds_written_as_text_are_seconds(tmp_path):
     f = tmp_path / "t.jsonl"
     f.write_text('{"a": 5, "b": 1, "t": "0.5"}\n{"a": 5, "b": 1, "t": "1.5"}\n')
     assert load_trace(str(f), prefill_col="a", decode_col="b", arrival_col="t").arrival_s.tolist() == [0.5, 1.5]
+
+
+# -- issue 26, items 13, 20, 21: one validation for the API and the loaders -----------------------
+@pytest.mark.parametrize("kwargs, needle", [({"workers": 2.5}, "workers"), ({"slots": 1.5}, "slots"),
+                                            ({"policy": None}, "policy")])
+def test_api_refuses_what_it_would_truncate_or_crash_on(kwargs, needle):
+    from bfio.simulator import simulate
+
+    args = {"workers": 2, "slots": 2, **kwargs}
+    with pytest.raises(ConfigError, match=needle):
+        simulate(Workload(np.array([5, 6]), np.array([1, 2])), args.pop("workers"), args.pop("slots"), **args)
+
+
+@pytest.mark.parametrize("workload, needle", [([1, 2], "Workload"), (None, "Workload")])
+def test_api_refuses_a_workload_that_is_not_one(workload, needle):
+    from bfio.simulator import simulate
+
+    with pytest.raises(ConfigError, match=needle):
+        simulate(workload, 2, 2)
+
+
+def test_api_refuses_an_empty_workload():
+    from bfio.simulator import simulate
+
+    with pytest.raises(ConfigError, match="no requests"):
+        simulate(Workload(np.array([], dtype=np.int64), np.array([], dtype=np.int64)), 2, 2)
+
+
+@pytest.mark.parametrize("field, patch", [("sizes", {"sizes": [3.7]}), ("base", {"base": -np.ones((2, 1))})])
+def test_instance_api_refuses_what_the_loader_refuses(field, patch):
+    from bfio.solvers.instance import Instance, InstanceError
+
+    args = {"base": np.zeros((2, 1)), "free": [1, 1], "sizes": [3], "ages": [0], **patch}
+    with pytest.raises(InstanceError, match=field):
+        Instance(**args)
+
+
+def test_extra_trace_that_is_a_directory_fails_when_the_config_loads(tmp_path):
+    cfg = _smoke_config()
+    cfg["extra_traces"] = {"mine": {"path": str(tmp_path), "prefill_col": "a", "decode_col": "b"}}
+    with pytest.raises(ConfigError, match=r"extra_traces\.mine\.path.*directory"):
+        validate_config(cfg, SCHEMA)

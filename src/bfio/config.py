@@ -319,10 +319,14 @@ def trace_references(config: dict):
 
 
 def _check_traces(config: dict) -> None:
-    for name in config.get("extra_traces") or {}:
+    for name, entry in (config.get("extra_traces") or {}).items():
         if name in KNOWN_TRACES or name in TRACE_ALIASES:
             raise ConfigError(f"config key 'extra_traces.{name}': '{name}' is already a known trace; "
                               "choose another name")
+        path = Path(entry["path"]) if isinstance(entry, dict) and "path" in entry else None
+        if path is not None and path.is_dir():  # a missing file is reported when a job needs it
+            raise ConfigError(f"config key 'extra_traces.{name}.path': {path} is a directory, expected a trace "
+                              "file (.csv, .jsonl, .json, .parquet)")
     names = trace_specs(config)
     for key, t in trace_references(config):
         if t not in names:

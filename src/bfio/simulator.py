@@ -47,6 +47,16 @@ from bfio.workload import ENTRY_MODES, Workload
 ADMISSION_MODES = ENTRY_MODES  # deprecated alias of ENTRY_MODES, removed in the next release
 
 
+def whole_number(key: str, value) -> int:
+    """``value`` as an ``int`` if it is a whole number (``2``, ``np.int64(2)``,
+    ``2.0``), else :class:`ConfigError` naming ``key``: ``2.5`` workers is an
+    error, never 2 (the same rule as the instance and trace loaders)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or float(value) != int(value):
+        raise ConfigError(f"{key}: expected a whole number, got {value!r}")
+    return int(value)
+
+
 def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, seed: int = 0,
              constants: PaperConstants | None = None, entry: str = "backlog",
              record_loads: bool = False, show_progress: bool | None = None,
@@ -71,10 +81,18 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     loop, kept for checking that).
     """
     t_wall = time.perf_counter()
+    if not isinstance(workload, Workload):
+        raise ConfigError(f"workload: expected a bfio.workload.Workload (bfio.workload.draw_workload builds one), "
+                          f"got {type(workload).__name__}")
+    if len(workload) == 0:
+        raise ConfigError("workload: no requests (an empty workload has no metrics)")
+    workers, slots = whole_number("workers", workers), whole_number("slots", slots)
     if workers < 1:
         raise ConfigError(f"workers: must be >= 1, got {workers}")
     if slots < 1:
         raise ConfigError(f"slots: must be >= 1, got {slots}")
+    if not isinstance(policy, (str, Policy)):
+        raise ConfigError(f"policy: expected a policy name or a bfio.policies.Policy, got {type(policy).__name__}")
     if workers * slots > MAX_SLOTS:
         raise ConfigError(f"workers x slots: G * B = {workers} * {slots} = {workers * slots:,} exceeds the bound "
                           f"of {MAX_SLOTS:,} slots (bfio.limits: keeps loads exact and memory bounded)")

@@ -96,6 +96,16 @@ class Instance:
     discount: float = 1.0
 
     def __post_init__(self):
+        for name, minimum in (("base", 0), ("free", 0), ("sizes", 1), ("ages", 0), ("lifetimes", 1)):
+            values = getattr(self, name)
+            if values is None:
+                continue
+            arr = np.asarray(values)
+            if arr.dtype.kind not in "iub" and (arr.dtype.kind != "f" or not np.all(np.isfinite(arr))
+                                                or np.any(arr != np.round(arr))):
+                raise InstanceError("<Instance>", "expected whole numbers (a value like 3.7 is not rounded)", name)
+            if arr.size and arr.min() < minimum:
+                raise InstanceError("<Instance>", f"expected values >= {minimum}, got {arr.min()}", name)
         if self.lifetimes is not None:
             self.lifetimes = np.clip(np.ascontiguousarray(self.lifetimes, dtype=np.int64).reshape(-1),
                                      1, np.atleast_2d(self.base).shape[1])
