@@ -544,3 +544,22 @@ def test_extra_trace_that_is_a_directory_fails_when_the_config_loads(tmp_path):
     cfg["extra_traces"] = {"mine": {"path": str(tmp_path), "prefill_col": "a", "decode_col": "b"}}
     with pytest.raises(ConfigError, match=r"extra_traces\.mine\.path.*directory"):
         validate_config(cfg, SCHEMA)
+
+
+# -- issue 26, item 16: Gurobi refuses a model its licence cannot take before building it ---------
+def test_gurobi_refuses_an_oversized_model_before_building_it(monkeypatch):
+    pytest.importorskip("gurobipy")
+    import bfio.solvers.gurobi as grb
+    from bfio.solvers.agreement import random_instance
+    from bfio.solvers.result import SolverError
+
+    if not grb.size_limited():
+        pytest.skip("this Gurobi licence is not size-limited")
+
+    def never(*a, **k):
+        raise AssertionError("built the model although the licence refuses it")
+
+    monkeypatch.setattr(grb, "build_milp", never)
+    inst = random_instance(np.random.default_rng(0), workers=200, waiting=400, horizon=30)
+    with pytest.raises(SolverError, match="too large for the restricted"):
+        grb.solve_gurobi(inst, time_limit_s=5)

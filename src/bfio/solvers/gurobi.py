@@ -17,6 +17,7 @@ spent building the model counts against the time limit.
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -39,6 +40,22 @@ def _env():
     return env
 
 
+@functools.lru_cache(maxsize=1)
+def size_limited() -> bool:
+    """True when this Gurobi's licence limits a model to :data:`RESTRICTED_LIMIT`
+    variables and constraints (the pip licence): probed once per process by
+    optimizing an empty model one variable over the limit (milliseconds)."""
+    import gurobipy as gp
+
+    try:
+        with _env() as env, gp.Model("bfio_probe", env=env) as model:
+            model.addMVar(RESTRICTED_LIMIT + 1)
+            model.optimize()
+    except gp.GurobiError as e:
+        return getattr(e, "errno", None) == 10010
+    return False
+
+
 def solve_gurobi(inst, time_limit_s: float | None = None, warm_start: np.ndarray | None = None,
                  threads: int = 1) -> Solution:
     try:
@@ -47,6 +64,10 @@ def solve_gurobi(inst, time_limit_s: float | None = None, warm_start: np.ndarray
     except ImportError as e:
         raise SolverError("gurobi", f"gurobipy is not importable ({e}); {_HINT}") from None
     t0 = time.perf_counter()
+    nv, nr, _ = model_size(inst)  # before building: a model the licence refuses costs nothing
+    if (nv > RESTRICTED_LIMIT or nr > RESTRICTED_LIMIT) and size_limited():
+        raise SolverError("gurobi", f"model too large for the restricted pip license ({nv:,} variables, {nr:,} "
+                                    f"constraints; limit {RESTRICTED_LIMIT} each); {_HINT}", code=10010)
     m = build_milp(inst)
     try:
         with _env() as env, gp.Model("bfio_io", env=env) as model:
