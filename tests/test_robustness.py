@@ -563,3 +563,25 @@ def test_gurobi_refuses_an_oversized_model_before_building_it(monkeypatch):
     inst = random_instance(np.random.default_rng(0), workers=200, waiting=400, horizon=30)
     with pytest.raises(SolverError, match="too large for the restricted"):
         grb.solve_gurobi(inst, time_limit_s=5)
+
+
+# -- issue 26, item 8: arrival times bounded so latencies keep their precision --------------------
+@pytest.mark.parametrize("extra", [["--arrival-mode", "poisson", "--arrival-rate", "1e-12"],
+                                   ["--arrival-mode", "poisson", "--arrival-rate", "1e-300"]])
+def test_arrivals_beyond_the_clock_precision_are_refused(small_trace, capsys, extra):
+    assert _sim(small_trace, *extra) == 2
+    assert "MAX_ARRIVAL_S" in capsys.readouterr().err
+
+
+def test_trace_arrival_beyond_the_bound_names_the_row(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("a,b,t\n5,1,0\n6,2,10\n7,3,1e300\n")
+    with pytest.raises(TraceError, match=r"row 2.*MAX_ARRIVAL_S"):
+        load_trace(str(f), prefill_col="a", decode_col="b", arrival_col="t")
+
+
+def test_time_scale_beyond_the_bound_is_refused():
+    from bfio.workload import replay_workload
+
+    with pytest.raises(ConfigError, match="MAX_ARRIVAL_S"):
+        replay_workload(np.array([5, 6]), np.array([1, 2]), np.array([0.0, 10.0]), time_scale=1e15)

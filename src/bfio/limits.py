@@ -32,10 +32,14 @@ MAX_SLOTS = 2 ** 21
 #: the simulator keeps about 15 arrays of 8 bytes per request, so 2^27 requests
 #: are about 16 GB, within this project's machines (24 GiB).
 MAX_REQUESTS = 2 ** 27
+#: Arrival times, in seconds after the first arrival (traces, Poisson draws,
+#: ``time_scale``): at 10^9 s (31.7 years) a float64 clock still resolves
+#: 0.1 microseconds, far below a decode step; beyond it latencies lose digits.
+MAX_ARRIVAL_S = 1e9
 #: The noisy predictor's ``d_hi``: an estimate at most ``(1 + d_hi) o`` (101 times
 #: the true length) keeps ``o_hat`` far inside ``int64`` and the lookahead meaningful.
 MAX_NOISE_HIGH = 100.0
 #: A window shorter than this many steps is flagged in ``SimulationResult.warnings``.
 MIN_WINDOW_STEPS = 10
 
-__all__ = ["MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]
+__all__ = ["MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]

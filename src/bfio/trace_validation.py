@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import TraceError
-from bfio.limits import MAX_DECODE, MAX_PREFILL
+from bfio.limits import MAX_ARRIVAL_S, MAX_DECODE, MAX_PREFILL
 
 
 def validate_columns(frame: pd.DataFrame, path: Path, prefill_col, decode_col,
@@ -114,6 +114,11 @@ def _arrival_seconds(series: pd.Series, path: Path, col: str) -> np.ndarray:
     bad = v < 0
     if bad.any():
         raise TraceError(path, "arrival time is negative", row=_first_bad(bad), field=col)
+    bad = v - v.min() > MAX_ARRIVAL_S
+    if bad.any():
+        raise TraceError(path, f"arrival time {v[_first_bad(bad)]:.3g} s is more than the bound of "
+                               f"{MAX_ARRIVAL_S:.0e} s after the first (bfio.limits.MAX_ARRIVAL_S)",
+                         row=_first_bad(bad), field=col)
     return v
 
 

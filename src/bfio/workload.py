@@ -86,6 +86,12 @@ class Workload:
                 raise ValueError("arrival_s must have one entry per request")
             if a.size and (not np.all(np.isfinite(a)) or np.any(np.diff(a) < 0)):
                 raise ValueError("arrival_s must be finite and non-decreasing")
+            from bfio.limits import MAX_ARRIVAL_S
+
+            if a.size and a[-1] - a[0] > MAX_ARRIVAL_S:
+                raise ConfigError(f"arrival_s: the arrivals span {a[-1] - a[0]:.3g} s, beyond the bound of "
+                                  f"{MAX_ARRIVAL_S:.0e} s (bfio.limits.MAX_ARRIVAL_S: the clock would lose the "
+                                  "precision of latencies); raise --arrival-rate or lower --time-scale")
             object.__setattr__(self, "arrival_s", a)
 
     def __len__(self) -> int:
