@@ -222,12 +222,29 @@ def _online_rec(setting, load, row, dispatch, e2e, thr):
     return rec
 
 
-def test_online_load_marks_identical_series_grayscale_plain_ticks(tmp_path):
+def series_distinct(fig):
+    """Issue 31 items 3-4: the lines of a many-series figure differ in colour
+    (colour-blind palette) and in marker, so each stays legible in grayscale too."""
+    seen = {}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            label = line.get_label()
+            if label.startswith("_") or line.get_marker() in (None, "None", ""):
+                continue
+            seen.setdefault(label, (str(line.get_color()), line.get_marker()))
+    styles = list(seen.values())
+    assert len(set(c for c, _ in styles)) == len(styles), f"two series share a colour: {seen}"
+    assert len(set(m for _, m in styles)) == len(styles), f"two series share a marker: {seen}"
+    assert all(c not in ("0.0", "black", "k") for c, _ in styles) or len(styles) == 1
+    return True
+
+
+def test_online_load_marks_identical_series_colour_blind_safe_plain_ticks(tmp_path):
     from bfio.figures.online_load import coincident_groups, plot_online_load
 
     summary = online_summary()
     fig = plot_online_load(summary)
-    assert labelled(fig) and grayscale(fig)
+    assert labelled(fig) and series_distinct(fig)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     # every series is visible: the two duplicates share their twin's entry, named "A = B"
     assert len(labels) == 4

@@ -10,25 +10,19 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.horizon_sweep import _err
-from bfio.figures.style import figure, scale_for
-
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p"]
-#: Gray levels of the policies (the figures are grayscale, docs/pipeline.md).
-GRAYS = ["0.0", "0.45", "0.25", "0.6", "0.15", "0.35", "0.5", "0.05", "0.3", "0.55"]
+from bfio.figures.style import figure, scale_for, series_style
 #: Panel rows: (metric, axis label, unit, log scale).
 PANELS = [("e2e_s_p99", "p99 end-to-end latency", "s", True), ("throughput_run", "whole-run throughput",
                                                                  "tokens/s", False)]
 
 
 def policy_styles(keys) -> dict:
-    """(row, dispatch) -> matplotlib kwargs: a marker and a gray level per policy,
-    solid lines for the central pool and dashed for instant dispatch (grayscale,
-    like every figure of the pipeline)."""
-    out = {}
-    for i, (row, dispatch) in enumerate(keys):
-        out[(row, dispatch)] = {"marker": MARKERS[i % len(MARKERS)], "color": GRAYS[i % len(GRAYS)],
-                                "linestyle": "-" if dispatch == "central" else "--"}
-    return out
+    """(row, dispatch) -> matplotlib kwargs: a colour of the colour-blind palette
+    and a marker per policy (:func:`bfio.figures.style.series_style`), solid
+    lines for the central pool and dashed for instant dispatch."""
+    keys = list(keys)
+    return {(row, dispatch): {**series_style(i, len(keys)), "linestyle": "-" if dispatch == "central" else "--"}
+            for i, (row, dispatch) in enumerate(keys)}
 
 
 def coincident_groups(sub: pd.DataFrame, keys, metrics, rtol: float = 1e-9) -> list[list]:

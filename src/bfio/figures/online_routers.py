@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.horizon_sweep import _err
-from bfio.figures.online_load import GRAYS, MARKERS, _plain_log_ticks
+from bfio.figures.online_load import _plain_log_ticks
+from bfio.figures.style import series_style
 from bfio.figures.style import figure, scale_for
 
 #: Panel rows: (metric, axis label, unit, log scale); ``vs_reference`` is the
@@ -43,8 +44,7 @@ def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panel
     intervals = sorted({int(k) for k in inst["report_interval"]})
     xpos = {k: i for i, k in enumerate(intervals)}
     policies = list(dict.fromkeys(inst["policy"]))
-    styles = {p: {"marker": MARKERS[i % len(MARKERS)], "color": GRAYS[(i + 1) % len(GRAYS)]}
-              for i, p in enumerate(policies)}
+    styles = {p: series_style(i, len(policies)) for i, p in enumerate(policies)}
     fig, axes = figure(len(panels), max(1, len(settings)), width=3.3 * max(1, len(settings)) + 0.4,
                        height=2.5 * len(panels) + 1.1)
     for j, name in enumerate(settings):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.figures.online_load import MARKERS
+from bfio.figures.style import SERIES_MARKERS as MARKERS
 from bfio.figures.style import figure, line_style, scale_for
 
 PANELS = [("wait_s_p99", "p99 wait"), ("wait_s_max", "max wait")]

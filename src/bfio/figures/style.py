@@ -19,6 +19,23 @@ LINE_STYLES = [
     {"color": "0.5", "linestyle": (0, (1, 1)), "marker": "P"},
 ]
 HATCHES = ["", "//", "..", "xx"]
+#: Markers of the many-series figures (one per series, with a colour of :func:`series_colours`).
+SERIES_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p"]
+
+
+def series_colours(n: int) -> list:
+    """``n`` colours of seaborn's colour-blind-safe palette (cycled past its 10),
+    for figures with many series; each series also gets its own marker
+    (:data:`SERIES_MARKERS`), so the figure stays legible in grayscale."""
+    import seaborn as sns
+
+    base = sns.color_palette("colorblind", 10)
+    return [base[i % len(base)] for i in range(n)]
+
+
+def series_style(i: int, n: int) -> dict:
+    """Colour and marker of series ``i`` of ``n`` (:func:`series_colours`, :data:`SERIES_MARKERS`)."""
+    return {"color": series_colours(n)[i], "marker": SERIES_MARKERS[i % len(SERIES_MARKERS)]}
 
 
 def apply_style() -> None:
