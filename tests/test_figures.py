@@ -227,12 +227,12 @@ def series_distinct(fig):
     (colour-blind palette) and in marker, so each stays legible in grayscale too."""
     seen = {}
     for ax in fig.axes:
-        for line in ax.get_lines():
-            label = line.get_label()
-            if label.startswith("_") or line.get_marker() in (None, "None", ""):
-                continue
-            seen.setdefault(label, (str(line.get_color()), line.get_marker()))
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            line = handle.lines[0] if hasattr(handle, "lines") else handle  # errorbar container: its data line
+            if hasattr(line, "get_marker") and line.get_marker() not in (None, "None", ""):
+                seen.setdefault(label, (str(line.get_color()), line.get_marker()))
     styles = list(seen.values())
+    assert len(styles) >= 2, f"no series found in the legend: {seen}"
     assert len(set(c for c, _ in styles)) == len(styles), f"two series share a colour: {seen}"
     assert len(set(m for _, m in styles)) == len(styles), f"two series share a marker: {seen}"
     assert all(c not in ("0.0", "black", "k") for c, _ in styles) or len(styles) == 1

@@ -196,16 +196,25 @@ def test_routers_table_pairs_every_instant_row_with_the_reference():
         summarize_routers(router_runs(np.random.default_rng(3)), "bfio_h0")
 
 
-def test_routers_figure_renders_in_grayscale(tmp_path):
+def test_routers_figure_renders_colour_blind_safe(tmp_path):
+    """Issue 31: one colour of the colour-blind palette and one marker per router."""
     from bfio.figures import save
     from bfio.figures.online_routers import figure_loads, plot_online_routers
-    from bfio.figures.style import non_gray_artists
+    from bfio.figures.style import text_overlaps
     from bfio.studies.routers_summary import summarize_routers
 
     s = summarize_routers(router_runs(np.random.default_rng(4)), "bfio_h40")
     assert figure_loads(s, 0.95) == {"p": 0.95, "r": 0.85}
     fig = plot_online_routers(s, load=0.95)
-    assert non_gray_artists(fig) == []
+    styles = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            line = handle.lines[0] if hasattr(handle, "lines") else handle  # errorbar container: its data line
+            if line.get_marker() not in (None, "None", ""):
+                styles.setdefault(label, (str(line.get_color()), line.get_marker()))
+    assert len(styles) >= 2
+    assert len({c for c, _ in styles.values()}) == len(styles) and len({m for _, m in styles.values()}) == len(styles)
+    assert text_overlaps(fig) == []
     save(fig, tmp_path / "r.png")
     assert (tmp_path / "r.png").stat().st_size > 0
 
