@@ -57,6 +57,7 @@ from numba import njit
 from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
+from bfio.solvers.touched import touched_workers, waiting_order
 
 # The helpers below take arrays but never allocate, so they are compiled without
 # the runtime's reference counting (numba's ``_nrt`` target option): a helper
@@ -1068,30 +1069,8 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=T
         cw[h + 1] = cw[h] + wt[h]
         cwh[h + 1] = cwh[h] + wt[h] * h
     # touched workers (free slots) and the fixed envelope of the others
-    nT = 0
-    for g in range(G):
-        if free[g] > 0:
-            nT += 1
-    tw = np.empty(nT, dtype=np.int64)
-    Mo = np.zeros(H1, dtype=base.dtype)
-    k = 0
-    for g in range(G):
-        if free[g] > 0:
-            tw[k] = g
-            k += 1
-        else:
-            for h in range(H1):
-                if base[g, h] > Mo[h]:
-                    Mo[h] = base[g, h]
-    P = np.empty((nT, H1), dtype=base.dtype)
-    capl = np.empty(nT, dtype=np.int64)
-    E = Mo.copy()
-    for t in range(nT):
-        capl[t] = free[tw[t]]
-        for h in range(H1):
-            P[t, h] = base[tw[t], h]
-            if P[t, h] > E[h]:
-                E[h] = P[t, h]
+    tw, P, capl, Mo, E = touched_workers(base, free)
+    nT = tw.shape[0]
     lf = np.empty(n, dtype=np.int64)
     for j in range(n):
         lv = life[j]
@@ -1100,7 +1079,7 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=T
     # searches, the same order grouped by lifetime bucket (_bucket): group k
     # occupies gstart[k]..gstart[k+1]-1; its pivot is taken at the longest lifetime
     # in it (the smallest headroom: its "fits" candidates fit for every member)
-    sorder = np.argsort(sizes * (n + 1) + (n - np.arange(n)), kind="mergesort")
+    sorder = waiting_order(sizes)
     NB = _bucket(H1, H1)
     key = np.empty(n, dtype=np.int64)
     kmax = np.zeros(NB + 1, dtype=np.int64)  # longest lifetime per bucket

@@ -50,6 +50,7 @@ from numba import njit
 from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
+from bfio.solvers.touched import touched_workers, waiting_order
 
 
 #: Passes of :func:`_upsize` at most (each is ``O(U (H_eff + log n))``; it stops when one exchanges nothing).
@@ -268,27 +269,12 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
         W += w[h]
     cbuf = np.empty(H1, dtype=np.float64)
     ibuf = np.empty(H1, dtype=np.int64)
-    nT = 0
-    for g in range(G):
-        if free[g] > 0:
-            nT += 1
-    tw = np.empty(nT, dtype=np.int64)
-    P = np.empty((nT, H1), dtype=np.float64)
-    capl = np.empty(nT, dtype=np.int64)
-    E = np.zeros(H1, dtype=np.float64)
-    k = 0
-    for g in range(G):
-        if free[g] > 0:
-            tw[k] = g
-            capl[k] = free[g]
-            for h in range(H1):
-                P[k, h] = base[g, h]
-            k += 1
-        for h in range(H1):
-            if base[g, h] > E[h]:
-                E[h] = base[g, h]
+    tw, P_in, capl, _, E_in = touched_workers(base, free)
+    nT = tw.shape[0]
+    P = P_in.astype(np.float64)  # keys and rises in float64: exact for integer loads below 2^53
+    E = E_in.astype(np.float64)
     # waiting requests by size ascending (oldest last among equal sizes: taken first)
-    order = np.argsort(sizes * (n + 1) + (n - np.arange(n)))
+    order = waiting_order(sizes)
     ss = np.empty(n, dtype=np.float64)
     left = np.arange(n)
     right = np.arange(n)
