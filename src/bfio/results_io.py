@@ -49,15 +49,21 @@ def output_target(path) -> Path:
         return Path(os.path.abspath(path))
 
 
-def is_special(path: Path) -> bool:
-    """True for an existing output that is not a regular file (a device such as
-    ``/dev/null``, a named pipe, a socket): it must be written in place, never
-    replaced by a rename."""
+def output_kind(path: Path) -> str:
+    """How an output at ``path`` (a resolved :func:`output_target`) is written:
+    ``'file'`` (a regular file, or none yet: temporary file, then rename),
+    ``'in place'`` (a character or block device such as ``/dev/null``, or a
+    named pipe: a rename would replace it), or what else it is (``'a
+    directory'``, ``'a socket'``, ``'not a file'``), which cannot be written."""
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
-        return False
-    return not stat.S_ISREG(mode)
+        return "file"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode):
+        return "in place"
+    return "a directory" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file"
 
 
 def _umask() -> int:
@@ -81,13 +87,12 @@ def atomic_path(path):
     - a socket or a directory: refused with :class:`~bfio.errors.BfioError`.
     """
     target = output_target(path)
-    if is_special(target):
-        mode = target.stat().st_mode
-        if not (stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)):
-            kind = "a directory" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file"
-            raise BfioError(f"output {path}: is {kind}, cannot write it")
+    kind = output_kind(target)
+    if kind == "in place":
         yield target
         return
+    if kind != "file":
+        raise BfioError(f"output {path}: is {kind}, cannot write it")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp" + "".join(target.suffixes))
     os.close(fd)

@@ -10,13 +10,12 @@ import contextlib
 import json
 import math
 import os
-import stat
 import sys
 import tempfile
 from pathlib import Path
 
 from bfio.errors import BfioError, ConfigError
-from bfio.results_io import atomic_path, is_special, output_target
+from bfio.results_io import atomic_path, output_kind, output_target
 
 
 def _clean(obj):
@@ -46,9 +45,10 @@ def write_json(obj, dest: str, option: str = "--json") -> None:
 
 
 def json_output(obj):
-    """A writer of ``obj`` as JSON for :func:`write_outputs`."""
+    """A writer of ``obj`` as JSON for :func:`write_outputs`: to a path, or to a
+    text stream (standard output, for ``-``)."""
     text = json_text(obj)
-    return lambda path: Path(path).write_text(text)
+    return lambda target: target.write(text) if hasattr(target, "write") else Path(target).write_text(text)
 
 
 FRAME_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -77,15 +77,15 @@ def check_writable(dest: str, option: str, suffixes=None) -> None:
     try:
         target = output_target(path)
     except BfioError as e:
-        raise ConfigError(f"{option} {e}".replace("output ", "", 1)) from None
-    if target.is_dir():
+        raise _option_error(option, e) from None
+    kind = output_kind(target)
+    if kind == "a directory":
         raise ConfigError(f"{option} {dest}: is a directory, expected a file path")
     if suffixes is not None and path.suffix.lower() not in suffixes:
         raise ConfigError(f"{option} {dest}: unknown extension '{path.suffix}' (use {', '.join(suffixes)})")
-    if is_special(target):
-        mode = target.stat().st_mode
-        if not (stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)):
-            raise ConfigError(f"{option} {dest}: is a socket or other special file, expected a file path")
+    if kind not in ("file", "in place"):
+        raise ConfigError(f"{option} {dest}: is {kind}, expected a file path")
+    if kind == "in place":
         if not os.access(target, os.W_OK):
             raise ConfigError(f"{option} {dest}: is not writable")
         return
@@ -112,7 +112,7 @@ def check_distinct(outputs) -> None:
         if not dest or dest == "-":
             continue
         target = output_target(dest)
-        if is_special(target):
+        if output_kind(target) != "file":
             continue
         if target in seen:
             raise ConfigError(f"{option} {dest}: the same file as {seen[target]}; give each output its own path")
@@ -134,17 +134,14 @@ def write_outputs(outputs) -> None:
     except OSError as e:
         raise ConfigError(f"{option} {dest}: cannot write ({e.strerror or e})") from None
     except BfioError as e:
-        raise ConfigError(f"{option} {e}".replace("output ", "", 1)) from None
-    for write in stdout:
-        sys.stdout.write(_captured(write))
+        raise _option_error(option, e) from None
+    for write in stdout:  # only JSON may go to '-' (tables need an extension)
+        write(sys.stdout)
 
 
-def _captured(write) -> str:
-    """The text ``write`` would put in a file (for ``-``)."""
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / "out"
-        write(f)
-        return f.read_text()
+def _option_error(option: str, e: BfioError) -> ConfigError:
+    """A :mod:`bfio.results_io` error (``output <path>: ...``) as the option's error."""
+    return ConfigError(f"{option} {e}".replace("output ", "", 1))
 
 
 def write_frame(frame, dest: str, option: str = "--series") -> None:
