@@ -114,7 +114,15 @@ BFIO_OPTION_SCOPE = (("noise_low", "predictor", ("noisy",)), ("noise_high", "pre
                      ("shard_workers", "solver", ("fast",)), ("placement", "solver", ("fast",)),
                      ("time_limit_s", "solver", ("highs", "gurobi")),
                      ("on_solver_error", "solver", ("highs", "gurobi")))
-BFIO_DEFAULTS = {"predictor": "oracle", "solver": "fast"}
+
+
+def _bfio_default(option: str):
+    """BF-IO's own default of ``option`` (the policy's signature: never written twice)."""
+    import inspect
+
+    from bfio.policies.bfio import BFIO
+
+    return inspect.signature(BFIO).parameters[option].default
 
 
 def policy_options(args) -> dict:
@@ -123,7 +131,7 @@ def policy_options(args) -> dict:
         flags = ", ".join("--" + k.replace("_", "-") for k in opts)
         raise ConfigError(f"{flags}: only valid with --policy bfio (got --policy {args.policy})")
     for key, other, values in BFIO_OPTION_SCOPE:
-        chosen = opts.get(other, BFIO_DEFAULTS[other])
+        chosen = opts.get(other, _bfio_default(other))
         if key in opts and chosen not in values:
             raise ConfigError(f"--{key.replace('_', '-')}: only valid with --{other} {' | '.join(values)} "
                               f"(got --{other} {chosen}); it would be ignored")
