@@ -51,9 +51,10 @@ def read_table(path: Path, columns=None) -> pd.DataFrame:
 
 
 
-def _unique_keys(path: Path):
-    """``object_pairs_hook`` refusing a JSON object with a repeated key (``json``
-    would silently keep the last value)."""
+def refuse_repeated_keys(error):
+    """``json`` ``object_pairs_hook`` refusing an object with a repeated key
+    (``json`` would silently keep the last value): raises ``error(key)``. Trace
+    files and BF-IO instance files (:mod:`bfio.solvers.instance`) both use it."""
 
     def hook(pairs):
         obj = dict(pairs)
@@ -61,12 +62,17 @@ def _unique_keys(path: Path):
             seen = set()
             for k, _ in pairs:
                 if k in seen:
-                    raise TraceError(path, "key appears twice in one record (which value is meant is ambiguous)",
-                                     field=k)
+                    raise error(k)
                 seen.add(k)
         return obj
 
     return hook
+
+
+def _unique_keys(path: Path):
+    """:func:`refuse_repeated_keys` for a trace file: the error names the file and the key."""
+    return refuse_repeated_keys(
+        lambda k: TraceError(path, "key appears twice in one record (which value is meant is ambiguous)", field=k))
 
 
 def _check_unique(path: Path, names, what: str) -> None:

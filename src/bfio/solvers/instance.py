@@ -301,20 +301,6 @@ def _closed(path, obj: dict, allowed, prefix: str) -> None:
             raise InstanceError(path, f"unknown key (known: {', '.join(allowed)})", prefix + str(key))
 
 
-def _unique_keys(path):
-    """``object_pairs_hook`` refusing a repeated key (``json`` keeps the last value silently)."""
-
-    def hook(pairs):
-        seen = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise InstanceError(path, "key appears twice (which value is meant is ambiguous)", k)
-            seen.add(k)
-        return dict(pairs)
-
-    return hook
-
-
 def load_instance(path) -> Instance:
     """Read and validate an instance JSON file."""
     p = Path(path)
@@ -323,7 +309,10 @@ def load_instance(path) -> Instance:
     except OSError as e:
         raise InstanceError(path, f"cannot read ({e.strerror or e})") from None
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys(path))
+        from bfio.trace_formats import refuse_repeated_keys
+
+        data = json.loads(text, object_pairs_hook=refuse_repeated_keys(
+            lambda k: InstanceError(path, "key appears twice (which value is meant is ambiguous)", k)))
     except json.JSONDecodeError as e:
         raise InstanceError(path, f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
     return instance_from_dict(data, path)
