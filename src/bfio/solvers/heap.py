@@ -58,19 +58,8 @@ UPSIZE_PASSES = 2
 
 
 @njit(cache=True)
-def _headroom(P, E, t, H1):
-    """``min_h (E(h) - P[t, h] - h)`` over the window (float64)."""
-    c = E[0] - P[t, 0]
-    for h in range(1, H1):
-        v = E[h] - P[t, h] - h
-        if v < c:
-            c = v
-    return c
-
-
-@njit(cache=True)
-def _sift_down(hk, hi, pos, i, m):
-    """Restore the max-heap below position ``i`` (keys ``hk``, items ``hi``, ``pos[item]`` its position)."""
+def _sift_down(hk, hi, i, m):
+    """Restore the max-heap below position ``i`` (keys ``hk``, items ``hi``)."""
     while True:
         left = 2 * i + 1
         if left >= m:
@@ -82,18 +71,14 @@ def _sift_down(hk, hi, pos, i, m):
             return
         hk[i], hk[big] = hk[big], hk[i]
         hi[i], hi[big] = hi[big], hi[i]
-        pos[hi[i]] = i
-        pos[hi[big]] = big
         i = big
 
 
 @njit(cache=True)
-def _heapify(hk, hi, pos, m):
+def _heapify(hk, hi, m):
     """Max-heap invariant over the first ``m`` entries: ``hk[parent] >= hk[child]``."""
-    for i in range(m):
-        pos[hi[i]] = i
     for i in range(m // 2 - 1, -1, -1):
-        _sift_down(hk, hi, pos, i, m)
+        _sift_down(hk, hi, i, m)
 
 
 @njit(cache=True)
@@ -282,7 +267,6 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
         ss[p] = sizes[order[p]]
     hk = np.empty(nT, dtype=np.float64)
     hi = np.arange(nT)
-    pos = np.empty(nT, dtype=np.int64)
     m = nT
     smin = ss[0]
     # Heap values are upper bounds of the keys shifted by the common drift D (the
@@ -294,7 +278,7 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
     kep = np.zeros(nT, dtype=np.int64)
     for t in range(nT):
         hk[t] = _key(P, E, t, H1, G, w, W, cbuf, ibuf)
-    _heapify(hk, hi, pos, m)
+    _heapify(hk, hi, m)
     at = np.full(n, -1, dtype=np.int64)  # touched worker of each placed request
     refreshed = 0
     placed = 0
@@ -318,7 +302,7 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
             kep[t] = epoch
             refreshed += 1
             hk[0] = c - D
-            _sift_down(hk, hi, pos, 0, m)
+            _sift_down(hk, hi, 0, m)
         if j >= 0:
             p = p_forced
             p_forced -= 1
@@ -353,7 +337,7 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
         else:  # t's own key can only drop: computed exactly now
             hk[0] = _key(P, E, t, H1, G, w, W, cbuf, ibuf) - D
             kep[t] = epoch
-        _sift_down(hk, hi, pos, 0, m)
+        _sift_down(hk, hi, 0, m)
     # 3. exchanges that add volume under the envelope (free admission: U < n)
     for _ in range(upsize_passes if U < n else 0):
         if _upsize(P, capl, at, sizes, life, forced, order, ss, E) == 0:
