@@ -137,7 +137,6 @@ def scale_for(values, unit: str) -> tuple[float, str]:
     return factor, (f"{prefix}{unit}" if not prefix else f"x{factor:.0e} {unit}")
 
 
-__all__ = ["apply_style", "line_style", "figure", "save", "scale_for", "non_gray_artists", "LINE_STYLES", "HATCHES"]
 
 
 def _texts(fig):
@@ -217,3 +216,7 @@ def text_overlaps(fig, tolerance_px: float = 1.0) -> list[str]:
             if a0 < pb.x1 and pb.x0 < a1 and b0 < pb.y1 and pb.y0 < b1:
                 bad.append(f"{desc} runs into the plotting area of axes {k}")
     return bad
+
+
+__all__ = ["apply_style", "line_style", "figure", "save", "scale_for", "non_gray_artists", "text_overlaps",
+           "series_colours", "series_style", "LINE_STYLES", "HATCHES", "SERIES_MARKERS"]
