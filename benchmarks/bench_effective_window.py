@@ -24,20 +24,12 @@ import numpy as np
 import bfio.policies.bfio as bfio_policy
 from bfio.simulator import simulate
 from bfio.solvers.fast import solve_fast
-from bfio.solvers.objective import DEFAULT_DISCOUNT, effective_horizon, imbalance_objective, offset_weights
+from bfio.solvers.instance import Instance
+from bfio.solvers.objective import DEFAULT_DISCOUNT, effective_horizon, offset_weights
 from bfio.traces import load_trace
 from bfio.workload import draw_workload
 
 SLOTS = 72
-
-
-def whole_window_j(base, sizes, life, weights, assign):
-    """``J`` over every offset of ``base`` (the objective's formula, bfio.solvers.objective)."""
-    L = base.astype(np.float64).copy()
-    h = np.arange(base.shape[1])
-    for j in np.flatnonzero(assign >= 0):
-        L[assign[j]] += np.where(h < life[j], sizes[j] + h, 0)
-    return imbalance_objective(L, weights)
 
 
 def main():
@@ -88,7 +80,9 @@ def main():
         cutoff = solve_fast(np.ascontiguousarray(base_full[:, :H_eff + 1]), free, sizes, life, forced, U, 4,
                             offset_weights(H_eff, delta))
         whole = solve_fast(base_full, free, sizes, life, forced, U, 4, wfull)
-        jc, jw = (whole_window_j(base_full, sizes, np.minimum(life, H + 1), wfull, a) for a in (cutoff, whole))
+        # both scored on the whole window by the instance's objective (bfio.solvers.objective)
+        inst = Instance(base=base_full, free=free, sizes=sizes, ages=ages, lifetimes=life, discount=delta)
+        jc, jw = inst.objective(cutoff), inst.objective(whole)
         if jw > 0 and n:
             gaps.append((jc - jw) / abs(jw))
         return cutoff

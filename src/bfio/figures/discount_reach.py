@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.style import figure
-from bfio.solvers.objective import DEFAULT_DISCOUNT, effective_horizon
+from bfio.solvers.objective import DEFAULT_DISCOUNT, effective_horizon, offset_weights
 
 #: Panels: column, axis label.
 PANELS = (("imbalance_ratio", "AvgImbalance\n(relative to H = 0)"),
@@ -31,9 +31,9 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def reach(discount: float, horizon: int) -> float:
-    """``sum_{h=0..H} delta^h``: the window's total weight in steps (``H + 1`` for ``delta = 1``)."""
-    h = np.arange(int(horizon) + 1, dtype=float)
-    return float(np.sum(np.power(float(discount), h)))
+    """``sum_{h=0..H} delta^h``: the window's total weight in steps (``H + 1`` for
+    ``delta = 1``), from the objective's own weights (:func:`offset_weights`)."""
+    return float(offset_weights(horizon, discount).sum())
 
 
 def reach_frame(choose: pd.DataFrame, new_requests: str = "predicted") -> pd.DataFrame:
