@@ -52,7 +52,7 @@ def test_bad_trace_gives_clear_error_and_no_output(tmp_path):
 
 @pytest.mark.parametrize("args, match", [
     (["--requests", "0"], "positive integer"),
-    (["--policy", "nope"], "unknown policy 'nope'"),
+    (["--policy", "nope"], "'nope' is not a policy"),
     (["--horizon", "5"], "--horizon: only valid with --policy bfio"),
 ])
 def test_bad_options(tmp_path, args, match):

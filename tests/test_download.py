@@ -191,6 +191,34 @@ def test_simulate_download_fetches_once_then_reuses(data_dir, tmp_path, capsys, 
     assert {k: fetched[k] for k in metrics} == {k: local[k] for k in metrics} == {k: reused[k] for k in metrics}
 
 
+def test_simulate_download_refetches_a_corrupted_download(data_dir, tmp_path, capsys, monkeypatch):
+    # issue 26 item 24: the checksum error said "re-download it", but --download reused the damaged file
+    monkeypatch.chdir(tmp_path)
+    rel = KNOWN_TRACES["burstgpt"].relpath
+    damaged = tmp_path / "resources" / "traces" / rel
+    damaged.parent.mkdir(parents=True)
+    damaged.write_bytes(b"damaged")
+    args = ["simulate", "--trace", "burstgpt", "--requests", "50", "--workers", "2", "--data-dir", str(tmp_path / "no")]
+    assert main(args) == 2
+    assert "rerun with --download" in capsys.readouterr().err
+    with TraceServer(data_dir) as srv:
+        monkeypatch.setenv(BASE_URL_ENV, srv.url)
+        assert main([*args, "--download"]) == 0
+        assert srv.requests == {rel: 1}
+    assert damaged.read_bytes() == (data_dir / rel).read_bytes()
+
+
+def test_pipeline_checksum_error_says_how_to_recover(tmp_path):
+    from bfio.errors import ChecksumError
+    from bfio.experiments import prepare_trace
+
+    bad = tmp_path / "burst.json"
+    bad.write_text("{}")
+    with pytest.raises(ChecksumError, match="download_trace fetches it again.*download=true"):
+        prepare_trace("burstgpt", bad, tmp_path / "t.parquet", tmp_path / "s.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["burst.json"]
+
+
 def test_traces_lists_present_missing_downloadable(data_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with TraceServer(data_dir) as srv:

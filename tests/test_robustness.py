@@ -504,6 +504,39 @@ def test_seconds_written_as_text_are_seconds(tmp_path):
     assert load_trace(str(f), prefill_col="a", decode_col="b", arrival_col="t").arrival_s.tolist() == [0.5, 1.5]
 
 
+@pytest.mark.parametrize("second, needle", [
+    ("true", r"row 1.*True is neither seconds nor a timestamp"),  # was read as 1 s
+    ('"abc"', r"row 1.*'abc' is neither seconds nor a timestamp"),
+    ('"2024-01-01T00:00:00"', r"row 1.*is a timestamp while row 0 is seconds"),  # was 1.7e9 s after row 0
+])
+def test_arrival_column_of_one_kind_blames_the_row(tmp_path, second, needle):
+    f = tmp_path / "t.jsonl"
+    f.write_text(f'{{"a": 5, "b": 1, "t": 0.5}}\n{{"a": 5, "b": 1, "t": {second}}}\n')
+    with pytest.raises(TraceError, match=needle):
+        load_trace(str(f), prefill_col="a", decode_col="b", arrival_col="t")
+
+
+def test_parquet_decimal_token_counts_are_read(tmp_path):
+    # issue 26 item 24: an integral decimal column was refused as "not an integer"
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    f = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"a": pa.array([Decimal(10), Decimal(20)], pa.decimal128(10, 0)), "b": [5, 6]}), f)
+    assert load_trace(str(f), prefill_col="a", decode_col="b").prefill.tolist() == [10, 20]
+    pq.write_table(pa.table({"a": pa.array([Decimal(10), Decimal("20.5")], pa.decimal128(10, 1)), "b": [5, 6]}), f)
+    with pytest.raises(TraceError, match=r"row 1.*not an integer"):
+        load_trace(str(f), prefill_col="a", decode_col="b")
+
+
+def test_empty_policy_is_a_usage_error_naming_the_option(small_trace, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "--trace", str(small_trace), "--requests", "10", "--workers", "2", "--policy", ""])
+    assert e.value.code == 2 and "argument --policy: '' is not a policy (fcfs" in capsys.readouterr().err
+
+
 # -- issue 26, items 13, 20, 21: one validation for the API and the loaders -----------------------
 @pytest.mark.parametrize("kwargs, needle", [({"workers": 2.5}, "workers"), ({"slots": 1.5}, "slots"),
                                             ({"policy": None}, "policy")])

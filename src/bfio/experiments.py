@@ -27,7 +27,7 @@ from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rer
 from bfio.paper import parse_bfio_row, row_key
 from bfio.results_io import atomic_path, write_json
 from bfio.run import RunSpec, baselines
-from bfio.trace_registry import KNOWN_TRACES, TraceSpec, sha256_of
+from bfio.trace_registry import KNOWN_TRACES, TraceSpec, sha256_of, verify_sha256
 from bfio.traces import load_trace
 
 
@@ -141,10 +141,13 @@ def prepare_trace(name: str, source, out_table, out_stats, spec: TraceSpec | Non
     source = Path(source)
     if not source.exists():
         raise TraceError(source, "file does not exist")
-    digest = sha256_of(source)
+    if name in KNOWN_TRACES:
+        digest = verify_sha256(source, spec.sha256, recovery="pipeline")
+    else:
+        digest = sha256_of(source)
     if spec.sha256 and digest != spec.sha256:
-        where = "" if name in KNOWN_TRACES else f" (config key 'extra_traces.{name}.sha256')"
-        raise ChecksumError(source, f"sha256 is {digest}, expected {spec.sha256} for trace '{name}'{where}")
+        raise ChecksumError(source, f"sha256 is {digest}, expected {spec.sha256} for trace '{name}' (config key "
+                                    f"'extra_traces.{name}.sha256': fix the file or the pinned digest)")
     trace = load_trace(str(source), prefill_col=spec.prefill_col, decode_col=spec.decode_col,
                        arrival_col=spec.arrival_col, verify=False)
     frame = trace.to_frame()

@@ -145,11 +145,25 @@ def resolve_trace(name_or_path, data_dir=None) -> tuple[Path, TraceSpec | None]:
     return Path(name_or_path), None
 
 
-def verify_sha256(path, expected: str) -> None:
+#: How to recover from a known trace whose file is not the pinned one, by
+#: where it was read (README "Data").
+CHECKSUM_RECOVERY = {
+    "cli": "a download: rerun with --download to fetch a fresh copy (the file is replaced only once the new one "
+           "verifies); a copy in the data directory: restore the original or point --data-dir elsewhere",
+    "pipeline": "a download (under download_dir): delete it and rerun snakemake, rule download_trace fetches it "
+                "again; a copy in data_dir: restore the original, or run with --config download=true to read a "
+                "verified download instead",
+}
+
+
+def verify_sha256(path, expected: str, recovery: str = "cli") -> str:
+    """The sha256 of ``path``, refused unless it is ``expected``; the error says
+    how to recover (:data:`CHECKSUM_RECOVERY`, by who reads the file)."""
     actual = sha256_of(path)
     if actual != expected:
         raise ChecksumError(path, f"sha256 is {actual}, expected {expected}; the file is not the pinned trace "
-                                  "(re-download it or point the data directory at the original)")
+                                  f"(if it is {CHECKSUM_RECOVERY[recovery]})")
+    return actual
 
 
 def locate_known_trace(spec: TraceSpec, data_dir, download_dir, mode: str = "auto") -> Path | None:

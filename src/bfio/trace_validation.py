@@ -8,6 +8,7 @@ and the column.
 from __future__ import annotations
 
 import warnings
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +63,7 @@ def _positive_ints(series: pd.Series, path: Path, col: str, maximum: int, role: 
         for row, v in enumerate(values):
             if isinstance(v, bool) or v is None:
                 raise TraceError(path, f"value {v!r} is not an integer token count", row=row, field=col)
-            if isinstance(v, (int, np.integer, float, np.floating)) or (isinstance(v, str) and _is_number(v)):
+            if isinstance(v, (int, np.integer, float, np.floating, Decimal)) or (isinstance(v, str) and _is_number(v)):
                 try:
                     num[row] = float(v)
                 except OverflowError:  # an int beyond float range
@@ -94,7 +95,30 @@ def _positive_ints(series: pd.Series, path: Path, col: str, maximum: int, role: 
     return v.astype(np.int64)
 
 
+def _is_seconds(value) -> bool:
+    """An arrival written as seconds: a number (not a boolean) or numeric text."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    return isinstance(value, (int, np.integer, float, np.floating, Decimal)) or (
+        isinstance(value, str) and _is_number(value))
+
+
 def _arrival_seconds(series: pd.Series, path: Path, col: str) -> np.ndarray:
+    if series.dtype.kind == "b":
+        raise TraceError(path, f"value {_fmt(series.iloc[0])} is neither seconds nor a timestamp", row=0, field=col)
+    if series.dtype == object:
+        for row, v in enumerate(series):
+            if isinstance(v, (bool, np.bool_)):
+                raise TraceError(path, f"value {v!r} is neither seconds nor a timestamp", row=row, field=col)
+        seconds = np.array([_is_seconds(v) for v in series])
+        if seconds.any() and not seconds.all() and not pd.isna(series[~seconds]).all():
+            r = _first_bad(seconds != seconds[0])
+            v = series.iloc[r]
+            if not seconds[r] and pd.isna(pd.to_datetime(pd.Series([v], dtype=object), errors="coerce", utc=True)[0]):
+                raise TraceError(path, f"value {v!r} is neither seconds nor a timestamp", row=r, field=col)
+            kinds = ("a timestamp", "seconds")
+            raise TraceError(path, f"value {v!r} is {kinds[int(seconds[r])]} while row 0 is {kinds[int(seconds[0])]}: "
+                                   "one kind per column", row=r, field=col)
     if series.dtype.kind not in "iuf":
         numbers = pd.to_numeric(series, errors="coerce")
         if numbers.notna().all():  # seconds written as text ("0.5"), as token columns accept

@@ -46,3 +46,13 @@ def positive_float(text: str) -> float:
     if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return v
+
+
+def policy_name(text: str) -> str:
+    """argparse type: a registered policy (:func:`bfio.policies.registered`);
+    anything else, the empty name included, is a usage error listing them."""
+    from bfio.policies import registered
+
+    if text not in registered():
+        raise argparse.ArgumentTypeError(f"'{text}' is not a policy ({', '.join(registered())})")
+    return text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from bfio.cli.arguments import nonneg_int, positive_float, positive_int, request_count, seed_int
+from bfio.cli.arguments import nonneg_int, policy_name, positive_float, positive_int, request_count, seed_int
 from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
 from bfio.errors import ConfigError
@@ -36,7 +36,7 @@ def add_parser(subparsers) -> None:
     s.add_argument("--slots", type=positive_int, default=72, help="slots (max batch size) per worker B (default 72)")
     from bfio.policies import registered, supporting
 
-    s.add_argument("--policy", default="fcfs",
+    s.add_argument("--policy", default="fcfs", type=policy_name,
                    help="routing policy: " + ", ".join(registered()))
     s.add_argument("--json", metavar="DEST", help="write the result as one JSON object to DEST ('-' for stdout)")
     s.add_argument("--prefill-col", help="prefill-length column of a generic trace (default input_length)")

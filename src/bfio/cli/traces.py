@@ -42,7 +42,7 @@ def known_trace_dir(args):
     data directory if the file is there, else the download directory if the
     file is there (fetched into it with ``--download``); a missing trace is a
     one-line error saying how to get it. ``--data-dir`` as given otherwise."""
-    from bfio.trace_registry import default_data_dir, locate_known_trace, resolve_trace
+    from bfio.trace_registry import default_data_dir, locate_known_trace, resolve_trace, sha256_of
 
     path, spec = resolve_trace(args.trace, args.data_dir)
     if spec is None or path.exists():
@@ -50,7 +50,7 @@ def known_trace_dir(args):
     ddir = download_dir(args)
     found = locate_known_trace(spec, args.data_dir or default_data_dir(), ddir, download_mode(args))
     if found is not None:
-        if not found.exists():
+        if not found.exists() or (args.download and sha256_of(found) != spec.sha256):  # missing or corrupted
             from bfio.download import fetch_trace
 
             print(f"bfio: downloading trace '{spec.name}' into {found}", file=sys.stderr)
