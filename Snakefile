@@ -35,12 +35,12 @@ include: "workflow/rules/traces.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
-# Studies beyond the paper (issue 6, docs/studies.md): online arrivals,
-# predictors, starvation.
+# Studies beyond the paper (issue 6, docs/studies.md): the generic study
+# rules (every registered study, bfio.studies.registry: predictors,
+# starvation, plugins), and the online study's own stages.
 include: "workflow/rules/studies_common.smk"
+include: "workflow/rules/studies.smk"
 include: "workflow/rules/online.smk"
-include: "workflow/rules/predictor_study.smk"
-include: "workflow/rules/starvation.smk"
 # The same comparison on every trace, backlog and trace replay (docs/generality.md).
 include: "workflow/rules/generality.smk"
 # BF-IO's objective: discount and new-request model (docs/bfio.md).
@@ -63,7 +63,6 @@ rule all:
         all_targets(),
         globals().get("THEORY_TARGETS", []),
         ONLINE_TARGETS,
-        PREDICTOR_TARGETS,
-        STARVATION_TARGETS,
+        STUDY_TARGETS,
         GENERALITY_TARGETS,
         OBJECTIVE_TARGETS,

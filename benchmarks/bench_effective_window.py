@@ -25,6 +25,8 @@ import bfio.policies.bfio as bfio_policy
 from bfio.simulator import simulate
 from bfio.solvers.fast import solve_fast
 from bfio.solvers.instance import Instance
+from bfio.solvers import objective
+from bfio.solvers.instance import forced_mask
 from bfio.solvers.objective import DEFAULT_DISCOUNT, effective_horizon, offset_weights
 from bfio.traces import load_trace
 from bfio.workload import draw_workload
@@ -48,33 +50,26 @@ def main():
     share = float(wfull[H_eff + 1:].sum() / wfull.sum())
     opts = {"horizon": H}
 
-    calls = []
-    original = bfio_policy.solve_sharded
-
-    def capture(base, free, sizes, life, forced, U, rounds, weights, shard):
-        calls.append((free.copy(), sizes.copy(), life.copy(), forced.copy(), U))
-        return original(base, free, sizes, life, forced, U, rounds, weights, shard)
-
     results = {}
     for name, cut in (("cut-off", True), ("whole window", False)):
-        if not cut:  # the policy's window: every offset 0..H
-            bfio_policy.effective_horizon = lambda horizon, discount, *a: int(horizon)
+        if not cut:  # the policy's window (ObjectiveTerms.build reads it at call time): every offset 0..H
+            objective.effective_horizon = lambda horizon, discount, *a: int(horizon)
         t0 = time.perf_counter()
         r = simulate(w, args.workers, SLOTS, "bfio", seed=args.seed, policy_options=opts, show_progress=False)
         results[name] = (r.metrics, time.perf_counter() - t0)
-        bfio_policy.effective_horizon = effective_horizon
+        objective.effective_horizon = effective_horizon
 
     # per call: the base loads of the whole window are rebuilt by re-running the cut-off
     # run and capturing each call's whole-window loads
     gaps = []
-    from bfio.solvers.profiles import predicted_loads
+    from bfio.profiles import predicted_loads
 
     def per_call(self, state, est, U):
         base_full = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, H)
         sizes = state.pool_prefill
         n = sizes.shape[0]
         ages = state.step - state.enter_step[state.pool]
-        forced = bfio_policy.forced_mask(self.admission, U, ages)
+        forced = forced_mask(self.admission, U, ages)
         free = np.asarray(state.free, dtype=np.int64)
         life = np.maximum(1, est[state.pool])
         cutoff = solve_fast(np.ascontiguousarray(base_full[:, :H_eff + 1]), free, sizes, life, forced, U, 4,

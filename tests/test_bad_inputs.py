@@ -125,7 +125,7 @@ ARGS = [
     ("workers_zero", ["--workers", "0"], ["--workers"]),
     ("slots_zero", ["--slots", "0"], ["--slots"]),
     ("requests_zero", ["--requests", "0"], ["--requests"]),
-    ("policy_unknown", ["--policy", "nope"], ["unknown policy 'nope'"]),
+    ("policy_unknown", ["--policy", "nope"], ["'nope' is not a policy"]),
     ("horizon_without_bfio", ["--horizon", "5"], ["--horizon: only valid with --policy bfio"]),
     ("poisson_without_rate", ["--arrival-mode", "poisson"], ["--arrival-rate"]),
     ("rate_zero", ["--arrival-mode", "poisson", "--arrival-rate", "0"], ["--arrival-rate"]),

@@ -75,13 +75,17 @@ def test_help_documents_every_option():
     assert "simulate" in run("--help").stdout
 
 
-def test_help_states_bfio_default_admission():
-    """``--admission``'s help repeats the default (the CLI keeps numba-free imports), so
-    it must name the policy's actual DEFAULT_ADMISSION."""
-    from bfio.policies.bfio import DEFAULT_ADMISSION
+def test_help_states_every_policy_options_default():
+    """Every declared policy option has a flag whose help states the declaration's
+    default (issue 28: options declared once, the CLI derived from them)."""
+    from bfio.policies import policy_options
 
     text = " ".join(run("simulate", "--help").stdout.split())
-    assert f"default {DEFAULT_ADMISSION}:" in text
+    for name, (option, policies) in policy_options().items():
+        assert option.flag in text, name
+        default = option.derived or str(option.default)
+        assert f"default {default})" in text, (name, default)
+        assert f"options of --policy {' | '.join(policies)}" in text
 
 
 def test_online_arrivals_from_poisson_rate(data_dir, capsys):

@@ -115,14 +115,14 @@ def test_router_numbers_quoted_in_the_docs_are_the_tables():
 
 # --------------------------------------------------------------------------- README "Data"
 
-DATA_MARK = "<!-- sizes and sources checked against bfio.trace_registry.KNOWN_TRACES"
+DATA_MARK = "<!-- sizes and sources checked against bfio.traces.registry.KNOWN_TRACES"
 
 
 def test_readme_data_table_is_the_trace_registry():
     """README "Data": one row per known trace with its file, size, pinned
     repository commit (or 'not downloadable'), and the total of what a clone
     without the trace directory downloads."""
-    from bfio.trace_registry import KNOWN_TRACES
+    from bfio.traces.registry import KNOWN_TRACES
 
     text = (REPO / "README.md").read_text()
     tables = list(_marked_tables(text, DATA_MARK))

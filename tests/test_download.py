@@ -16,7 +16,7 @@ from trace_server import TraceServer, corrupted
 from bfio.cli import main
 from bfio.download import BASE_URL_ENV, base_url, fetch, fetch_trace, trace_url
 from bfio.errors import ChecksumError, DownloadError
-from bfio.trace_registry import KNOWN_TRACES, TraceSpec
+from bfio.traces.registry import KNOWN_TRACES, TraceSpec
 
 REL = "sub/file.bin"
 

@@ -10,7 +10,7 @@ from bfio.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.simulator import simulate
 from bfio.solvers import PLACEMENTS
-from bfio.solvers.agreement import random_instance
+from bfio.solvers.random_instances import random_instance
 from bfio.solvers.fast import persisting, solve_fast
 from bfio.solvers.heap import solve_heap
 from bfio.workload import Workload

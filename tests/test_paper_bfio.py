@@ -12,7 +12,8 @@ import yaml
 
 from bfio.config import validate_config
 from bfio.experiments import experiment_seeds
-from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like, row_key
+from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
+from bfio.run_keys import row_key
 from bfio.plateau import plateau, within_plateau
 from bfio.run import RunSpec, simulate_run
 from bfio.simulator import simulate
@@ -117,7 +118,7 @@ def test_default_objective_plateaus_over_seeds(table):
         for seed in seeds:
             spec = RunSpec(st["trace"], st["requests"], st["workers"], st["slots"], row_key("bfio", H), seed)
             m = simulate_run(spec.with_bfio_defaults(PAPER_BFIO_OPTIONS), frame).metrics
-            recs.append({"row": spec.row, "workers": spec.workers, "seed": seed,
+            recs.append({"row": spec.row, "horizon": H, "objective": "default", "workers": spec.workers, "seed": seed,
                          "avg_imbalance": m["avg_imbalance"], "throughput": m["throughput"]})
     out = plateau(pd.DataFrame(recs), ref_seed=seeds[0])
     long = out[(out["objective"] == "default") & out["long"]]

@@ -22,7 +22,7 @@ from bfio.experiments import (
     run_one,
     trajectory_runs,
 )
-from bfio.trace_sources import (
+from bfio.traces.sources import (
     download_mode,
     known_trace_path,
     missing_trace_message,
@@ -31,7 +31,7 @@ from bfio.trace_sources import (
     unavailable_traces,
     used_traces,
 )
-from bfio.trace_registry import KNOWN_TRACES, sha256_of
+from bfio.traces.registry import KNOWN_TRACES, sha256_of
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -71,9 +71,29 @@ def test_defaults_are_filled():
     assert (cfg["download_url_base"], cfg["download_attempts"]) == (None, 3)
     assert cfg["download_timeout_s"] > 0 and cfg["download_backoff_s"] >= 0
     assert cfg["experiments"]["x"]["horizons"] == [] and cfg["experiments"]["x"]["paper_table"] is None
-    assert cfg["bfio"] == {"predictor": "oracle", "solver": "fast", "admission": "free", "objective": "default"}
+    # one default per option (issue 28): the policy's own, never filled in by the schema
+    assert cfg["bfio"] == {} and cfg["policy_options"] == {}
     assert cfg["figures"]["sample_workers"] == 16
     assert cfg["theory"] == {}
+
+
+def test_policy_sections_are_the_option_declarations():
+    """The schema's bfio and policy_options sections are derived from the policies'
+    Option declarations: every option, no default of their own, closed."""
+    from bfio.config import _registry_enums
+    from bfio.policies import policy_class, registered
+
+    props = _registry_enums(yaml.safe_load(SCHEMA.read_text()))["properties"]
+    bfio = props["bfio"]["properties"]
+    assert list(bfio) == [o.name for o in policy_class("bfio").options]
+    assert not any("default" in p for p in bfio.values())
+    others = props["policy_options"]["properties"]
+    assert set(others) == {n for n in registered() if n != "bfio" and policy_class(n).options}
+    assert set(others["vllm_token_lb"]["properties"]) == {"report_interval", "running_tokens"}
+    with pytest.raises(ConfigError, match=r"policy_options\.vllm_token_lb\.running_tokens"):
+        validate_config({"policy_options": {"vllm_token_lb": {"running_tokens": "all"}}}, SCHEMA)
+    with pytest.raises(ConfigError, match=r"policy_options\.fcfs"):
+        validate_config({"policy_options": {"fcfs": {"x": 1}}}, SCHEMA)
 
 
 @pytest.mark.parametrize("mutate, key", [

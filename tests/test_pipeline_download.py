@@ -34,7 +34,7 @@ from bfio.download import BASE_URL_ENV
 from bfio.config import validate_config
 from bfio.experiments import experiment_runs
 from bfio.run import RunSpec
-from bfio.trace_registry import KNOWN_TRACES
+from bfio.traces.registry import KNOWN_TRACES
 
 pytestmark = pytest.mark.download
 

@@ -56,7 +56,7 @@ def execute_notebook(workdir: Path):
     """explore.ipynb executed by a real Jupyter kernel (inline backend) from a
     copy of the repository layout in ``workdir``."""
     nbclient = pytest.importorskip("nbclient")
-    from bfio.trace_registry import KNOWN_TRACES, default_data_dir
+    from bfio.traces.registry import KNOWN_TRACES, default_data_dir
 
     if not (default_data_dir() / KNOWN_TRACES["burstgpt"].relpath).exists():
         pytest.skip("burstgpt trace not in the data directory (set BFIO_DATA_DIR)")

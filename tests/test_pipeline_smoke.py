@@ -209,7 +209,7 @@ def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
     out = snakemake(work, "-n", *base, env={"PYTHONPATH": str(tmp_path / "src")})
     text = out.stdout + out.stderr
     # (fig_starvation takes its markers from figures/style.py now, not from online_load: not rerun)
-    for rule in ("fig_horizon_sweep", "fig_worker_sweep", "fig_online_load", "fig_predictor_noise"):
+    for rule in ("fig_horizon_sweep", "fig_worker_sweep", "fig_online_load", "study_figure"):
         assert f"rule {rule}" in text, (rule, text[-3000:])
     for rule in ("simulate", "fig_distributions", "fig_power_timeseries", "online_simulate"):
         assert f"rule {rule}:" not in text and f"rule {rule}\n" not in text, (rule, text[-3000:])
@@ -309,11 +309,11 @@ def test_smoke_studies_beyond_the_paper(smoke, smoke_config):
 
 def test_smoke_study_figures_and_tables_do_not_rerun_simulations(smoke):
     work, base = smoke
-    forced = snakemake(work, "-n", *base, "-R", "fig_online_load", "fig_predictor_noise", "fig_starvation",
-                       "online_table", "starvation_table", "online_routers_table", "fig_online_routers")
+    forced = snakemake(work, "-n", *base, "-R", "fig_online_load", "study_figure", "study_table", "study_extra",
+                       "online_table", "online_routers_table", "fig_online_routers")
     out = forced.stdout + forced.stderr
-    assert "fig_online_load" in out and "starvation_table" in out and "online_routers_table" in out
-    for rule in ("online_simulate", "predictor_simulate", "starvation_simulate", "rule simulate"):
+    assert "fig_online_load" in out and "study_table" in out and "online_routers_table" in out
+    for rule in ("online_simulate", "study_simulate", "rule simulate"):
         assert rule not in out, rule
 
 

@@ -10,14 +10,20 @@ from hypothesis import strategies as st
 from bfio.errors import ConfigError
 from bfio.plateau import (IMBALANCE_TOLERANCE_PCT, THROUGHPUT_TOLERANCE_PCT, plateau, plateau_markdown,
                           plateau_verdict, within_plateau)
+from bfio.run_keys import parse_bfio_row
 
 SEEDS = (42, 1, 2, 3)
 
 
 def runs_of(values: dict, workers: int = 8) -> pd.DataFrame:
-    """``values[row] = (imbalances per seed, throughputs per seed)`` -> a run table."""
-    return pd.DataFrame([{"row": row, "workers": workers, "seed": s, "avg_imbalance": imb[i], "throughput": thr[i]}
-                         for row, (imb, thr) in values.items() for i, s in enumerate(SEEDS)])
+    """``values[row] = (imbalances per seed, throughputs per seed)`` -> a run table
+    with the ``horizon`` and ``objective`` columns a run stores (bfio.experiments.run_one)."""
+    def stored(row):
+        p = parse_bfio_row(row)
+        return {"horizon": p[0] if p else None, "objective": p[1] if p else None}
+
+    return pd.DataFrame([{"row": row, **stored(row), "workers": workers, "seed": s, "avg_imbalance": imb[i],
+                          "throughput": thr[i]} for row, (imb, thr) in values.items() for i, s in enumerate(SEEDS)])
 
 
 def test_percentages_are_paired_by_seed_against_the_best_mean():
@@ -84,7 +90,8 @@ def test_the_point_criterion_is_inclusive():
 
 def test_errors_name_the_input():
     with pytest.raises(ConfigError, match=r"runs_x\.csv: missing columns \['throughput'\]"):
-        plateau(pd.DataFrame({"row": ["bfio_h0"], "workers": [8], "seed": [42], "avg_imbalance": [1.0]}), 42,
+        plateau(pd.DataFrame({"row": ["bfio_h0"], "horizon": [0], "objective": ["default"], "workers": [8],
+                              "seed": [42], "avg_imbalance": [1.0]}), 42,
                 source="runs_x.csv")
     only_fcfs = runs_of({"fcfs": (np.ones(4), np.ones(4)), "bfio_h40": (np.ones(4), np.ones(4))})
     with pytest.raises(ConfigError, match="runs_y.csv: no objective has BF-IO rows at two or more horizons"):

@@ -20,7 +20,7 @@ from bfio.errors import ConfigError
 from bfio.config import _registry_enums, validate_config
 from bfio.experiments import experiment_rows, experiment_runs
 from bfio.run import RunSpec, parse_row
-from bfio.paper import row_key
+from bfio.run_keys import row_key
 from bfio.policies import Policy, RoutingState, register
 from bfio.studies.online_summary import policy_label as study_label
 from bfio.tables import row_label

@@ -53,7 +53,7 @@ def test_vllm_token_lb_ties_go_to_the_lowest_rank():
 
 
 def test_vllm_token_lb_refuses_an_unknown_running_tokens_reading():
-    with pytest.raises(ConfigError, match="running_tokens: expected one of uncomputed, resident"):
+    with pytest.raises(ConfigError, match="running_tokens: expected uncomputed | resident"):
         make_policy("vllm_token_lb", running_tokens="kv")
     assert make_policy("vllm_token_lb").describe() == {"name": "vllm_token_lb"}
     assert make_policy("vllm_token_lb", running_tokens="resident").describe()["running_tokens"] == "resident"

@@ -105,10 +105,13 @@ def test_schema_enums_come_from_registries():
 
 
 def test_bfio_keys_of_other_branches_are_allowed_by_the_schema():
-    # discount / new_requests / objective (BF-IO options added beside this branch)
+    # discount / new_requests / objective: every declared BF-IO option is a key of the
+    # schema's bfio section as validation sees it (derived, bfio.config._registry_enums)
+    from bfio.config import _registry_enums
+
     with open(SCHEMA) as f:
-        props = yaml.safe_load(f)["properties"]["bfio"]["properties"]
-    assert {"discount", "new_requests", "objective"} <= set(props)
+        props = _registry_enums(yaml.safe_load(f))["properties"]["bfio"]["properties"]
+    assert {"discount", "new_requests", "objective", "placement", "shard_workers"} <= set(props)
 
 
 def test_default_figure_experiment_may_be_absent():
@@ -327,7 +330,7 @@ def test_empty_output_path_refused(small_trace, capsys, option):
 # -- issue 26, item 11: bfio solve refuses the time limits bfio simulate refuses ----------------
 @pytest.mark.parametrize("value", ["-5", "nan", "0", "inf"])
 def test_solve_refuses_a_bad_time_limit(tmp_path, capsys, value):
-    from bfio.solvers.agreement import random_instance
+    from bfio.solvers.random_instances import random_instance
     from bfio.solvers.instance import save_instance
 
     inst = random_instance(np.random.default_rng(0), workers=3, waiting=5, horizon=2)
@@ -371,7 +374,7 @@ def test_jsonl_repeated_key_with_space_before_colon(tmp_path):
     ({"waiting": {"prefill": [3], "lifetimes": [2]}}, "waiting.lifetimes"),
 ])
 def test_instance_format_is_closed(tmp_path, patch, needle):
-    from bfio.solvers.agreement import random_instance
+    from bfio.solvers.random_instances import random_instance
     from bfio.solvers.instance import InstanceError, load_instance, save_instance
 
     inst = random_instance(np.random.default_rng(0), workers=2, waiting=1, horizon=1)
@@ -383,7 +386,7 @@ def test_instance_format_is_closed(tmp_path, patch, needle):
 
 
 def test_instance_repeated_key_refused(tmp_path):
-    from bfio.solvers.agreement import random_instance
+    from bfio.solvers.random_instances import random_instance
     from bfio.solvers.instance import InstanceError, load_instance, save_instance
 
     inst = random_instance(np.random.default_rng(0), workers=2, waiting=1, horizon=1)
@@ -425,7 +428,7 @@ def test_huge_request_count_in_config_fails_when_loading():
 
 
 def test_solve_accepts_the_fallback_its_messages_suggest(tmp_path):
-    from bfio.solvers.agreement import random_instance
+    from bfio.solvers.random_instances import random_instance
     from bfio.solvers.instance import save_instance
 
     path = save_instance(random_instance(np.random.default_rng(0), workers=2, waiting=3, horizon=1),
@@ -450,7 +453,7 @@ def test_ctrl_c_is_one_line_without_traceback(small_trace, monkeypatch, capsys):
 
 
 def test_default_data_dir_is_beside_the_checkout_not_searched_upwards(tmp_path, monkeypatch):
-    from bfio.trace_registry import default_data_dir
+    from bfio.traces.registry import default_data_dir
 
     monkeypatch.delenv("BFIO_DATA_DIR", raising=False)
     decoy = tmp_path / "a" / "b"
@@ -583,7 +586,7 @@ def test_extra_trace_that_is_a_directory_fails_when_the_config_loads(tmp_path):
 def test_gurobi_refuses_an_oversized_model_before_building_it(monkeypatch):
     pytest.importorskip("gurobipy")
     import bfio.solvers.gurobi as grb
-    from bfio.solvers.agreement import random_instance
+    from bfio.solvers.random_instances import random_instance
     from bfio.solvers.result import SolverError
 
     if not grb.size_limited():

@@ -1,5 +1,5 @@
-"""Row keys are produced by :func:`bfio.paper.row_key` and parsed by
-:func:`bfio.paper.parse_bfio_row` / :func:`bfio.paper.parse_admission_row` only
+"""Row keys are produced by :func:`bfio.run_keys.row_key` and parsed by
+:func:`bfio.run_keys.parse_bfio_row` / :func:`bfio.run_keys.parse_admission_row` only
 (issue 14): every key round-trips, the registry's row pattern accepts exactly
 the plain BF-IO keys, and the study labels read them."""
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bfio.errors import ConfigError
-from bfio.paper import admission_label, parse_admission_row, parse_bfio_row, row_key
+from bfio.run_keys import admission_label, parse_admission_row, parse_bfio_row, row_key
 from bfio.policies import row_pattern
 from bfio.studies.starvation import starvation_variants
 from bfio.studies.online_summary import policy_label

@@ -7,7 +7,7 @@ import pytest
 
 from bfio.errors import ConfigError
 from bfio.policies import make_policy
-from bfio.solvers.agreement import random_instance
+from bfio.solvers.random_instances import random_instance
 from bfio.solvers.fast import persisting, solve_fast
 from bfio.solvers.shards import check_shard_workers, shares, solve_sharded
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from bfio.solvers import SolverError, solve, warn_fallbacks
-from bfio.solvers.agreement import random_instance
+from bfio.solvers.random_instances import random_instance
 from bfio.solvers.brute import brute_force
 from bfio.solvers.instance import Instance, save_instance
 

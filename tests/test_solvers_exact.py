@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bfio.solvers import solve
-from bfio.solvers.agreement import random_instance
+from bfio.solvers.random_instances import random_instance
 from bfio.solvers.brute import brute_force, enumeration_size
 from bfio.solvers.gurobi import gurobi_available
 

@@ -151,11 +151,13 @@ def test_predictor_variants_from_lists():
     assert list(v) == ["noisy_d0", "noisy_d0.5", "pred_empirical", "pred_none"]
     assert v["noisy_d0.5"] == {"policy": "bfio", "horizon": 20, "predictor": "noisy", "noise_low": 0.5,
                                "noise_high": 0.5}
-    assert row_columns("noisy_d0.5", v)["noise"] == 0.5
-    assert row_columns("pred_none", v)["predictor"] == "none"
-    assert row_columns("fcfs", v)["predictor"] == "-"
     runs = predictor_runs({"trace": "burstgpt", "requests": 10, "workers": 2}, study, [1, 2], 8)
     assert len(runs) == (1 + 4) * 2
+    by_row = {r.row: r for r in runs}
+    assert row_columns(by_row["noisy_d0.5"])["noise"] == 0.5
+    assert row_columns(by_row["pred_none"]) == {"predictor": "none", "noise": pytest.approx(np.nan, nan_ok=True),
+                                                "horizon": 20}
+    assert row_columns(by_row["fcfs"])["predictor"] == "-"
 
 
 def test_starvation_variants_and_labels():

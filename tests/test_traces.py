@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from bfio.errors import ChecksumError, TraceError
-from bfio.trace_registry import KNOWN_TRACES, sha256_of
+from bfio.traces.registry import KNOWN_TRACES, sha256_of
 from bfio.traces import load_trace
 
 

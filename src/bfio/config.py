@@ -14,8 +14,10 @@ from pathlib import Path
 
 from bfio.errors import ConfigError
 from bfio.paper import TABLE_SETTINGS
-from bfio.trace_registry import KNOWN_TRACES, TRACE_ALIASES, TraceSpec
+from bfio.traces.registry import KNOWN_TRACES, TRACE_ALIASES, TraceSpec
 from bfio.experiments import experiment_rows
+from bfio.studies.registry import studies
+from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.config.trace_references)
 
 
 def _default_filling_validator():
@@ -130,17 +132,17 @@ def _check_request_counts(obj, path: str = "") -> None:
 
 
 def _registry_enums(schema: dict) -> dict:
-    """A copy of ``schema`` whose predictor, solver and objective enums come from
-    the package registries (:data:`bfio.predictors.PREDICTORS`,
-    :data:`bfio.solvers.SOLVERS`, :data:`bfio.solvers.objective.OBJECTIVES`), and
+    """A copy of ``schema`` whose policy sections (``bfio``, ``policy_options``)
+    are the policies' option declarations (:func:`bfio.policies.options.schema_properties`:
+    types, allowed values from the registries, no defaults but the policies'
+    own), whose predictor enum comes from :data:`bfio.predictors.PREDICTORS` and
     whose policy names come from the policy registry (the experiments' baseline
     enum, :func:`bfio.policies.baselines`, and the row pattern,
     :func:`bfio.policies.row_pattern`), so the schema never lists them twice."""
     from bfio.policies import baselines as registry_baselines
-    from bfio.policies import row_pattern
+    from bfio.policies import policy_class, registered, row_pattern
+    from bfio.policies.options import schema_properties
     from bfio.predictors import PREDICTORS
-    from bfio.solvers import PLACEMENTS, SOLVERS
-    from bfio.solvers.objective import OBJECTIVES
 
     schema = copy.deepcopy(schema)
     defs = schema.get("definitions", {})
@@ -150,15 +152,17 @@ def _registry_enums(schema: dict) -> dict:
     if base is not None:
         base["enum"] = list(registry_baselines())
     props = schema.get("properties", {})
-    bfio = props.get("bfio", {}).get("properties", {})
-    if "objective" in bfio:
-        bfio["objective"]["enum"] = list(OBJECTIVES)
-    if "predictor" in bfio:
-        bfio["predictor"]["enum"] = list(PREDICTORS)
-    if "solver" in bfio:
-        bfio["solver"]["enum"] = list(SOLVERS)
-    if "placement" in bfio:
-        bfio["placement"]["enum"] = list(PLACEMENTS)
+    if "bfio" in props:
+        props["bfio"]["properties"] = schema_properties(policy_class("bfio"))
+    if "policy_options" in props:
+        props["policy_options"]["properties"] = {
+            name: {"type": "object", "additionalProperties": False,
+                   "description": f"options of policy '{name}' (bfio.policies.options)",
+                   "properties": schema_properties(policy_class(name))}
+            for name in registered() if name != "bfio" and policy_class(name).options}
+    for name, study in studies().items():  # a plugin study's section, from its declaration
+        if study.schema is not None:
+            props[name] = copy.deepcopy(study.schema)
     pred = props.get("predictor_study", {}).get("properties", {}).get("predictors", {}).get("items")
     if pred is not None:
         pred["enum"] = list(PREDICTORS)
@@ -187,13 +191,23 @@ def _build_policy(key: str, policy: str, options: dict, dispatch: str | None = N
                           f"(it supports: {', '.join(pol.dispatch_modes)})")
 
 
+def policy_defaults(config: dict) -> dict[str, dict]:
+    """Policy name -> the options the config sets for every row of that policy:
+    ``policy_options.<name>`` and, for BF-IO, ``bfio`` (what :func:`bfio.run.resolve_row`
+    starts a row's options from)."""
+    return {**{k: dict(v) for k, v in (config.get("policy_options") or {}).items()},
+            "bfio": dict(config.get("bfio") or {})}
+
+
 def _check_policies(config: dict) -> None:
-    """The BF-IO options, every study variant and every study row build a policy."""
+    """The policy options sections, every study variant and every study row build a policy."""
     from bfio.run import resolve_row
 
     bfio = config.get("bfio") or {}
     _build_policy("bfio", "bfio", dict(bfio))
-    for study in ("online", "predictor_study", "starvation"):
+    for name, options in (config.get("policy_options") or {}).items():
+        _build_policy(f"policy_options.{name}", name, dict(options))
+    for study in studies():
         section = config.get(study) or {}
         variants = section.get("variants") or {}
         for label in variants:
@@ -286,36 +300,13 @@ def named_run(config: dict, user_config: dict | None, cwd=None) -> str | None:
 
 
 def trace_specs(config: dict) -> dict[str, TraceSpec]:
-    """Every trace name the config may use: :data:`~bfio.trace_registry.KNOWN_TRACES`
+    """Every trace name the config may use: :data:`~bfio.traces.registry.KNOWN_TRACES`
     plus the ``extra_traces`` entries (``relpath`` is the configured path)."""
     out = dict(KNOWN_TRACES)
     for name, e in (config.get("extra_traces") or {}).items():
         out[name] = TraceSpec(name, str(e["path"]), e.get("sha256"), e["prefill_col"], e["decode_col"],
                               e.get("arrival_col"), description=e.get("description") or f"extra trace {e['path']}")
     return out
-
-
-def trace_references(config: dict):
-    """``(dotted config key, trace name)`` of every place a trace is named."""
-    for i, t in enumerate(config.get("traces", [])):
-        yield f"traces.{i}", t
-    for name, exp in config.get("experiments", {}).items():
-        yield f"experiments.{name}.trace", exp["trace"]
-    for i, t in enumerate(config.get("figures", {}).get("distributions", [])):
-        yield f"figures.distributions.{i}", t
-    for i, t in enumerate(config.get("generality", {}).get("traces", [])):
-        yield f"generality.traces.{i}", t
-    for study in ("online", "predictor_study", "starvation"):
-        for group, settings in (config.get(study) or {}).items():
-            items = settings.items() if isinstance(settings, dict) else enumerate(settings) \
-                if isinstance(settings, list) else ()
-            for key, s in items:
-                if isinstance(s, dict) and "trace" in s:
-                    yield f"{study}.{group}.{key}.trace", s["trace"]
-    obj = config.get("objective_study") or {}
-    for part in ("choose", "confirm"):
-        for i, t in enumerate((obj.get(part) or {}).get("traces") or []):
-            yield f"objective_study.{part}.traces.{i}", t
 
 
 def _check_traces(config: dict) -> None:

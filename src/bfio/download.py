@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 
 from bfio.errors import ChecksumError, DownloadError
-from bfio.trace_registry import TraceSpec, sha256_of
+from bfio.traces.registry import TraceSpec, sha256_of
 
 #: Environment variable naming a mirror of the data directory (overrides every
 #: trace's pinned host; the config key ``download_url_base`` takes precedence).

@@ -4,11 +4,11 @@ run simulated with its outputs written.
 
 A run is identified by ``(trace, requests, workers, slots, row, seed)`` where
 ``row`` is the paper's row key (``fcfs``, ``jsq_tokens``, ``bfio_h40``, see
-:func:`bfio.paper.row_key`). Its outputs live under
+:func:`bfio.run_keys.row_key`). Its outputs live under
 ``results/runs/<RunSpec.path>/``; experiments that contain the same run (Table 1
 and the H sweep share G=256, N=80,000 LongBench runs) share its job. The
 Snakemake workflow (``Snakefile``, ``workflow/rules``) is a thin layer over
-this module, :mod:`bfio.config` (validation), :mod:`bfio.trace_sources` (where
+this module, :mod:`bfio.config` (validation), :mod:`bfio.traces.sources` (where
 traces come from) and :mod:`bfio.results_io` (outputs on disk).
 """
 
@@ -24,10 +24,10 @@ import pandas as pd
 from bfio.download import fetch as download_trace  # noqa: F401  (re-export: fetching lives in bfio.download)
 from bfio.errors import ChecksumError, TraceError
 from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rerun triggers)
-from bfio.paper import parse_bfio_row, row_key
+from bfio.run_keys import parse_bfio_row, row_key
 from bfio.results_io import atomic_path, write_json
 from bfio.run import RunSpec, baselines
-from bfio.trace_registry import KNOWN_TRACES, TraceSpec, sha256_of, verify_sha256
+from bfio.traces.registry import KNOWN_TRACES, TraceSpec, sha256_of, verify_sha256
 from bfio.traces import load_trace
 
 
@@ -107,7 +107,7 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
 
 #: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
 SIMULATION_SOURCES = ("constants.py", "kernels.py", "metrics.py", "power.py", "simulator.py", "workload.py",
-                      "predictors.py", "policies", "solvers", "run.py")
+                      "predictors.py", "policies", "solvers", "run.py", "run_keys.py")
 
 
 # --------------------------------------------------------------------------- trace tables
@@ -176,13 +176,15 @@ def read_trace_table(path) -> pd.DataFrame:
 # --------------------------------------------------------------------------- running
 
 def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=None,
-            bfio_options: dict | None = None) -> dict:
+            bfio_options: dict | None = None, defaults: dict | None = None) -> dict:
     """Draw the workload of ``spec``, simulate it and write its summary (JSON),
     per-step series (parquet) and, if ``loads_path`` is given, the ``(steps, G)``
-    gating-load matrix (``.npy``). Returns the summary."""
+    gating-load matrix (``.npy``). Options: the config's per-policy ``defaults``
+    (:func:`bfio.config.policy_defaults`; ``bfio_options``: BF-IO's alone).
+    Returns the summary."""
     from bfio.run import simulate_run
 
-    spec = spec.with_bfio_defaults(bfio_options)
+    spec = spec.with_bfio_defaults(bfio_options, defaults)
     frame = read_trace_table(trace_table)
     t0 = time.perf_counter()
     result = simulate_run(spec, frame, record_loads=loads_path is not None)

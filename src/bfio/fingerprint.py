@@ -75,11 +75,15 @@ def _imports(path: Path, root: Path) -> set[Path]:
     return files
 
 
-def module_closure(sources, root: Path | None = None) -> list[Path]:
+def module_closure(sources, root: Path | None = None, exclude=()) -> list[Path]:
     """Every ``bfio`` file that the entry ``sources`` (files or directories,
     relative to the package, e.g. ``"figures/horizon_sweep.py"``, ``"solvers"``)
-    import, transitively, themselves included; sorted."""
+    import, transitively, themselves included; sorted. Files under ``exclude``
+    (files or directories, relative to the package) are neither included nor
+    followed: a study module imports its table and figure code inside the
+    functions that need them, which its simulations do not run."""
     root = Path(root) if root is not None else ROOT
+    skip = [root / e for e in exclude]
     todo: list[Path] = []
     for src in sources:
         path = root / src
@@ -92,7 +96,7 @@ def module_closure(sources, root: Path | None = None) -> list[Path]:
     seen: set[Path] = set()
     while todo:
         f = todo.pop()
-        if f in seen:
+        if f in seen or any(f == e or e in f.parents for e in skip):
             continue
         seen.add(f)
         todo += [g for g in _imports(f, root) if g not in seen]
@@ -100,18 +104,19 @@ def module_closure(sources, root: Path | None = None) -> list[Path]:
 
 
 @lru_cache(maxsize=None)
-def _fingerprint(sources: tuple, root: Path) -> str:
+def _fingerprint(sources: tuple, root: Path, exclude: tuple = ()) -> str:
     h = hashlib.sha256()
-    for f in module_closure(sources, root):
+    for f in module_closure(sources, root, exclude):
         h.update(str(f.relative_to(root)).encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 
-def code_fingerprint(sources, root: Path | None = None) -> str:
-    """sha256 (first 16 hex digits) of :func:`module_closure` of ``sources``:
-    changes exactly when one of the files a job's code imports changes."""
-    return _fingerprint(tuple(sources), Path(root) if root is not None else ROOT)
+def code_fingerprint(sources, root: Path | None = None, exclude=()) -> str:
+    """sha256 (first 16 hex digits) of :func:`module_closure` of ``sources``
+    (without ``exclude``): changes exactly when one of the files a job's code
+    imports changes."""
+    return _fingerprint(tuple(sources), Path(root) if root is not None else ROOT, tuple(exclude))
 
 
 __all__ = ["code_fingerprint", "module_closure"]

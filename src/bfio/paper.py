@@ -9,9 +9,6 @@ comparison can round ours to the same number of significant digits.
 
 from __future__ import annotations
 
-import re
-
-
 # Scales of the printed units (paper Table 1 and Table 2 headers).
 TABLE1_UNITS = {"avg_imbalance": (1e8, "x1e8 tokens"), "throughput": (1e3, "1e3 tok/s"),
                 "tpot": (1.0, "s/tok"), "energy_j": (1e6, "MJ")}
@@ -80,69 +77,6 @@ def at_least_as_good(value: float, printed: str, scale: float, metric: str) -> b
     return value > ref if HIGHER_IS_BETTER[metric] else value < ref
 
 
-# Row keys of BF-IO: bfio_h<H> (the default objective) and bfio_h<H>_literal (Eq. (IO) as
-# printed, objective 'paper-literal'). Produced by row_key, parsed by parse_bfio_row only.
-LITERAL_SUFFIX = "_literal"
-#: Regular expression of a BF-IO row key (also the policy registry's, :data:`bfio.policies.KEYED_ROWS`).
-BFIO_ROW_PATTERN = "bfio_h([0-9]+)(" + LITERAL_SUFFIX + ")?"
-_BFIO_ROW = re.compile(f"^{BFIO_ROW_PATTERN}$")
-_ADMISSION_ROW = re.compile(r"^bfio_h(\d+)_(free|fifo|aging)(\d*)$")
-
-
-def row_key(policy: str, horizon: int | None = None, objective: str = "default", admission: str | None = None) -> str:
-    """``('bfio', 40)`` -> ``'bfio_h40'``; ``('bfio', 40, 'paper-literal')`` -> ``'bfio_h40_literal'``;
-    ``('bfio', 40, admission='aging:200')`` -> ``'bfio_h40_aging200'`` (the starvation study's rows,
-    :func:`parse_admission_row`)."""
-    if policy != "bfio":
-        return policy
-    key = f"bfio_h{int(horizon)}" + (LITERAL_SUFFIX if objective == "paper-literal" else "")
-    return key if admission is None else f"{key}_{admission_label(admission)}"
-
-
-def admission_label(admission: str) -> str:
-    """Path- and label-safe form of a BF-IO admission rule: ``'aging:200'`` -> ``'aging200'``
-    (raises :class:`~bfio.errors.ConfigError` for an unknown rule)."""
-    from bfio.solvers.instance import parse_admission
-
-    parse_admission(admission)
-    return admission.replace(":", "")
-
-
-def parse_admission_row(row: str) -> tuple[int, str] | None:
-    """``'bfio_h40_aging200'`` -> ``(40, 'aging:200')``, ``'bfio_h0_free'`` -> ``(0, 'free')``,
-    anything else -> ``None`` (the inverse of :func:`row_key` with ``admission``)."""
-    m = _ADMISSION_ROW.match(str(row))
-    if not m:
-        return None
-    return int(m.group(1)), m.group(2) + (f":{m.group(3)}" if m.group(3) else "")
-
-
-def parse_bfio_row(row: str) -> tuple[int, str] | None:
-    """``'bfio_h40'`` -> ``(40, 'default')``, ``'bfio_h40_literal'`` -> ``(40, 'paper-literal')``,
-    anything else -> ``None``."""
-    m = _BFIO_ROW.match(str(row))
-    if not m:
-        return None
-    return int(m.group(1)), ("paper-literal" if m.group(2) else "default")
-
-
-def paper_row(row: str) -> str:
-    """The printed row a run row is compared with (``bfio_h40_literal`` -> ``bfio_h40``)."""
-    p = parse_bfio_row(row)
-    return row_key("bfio", p[0]) if p else row
-
-
-def bfio_row_options(row: str) -> dict:
-    """Policy options a BF-IO row key fixes: its horizon and, for ``_literal``, the
-    paper-literal objective (``delta = 1``, persisting new requests)."""
-    from bfio.solvers.objective import OBJECTIVES
-
-    H, objective = parse_bfio_row(row)
-    if objective == "paper-literal":
-        return {"horizon": H, "objective": objective, **OBJECTIVES[objective]}
-    return {"horizon": H}
-
-
 def compare_to_printed(value: float, printed: str, scale: float, metric: str) -> str:
     """``'equal'`` (``value`` rounds to the printed digits), else ``'better'`` or
     ``'worse'`` than the printed value in the metric's direction."""
@@ -152,6 +86,23 @@ def compare_to_printed(value: float, printed: str, scale: float, metric: str) ->
     return "better" if (value > ref if HIGHER_IS_BETTER[metric] else value < ref) else "worse"
 
 
-__all__ = ["TABLE1", "TABLE2", "TABLE_SETTINGS", "HIGHER_IS_BETTER", "printed_digits", "round_like",
-           "compare_to_printed", "matches_printed", "at_least_as_good", "row_key", "parse_bfio_row", "admission_label", "parse_admission_row", "paper_row",
-           "bfio_row_options", "LITERAL_SUFFIX", "BFIO_ROW_PATTERN"]
+#: Row-key names this module used to hold, now in :mod:`bfio.run_keys` (the one
+#: module that writes and reads run keys); importing them from here still works
+#: and warns (DeprecationWarning).
+MOVED_TO_RUN_KEYS = ("row_key", "parse_bfio_row", "admission_label", "parse_admission_row", "paper_row",
+                     "bfio_row_options", "LITERAL_SUFFIX", "BFIO_ROW_PATTERN")
+
+
+def __getattr__(name: str):
+    if name in MOVED_TO_RUN_KEYS:
+        import warnings
+
+        from bfio import run_keys
+
+        warnings.warn(f"bfio.paper.{name} moved to bfio.run_keys.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(run_keys, name)
+    raise AttributeError(f"module 'bfio.paper' has no attribute '{name}'")
+
+
+__all__ = ["TABLE1", "TABLE2", "TABLE_SETTINGS", "HIGHER_IS_BETTER", "PAPER_BFIO_OPTIONS", "printed_digits",
+           "round_like", "compare_to_printed", "matches_printed", "at_least_as_good"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.paper import parse_bfio_row
 from bfio.solvers.objective import OBJECTIVES
 from bfio.studies.aggregate import paired_effect
 from bfio.tables import row_label
@@ -54,13 +53,15 @@ def plateau_verdict(imbalance_ci: tuple[float, float], throughput_ci: tuple[floa
 
 
 def bfio_rows(runs: pd.DataFrame, objective: str) -> pd.DataFrame:
-    """The runs of ``objective``'s BF-IO rows, with a ``horizon`` column from the row key."""
+    """The runs of ``objective``'s BF-IO rows (``H = 0`` rows count for every
+    objective: both coincide there), read from the ``horizon`` and ``objective``
+    columns every run stores (:func:`bfio.experiments.run_one`)."""
     if objective not in OBJECTIVES:
         raise ConfigError(f"objective: expected {' | '.join(OBJECTIVES)}, got {objective!r}")
-    parsed = runs["row"].map(parse_bfio_row)
-    keep = parsed.map(lambda p: p is not None and (p[1] == objective or p[0] == 0))
+    horizon = pd.to_numeric(runs["horizon"])
+    keep = horizon.notna() & runs["objective"].notna() & ((runs["objective"] == objective) | (horizon == 0))
     out = runs[keep].copy()
-    out["horizon"] = parsed[keep].map(lambda p: p[0]).astype(int)
+    out["horizon"] = horizon[keep].astype(int)
     return out
 
 
@@ -75,7 +76,7 @@ def plateau(runs: pd.DataFrame, ref_seed: int, source: str = "runs") -> pd.DataF
     ``<m>_pct_mean``, ``<m>_pct_ci_lo``, ``<m>_pct_ci_hi``, then ``n_seeds``,
     ``met_ref``, ``met_mean`` and ``ci_verdict`` (:func:`plateau_verdict`). ``source`` names the input in errors.
     """
-    missing = [c for c in ("row", "workers", "seed", *CRITERION) if c not in runs.columns]
+    missing = [c for c in ("row", "workers", "seed", "horizon", "objective", *CRITERION) if c not in runs.columns]
     if missing:
         raise ConfigError(f"{source}: missing columns {missing} (need the H-sweep's run table)")
     out = []

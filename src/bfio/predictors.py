@@ -18,7 +18,7 @@ requests completed so far in the run (``RoutingState.completed``) and predict,
 for an active request that has generated ``tau`` tokens, the probability
 ``q(h) = P(o > tau + h | o > tau)`` that it is still active ``h`` steps ahead;
 its predicted load at offset ``h`` is the expectation ``(s + tau + h) q(h)``
-(:func:`bfio.solvers.profiles.expected_loads`, float base loads):
+(:func:`bfio.profiles.expected_loads`, float base loads):
 
 - ``empirical``: the empirical survival ``S(t) = P(o > t)`` of the completed
   decode lengths, ``q(h) = S(tau + h) / S(tau)``;
@@ -120,7 +120,7 @@ class SurvivalPredictor(Predictor):
 
     Subclasses implement :meth:`_consume` (new completed decode lengths) and
     :meth:`survival` (the current ``S`` as a table plus geometric tail, the
-    arguments of :func:`bfio.solvers.profiles.expected_loads`).
+    arguments of :func:`bfio.profiles.expected_loads`).
     """
 
     probabilistic = True
@@ -169,7 +169,7 @@ class SurvivalPredictor(Predictor):
     def active_probability(self, tau, horizon: int) -> np.ndarray:
         """``(len(tau), H + 1)`` array of ``q(h) = P(o > tau + h | o > tau)``
         (``q = 1`` where ``S(tau) = 0``); the probabilities
-        :func:`~bfio.solvers.profiles.expected_loads` weights loads with."""
+        :func:`~bfio.profiles.expected_loads` weights loads with."""
         tau = np.atleast_1d(np.asarray(tau, dtype=np.int64))
         h = np.arange(horizon + 1, dtype=np.int64)
         surv, rho = self.survival()
@@ -187,7 +187,7 @@ class SurvivalPredictor(Predictor):
     def expected_loads(self, state, horizon: int) -> np.ndarray:
         """Observe the new completions of ``state`` and return the ``(G, H + 1)``
         expected loads ``E[Lhat_g(h)]`` of the active requests (float)."""
-        from bfio.solvers.profiles import expected_loads
+        from bfio.profiles import expected_loads
 
         self.observe_state(state)
         surv, rho = self.survival()

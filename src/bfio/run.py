@@ -6,7 +6,7 @@ simulation through this module only.
 A run is ``(trace, requests, workers, slots, row, seed)`` plus how requests
 arrive (:class:`ArrivalSpec`) and are dispatched (``central``/``instant``).
 ``row`` is the paper's row key (``fcfs``, ``jsq_tokens``, ``bfio_h40``,
-``bfio_h40_literal``, see :func:`bfio.paper.row_key`) or the label of a study
+``bfio_h40_literal``, see :func:`bfio.run_keys.row_key`) or the label of a study
 *variant* (``{label: {policy: name, **options}}`` in the config, e.g.
 ``bfio_h40_noisy50: {policy: bfio, horizon: 40, predictor: noisy, ...}``);
 :func:`resolve_row` turns it into a registered policy and its options.
@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.paper import bfio_row_options, parse_bfio_row
+from bfio.run_keys import bfio_row_options, parse_bfio_row
 from bfio.policies.base import DISPATCH_MODES
 from bfio.workload import ARRIVAL_MODES, entry_mode
 
@@ -65,26 +65,39 @@ def parse_row(row: str) -> tuple[str, int | None]:
     raise ConfigError(f"row: '{row}' is neither a baseline ({', '.join(names)}) nor bfio_h<H>[_literal]")
 
 
-def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | None = None) -> tuple[str, dict]:
+def row_defaults(defaults: dict | None = None, bfio_defaults: dict | None = None) -> dict[str, dict]:
+    """Policy name -> options every row of that policy starts from: ``defaults``
+    (the config's, :func:`bfio.config.policy_defaults`) with ``bfio_defaults``
+    (BF-IO's alone, the older form) over its ``bfio`` entry."""
+    out = {k: dict(v) for k, v in (defaults or {}).items()}
+    if bfio_defaults:
+        out["bfio"] = {**out.get("bfio", {}), **bfio_defaults}
+    return out
+
+
+def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | None = None,
+                defaults: dict | None = None) -> tuple[str, dict]:
     """``row`` -> ``(policy name, policy options)``.
 
-    ``bfio_h<H>`` is BF-IO with ``bfio_defaults`` and horizon ``H`` (``bfio_h<H>_literal``:
-    with the paper-literal objective, :func:`bfio.paper.bfio_row_options`); a label in
-    ``variants`` gives its ``policy`` and options (BF-IO variants also start from
-    ``bfio_defaults``); any other label is a registry policy name without options.
+    ``bfio_h<H>`` is BF-IO with its defaults and horizon ``H`` (``bfio_h<H>_literal``:
+    with the paper-literal objective, :func:`bfio.run_keys.bfio_row_options`); a label in
+    ``variants`` gives its ``policy`` and options over that policy's defaults; any
+    other label is a registry policy name with its defaults. The defaults of a
+    policy are ``defaults[policy]`` (and, for BF-IO, ``bfio_defaults``,
+    :func:`row_defaults`); a policy's own declared defaults fill in the rest
+    when it is built.
     """
+    start = row_defaults(defaults, bfio_defaults)
     variants = variants or {}
     if row in variants:
         opts = dict(variants[row])
         if "policy" not in opts:
             raise ConfigError(f"variants.{row}: needs a 'policy' key (a registry policy name)")
         policy = opts.pop("policy")
-        if policy == "bfio":
-            opts = {**(bfio_defaults or {}), **opts}
-        return policy, opts
+        return policy, {**start.get(policy, {}), **opts}
     if parse_bfio_row(row):
-        return "bfio", {**(bfio_defaults or {}), **bfio_row_options(row)}
-    return row, {}
+        return "bfio", {**start.get("bfio", {}), **bfio_row_options(row)}
+    return row, start.get(row, {})
 
 
 @dataclass(frozen=True, order=True)
@@ -156,24 +169,35 @@ class RunSpec:
 
     @classmethod
     def make(cls, trace, requests, workers, slots, row, seed, arrival=None, dispatch="central",
-             variants=None, bfio_defaults=None) -> "RunSpec":
+             variants=None, bfio_defaults=None, defaults=None) -> "RunSpec":
         """A run whose ``row`` (a row key or a ``variants`` label) is resolved now (:func:`resolve_row`)."""
-        policy, opts = resolve_row(row, variants, bfio_defaults)
+        policy, opts = resolve_row(row, variants, bfio_defaults, defaults)
         arrival = ArrivalSpec.from_config(arrival or "backlog")
         return cls(trace, None if requests is None else int(requests), int(workers), int(slots), row, int(seed),
                    arrival, dispatch, policy, tuple(sorted(opts.items())))
 
-    def with_bfio_defaults(self, bfio_defaults: dict | None) -> "RunSpec":
-        """This run with its row's options resolved over the config's ``bfio``
-        section (a BF-IO row key: ``bfio_defaults`` then the row's horizon and
-        objective; other rows unchanged)."""
-        if self.policy != "bfio" or self.options:
+    def with_bfio_defaults(self, bfio_defaults: dict | None, defaults: dict | None = None) -> "RunSpec":
+        """This run with its row's options resolved (:func:`resolve_row`) over the
+        config's defaults, when it has none yet (a spec read from a path): a BF-IO
+        row key takes ``bfio_defaults`` then its horizon and objective, any other
+        row ``defaults[policy]``."""
+        if self.options:
             return self
-        return replace(self, options=tuple(sorted(resolve_row(self.row, None, bfio_defaults)[1].items())))
+        return replace(self, options=tuple(sorted(resolve_row(self.row, None, bfio_defaults, defaults)[1].items())))
 
     @property
     def policy_options(self) -> dict:
         return dict(self.options)
+
+    @property
+    def resolved_options(self) -> dict:
+        """Every option of the run's policy: its own, the rest at the policy's
+        declared defaults (:func:`bfio.policies.options.resolve`); what a study
+        reports as a run's option columns."""
+        from bfio.policies import policy_class
+        from bfio.policies.options import resolve
+
+        return resolve(policy_class(self.policy), self.policy_options)
 
     @property
     def horizon(self) -> int | None:
@@ -281,4 +305,4 @@ def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None) -
 
 
 __all__ = ["ARRIVAL_MODES", "DISPATCH_MODES", "RUN_RE", "RUN_WILDCARD", "CELL_WILDCARD", "ArrivalSpec", "RunSpec", "baselines",
-           "parse_row", "resolve_row", "build_workload", "simulate_run", "run_study", "run_batch"]
+           "parse_row", "resolve_row", "row_defaults", "build_workload", "simulate_run", "run_study", "run_batch"]

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bfio.paper import (TABLE_SETTINGS, at_least_as_good, compare_to_printed, matches_printed, paper_row,
-                        parse_bfio_row, round_like)
+from bfio.paper import TABLE_SETTINGS, at_least_as_good, compare_to_printed, matches_printed, round_like
+from bfio.run_keys import paper_row, parse_bfio_row
 from bfio.errors import BfioError
 from bfio.student_t import t_quantile
 
@@ -148,15 +148,12 @@ def effective_window_note(frame: pd.DataFrame) -> str:
 
 
 def row_label(row: str) -> str:
-    """Paper-style label: ``FCFS``, ``JSQ``, ``BF-IO (H=40)``: the policy's
-    ``label`` in the policy registry (:func:`bfio.policies.policy_label`)."""
+    """Paper-style label: ``FCFS``, ``JSQ``, ``BF-IO (H=40)`` (:func:`bfio.run_keys.row_label`
+    with the policy registry's labels, :func:`bfio.policies.policy_label`)."""
     from bfio.policies import KEYED_ROWS, policy_label
+    from bfio.run_keys import row_label as key_label
 
-    p = parse_bfio_row(row)
-    if p:
-        name = policy_label("bfio")
-        return f"{name} (H={p[0]})" if p[1] == "default" else f"{name} (H={p[0]}, {p[1]})"
-    return row if row in KEYED_ROWS else policy_label(row)
+    return row if row in KEYED_ROWS else key_label(row, policy_label)
 
 
 #: The check of a paper-literal row: shown beside the default, no expectation (the printed IO

@@ -1,7 +1,7 @@
 # Shared helpers: config validation (with defaults), run lists expanded from
-# the config, input functions. All logic lives in the bfio package (experiments, config, trace_sources).
+# the config, input functions. All logic lives in the bfio package (experiments, config, traces.sources).
 from bfio.run import CELL_WILDCARD, RunSpec
-from bfio.config import trace_specs, validate_config
+from bfio.config import policy_defaults, trace_specs, validate_config
 from bfio.experiments import (
     all_runs,
     experiment_rows,
@@ -14,7 +14,7 @@ from bfio.experiments import (
     trajectory_runs,
 )
 from bfio.fingerprint import code_fingerprint
-from bfio.trace_sources import (
+from bfio.traces.sources import (
     download_mode,
     known_trace_path,
     missing_trace_message,
@@ -22,7 +22,7 @@ from bfio.trace_sources import (
     skip_unavailable_traces,
     unavailable_traces,
 )
-from bfio.trace_registry import KNOWN_TRACES
+from bfio.traces.registry import KNOWN_TRACES
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
@@ -35,6 +35,8 @@ _SKIPPED = skip_unavailable_traces(config)
 if _SKIPPED:
     logger.warning(_SKIPPED)
 MISSING_TRACES = unavailable_traces(config)
+# Policy name -> options every row of it starts from (config keys bfio, policy_options).
+POLICY_DEFAULTS = policy_defaults(config)
 
 EXPERIMENTS = list(config["experiments"])
 PAPER_TABLES = {
@@ -60,7 +62,7 @@ FIG_FORMATS = ["pdf", "png"]
 # Fingerprints of the package code behind each kind of job (params => rerun
 # when that code changes; figure code never touches simulations).
 SIM_CODE = code_fingerprint(SIMULATION_SOURCES)
-TABLE_CODE = code_fingerprint(["tables.py", "paper.py"])
+TABLE_CODE = code_fingerprint(["tables.py", "paper.py", "run_keys.py"])
 
 
 def figure_code(module):
@@ -83,7 +85,7 @@ wildcard_constraints:
 def trace_source(wildcards):
     """The trace file: an extra trace's configured path; a known trace from
     data_dir, or from download_dir (rule download_trace fetches it there),
-    following the config key download (bfio.trace_sources.known_trace_path)."""
+    following the config key download (bfio.traces.sources.known_trace_path)."""
     if wildcards.trace in EXTRA_TRACES:
         path = Path(config["extra_traces"][wildcards.trace]["path"])
         if not path.exists():

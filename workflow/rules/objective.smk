@@ -27,7 +27,7 @@ rule objective_choose:
         choose=OBJ_CHOOSE,
         slots=config["slots"],
         bfio=config["bfio"],
-        code=study_sim_code("objective_study"),
+        code=study_sim_code(STUDIES["objective_study"]),
     wildcard_constraints:
         trace="|".join(OBJ_CHOOSE["traces"]) or "NO_TRACE",
     log:
@@ -46,7 +46,7 @@ rule objective_recommend:
         recommendation="results/studies/objective/recommendation.json",
     params:
         max_throughput_cost_pct=OBJ_CHOOSE["max_throughput_cost_pct"],
-        code=study_sim_code("objective_study"),
+        code=study_sim_code(STUDIES["objective_study"]),
     log:
         "logs/studies/objective/recommend.log",
     conda:
@@ -66,7 +66,7 @@ rule objective_confirm:
         seeds=config["seeds"],
         slots=config["slots"],
         bfio=config["bfio"],
-        code=study_sim_code("objective_study"),
+        code=study_sim_code(STUDIES["objective_study"]),
     wildcard_constraints:
         trace="|".join(OBJ_CONFIRM["traces"]) or "NO_TRACE",
         workers=r"\d+",

@@ -22,7 +22,7 @@ rule online_simulate:
         seeds=config["seeds"],
         slots=config["slots"],
         bfio=config["bfio"],
-        code=study_sim_code("online"),
+        code=study_sim_code(STUDIES["online"]),
     wildcard_constraints:
         setting="|".join(ONLINE_SETTINGS) or "NO_SETTING",
     log:

@@ -12,7 +12,7 @@ rule simulate:
         summary=cell_outputs("summary.json"),
         series=cell_outputs("series.parquet"),
     params:
-        bfio=config["bfio"],
+        defaults=POLICY_DEFAULTS,
         code=SIM_CODE,
         seeds=SEEDS,
         recorded_seed=None,
@@ -32,7 +32,7 @@ use rule simulate as simulate_recorded with:
         series=cell_outputs("series.parquet"),
         loads=cell_outputs("loads.npy", [RECORDED_SEED]),
     params:
-        bfio=config["bfio"],
+        defaults=POLICY_DEFAULTS,
         code=SIM_CODE,
         seeds=SEEDS,
         recorded_seed=RECORDED_SEED,
@@ -54,7 +54,7 @@ if EXTRA_SEEDS:
             summary=cell_outputs("summary.json", EXTRA_SEEDS),
             series=cell_outputs("series.parquet", EXTRA_SEEDS),
         params:
-            bfio=config["bfio"],
+            defaults=POLICY_DEFAULTS,
             code=SIM_CODE,
             seeds=EXTRA_SEEDS,
             recorded_seed=None,

@@ -3,7 +3,7 @@ its sha256 before it appears at the output path (rule download_trace)."""
 from bfio.download import base_url, fetch, trace_url
 from bfio.errors import DownloadError
 from bfio.progress import script_log
-from bfio.trace_registry import KNOWN_TRACES
+from bfio.traces.registry import KNOWN_TRACES
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821

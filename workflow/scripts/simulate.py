@@ -10,6 +10,6 @@ with script_log(snakemake.log[0]) as log:  # noqa: F821
         spec = RunSpec.from_path(f"{sm.wildcards.cell}/seed{seed}")
         summary = run_one(spec, sm.input.trace, summary_path, series_path,
                           loads_path=loads[0] if loads and seed == sm.params.recorded_seed else None,
-                          bfio_options=dict(sm.params.bfio))
+                          defaults=dict(sm.params.defaults))
         log.info("%s: avg_imbalance %.6g, throughput %.6g, tpot %.6g, energy_j %.6g", spec.path,
                  summary["avg_imbalance"], summary["throughput"], summary["tpot"], summary["energy_j"])

@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import sys
 
-from bfio.cli.arguments import nonneg_int, policy_name, positive_float, positive_int, request_count, seed_int
+from bfio.cli.arguments import policy_name, positive_float, positive_int, request_count, seed_int
 from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
 from bfio.errors import ConfigError
 from bfio.policies.base import DISPATCH_MODES
 from bfio.workload import ARRIVAL_MODES
-
-BFIO_OPTIONS = ("horizon", "predictor", "solver", "admission", "on_solver_error",
-                "noise_low", "noise_high", "time_limit_s", "objective", "discount", "new_requests",
-                "shard_workers", "placement")
-
 
 def add_parser(subparsers) -> None:
     """The ``simulate`` subcommand and its options."""
@@ -69,83 +64,71 @@ def add_parser(subparsers) -> None:
                         "with --arrival-rate, else --arrival-mode trace")
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
-    s.add_argument("--report-interval", type=nonneg_int, metavar="K",
-                   help="with --dispatch instant: the router sees the workers' load as reported every K steps, plus "
-                        "its own dispatches since the last report (vLLM/SGLang routers route on such periodic "
-                        "reports); 0 = the exact state (default)")
-    g = s.add_argument_group("BF-IO options (with --policy bfio)")
-    g.add_argument("--horizon", type=nonneg_int, help="lookahead window H (default 0)")
-    g.add_argument("--predictor", help="oracle | noisy | none | empirical | geometric (default oracle); "
-                   "empirical and geometric learn from completed requests, no oracle (fast solver only)")
-    g.add_argument("--noise-low", type=float, help="noisy predictor: d_lo in o_est = o * U[1-d_lo, 1+d_hi]")
-    g.add_argument("--noise-high", type=float, help="noisy predictor: d_hi")
-    from bfio.solvers import SOLVERS
-
-    g.add_argument("--solver", help=" | ".join(SOLVERS) + " (default fast)")
-    g.add_argument("--admission", help="aging:N | free | fifo (default aging:200: a request waiting 200 steps "
-                   "is admitted first; free = Eq. (IO) as in the paper's tables)")
-    g.add_argument("--on-solver-error", help="fail | fallback: what to do when an exact solver errors")
-    g.add_argument("--time-limit-s", type=float, help="time limit per exact solve in seconds")
-    from bfio.solvers.objective import NEW_REQUEST_MODELS, OBJECTIVES
-    from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
-
-    g.add_argument("--objective", choices=list(OBJECTIVES),
-                   help="default (discount %g, new requests finish at their predicted length: the objective "
-                   "study's choice) | paper-literal (Eq. (IO) as printed: no discount, new requests persist)"
-                   % OBJECTIVES["default"]["discount"])
-    g.add_argument("--discount", type=float, help="offset discount delta in (0, 1]: J weighs offset h by delta^h "
-                   "(default: the objective's)")
-    g.add_argument("--new-requests", choices=list(NEW_REQUEST_MODELS),
-                   help="predicted: a new request adds s_j + h while h < its predicted decode length; persist: "
-                   "at every offset (default: the objective's; persist for predictors without o_hat)")
-    from bfio.solvers import DEFAULT_PLACEMENT, PLACEMENTS
-
-    g.add_argument("--placement", choices=list(PLACEMENTS),
-                   help="solver fast: greedy (fill plus local search) | heap (largest-that-fits on a heap of "
-                   "headrooms, O(U (log G + H_eff)) per call; docs/bfio.md 'Production scale') (default %s)"
-                   % DEFAULT_PLACEMENT)
-    g.add_argument("--shard-workers", type=nonneg_int,
-                   help="solver fast: split a routing call with more workers with free slots into shards of at "
-                   "most this many (default %d; 0: never)" % DEFAULT_SHARD_WORKERS)
+    add_policy_options(s)
 
 
-#: BF-IO options that apply only with another option's value: (option, other, values it applies with).
-BFIO_OPTION_SCOPE = (("noise_low", "predictor", ("noisy",)), ("noise_high", "predictor", ("noisy",)),
-                     ("shard_workers", "solver", ("fast",)), ("placement", "solver", ("fast",)),
-                     ("time_limit_s", "solver", ("highs", "gurobi")),
-                     ("on_solver_error", "solver", ("highs", "gurobi")))
+def _option_value(option):
+    """argparse type of a declared policy option: the text as the option's type,
+    checked by the declaration (:meth:`bfio.policies.options.Option.check`)."""
+    import argparse
+
+    def parse(text: str):
+        try:
+            value = option.type(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {option.describe_values()}, got '{text}'") from None
+        try:
+            return option.check(value)
+        except ConfigError as e:
+            raise argparse.ArgumentTypeError(str(e).split(": ", 1)[1]) from None
+
+    return parse
 
 
-def _bfio_default(option: str):
-    """BF-IO's own default of ``option`` (the policy's signature: never written twice)."""
-    import inspect
+def add_policy_options(s) -> None:
+    """One flag per declared policy option (:func:`bfio.policies.policy_options`),
+    grouped by the policies that take it; each flag's help, values and default
+    come from its declaration."""
+    from bfio.policies import policy_options
 
-    from bfio.policies.bfio import BFIO
-
-    return inspect.signature(BFIO).parameters[option].default
+    groups: dict[tuple, list] = {}
+    for option, policies in policy_options().values():
+        groups.setdefault(tuple(policies), []).append(option)
+    for policies, options in groups.items():
+        g = s.add_argument_group(f"options of --policy {' | '.join(policies)}")
+        for o in options:
+            allowed = o.allowed()
+            g.add_argument(o.flag, dest=o.name, type=_option_value(o), metavar=o.metavar,
+                           choices=list(allowed) if allowed is not None else None, help=o.help_text())
 
 
 def policy_options(args) -> dict:
-    opts = {k: getattr(args, k) for k in BFIO_OPTIONS if getattr(args, k) is not None}
-    if opts and args.policy != "bfio":
-        flags = ", ".join("--" + k.replace("_", "-") for k in opts)
-        raise ConfigError(f"{flags}: only valid with --policy bfio (got --policy {args.policy})")
-    for key, other, values in BFIO_OPTION_SCOPE:
-        chosen = opts.get(other, _bfio_default(other))
-        if key in opts and chosen not in values:
-            raise ConfigError(f"--{key.replace('_', '-')}: only valid with --{other} {' | '.join(values)} "
-                              f"(got --{other} {chosen}); it would be ignored")
-    if getattr(args, "report_interval", None) is not None:
-        if args.dispatch != "instant":
-            raise ConfigError(f"--report-interval: only valid with --dispatch instant (got --dispatch {args.dispatch}); "
-                              "a central pool has no per-worker load reports")
-        from bfio.policies import supporting
+    """The policy options given on the command line, refused (one message shape
+    for all) when the chosen policy does not take them, when they would be
+    ignored (:attr:`bfio.policies.options.Option.applies_with`) or, for
+    ``--report-interval``, without instant dispatch."""
+    from bfio.policies import policy_class, policy_options as declared
 
-        if args.policy not in supporting("instant"):
-            raise ConfigError(f"--report-interval: policy '{args.policy}' has no instant dispatch (policies: "
-                              f"{', '.join(supporting('instant'))})")
-        opts["report_interval"] = args.report_interval
-    return opts
+    cls = policy_class(args.policy)
+    taken = {o.name for o in cls.options}
+    given = {name: getattr(args, name) for name in declared() if getattr(args, name, None) is not None}
+    foreign = [name for name in given if name not in taken]
+    if foreign:
+        flags = ", ".join(declared()[n][0].flag for n in foreign)
+        takers = declared()[foreign[0]][1]
+        raise ConfigError(f"{flags}: only valid with --policy {' | '.join(takers)} (got --policy {args.policy})")
+    defaults = {o.name: o.default for o in cls.options}
+    for o in cls.options:
+        if o.name in given and o.applies_with is not None:
+            other, values = o.applies_with
+            chosen = given.get(other, defaults[other])
+            if chosen not in values:
+                raise ConfigError(f"{o.flag}: only valid with --{other.replace('_', '-')} {' | '.join(values)} "
+                                  f"(got --{other.replace('_', '-')} {chosen}); it would be ignored")
+    if "report_interval" in given and args.dispatch != "instant":
+        raise ConfigError(f"--report-interval: only valid with --dispatch instant (got --dispatch {args.dispatch}); "
+                          "a central pool has no per-worker load reports")
+    return given
 
 
 def arrival_mode(args) -> str:

@@ -1,6 +1,6 @@
 """``bfio traces``: the known traces and their status (present, downloaded,
 missing, checksum mismatch), and where ``bfio simulate --trace <name>`` reads a
-known trace from (:func:`bfio.trace_registry.locate_known_trace`, the
+known trace from (:func:`bfio.traces.registry.locate_known_trace`, the
 pipeline's rule too)."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def known_trace_dir(args):
     data directory if the file is there, else the download directory if the
     file is there (fetched into it with ``--download``); a missing trace is a
     one-line error saying how to get it. ``--data-dir`` as given otherwise."""
-    from bfio.trace_registry import default_data_dir, locate_known_trace, resolve_trace, sha256_of
+    from bfio.traces.registry import default_data_dir, locate_known_trace, resolve_trace, sha256_of
 
     path, spec = resolve_trace(args.trace, args.data_dir)
     if spec is None or path.exists():
@@ -67,7 +67,7 @@ def known_trace_dir(args):
 
 def cmd_traces(args) -> int:
     from bfio.download import fetch_trace
-    from bfio.trace_registry import KNOWN_TRACES, default_data_dir, locate_known_trace, sha256_of
+    from bfio.traces.registry import KNOWN_TRACES, default_data_dir, locate_known_trace, sha256_of
 
     ddir = download_dir(args)
     data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.style import figure, line_style
-from bfio.paper import parse_bfio_row
+from bfio.run_keys import parse_bfio_row
 
 PANELS = (("imb_ratio", "imbalance FCFS / BF-IO\n(log; >1: BF-IO better)", True),
           ("thr_gain_pct", "throughput gain (%)", False),

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.style import figure, line_style, scale_for
-from bfio.paper import parse_bfio_row
+from bfio.run_keys import parse_bfio_row
 
 #: Metric -> (axis label, SI unit).
 METRIC_AXES = {"avg_imbalance": ("Avg imbalance", "tokens"), "throughput": ("Throughput", "tokens/s"),
@@ -27,7 +27,7 @@ def _err(sub, m, factor):
 
 
 def _bfio_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    """BF-IO rows with their ``H`` and objective (:func:`bfio.paper.parse_bfio_row`).
+    """BF-IO rows with their ``H`` and objective (:func:`bfio.run_keys.parse_bfio_row`).
     ``H = 0`` is the same program under both objectives (a single offset, and
     every new request lives at least one step), so the default's ``H = 0`` row
     also starts the paper-literal curve when that curve has none of its own."""

@@ -4,8 +4,10 @@
 router registers itself as ``bfio``). The registry is the single source of policy
 names and labels (a class's ``name`` and ``label``): the CLI help, the config
 schema's enums and row pattern, the experiments' baselines and the table labels
-read it, so a new baseline is one new module in this package with a registered
-class (modules here are imported when the registry is first read). Baselines
+read it, so a new baseline is one new module with a registered class: in this
+package, or anywhere as a plugin (:mod:`bfio.plugins`; modules are imported
+when the registry is first read). Its options are declared once on the class
+(:mod:`bfio.policies.options`). Baselines
 pick from the pool oldest first (``../shared/spec/semantics.md``, "Baseline
 policies"). Production baselines
 with instant dispatch (``vllm_dp``, ``vllm_token_lb``, ``sglang_total_requests``,
@@ -20,14 +22,14 @@ from __future__ import annotations
 import re
 
 from bfio.errors import ConfigError
-from bfio.paper import BFIO_ROW_PATTERN
+from bfio.run_keys import BFIO_ROW_PATTERN
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, DispatchState, Policy, RoutingState
 
 _REGISTRY: dict[str, type[Policy]] = {}
 
 #: Policies whose rows carry options in their key, with the regular expression
 #: of those keys (BF-IO: ``bfio_h<H>[_literal]``, built by
-#: :func:`bfio.paper.row_key` and parsed by :func:`bfio.paper.parse_bfio_row`).
+#: :func:`bfio.run_keys.row_key` and parsed by :func:`bfio.run_keys.parse_bfio_row`).
 #: Every other registered policy is a *baseline*: its row key is its name.
 KEYED_ROWS = {"bfio": BFIO_ROW_PATTERN}
 
@@ -82,6 +84,23 @@ def row_pattern() -> str:
     return "^(" + "|".join(names) + ")$"
 
 
+def policy_class(name: str) -> type[Policy]:
+    """The class registered as ``name`` (its ``options`` declare what it takes)."""
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise ConfigError(f"policy: unknown policy '{name}' (available: {', '.join(sorted(_REGISTRY))})")
+    return _REGISTRY[name]
+
+
+def policy_options() -> dict:
+    """Option name -> ``(declaration, policies that take it)`` over every registered
+    policy (:func:`bfio.policies.options.declared_options`): what the CLI's flags
+    and the config's ``policy_options`` sections are made of."""
+    from bfio.policies.options import declared_options
+
+    return declared_options(policy_class(n) for n in registered())
+
+
 def make_policy(name: str, seed: int = 0, **options) -> Policy:
     """Instantiate the policy registered as ``name`` with its options."""
     _load_builtin()
@@ -110,10 +129,13 @@ def _load_builtin() -> None:
         others = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in BUILTIN_MODULES)
         for mod in (*BUILTIN_MODULES, *others):
             importlib.import_module(f"{__name__}.{mod}")
+        from bfio.plugins import load_plugins
+
+        load_plugins()  # policies outside the package ($BFIO_PLUGINS, entry points)
     except BaseException:
         _loaded = False
         raise
 
 
 __all__ = ["DispatchState", "Policy", "RoutingState", "register", "available", "registered", "baselines",
-           "supporting", "policy_label", "row_pattern", "make_policy", "KEYED_ROWS"]
+           "supporting", "policy_label", "row_pattern", "make_policy", "policy_class", "policy_options", "KEYED_ROWS"]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bfio.errors import ConfigError
+from bfio.policies.options import Option, identity, resolve
 from bfio.workload import Workload
 
 #: The two dispatch interfaces (``docs/online.md``): ``central`` (one shared
@@ -116,10 +117,13 @@ class Policy:
     #: class without its own ``label`` is shown by its ``name``
     label = ""
     dispatch_modes: tuple[str, ...] = CENTRAL_ONLY
+    #: the policy's options, each declared once (:class:`bfio.policies.options.Option`):
+    #: its CLI flags, config schema section and :meth:`describe` derive from them
+    options: tuple[Option, ...] = ()
 
     def __init__(self, seed: int = 0, **options):
-        if options:
-            raise TypeError(f"policy '{self.name}' takes no options {sorted(options)}")
+        #: every option's value, ``options`` checked and the rest at their defaults
+        self.option_values = resolve(type(self), options)
         self.seed = seed
         self.rng = np.random.default_rng([int(seed), 0x5EED])
 
@@ -137,20 +141,25 @@ class Policy:
                           f"(supported: {', '.join(self.dispatch_modes)})")
 
     def describe(self) -> dict:
-        """Options that identify this policy in results."""
-        return {"name": self.name}
+        """The policy's identity in results: its name and the options that identify
+        a run (:func:`bfio.policies.options.identity`)."""
+        return {"name": self.name, **identity(type(self), self.option_values)}
 
     def stats(self) -> dict:
         """Policy-specific statistics added to a result (e.g. solver times)."""
         return {}
 
 
+#: Option ``report_interval`` of every policy with instant dispatch (:class:`InstantPolicy`).
+REPORT_INTERVAL = Option("report_interval", int, 0,
+                         "with dispatch instant: the router sees the workers' load as reported every K steps, plus "
+                         "its own dispatches since the last report (vLLM/SGLang routers route on such periodic "
+                         "reports); 0 = the exact state", minimum=0, identity="non-default", metavar="K")
+
+
 def check_report_interval(value) -> int:
     """``report_interval`` as an int >= 0, else a :class:`ConfigError` naming the option."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 0:
-        raise ConfigError(f"report_interval: must be an integer >= 0 (steps between the ranks' load reports; "
-                          f"0 = the router sees the exact state), got {value!r}")
-    return int(value)
+    return REPORT_INTERVAL.check(value)
 
 
 class InstantPolicy(Policy):
@@ -189,10 +198,11 @@ class InstantPolicy(Policy):
     """
 
     dispatch_modes: tuple[str, ...] = DISPATCH_MODES
+    options = (REPORT_INTERVAL,)
 
-    def __init__(self, seed: int = 0, report_interval: int = 0, **options):
+    def __init__(self, seed: int = 0, **options):
         super().__init__(seed=seed, **options)
-        self.report_interval = check_report_interval(report_interval)
+        self.report_interval = self.option_values["report_interval"]
         self._report = None
 
     def reset(self, workers: int, slots: int) -> None:
@@ -234,12 +244,6 @@ class InstantPolicy(Policy):
                     and (to.size == 0 or (to.min() >= 0 and to.max() < state.workers))):
                 np.add.at(self._report["sent"], to, 1)
                 np.add.at(self._report["sent_tokens"], to, state.prefill_of(requests).astype(np.int64))
-        return out
-
-    def describe(self) -> dict:
-        out = super().describe()
-        if self.report_interval:
-            out["report_interval"] = self.report_interval
         return out
 
 

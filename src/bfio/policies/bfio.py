@@ -63,16 +63,16 @@ import numpy as np
 from bfio.errors import ConfigError
 from bfio.policies import register
 from bfio.policies.base import Policy, RoutingState
+from bfio.policies.options import Option
 from bfio.predictors import PREDICTORS, make_predictor
 from bfio.solvers import (DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, check_placement, check_solver,
                           solve)
-from bfio.solvers.heap import solve_heap
-from bfio.solvers.fast import persisting
-from bfio.solvers.instance import Instance, forced_mask, instance_from_state, parse_admission
+from bfio.solvers.heap import solve_heap_terms
+from bfio.solvers.instance import Instance, forced_mask, instance_of_call, parse_admission
 from bfio.solvers.objective import (OBJECTIVES, check_discount, check_new_requests, check_objective,
-                                    effective_horizon, offset_weights)
-from bfio.solvers.profiles import predicted_loads
-from bfio.solvers.shards import DEFAULT_SHARD_WORKERS, check_shard_workers, solve_sharded
+                                    ObjectiveTerms)
+from bfio.profiles import predicted_loads
+from bfio.solvers.shards import DEFAULT_SHARD_WORKERS, check_shard_workers, solve_sharded_terms
 
 MAX_HORIZON = 100_000
 # Default admission rule: the starvation study's recommendation (docs/studies.md, section 3).
@@ -80,70 +80,123 @@ DEFAULT_ADMISSION = "aging:200"
 LOCAL_SEARCH_ROUNDS = 4
 
 
+def _predictors():
+    return PREDICTORS
+
+
+def _solvers():
+    from bfio.solvers import SOLVERS
+
+    return SOLVERS
+
+
+def _placements():
+    from bfio.solvers import PLACEMENTS
+
+    return PLACEMENTS
+
+
+def _objectives():
+    return tuple(OBJECTIVES)
+
+
+def _new_request_models():
+    from bfio.solvers.objective import NEW_REQUEST_MODELS
+
+    return tuple(NEW_REQUEST_MODELS)
+
+
+#: BF-IO's options (:class:`bfio.policies.options.Option`): the one place their
+#: names, defaults and help are written (the CLI flags, the config schema's
+#: ``bfio`` section and :meth:`BFIO.describe` derive from it).
+OPTIONS = (
+    Option("horizon", int, 0, "lookahead window H", minimum=0, maximum=MAX_HORIZON),
+    Option("solver", str, "fast", "solver backend of Eq. (IO) (bfio.solvers)", choices=_solvers),
+    Option("admission", str, DEFAULT_ADMISSION,
+           "which waiting requests are admitted: aging:N admits requests waiting N or more steps first, the rest "
+           "free; free is Eq. (IO) as in the paper's tables; fifo admits the oldest U (docs/studies.md, section 3)",
+           pattern=r"free|fifo|aging:[1-9][0-9]*", pattern_help="free | fifo | aging:N (N >= 1 steps)",
+           metavar="RULE"),
+    Option("on_solver_error", str, "fail", "when an exact solver errors: fail, or fall back gurobi -> highs -> fast",
+           choices=("fail", "fallback"), applies_with=("solver", ("highs", "gurobi"))),
+    Option("objective", str, "default",
+           "the objective: default is discount %g with new requests finishing at their predicted length (the "
+           "objective study's choice); paper-literal is Eq. (IO) as printed (no discount, new requests persist)"
+           % OBJECTIVES["default"]["discount"],
+           choices=_objectives),
+    Option("discount", float, None, "offset discount delta: J weighs offset h by delta^h",
+           exclusive_minimum=0.0, maximum=1.0, derived="the objective's"),
+    Option("new_requests", str, None,
+           "predicted: a new request adds s_j + h while h < its predicted decode length; persist: at every offset",
+           choices=_new_request_models, derived="the objective's; persist for predictors without o_hat"),
+    Option("predictor", str, "oracle",
+           "decode-length predictor (bfio.predictors); empirical and geometric learn from completed requests, "
+           "no oracle (fast solver only)", choices=_predictors),
+    Option("noise_low", float, 0.2, "noisy predictor: d_lo in o_est = o * U[1 - d_lo, 1 + d_hi]", minimum=0.0,
+           applies_with=("predictor", ("noisy",)), identity="applies"),
+    Option("noise_high", float, 0.2, "noisy predictor: d_hi", minimum=0.0,
+           applies_with=("predictor", ("noisy",)), identity="applies"),
+    Option("time_limit_s", float, DEFAULT_TIME_LIMIT_S, "time limit per exact solve in seconds",
+           exclusive_minimum=0.0, applies_with=("solver", ("highs", "gurobi")), identity="applies"),
+    Option("shard_workers", int, DEFAULT_SHARD_WORKERS,
+           "solver fast: split a routing call with more workers with free slots into shards of at most this many "
+           "(0: never)", minimum=0, applies_with=("solver", ("fast",)), identity="applies"),
+    Option("placement", str, DEFAULT_PLACEMENT,
+           "solver fast: greedy (fill plus local search) | heap (largest-that-fits on a heap of headrooms, "
+           "O(U (log G + H_eff)) per call; docs/bfio.md 'Production scale')", choices=_placements,
+           applies_with=("solver", ("fast",)), identity="non-default"),
+)
+
+
 @register
 class BFIO(Policy):
     name = "bfio"
     label = "BF-IO"
+    options = OPTIONS
 
-    def __init__(self, seed: int = 0, horizon=0, predictor="oracle", solver="fast", admission=DEFAULT_ADMISSION,
-                 on_solver_error="fail", noise_low=0.2, noise_high=0.2,
-                 time_limit_s=DEFAULT_TIME_LIMIT_S, new_requests=None, discount=None, objective="default",
-                 shard_workers=DEFAULT_SHARD_WORKERS, placement=DEFAULT_PLACEMENT):
-        super().__init__(seed=seed)
-        if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 0 <= horizon <= MAX_HORIZON:
-            raise ConfigError(f"horizon: expected an integer in 0..{MAX_HORIZON}, got {horizon!r}")
-        self.horizon = int(horizon)
-        if predictor not in PREDICTORS:
-            raise ConfigError(f"predictor: expected {' | '.join(PREDICTORS)}, got {predictor!r}")
-        self.predictor = make_predictor(predictor, noise_low, noise_high, seed)
-        self.solver = check_solver(solver)
+    def __init__(self, seed: int = 0, **options):
+        super().__init__(seed=seed, **options)
+        v = self.option_values
+        self.horizon = v["horizon"]
+        predictor = v["predictor"]
+        self.predictor = make_predictor(predictor, v["noise_low"], v["noise_high"], seed)
+        self.solver = v["solver"]
         if self.predictor.probabilistic and self.solver != "fast":
             raise ConfigError(f"solver: predictor={predictor!r} gives expected (fractional) loads, which only "
                               f"solver='fast' accepts (got solver={self.solver!r}); the exact backends prove "
                               "optimality of integer J: use solver='fast' or predictor oracle | noisy | none")
-        self.admission = admission
-        self.admission_mode, self.aging_steps = parse_admission(admission)
-        if on_solver_error not in ("fail", "fallback"):
-            raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_solver_error!r}")
-        self.on_solver_error = on_solver_error
-        if (isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float))
-                or not math.isfinite(time_limit_s) or time_limit_s <= 0):
-            raise ConfigError(f"time_limit_s: expected a positive number of seconds, got {time_limit_s!r}")
-        self.time_limit_s = float(time_limit_s)
-        self.shard_workers = check_shard_workers(shard_workers)
-        self.placement = check_placement(placement)
+        self.admission = v["admission"]
+        self.admission_mode, self.aging_steps = parse_admission(self.admission)
+        self.on_solver_error = v["on_solver_error"]
+        self.time_limit_s = v["time_limit_s"]
+        self.shard_workers = v["shard_workers"]
+        self.placement = v["placement"]
         if self.placement != DEFAULT_PLACEMENT and self.solver != "fast":
-            raise ConfigError(f"placement: {placement!r} is a placement of solver='fast' (got solver={self.solver!r})")
-        self.objective = check_objective(objective)
+            raise ConfigError(f"placement: {self.placement!r} is a placement of solver='fast' "
+                              f"(got solver={self.solver!r})")
+        self.objective = v["objective"]
         chosen = OBJECTIVES[self.objective]
-        self.discount = check_discount(chosen["discount"] if discount is None else discount)
+        self.discount = check_discount(chosen["discount"] if v["discount"] is None else v["discount"])
+        new_requests = v["new_requests"]
         if new_requests is None:  # the objective's model; predictors without o_hat_j keep new requests
             new_requests = "persist" if self.predictor.probabilistic else chosen["new_requests"]
-        check_new_requests(new_requests)
         if new_requests == "predicted" and self.predictor.probabilistic:
             raise ConfigError(f"new_requests: 'predicted' needs a point estimate o_hat_j of each new request "
                               f"(predictor oracle | noisy | none), got predictor={predictor!r}")
         self.new_requests = new_requests
-        # the fast solver's window: offsets whose weight is negligible are left out
-        # (bfio.solvers.objective.effective_horizon); the exact backends see all H + 1
-        self._fast_horizon = effective_horizon(self.horizon, self.discount)
-        self._weights = offset_weights(self._fast_horizon, self.discount)
+        v.update(discount=self.discount, new_requests=self.new_requests)  # resolved: the run's identity
+        # the objective's terms, computed once (bfio.solvers.objective.ObjectiveTerms): the fast
+        # solver's window 0..effective_horizon (offsets whose weight is negligible are left out)
+        # and its weights; the exact backends see all H + 1; the lifetimes are bound per call
+        self._objective = ObjectiveTerms.build(self.horizon, self.discount, self.new_requests, fast=True)
         self.capture = None  # optional callable(Instance) -> None, see capture_instances()
         self.reset(0, 0)
 
     # -- configuration ----------------------------------------------------------------
     def describe(self) -> dict:
-        d = {"name": self.name, "horizon": self.horizon, "solver": self.solver, "admission": self.admission,
-             "on_solver_error": self.on_solver_error, "objective": self.objective, "discount": self.discount,
-             "new_requests": self.new_requests,
-             **self.predictor.describe()}
-        if self.solver != "fast":
-            d["time_limit_s"] = self.time_limit_s
-        else:
-            d["shard_workers"] = self.shard_workers
-            if self.placement != DEFAULT_PLACEMENT:  # (the default is left out: run identities stay as they were)
-                d["placement"] = self.placement
-        return d
+        """The run's identity (:func:`bfio.policies.options.identity`: every option
+        but those that do not apply, ``placement`` only when not the default)."""
+        return super().describe()
 
     def capture_instances(self, sink) -> None:
         """Call ``sink(instance)`` with the Eq. (IO) instance of every routing call
@@ -184,8 +237,7 @@ class BFIO(Policy):
         elif self.solver == "fast" and self.capture is None:
             assign = self._route_fast(state, est, U)
         else:
-            inst = instance_from_state(state, est, self.horizon, self.admission, new_requests=self.new_requests,
-                                       discount=self.discount)
+            inst = instance_of_call(state, est, self._objective, self.admission)  # over all H + 1 offsets
             if self.capture is not None:
                 self.capture(inst)
             assign = self._route_exact(inst)
@@ -196,11 +248,11 @@ class BFIO(Policy):
         return assign
 
     def _route_fast(self, state: RoutingState, est: np.ndarray | None, U: int) -> np.ndarray:
+        window = self._objective.window  # H_eff
         if est is None:  # probabilistic predictor: expected loads (float)
-            base = self.predictor.expected_loads(state, self._fast_horizon)
+            base = self.predictor.expected_loads(state, window)
         else:
-            base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est,
-                                   self._fast_horizon)
+            base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, window)
         sizes = state.pool_prefill
         n = sizes.shape[0]
         ages = state.step - state.enter_step[state.pool]
@@ -208,13 +260,12 @@ class BFIO(Policy):
         if self.admission_mode == "aging" and U < n:
             self._forced += int(forced.sum())
         free = np.asarray(state.free, dtype=np.int64)
-        life = np.maximum(1, est[state.pool]) if self.new_requests == "predicted" else persisting(n)
+        terms = self._objective.for_call(est, state.pool)  # the waiting requests' lifetimes
         if self.placement == "heap":
-            assign, refreshed = solve_heap(base, free, sizes, life, forced, U, self._weights)
+            assign, refreshed = solve_heap_terms(base, free, sizes, forced, U, terms)
             self._heap_refreshes += int(refreshed)
             return assign
-        return solve_sharded(base, free, sizes, life, forced, U, LOCAL_SEARCH_ROUNDS, self._weights,
-                             self.shard_workers)
+        return solve_sharded_terms(base, free, sizes, forced, U, terms, LOCAL_SEARCH_ROUNDS, self.shard_workers)
 
     def _route_exact(self, inst: Instance) -> np.ndarray:
         if self.admission_mode == "aging" and inst.admissible < inst.waiting:
@@ -229,7 +280,7 @@ class BFIO(Policy):
     def stats(self) -> dict:
         t = np.asarray(self._times)
         out = {"solver_calls": int(t.size), "solver_fallbacks": self._fallbacks,
-               "fast_solver_horizon": self._fast_horizon}
+               "fast_solver_horizon": self._objective.window}
         if t.size:
             out.update({"solver_s_p50": float(np.percentile(t, 50)), "solver_s_p99": float(np.percentile(t, 99)),
                         "solver_s_max": float(t.max()), "solver_s_total": float(t.sum())})

@@ -53,6 +53,7 @@ import numpy as np
 
 from bfio.errors import ConfigError
 from bfio.policies import register
+from bfio.policies.options import Option
 from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
 from bfio.policies.instant import greedy_argmin
 from bfio.policies.jsq import greedy_least_loaded
@@ -68,12 +69,15 @@ class VllmTokenLB(InstantPolicy):
     name = "vllm_token_lb"
     label = "vLLM token LB"
     dispatch_modes = DISPATCH_MODES
+    options = InstantPolicy.options + (
+        Option("running_tokens", str, "uncomputed",
+               "what running_tokens_g counts: uncomputed (the pull request's definition; the simulator "
+               "computes one token per running request per step, so it is |A_g|) | resident (the resident KV "
+               "tokens L_g)", choices=RUNNING_TOKENS, identity="non-default"),)
 
-    def __init__(self, seed: int = 0, running_tokens: str = "uncomputed", **options):
+    def __init__(self, seed: int = 0, **options):
         super().__init__(seed=seed, **options)
-        if running_tokens not in RUNNING_TOKENS:
-            raise ConfigError(f"running_tokens: expected one of {', '.join(RUNNING_TOKENS)}, got {running_tokens!r}")
-        self.running_tokens = running_tokens
+        self.running_tokens = self.option_values["running_tokens"]
 
     def _running_key(self, running: np.ndarray, loads: np.ndarray) -> np.ndarray:
         return (running if self.running_tokens == "uncomputed" else loads).astype(np.float64)
@@ -87,9 +91,3 @@ class VllmTokenLB(InstantPolicy):
     def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         key = WAITING_WEIGHT * state.waiting_tokens.astype(np.float64) + self._running_key(state.running, state.loads)
         return greedy_argmin(key, WAITING_WEIGHT * state.prefill_of(requests).astype(np.float64))
-
-    def describe(self) -> dict:
-        out = super().describe()
-        if self.running_tokens != "uncomputed":
-            out["running_tokens"] = self.running_tokens
-        return out

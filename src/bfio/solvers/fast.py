@@ -43,6 +43,12 @@ candidate's cost uses its own lifetime. With a single group ``l = H + 1`` and
 unit weights every step is the persisting, undiscounted algorithm, operation
 for operation.
 
+The lifetimes and the weights are the routing call's objective terms
+(:class:`bfio.solvers.objective.ObjectiveTerms`, handed over by
+:func:`solve_fast_terms`); the cost of one placement is :func:`_life_cost`, the
+kernel's cost function (where a new term of ``J`` goes: the objective module's
+"How to add a term").
+
 ``base`` may be integer (point predictors: ``oracle``, ``noisy``, ``none``) or
 float (expected loads of the ``empirical``/``geometric`` predictors); numba
 compiles one specialization per dtype, and the integer one does exact integer
@@ -57,6 +63,7 @@ from numba import njit
 from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
+from bfio.solvers.objective import PERSIST, persisting
 from bfio.solvers.touched import touched_workers, waiting_order
 
 # The helpers below take arrays but never allocate, so they are compiled without
@@ -66,7 +73,6 @@ from bfio.solvers.touched import touched_workers, waiting_order
 # (profiled with perf; the phases that allocate keep ``njit(cache=True)``).
 _helper = njit(cache=True, _nrt=False)
 
-PERSIST = np.int64(2**40)  # lifetime of a new request that persists over the whole window
 _NONE = -2  # index of an empty envelope entry
 _FIXED = -1  # index standing for the workers without free slots (Mo)
 
@@ -214,7 +220,9 @@ def _life_cost(c, s, l, G, w, cw, cwh):
     """Change of ``J`` when a request of size ``s`` and lifetime ``l`` joins a worker
     with headroom ``c``: ``G sum_{h<l} w_h max(0, s - c(h)) - sum_{h<l} w_h (s + h)``
     (``cw[l] = sum_{h<l} w_h``, ``cwh[l] = sum_{h<l} w_h h``). For ``l = H + 1`` and
-    unit weights this is ``delta(s) - H (H + 1) / 2`` (a constant shift)."""
+    unit weights this is ``delta(s) - H (H + 1) / 2`` (a constant shift).
+    The kernel's cost function: a new term of ``J`` is added here and in
+    :class:`bfio.solvers.objective.ObjectiveTerms` (its module docstring, "How to add a term")."""
     tot = 0.0
     for h in range(l):
         d = s - c[h]
@@ -1146,23 +1154,25 @@ def size_order(sizes: np.ndarray) -> np.ndarray:
     return np.lexsort((-np.arange(n), sizes)).astype(np.int64)
 
 
-def persisting(n: int) -> np.ndarray:
-    """Lifetimes of ``n`` new requests that persist over any window (``new_requests = persist``)."""
-    return np.full(n, PERSIST, dtype=np.int64)
+def solve_fast_terms(base, free, sizes, forced, U, terms, max_rounds: int = 4, **options) -> np.ndarray:
+    """:func:`solve_fast` with the objective's terms of the routing call, a
+    :class:`~bfio.solvers.objective.ObjectiveTerms` (Eq. (IO), Section 4): the
+    lifetimes and offset weights come from
+    :meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_arrays`, and ``base``
+    spans its offsets ``0..terms.window``. Same result; ``options`` as :func:`solve_fast`."""
+    life, weights = terms.kernel_arrays(base, sizes.shape[0])
+    return solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, **options)
 
 
 def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> np.ndarray:
     """Solve an :class:`~bfio.solvers.instance.Instance` with the fast heuristic,
-    over the offsets ``0..effective_horizon`` (:func:`bfio.solvers.objective.effective_horizon`)."""
-    from bfio.solvers.objective import effective_horizon
-
-    sizes = inst.sizes
+    over the offsets ``0..effective_horizon`` (:meth:`ObjectiveTerms.fast
+    <bfio.solvers.objective.ObjectiveTerms.fast>` of the instance's terms)."""
     if forced is None:
         forced = inst.forced()
-    H1 = effective_horizon(inst.horizon, inst.discount) + 1
-    life = persisting(inst.waiting) if inst.lifetimes is None else inst.lifetimes
-    return solve_fast(np.ascontiguousarray(inst.base[:, :H1]), inst.free, sizes, life, forced, inst.admissible,
-                      int(max_rounds), np.ascontiguousarray(inst.weights[:H1]))
+    terms = inst.terms.fast()
+    return solve_fast_terms(np.ascontiguousarray(inst.base[:, :terms.offsets]), inst.free, inst.sizes, forced,
+                            inst.admissible, terms, int(max_rounds))
 
 
-__all__ = ["PERSIST", "solve_fast", "fast_assign", "persisting", "size_order"]
+__all__ = ["PERSIST", "solve_fast", "solve_fast_terms", "fast_assign", "persisting", "size_order"]

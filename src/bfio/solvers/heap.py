@@ -347,4 +347,14 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
     return assign, refreshed
 
 
-__all__ = ["solve_heap"]
+def solve_heap_terms(base, free, sizes, forced, U, terms, upsize_passes=UPSIZE_PASSES):
+    """:func:`solve_heap` with the objective's terms of the routing call, a
+    :class:`~bfio.solvers.objective.ObjectiveTerms` (Eq. (IO), Section 4): the
+    lifetimes and offset weights come from
+    :meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_arrays`, and ``base``
+    spans its offsets ``0..terms.window`` (``H_eff``). Same result: ``(assign, refreshed)``."""
+    life, weights = terms.kernel_arrays(base, sizes.shape[0])
+    return solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes)
+
+
+__all__ = ["solve_heap", "solve_heap_terms"]

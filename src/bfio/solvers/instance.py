@@ -20,7 +20,11 @@ Exactly ``U = min(|R_wait|, sum_g cap_g)`` requests are admitted, and the
 objective is the discounted accumulated predicted imbalance
 ``J = sum_{h=0..H} delta^h [G max_g Lhat_g(h) - sum_g Lhat_g(h)]``, defined once
 in :mod:`bfio.solvers.objective`. ``delta = 1`` without lifetimes is Eq. (IO)
-as printed (``paper-literal``).
+as printed (``paper-literal``). The instance's discount and lifetimes are the
+call's objective terms (:class:`~bfio.solvers.objective.ObjectiveTerms`):
+:func:`instance_of_call` takes them from the routing policy's terms, and
+:attr:`Instance.terms` gives them back over every offset ``0..H``, from which
+the weights, the profiles and ``J`` are taken.
 
 Instances are plain JSON (:func:`save_instance`, :func:`load_instance`) so any
 routing call can be saved and re-solved by every backend
@@ -37,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from bfio.errors import BfioError, ConfigError
-from bfio.solvers.objective import check_discount, imbalance_objective, offset_weights, request_profiles
+from bfio.solvers.objective import ObjectiveTerms, check_discount
 
 FORMAT = "bfio-instance/1"
 
@@ -141,19 +145,27 @@ class Instance:
 
     # -- the objective of Eq. (IO) -------------------------------------------------------
     @property
+    def terms(self) -> ObjectiveTerms:
+        """The objective's terms of this instance over every offset ``0..H``
+        (:class:`~bfio.solvers.objective.ObjectiveTerms`: ``discount``, weights,
+        ``lifetimes``; :meth:`~bfio.solvers.objective.ObjectiveTerms.fast` is the
+        fast solver's window)."""
+        return ObjectiveTerms.build(self.horizon, self.discount).with_lifetimes(self.lifetimes)
+
+    @property
     def weights(self) -> np.ndarray:
         """``delta^h`` for ``h = 0..H``."""
-        return offset_weights(self.horizon, self.discount)
+        return self.terms.weights
 
     @property
     def integral(self) -> bool:
         """True when ``J`` is an integer for every assignment (``delta = 1``, integer loads)."""
-        return self.discount == 1.0
+        return self.terms.integral
 
     def profiles(self) -> np.ndarray:
         """``(n, H + 1)``: what each waiting request adds at each offset if admitted
         (``s_j + h``; with ``lifetimes`` only while ``h < lifetimes[j]``)."""
-        return request_profiles(self.sizes, self.lifetimes, self.horizon)
+        return self.terms.profiles(self.sizes)
 
     def loads(self, assign: np.ndarray) -> np.ndarray:
         """``Lhat_g(h)`` after admitting per ``assign`` (request -> worker or -1)."""
@@ -164,9 +176,11 @@ class Instance:
         return out
 
     def objective(self, assign: np.ndarray):
-        """``J`` of ``assign`` (:func:`~bfio.solvers.objective.imbalance_objective`):
-        an exact ``int`` when :attr:`integral`, else a float."""
-        return imbalance_objective(self.loads(assign), self.weights)
+        """``J`` of ``assign`` (:meth:`ObjectiveTerms.evaluate
+        <bfio.solvers.objective.ObjectiveTerms.evaluate>`, i.e.
+        :func:`~bfio.solvers.objective.imbalance_objective`): an exact ``int``
+        when :attr:`integral`, else a float."""
+        return self.terms.evaluate(self.loads(assign))
 
     def lower_bound_envelope(self) -> float:
         """``G sum_h delta^h max_g base_g(h)``: no assignment can lower the envelope below it."""
@@ -309,7 +323,7 @@ def load_instance(path) -> Instance:
     except OSError as e:
         raise InstanceError(path, f"cannot read ({e.strerror or e})") from None
     try:
-        from bfio.trace_formats import refuse_repeated_keys
+        from bfio.traces.formats import refuse_repeated_keys
 
         data = json.loads(text, object_pairs_hook=refuse_repeated_keys(
             lambda k: InstanceError(path, "key appears twice (which value is meant is ambiguous)", k)))
@@ -321,18 +335,30 @@ def load_instance(path) -> Instance:
 def instance_from_state(state, decode_estimate: np.ndarray, horizon: int, admission: str = "free",
                         meta: dict | None = None, new_requests: str = "persist", discount: float = 1.0) -> Instance:
     """Build the Eq. (IO) instance of a routing call from a
-    :class:`~bfio.policies.base.RoutingState` and a predictor's ``o_hat``."""
-    from bfio.solvers.profiles import predicted_loads
+    :class:`~bfio.policies.base.RoutingState` and a predictor's ``o_hat``
+    (:func:`instance_of_call` with the objective's terms of ``horizon``,
+    ``discount`` and ``new_requests``)."""
+    return instance_of_call(state, decode_estimate, ObjectiveTerms.build(horizon, discount, new_requests),
+                            admission, meta)
+
+
+def instance_of_call(state, decode_estimate: np.ndarray, terms: ObjectiveTerms, admission: str = "free",
+                     meta: dict | None = None) -> Instance:
+    """The Eq. (IO) instance of a routing call (Section 4) from a
+    :class:`~bfio.policies.base.RoutingState`, a predictor's ``o_hat`` of every
+    request and the objective's terms (:class:`~bfio.solvers.objective.ObjectiveTerms`,
+    e.g. a BF-IO policy's): its window ``0..terms.horizon`` (all ``H + 1``
+    offsets, whatever ``terms.window`` the fast path solves), its discount, and
+    the waiting requests' lifetimes (:meth:`~bfio.solvers.objective.ObjectiveTerms.for_call`)."""
+    from bfio.profiles import predicted_loads
 
     base = predicted_loads(state.slot_request, state.workload.prefill, state.generated,
-                           decode_estimate, int(horizon))
+                           decode_estimate, terms.horizon)
     ages = state.step - state.enter_step[state.pool]
-    lifetimes = None
-    if new_requests == "predicted":
-        lifetimes = np.maximum(1, np.asarray(decode_estimate, dtype=np.int64)[state.pool])
+    call = terms.for_call(decode_estimate, state.pool)
     return Instance(base=base, free=np.asarray(state.free, dtype=np.int64), sizes=state.pool_prefill,
                     ages=ages, admission=admission, meta={"step": int(state.step), **(meta or {})},
-                    lifetimes=lifetimes, discount=discount)
+                    lifetimes=call.lifetimes, discount=call.discount)
 
 
 def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None = None,
@@ -350,4 +376,4 @@ def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None =
 
 
 __all__ = ["FORMAT", "Instance", "InstanceError", "parse_admission", "forced_mask", "save_instance", "load_instance",
-           "instance_from_dict", "instance_from_state", "solve_instance_file"]
+           "instance_from_dict", "instance_from_state", "instance_of_call", "solve_instance_file"]

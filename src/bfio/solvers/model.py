@@ -4,7 +4,10 @@ The objective is the one of :mod:`bfio.solvers.objective`,
 ``J = sum_h w_h [G max_g Lhat_g(h) - sum_g Lhat_g(h)]`` with ``w_h = delta^h``
 (``inst.weights``); request ``j`` admitted anywhere adds ``P_j(h)``
 (``inst.profiles()``, ``s_j + h`` while ``h < l_j``). The model takes both from
-the instance and derives nothing of its own.
+the instance's objective terms (:attr:`Instance.terms
+<bfio.solvers.instance.Instance.terms>`, over all ``H + 1`` offsets: weights,
+profiles and each request's weighted volume ``sum_h w_h P_j(h)``) and derives
+nothing of its own.
 
 Only workers with free slots (``T``) can receive requests; the others enter
 through their fixed envelope. Requests are grouped by the shape of their
@@ -109,11 +112,12 @@ class Milp:
         return float(self.c @ np.asarray(v, dtype=float) + self.offset)
 
 
-def lifetime_groups(inst) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lifetime_groups(inst, terms=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(group (n,), m (Q, H1), b (Q, H1))`` with ``P_j(h) = s_j m_q(h) + b_q(h)``
-    for ``q = group[j]``, read off ``inst.profiles()``; raises if a profile is
-    not of that form (the aggregation would then be wrong)."""
-    P = inst.profiles()
+    for ``q = group[j]``, read off the profiles of ``terms`` (default
+    ``inst.terms``: ``inst.profiles()``); raises if a profile is not of that
+    form (the aggregation would then be wrong)."""
+    P = (inst.terms if terms is None else terms).profiles(inst.sizes)
     n, H1 = P.shape
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros((0, H1), dtype=np.int64), np.zeros((0, H1), dtype=np.int64)
@@ -145,9 +149,9 @@ def build_milp(inst) -> Milp:
     U = inst.admissible
     touched = np.flatnonzero(inst.free > 0).astype(np.int64)
     nT = touched.shape[0]
-    w = inst.weights
-    P = inst.profiles()
-    group, mq, bq = lifetime_groups(inst)
+    terms = inst.terms
+    w = terms.weights
+    group, mq, bq = lifetime_groups(inst, terms)
     Q = mq.shape[0]
     s = inst.sizes.astype(float)
     forced = inst.forced()
@@ -157,7 +161,7 @@ def build_milp(inst) -> Milp:
     nv = ie + H1
 
     c = np.zeros(nv)
-    c[:nx] = -np.repeat(P.astype(float) @ w, nT)
+    c[:nx] = -np.repeat(terms.request_values(inst.sizes), nT)
     c[ie:] = G * w
     lb = np.zeros(nv)
     ub = np.full(nv, np.inf)

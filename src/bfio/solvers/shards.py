@@ -123,4 +123,14 @@ def solve_sharded(base, free, sizes, life, forced, U, max_rounds, weights, shard
     return assign
 
 
-__all__ = ["DEFAULT_SHARD_WORKERS", "check_shard_workers", "solve_sharded"]
+def solve_sharded_terms(base, free, sizes, forced, U, terms, max_rounds=4, shard_workers=DEFAULT_SHARD_WORKERS):
+    """:func:`solve_sharded` with the objective's terms of the routing call, a
+    :class:`~bfio.solvers.objective.ObjectiveTerms` (Eq. (IO), Section 4): the
+    lifetimes and offset weights come from
+    :meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_arrays`, and ``base``
+    spans its offsets ``0..terms.window`` (``H_eff``). Same result."""
+    life, weights = terms.kernel_arrays(base, sizes.shape[0])
+    return solve_sharded(base, free, sizes, life, forced, U, max_rounds, weights, shard_workers)
+
+
+__all__ = ["DEFAULT_SHARD_WORKERS", "check_shard_workers", "solve_sharded", "solve_sharded_terms"]

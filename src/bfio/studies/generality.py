@@ -40,6 +40,7 @@ import pandas as pd
 
 from bfio.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec, run_batch
+from bfio.studies.registry import Study, register_study
 
 #: Per arrival mode: the metric columns behind the table's unified metrics.
 MODE_METRICS = {
@@ -160,5 +161,9 @@ def run_generality(trace: str, workers: int, arrival: str, study: dict, seeds, s
     return _unify(df)
 
 
+STUDY = register_study(Study(
+    name="generality", description="the same comparison on every trace, backlog and trace replay (docs/generality.md)",
+    settings_groups=(), generic=False, modules=("studies/generality.py", "studies/generality_report.py")))
+
 __all__ = ["MODE_METRICS", "ARRIVAL_JOBS", "study_slots", "backlog_requests", "replay_requests", "native_rate",
-           "saturation_rps", "replay_cases", "generality_runs", "run_generality"]
+           "saturation_rps", "replay_cases", "generality_runs", "run_generality", "STUDY"]

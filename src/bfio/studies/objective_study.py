@@ -32,6 +32,7 @@ import pandas as pd
 from bfio.errors import ConfigError
 from bfio.solvers.objective import OBJECTIVES, check_discount, check_new_requests
 from bfio.run import RunSpec, run_batch
+from bfio.studies.registry import Study, register_study
 
 KEY_COLUMNS = ("discount", "new_requests")
 
@@ -183,5 +184,9 @@ def objective_markdown(scored: pd.DataFrame, rec: dict, confirm: pd.DataFrame, t
     return "\n".join(lines)
 
 
+STUDY = register_study(Study(
+    name="objective_study", description="BF-IO's objective: discount and new-request model (docs/bfio.md)",
+    settings_groups=(), generic=False, modules=("studies/objective_study.py",)))
+
 __all__ = ["label", "variant", "choose_variants", "confirm_variants", "run_objective_runs", "scores", "recommend",
-           "summarize_confirm", "objective_markdown"]
+           "summarize_confirm", "objective_markdown", "STUDY"]

@@ -26,6 +26,7 @@ import pandas as pd
 
 from bfio.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec, run_batch, simulate_run
+from bfio.studies.registry import Study, register_study
 
 def saturation_rate(result, requests: int) -> float:
     """Requests/s of a backlog run: requests finished within the metric window
@@ -125,4 +126,9 @@ def run_online(name: str, setting: dict, kind: str, saturation_rps: float, study
     return out
 
 
-__all__ = ["saturation_rate", "measure_saturation", "trace_rate", "report_interval", "online_runs", "run_online"]
+STUDY = register_study(Study(
+    name="online", description="online arrivals, instant dispatch and production routers (docs/online.md)",
+    settings_groups=("poisson", "replay"), generic=False,
+    modules=("studies/online.py", "studies/online_summary.py", "studies/routers_summary.py")))
+
+__all__ = ["saturation_rate", "measure_saturation", "trace_rate", "report_interval", "online_runs", "run_online", "STUDY"]

@@ -59,7 +59,7 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     """``'vLLM DP (instant)'``, ``'BF-IO (H=40) (central)'``, ``'BF-IO (H=40, aging:200) (central)'``;
     a row with lagging load reports (``report_interval`` k > 0, the row's
     registry ``policy`` given): ``'vLLM DP, reports every 10 steps (instant)'``."""
-    from bfio.paper import parse_admission_row, parse_bfio_row
+    from bfio.run_keys import parse_admission_row, parse_bfio_row
     from bfio.tables import row_label
 
     adm = parse_admission_row(row)

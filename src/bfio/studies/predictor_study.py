@@ -18,7 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.run import RunSpec, resolve_row, run_batch
+from bfio.run import RunSpec, run_batch
+from bfio.run_keys import row_key
+from bfio.studies.registry import Study, register_study
 
 def predictor_variants(study: dict) -> dict:
     """Row label -> variant ``{policy, horizon, predictor[, noise_low, noise_high]}``
@@ -34,38 +36,64 @@ def predictor_variants(study: dict) -> dict:
     return out
 
 
-def row_columns(row: str, variants: dict, bfio_defaults=None) -> dict:
-    """``predictor`` and ``noise`` columns of a row (``'-'`` and NaN for non-BF-IO rows)."""
-    policy, opts = resolve_row(row, variants, bfio_defaults)
-    if policy != "bfio":
+def row_columns(run: RunSpec) -> dict:
+    """``predictor``, ``noise`` and ``horizon`` columns of a run, from its policy's
+    resolved options (``'-'`` and NaN for non-BF-IO rows)."""
+    if run.policy != "bfio":
         return {"predictor": "-", "noise": np.nan, "horizon": np.nan}
-    pred = opts.get("predictor", "oracle")
-    noise = float(opts.get("noise_low", 0.2)) if pred == "noisy" else np.nan
-    return {"predictor": pred, "noise": noise, "horizon": int(opts.get("horizon", 0))}
+    v = run.resolved_options
+    return {"predictor": v["predictor"], "noise": v["noise_low"] if v["predictor"] == "noisy" else np.nan,
+            "horizon": v["horizon"]}
 
 
 def study_rows(study: dict) -> list[str]:
     return list(study.get("references") or []) + list(predictor_variants(study))
 
 
-def predictor_runs(setting: dict, study: dict, seeds, slots: int, bfio_defaults=None) -> list[RunSpec]:
+def predictor_runs(setting: dict, study: dict, seeds, slots: int, bfio_defaults=None,
+                   defaults=None) -> list[RunSpec]:
     variants = predictor_variants(study)
     return [RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
-                          variants=variants, bfio_defaults=bfio_defaults)
+                          variants=variants, bfio_defaults=bfio_defaults, defaults=defaults)
             for row in study_rows(study) for seed in seeds]
 
 
 def run_predictor_study(name: str, setting: dict, study: dict, seeds, slots: int, frame: pd.DataFrame,
-                        bfio_defaults=None, log=None) -> pd.DataFrame:
+                        bfio_defaults=None, log=None, defaults=None) -> pd.DataFrame:
     """Simulate every row of the study on setting ``name``; one row per run with
     ``setting``, ``predictor``, ``noise``, ``horizon`` and the metrics."""
-    runs = predictor_runs(setting, study, seeds, slots, bfio_defaults)
+    runs = predictor_runs(setting, study, seeds, slots, bfio_defaults, defaults)
     out = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log)
-    variants = predictor_variants(study)
-    cols = pd.DataFrame([row_columns(r, variants, bfio_defaults) for r in out["row"]])
+    cols = pd.DataFrame([row_columns(r) for r in runs])
     out = pd.concat([out, cols], axis=1)
     out.insert(0, "setting", name)
     return out
 
 
-__all__ = ["predictor_variants", "row_columns", "study_rows", "predictor_runs", "run_predictor_study"]
+def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
+    from bfio.studies.predictor_summary import predictor_markdown, summarize_predictors
+
+    summary = summarize_predictors(runs, row_key("bfio", section["horizon"]))
+    return summary, predictor_markdown(summary, settings, section["description"])
+
+
+STUDY = register_study(Study(
+    name="predictor_study", description="BF-IO with noisy and oracle-free decode-length predictors",
+    directory="predictors", table="predictors", figure="predictor_noise",
+    simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_predictor_study(
+        name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
+    tabulate=_tabulate, plot="bfio.figures.predictor_noise:plot_predictor_noise",
+    modules=("studies/predictor_study.py",), table_modules=("studies/predictor_summary.py",), figure_modules=("figures/predictor_noise.py",),
+    caption="""BF-IO (H = {{ config["predictor_study"]["horizon"] }}) with imperfect
+decode-length predictors (study beyond the paper, ``docs/studies.md``): average
+imbalance (tokens) and throughput (tokens/s) against the noise level d of the
+noisy predictor (estimate o x U[1-d, 1+d]), d in
+{{ config["predictor_study"]["noise_levels"] }}; horizontal lines: the
+references {{ config["predictor_study"]["references"] }} (oracle
+predictor) and the oracle-free predictors
+{{ config["predictor_study"]["predictors"] }}, with their 95% CI as a
+band. Backlog mode, paper metric window; mean over seeds
+{{ config["seeds"] }}.""",
+))
+
+__all__ = ["predictor_variants", "row_columns", "study_rows", "predictor_runs", "run_predictor_study", "STUDY"]

@@ -22,7 +22,7 @@ def check_settings(config: dict, study: str, groups=("settings",)) -> dict:
     after checking that names are unique across ``groups`` and every trace is a
     known trace or one of ``extra_traces`` (it need not be listed in ``traces``:
     its table is prepared on demand). Raises :class:`ConfigError` naming the key."""
-    from bfio.trace_registry import KNOWN_TRACES
+    from bfio.traces.registry import KNOWN_TRACES
 
     known = set(KNOWN_TRACES) | set(config.get("extra_traces") or {})
     seen, out = {}, {}

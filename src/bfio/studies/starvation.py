@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.paper import admission_label, row_key
+from bfio.run_keys import admission_label, row_key
 from bfio.run import RunSpec, run_batch
+from bfio.studies.registry import Study, register_study
 
 
 def starvation_variants(setting: dict, study: dict) -> dict:
@@ -28,24 +29,59 @@ def starvation_variants(setting: dict, study: dict) -> dict:
             for h in setting["horizons"] for a in study["admissions"]}
 
 
-def starvation_runs(setting: dict, study: dict, seeds, slots: int, bfio_defaults=None):
+def starvation_runs(setting: dict, study: dict, seeds, slots: int, bfio_defaults=None, defaults=None):
     variants = starvation_variants(setting, study)
     rows = list(study.get("references") or []) + list(variants)
     runs = [RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
-                          variants=variants, bfio_defaults=bfio_defaults) for row in rows for seed in seeds]
+                          variants=variants, bfio_defaults=bfio_defaults, defaults=defaults)
+            for row in rows for seed in seeds]
     return runs, variants
 
 
 def run_starvation(name: str, setting: dict, study: dict, seeds, slots: int, frame: pd.DataFrame,
-                   bfio_defaults=None, log=None) -> pd.DataFrame:
+                   bfio_defaults=None, log=None, defaults=None) -> pd.DataFrame:
     """Simulate every row of the study on setting ``name``; one row per run with
     ``setting``, ``horizon``, ``admission`` and the metrics."""
-    runs, variants = starvation_runs(setting, study, seeds, slots, bfio_defaults)
+    runs, variants = starvation_runs(setting, study, seeds, slots, bfio_defaults, defaults)
     out = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log)
     out.insert(0, "setting", name)
-    out["horizon"] = [variants[r]["horizon"] if r in variants else np.nan for r in out["row"]]
-    out["admission"] = [variants[r]["admission"] if r in variants else "-" for r in out["row"]]
+    # the study's columns are the runs' resolved options (variant rows only, as the study compares them)
+    resolved = [run.resolved_options if run.row in variants else None for run in runs]
+    out["horizon"] = [v["horizon"] if v else np.nan for v in resolved]
+    out["admission"] = [v["admission"] if v else "-" for v in resolved]
     return out
 
 
-__all__ = ["admission_label", "starvation_variants", "starvation_runs", "run_starvation"]
+def _recommendation(runs: pd.DataFrame, section: dict):
+    from bfio.studies.starvation_summary import recommend_admission, summarize_starvation
+
+    summary = summarize_starvation(runs)
+    return summary, recommend_admission(summary, section["max_throughput_cost_pct"], by=section["recommend_by"])
+
+
+def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
+    from bfio.studies.starvation_summary import starvation_markdown
+
+    summary, rec = _recommendation(runs, section)
+    return summary, starvation_markdown(summary, settings, rec, section["description"])
+
+
+STUDY = register_study(Study(
+    name="starvation", description="starvation and fairness of BF-IO's admission rules",
+    figure="starvation",
+    simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_starvation(
+        name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
+    tabulate=_tabulate, plot="bfio.figures.starvation:plot_starvation",
+    extras=lambda runs, section, settings: {"recommendation": _recommendation(runs, section)[1]},
+    extra_outputs=("recommendation",),
+    modules=("studies/starvation.py",), table_modules=("studies/starvation_summary.py",), figure_modules=("figures/starvation.py",),
+    caption="""Starvation and fairness (study beyond the paper, ``docs/studies.md``): p99 and
+maximum wait (pool entry to admission, s, log scale) against throughput
+(tokens/s) for BF-IO with the admission rules
+{{ config["starvation"]["admissions"] }} (one marker each, one line
+per horizon H) and the references {{ config["starvation"]["references"] }}
+(stars). Backlog mode, paper settings; mean over seeds
+{{ config["seeds"] }} with 95% CI bars.""",
+))
+
+__all__ = ["admission_label", "starvation_variants", "starvation_runs", "run_starvation", "STUDY"]

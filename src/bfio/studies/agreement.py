@@ -1,6 +1,8 @@
 """Do the fast solver and the exact backends agree? (functions for the pipeline)
 
-- :func:`random_instance`: small random Eq. (IO) instances (tests, gap table).
+Random instances to feed :func:`gap_table` come from
+:func:`bfio.solvers.random_instances.random_instance`.
+
 - :func:`capture_instances`: instances of real routing calls of a simulation.
 - :func:`gap_table` / :func:`gap_summary`: re-solve instances with every backend
   and tabulate the fast solver's gap to the proven optimum (median, p95, max).
@@ -17,48 +19,6 @@ from bfio.solvers import solve
 from bfio.solvers.instance import Instance
 
 METRICS = ("avg_imbalance", "throughput", "tpot", "energy_j")
-
-
-def random_instance(rng: np.random.Generator, workers: int | None = None, waiting: int | None = None,
-                    horizon: int | None = None, admission: str | None = None,
-                    max_size: int = 400, discount=None, lifetimes=None) -> Instance:
-    """A small random instance shaped like a routing call: active loads that grow
-    by one token per request per offset and drop when requests finish.
-
-    ``discount``: ``None`` (``delta = 1``), a number, or ``"random"`` (one time in
-    five exactly 1, else uniform in ``(0, 1]``). ``lifetimes``: ``None`` (new
-    requests persist), an array, or ``"random"`` (uniform in ``1..H + 2``, so
-    some persist over the window). The random draws are made only when asked,
-    so instances drawn without them are unchanged.
-    """
-    G = int(workers or rng.integers(1, 9))
-    n = int(rng.integers(0, 25) if waiting is None else waiting)
-    H = int(rng.choice([0, 5, 20]) if horizon is None else horizon)
-    B = int(rng.integers(1, 5))
-    base = np.zeros((G, H + 1), dtype=np.int64)
-    free = np.zeros(G, dtype=np.int64)
-    h = np.arange(H + 1)
-    for g in range(G):
-        active = int(rng.integers(0, B + 1))
-        free[g] = B - active
-        for _ in range(active):
-            load = int(rng.integers(1, 4 * max_size))
-            remaining = int(rng.integers(1, 2 * H + 3))
-            base[g] += np.where(h < remaining, load + h, 0)
-    sizes = rng.integers(1, max_size, size=n)
-    ages = np.sort(rng.integers(0, 30, size=n))[::-1]
-    if admission is None:
-        admission = str(rng.choice(["free", "fifo", "aging:10"]))
-    if isinstance(discount, str):
-        if discount != "random":
-            raise ValueError(f"discount: expected a number, None or 'random', got {discount!r}")
-        discount = 1.0 if rng.random() < 0.2 else float(1.0 - rng.random())  # 1 - U[0, 1) is in (0, 1]
-    if isinstance(lifetimes, str):
-        if lifetimes != "random":
-            raise ValueError(f"lifetimes: expected an array, None or 'random', got {lifetimes!r}")
-        lifetimes = rng.integers(1, H + 3, size=n)
-    return Instance(base=base, free=free, sizes=sizes, ages=ages, admission=admission,
-                    discount=1.0 if discount is None else discount, lifetimes=lifetimes)
 
 
 def capture_instances(trace: str, workers: int, slots: int, requests: int, horizon: int, *, seed: int = 42,
@@ -164,4 +124,4 @@ def simulation_agreement(traces=("longbench", "burstgpt"), workers: int = 8, slo
     return pd.DataFrame(rows)
 
 
-__all__ = ["random_instance", "capture_instances", "gap_table", "gap_summary", "simulation_agreement"]
+__all__ = ["capture_instances", "gap_table", "gap_summary", "simulation_agreement"]

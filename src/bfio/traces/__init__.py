@@ -9,11 +9,11 @@ Two families of input are supported:
 
 Every row is validated; a bad value raises :class:`~bfio.errors.TraceError`
 naming the file, the 0-based data row and the field. Nothing is dropped or
-clipped. Known traces (:data:`~bfio.trace_registry.KNOWN_TRACES`) are looked
+clipped. Known traces (:data:`~bfio.traces.registry.KNOWN_TRACES`) are looked
 up by name in a data directory and their sha256 is verified against the pinned
-value. This module holds :class:`Trace` and :func:`load_trace`; the file
-formats are :mod:`bfio.trace_formats`, the row checks
-:mod:`bfio.trace_validation`, the known traces :mod:`bfio.trace_registry`.
+value. This package holds :class:`Trace` and :func:`load_trace`; the file
+formats are :mod:`bfio.traces.formats`, the row checks
+:mod:`bfio.traces.validation`, the known traces :mod:`bfio.traces.registry`.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import TraceError
-from bfio.trace_formats import read_table
-from bfio.trace_registry import (  # noqa: F401  (re-exported: the names users import from bfio.traces)
+from bfio.traces.formats import read_table
+from bfio.traces.registry import (  # noqa: F401  (re-exported: the names users import from bfio.traces)
     KNOWN_TRACES, TRACE_ALIASES, TraceSpec, default_data_dir, resolve_trace, sha256_of, verify_sha256)
-from bfio.trace_validation import validate_columns
+from bfio.traces.validation import validate_columns
 
 
 @dataclass(frozen=True)
