@@ -64,7 +64,7 @@ from bfio.errors import ConfigError
 from bfio.policies import register
 from bfio.policies.base import Policy, RoutingState
 from bfio.policies.options import Option
-from bfio.predictors import PREDICTORS, make_predictor
+from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, make_predictor
 from bfio.solvers import (DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, check_placement, check_solver,
                           solve)
 from bfio.solvers.heap import solve_heap_terms
@@ -82,6 +82,10 @@ LOCAL_SEARCH_ROUNDS = 4
 
 def _predictors():
     return PREDICTORS
+
+
+def _remaining():
+    return REMAINING
 
 
 def _solvers():
@@ -136,6 +140,17 @@ OPTIONS = (
            applies_with=("predictor", ("noisy",)), identity="applies"),
     Option("noise_high", float, 0.2, "noisy predictor: d_hi", minimum=0.0,
            applies_with=("predictor", ("noisy",)), identity="applies"),
+    Option("noise_sigma", float, 0.5, "lognormal predictor: sigma in o_est = o * exp(N(0, sigma^2))",
+           minimum=0.0, maximum=5.0, applies_with=("predictor", ("lognormal",)), identity="applies"),
+    Option("bucket_accuracy", float, 0.8,
+           "bucket predictor: probability the length bucket (1-64, 65-256, 257-1024, > 1024 tokens) is right; "
+           "else a neighbouring one", minimum=0.0, maximum=1.0, applies_with=("predictor", ("bucket",)),
+           identity="applies"),
+    Option("remaining", str, None,
+           "how the lookahead reads an erring estimate: posterior (its error distribution learned online from "
+           "completed and running requests, issue 29) | paper (r = max(1, o_hat - tau), the paper's convention)",
+           choices=_remaining, derived="posterior with solver fast, else paper",
+           applies_with=("predictor", ERROR_MODELS), identity="applies"),
     Option("time_limit_s", float, DEFAULT_TIME_LIMIT_S, "time limit per exact solve in seconds",
            exclusive_minimum=0.0, applies_with=("solver", ("highs", "gurobi")), identity="applies"),
     Option("shard_workers", int, DEFAULT_SHARD_WORKERS,
@@ -159,8 +174,11 @@ class BFIO(Policy):
         v = self.option_values
         self.horizon = v["horizon"]
         predictor = v["predictor"]
-        self.predictor = make_predictor(predictor, v["noise_low"], v["noise_high"], seed)
         self.solver = v["solver"]
+        if v["remaining"] is None:  # the noise-aware reading where the fast solver takes expected loads
+            v["remaining"] = "posterior" if self.solver == "fast" else "paper"
+        self.predictor = make_predictor(predictor, v["noise_low"], v["noise_high"], seed, noise_sigma=v["noise_sigma"],
+                                        bucket_accuracy=v["bucket_accuracy"], remaining=v["remaining"])
         if self.predictor.probabilistic and self.solver != "fast":
             raise ConfigError(f"solver: predictor={predictor!r} gives expected (fractional) loads, which only "
                               f"solver='fast' accepts (got solver={self.solver!r}); the exact backends prove "
@@ -178,9 +196,10 @@ class BFIO(Policy):
         chosen = OBJECTIVES[self.objective]
         self.discount = check_discount(chosen["discount"] if v["discount"] is None else v["discount"])
         new_requests = v["new_requests"]
+        lifetimes = not self.predictor.probabilistic or getattr(self.predictor, "gives_lifetimes", False)
         if new_requests is None:  # the objective's model; predictors without o_hat_j keep new requests
-            new_requests = "persist" if self.predictor.probabilistic else chosen["new_requests"]
-        if new_requests == "predicted" and self.predictor.probabilistic:
+            new_requests = chosen["new_requests"] if lifetimes else "persist"
+        if new_requests == "predicted" and not lifetimes:
             raise ConfigError(f"new_requests: 'predicted' needs a point estimate o_hat_j of each new request "
                               f"(predictor oracle | noisy | none), got predictor={predictor!r}")
         self.new_requests = new_requests
@@ -251,6 +270,8 @@ class BFIO(Policy):
         window = self._objective.window  # H_eff
         if est is None:  # probabilistic predictor: expected loads (float)
             base = self.predictor.expected_loads(state, window)
+            if getattr(self.predictor, "gives_lifetimes", False):  # new requests: their expected lengths
+                est = self.predictor.expected_lengths(state.workload)
         else:
             base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, window)
         sizes = state.pool_prefill

@@ -3,14 +3,20 @@
 BF-IO with horizon ``predictor_study.horizon`` on the paper's backlog settings,
 with
 
-- the noisy predictor at every level ``d`` of ``noise_levels``
-  (``noise_low = noise_high = d``: estimates ``o * U[1 - d, 1 + d]``);
+- the error models (issue 29), each at every level of its list, read by
+  each of ``readings`` (BF-IO option ``remaining``: ``posterior``, the learned
+  error distribution; ``paper``, ``r = max(1, o_hat - tau)``): the paper's
+  uniform ``noisy`` at every ``d`` of ``noise_levels`` (``o * U[1 - d, 1 + d]``),
+  ``lognormal`` at every ``sigma`` of ``lognormal_sigmas`` and ``bucket`` at
+  every accuracy of ``bucket_accuracies``;
 - every oracle-free predictor of ``predictors`` (e.g. ``empirical``,
   ``geometric`` learned online from completed requests, and ``none``);
 - the references in ``references`` (e.g. ``fcfs`` and the oracle ``bfio_h40``).
 
 Rows are built from those lists by :func:`predictor_variants` (labels such as
-``noisy_d0.25``, ``pred_empirical``) with columns ``predictor`` and ``noise``.
+``noisy_d0.25``, ``noisy_d0.25_paper``, ``lognormal_s0.5``, ``bucket_a0.7``,
+``pred_empirical``) with columns ``predictor``, ``remaining``, ``noise`` (the
+level: ``d``, ``sigma`` or the accuracy) and ``horizon``.
 """
 
 from __future__ import annotations
@@ -22,14 +28,25 @@ from bfio.run import RunSpec, run_batch
 from bfio.run_keys import row_key
 from bfio.studies.registry import Study, register_study
 
+#: Error models of the study: predictor -> (config key of its levels, the BF-IO
+#: option each level sets, the row label's prefix of a level).
+ERROR_LEVELS = {"noisy": ("noise_levels", ("noise_low", "noise_high"), "d"),
+                "lognormal": ("lognormal_sigmas", ("noise_sigma",), "s"),
+                "bucket": ("bucket_accuracies", ("bucket_accuracy",), "a")}
+
+
 def predictor_variants(study: dict) -> dict:
-    """Row label -> variant ``{policy, horizon, predictor[, noise_low, noise_high]}``
-    for every noise level and oracle-free predictor of the study (config order)."""
+    """Row label -> BF-IO variant for every error model x level x reading and
+    every oracle-free predictor of the study (config order)."""
     h = int(study["horizon"])
     out = {}
-    for d in study.get("noise_levels") or []:
-        out[f"noisy_d{float(d):g}"] = {"policy": "bfio", "horizon": h, "predictor": "noisy",
-                                        "noise_low": float(d), "noise_high": float(d)}
+    readings = study.get("readings") or ["posterior"]
+    for predictor, (key, options, prefix) in ERROR_LEVELS.items():
+        for level in study.get(key) or []:
+            for reading in readings:
+                label = f"{predictor}_{prefix}{float(level):g}" + ("" if reading == "posterior" else f"_{reading}")
+                out[label] = {"policy": "bfio", "horizon": h, "predictor": predictor,
+                              **{o: float(level) for o in options}, "remaining": reading}
     for p in study.get("predictors") or []:
         out[f"pred_{p}"] = {"policy": "bfio", "horizon": h, "predictor": p}
     out.update(study.get("variants") or {})
@@ -37,13 +54,16 @@ def predictor_variants(study: dict) -> dict:
 
 
 def row_columns(run: RunSpec) -> dict:
-    """``predictor``, ``noise`` and ``horizon`` columns of a run, from its policy's
-    resolved options (``'-'`` and NaN for non-BF-IO rows)."""
+    """``predictor``, ``remaining``, ``noise`` (the error level) and ``horizon``
+    columns of a run, from its policy's resolved options (``'-'`` and NaN where
+    they do not apply)."""
     if run.policy != "bfio":
-        return {"predictor": "-", "noise": np.nan, "horizon": np.nan}
+        return {"predictor": "-", "remaining": "-", "noise": np.nan, "horizon": np.nan}
     v = run.resolved_options
-    return {"predictor": v["predictor"], "noise": v["noise_low"] if v["predictor"] == "noisy" else np.nan,
-            "horizon": v["horizon"]}
+    level = ERROR_LEVELS.get(v["predictor"])
+    reading = v["remaining"] or ("posterior" if v["solver"] == "fast" else "paper")  # BF-IO's derived default
+    return {"predictor": v["predictor"], "remaining": reading if level else "-",
+            "noise": v[level[1][0]] if level else np.nan, "horizon": v["horizon"]}
 
 
 def study_rows(study: dict) -> list[str]:

@@ -15,7 +15,10 @@ from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, scale_note,
 
 PREDICTOR_METRICS = {"avg_imbalance": ("avg imbalance", "tokens"), "throughput": ("throughput", "tokens/s"),
            "tpot": ("TPOT", "s/token"), "energy_j": ("energy", "J")}
-PREDICTOR_GROUP = ["setting", "trace", "requests", "workers", "slots", "row", "predictor", "noise", "horizon"]
+PREDICTOR_GROUP = ["setting", "trace", "requests", "workers", "slots", "row", "predictor", "remaining", "noise",
+                   "horizon"]
+#: How each error model's level reads in labels and on the figure's axis.
+LEVEL_NAMES = {"noisy": "d", "lognormal": "sigma", "bucket": "accuracy"}
 
 
 def summarize_predictors(runs: pd.DataFrame, oracle_row: str, fcfs_row: str | None = "fcfs") -> pd.DataFrame:
@@ -49,8 +52,9 @@ def _predictor_label(r) -> str:
         return row_label(r["row"])
     h = int(r["horizon"]) if "horizon" in r and pd.notna(r.get("horizon")) else None
     head = f"BF-IO (H={h})" if h is not None else "BF-IO"
-    if r["predictor"] == "noisy":
-        return f"{head}, noisy d={r['noise']:g}"
+    if r["predictor"] in LEVEL_NAMES:
+        reading = " (paper's r = o_hat - tau)" if r.get("remaining") == "paper" else ""
+        return f"{head}, {r['predictor']} {LEVEL_NAMES[r['predictor']]}={r['noise']:g}{reading}"
     return f"{head}, {r['predictor']}"
 
 
@@ -58,10 +62,15 @@ def predictor_markdown(summary: pd.DataFrame, settings: dict, title: str = "BF-I
     n = int(summary["n_seeds"].max()) if len(summary) else 0
     lines = [f"# {title}{scale_note(settings, PAPER_SETTINGS)}", "",
              f"Backlog mode (the paper's convention and metric window). Mean [95% CI] over {n} seeds (Student t). "
-             "*noisy d*: decode lengths estimated as o x U[1-d, 1+d] once per request; *empirical*, *geometric*: "
-             "oracle-free predictors learned online from completed requests; *none*: active requests are "
-             "assumed never to finish inside the window. *vs oracle*: paired (per seed) % change of the "
-             "imbalance over oracle BF-IO with the same H; *vs FCFS*: paired throughput gain over FCFS.", ""]
+             "Error models, one estimate per request: *noisy d*: o x U[1-d, 1+d] (the paper's); *lognormal "
+             "sigma*: o x exp(N(0, sigma^2)); *bucket accuracy*: the right length bucket (1-64, 65-256, "
+             "257-1024, > 1024 tokens) with that probability, else a neighbouring one, read as the bucket's "
+             "length. Each is read by BF-IO's default, the posterior remaining length (the error distribution "
+             "learned online from completed and running requests, Kaplan-Meier), and, marked *paper's r = "
+             "o_hat - tau*, by the paper's convention. *empirical*, *geometric*: oracle-free predictors "
+             "learned online from completed requests; *none*: active requests are assumed never to finish "
+             "inside the window. *vs oracle*: paired (per seed) % change of the imbalance over oracle BF-IO "
+             "with the same H; *vs FCFS*: paired throughput gain over FCFS.", ""]
     cols = [("policy", _predictor_label), *ci_columns(PREDICTOR_METRICS)]
     if "imbalance_vs_oracle_pct_mean" in summary:
         cols.append(("imbalance vs oracle (%)", lambda r: ci_cell(r, "imbalance_vs_oracle_pct")))
