@@ -62,8 +62,8 @@ def plot_predictor_noise(summary: pd.DataFrame):
                     mean, yerr = _err(sub, m, factor)
                     ax.errorbar(sub["x"], mean, yerr=yerr, capsize=2, label=text, linestyle="-" if r == 0 else "--",
                                 **series_style(r, len(READINGS)))
-                for q, r in enumerate(refs.to_dict("records")):
-                    st = line_style(q + 2, markers=False)
+                for q, r in enumerate(refs.to_dict("records")):  # a colour and a dash pattern each
+                    st = {**line_style(q + 2, markers=False), "color": series_style(q + 2, len(refs) + 2)["color"]}
                     ax.axhline(r[f"{m}_mean"] / factor, color=st["color"], linestyle=st["linestyle"], linewidth=1.0,
                                label=_ref_label(r))
                     lo, hi = r[f"{m}_ci_lo"] / factor, r[f"{m}_ci_hi"] / factor
