@@ -161,7 +161,7 @@ def test_central_mode_of_the_instant_rules_equals_their_central_twins(w, workers
 # -- refusals -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("policy", [p for p in ["fcfs", "jsq_tokens", "bfio"] if p in available()])
+@pytest.mark.parametrize("policy", [p for p in ["fcfs", "jsq_tokens"] if p in available()])  # bfio: issue 30
 def test_policies_without_instant_dispatch_are_refused_by_name(policy):
     w = Workload(np.array([5, 5]), np.array([2, 2]))
     with pytest.raises(ConfigError, match=f"dispatch: policy '{policy}' does not support dispatch='instant'"):

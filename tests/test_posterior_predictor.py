@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from bfio.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.predictors import (BUCKET_EDGES, BUCKET_VALUES, RATIO_GRID, BucketPredictor, LogNormalPredictor,
-                             PosteriorPredictor, kaplan_meier, make_predictor, ratio_bin, ratio_mean)
+                             PosteriorPredictor, kaplan_meier, ratio_bin, ratio_mean)
 
 
 def test_lognormal_error_is_median_unbiased_and_seeded():

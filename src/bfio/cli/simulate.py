@@ -125,6 +125,10 @@ def policy_options(args) -> dict:
             if chosen not in values:
                 raise ConfigError(f"{o.flag}: only valid with --{other.replace('_', '-')} {' | '.join(values)} "
                                   f"(got --{other.replace('_', '-')} {chosen}); it would be ignored")
+    pooled = [n for n in getattr(cls, "central_only_options", ()) if n in given]
+    if pooled and args.dispatch == "instant":
+        raise ConfigError(f"{declared()[pooled[0]][0].flag}: only valid with --dispatch central (got --dispatch "
+                          f"instant); {args.policy}'s instant dispatch has FIFO queues and its own binding rule")
     if "report_interval" in given and args.dispatch != "instant":
         raise ConfigError(f"--report-interval: only valid with --dispatch instant (got --dispatch {args.dispatch}); "
                           "a central pool has no per-worker load reports")

@@ -96,6 +96,13 @@ class DispatchState:
     loads: np.ndarray
     free: np.ndarray
     workload: Workload
+    #: the running requests (``slot_request[g, b]``, -1 when free), their generated
+    #: tokens ``tau_i`` and each worker's FIFO queue (``queue_head[g]`` then
+    #: ``queue_next[i]``, -1 ends it): what a lookahead rule (BF-IO) predicts from
+    slot_request: np.ndarray | None = None
+    generated: np.ndarray | None = None
+    queue_head: np.ndarray | None = None
+    queue_next: np.ndarray | None = None
 
     def prefill_of(self, requests: np.ndarray) -> np.ndarray:
         """``s_i`` of ``requests``."""

@@ -55,24 +55,22 @@ Options (all keyword, validated; errors name the option):
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
 from bfio.errors import ConfigError
 from bfio.policies import register
-from bfio.policies.base import Policy, RoutingState
+from bfio.policies.base import DISPATCH_MODES, DispatchState, Policy, RoutingState
+from bfio.solvers.dispatch import bind, queue_profiles
 from bfio.policies.options import Option
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, make_predictor
-from bfio.solvers import (DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, check_placement, check_solver,
-                          solve)
+from bfio.solvers import DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, solve
 from bfio.solvers.heap import solve_heap_terms
 from bfio.solvers.instance import Instance, forced_mask, instance_of_call, parse_admission
-from bfio.solvers.objective import (OBJECTIVES, check_discount, check_new_requests, check_objective,
-                                    ObjectiveTerms)
+from bfio.solvers.objective import OBJECTIVES, ObjectiveTerms, check_discount
 from bfio.profiles import predicted_loads
-from bfio.solvers.shards import DEFAULT_SHARD_WORKERS, check_shard_workers, solve_sharded_terms
+from bfio.solvers.shards import DEFAULT_SHARD_WORKERS, solve_sharded_terms
 
 MAX_HORIZON = 100_000
 # Default admission rule: the starvation study's recommendation (docs/studies.md, section 3).
@@ -168,6 +166,10 @@ class BFIO(Policy):
     name = "bfio"
     label = "BF-IO"
     options = OPTIONS
+    dispatch_modes = DISPATCH_MODES  # central (the paper's pool) and instant (bfio.solvers.dispatch)
+    #: options of the central pool's integer program only: with instant dispatch the
+    #: queues are FIFO and the binding rule is bfio.solvers.dispatch's (refused there)
+    central_only_options = ("admission", "solver", "on_solver_error", "time_limit_s", "shard_workers", "placement")
 
     def __init__(self, seed: int = 0, **options):
         super().__init__(seed=seed, **options)
@@ -287,6 +289,39 @@ class BFIO(Policy):
             self._heap_refreshes += int(refreshed)
             return assign
         return solve_sharded_terms(base, free, sizes, forced, U, terms, LOCAL_SEARCH_ROUNDS, self.shard_workers)
+
+    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        """Instant dispatch (issue 30, :mod:`bfio.solvers.dispatch`): each arriving
+        request to the worker queue minimizing the discounted predicted imbalance
+        over the window (offsets ``0..H_eff``), queues admitted FIFO into the slots
+        their running requests free; new requests live their predicted length
+        (``new_requests: predicted``) or the whole window (``persist``)."""
+        if self.predictor.probabilistic:
+            raise ConfigError(f"predictor: instant dispatch reads point estimates; predictor {self.predictor.name!r} "
+                              "gives expected loads (use oracle | none, or an error model with remaining: paper)")
+        t0 = time.perf_counter()
+        window = self._objective.window
+        est = self._decode_estimate(state.workload)
+        base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, window)
+        remaining = np.maximum(1, est - state.generated)
+        release = []
+        for g in range(state.workers):
+            ids = state.slot_request[g][state.slot_request[g] >= 0]
+            heap = sorted([0] * (state.slots - ids.shape[0]) + remaining[ids].tolist())
+            release.append(heap)
+        queues = []
+        for g in range(state.workers):
+            q, i = [], int(state.queue_head[g])
+            while i >= 0:
+                q.append(i)
+                i = int(state.queue_next[i])
+            queues.append(q)
+        lifetimes = np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
+        loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
+        out = bind(loads, release, np.asarray(requests), state.workload.prefill, lifetimes,
+                   np.asarray(self._objective.weights, dtype=float))
+        self._times.append(time.perf_counter() - t0)
+        return out
 
     def _route_exact(self, inst: Instance) -> np.ndarray:
         if self.admission_mode == "aging" and inst.admissible < inst.waiting:

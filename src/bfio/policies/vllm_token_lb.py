@@ -51,7 +51,6 @@ Modes (``docs/online.md``):
 
 import numpy as np
 
-from bfio.errors import ConfigError
 from bfio.policies import register
 from bfio.policies.options import Option
 from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
