@@ -56,8 +56,18 @@ def schema_keys(schema: dict, root: dict | None = None, prefix: str = ""):
 
 def pipeline_keys(config_schema: dict, theory_schema: dict) -> dict:
     """Every config key -> its schema default; ``theory.*`` from the theory schema
-    (workflow/rules/theory.smk validates ``config["theory"]`` against it)."""
-    return {**dict(schema_keys(config_schema)), **dict(schema_keys(theory_schema, prefix="theory"))}
+    (workflow/rules/theory.smk validates ``config["theory"]`` against it). The
+    per-policy sections of ``policy_options`` (one per registered policy, derived
+    from the option declarations) are documented once, as ``policy_options.<policy>``
+    and ``policy_options.<policy>.<option>``: a new policy needs no edit here."""
+    keys = {}
+    for key, default in schema_keys(config_schema):
+        if key.startswith("policy_options."):
+            parts = key.split(".")
+            key = ".".join(["policy_options", "<policy>", *(["<option>"] if len(parts) > 2 else [])])
+            default = NO_DEFAULT
+        keys[key] = default
+    return {**keys, **dict(schema_keys(theory_schema, prefix="theory"))}
 
 
 def readme_rows(text: str) -> list[tuple[str, str]]:

@@ -227,3 +227,37 @@ def test_online_runs_record_the_report_interval():
     runs, extra = online_runs({"trace": "burstgpt", "requests": 100, "workers": 4}, "poisson", 200.0, study, [1], 72)
     assert [(r.row, e["report_interval"]) for r, e in zip(runs, extra)] == [("fcfs", 0), ("vllm_dp", 0),
                                                                           ("vllm_dp_r10", 10)]
+
+
+# -- ROCm ATOM least_requests (issue 30): the rule of its own tests ------------------------------
+def _atom_state(reqs, tokens, running_tokens=None):
+    from bfio.policies.base import DispatchState
+
+    G = len(reqs)
+    w = Workload(np.full(10, 100), np.full(10, 5))
+    return DispatchState(step=0, clock=0.0, workers=G, slots=8, waiting=np.array(reqs),
+                         waiting_tokens=np.array(tokens), running=np.zeros(G, dtype=np.int64), loads=np.zeros(G),
+                         free=np.full(G, 8), workload=w,
+                         running_prompt_tokens=np.zeros(G, dtype=np.int64) if running_tokens is None
+                         else np.array(running_tokens))
+
+
+@pytest.mark.parametrize("reqs, tokens, arrivals, expect", [
+    ([0, 0, 0, 0], [0, 0, 0, 0], 8, [0, 1, 2, 3, 0, 1, 2, 3]),  # test_least_requests_spreads_uniformly
+    ([1, 1], [500, 100], 1, [1]),                               # ..._tiebreak_prefers_fewer_prompt_tokens
+    ([1, 3], [10_000, 100], 1, [0]),                            # ..._count_dominates_token_tiebreak
+    ([1, 1], [1000, 100], 2, [1, 0]),                           # ..._tiebreak_then_count_primacy_over_route
+])
+def test_atom_least_requests_matches_atoms_own_tests(reqs, tokens, arrivals, expect):
+    p = make_policy("atom_least_requests")
+    p.reset(len(reqs), 8)
+    assert p.dispatch(_atom_state(reqs, tokens), np.arange(arrivals)).tolist() == expect
+
+
+def test_atom_counts_running_prompt_tokens_and_is_instant_only():
+    p = make_policy("atom_least_requests")
+    p.reset(2, 8)
+    # equal in-flight counts (waiting 0, running 0 in the state): the running prompts decide
+    assert p.dispatch(_atom_state([0, 0], [0, 0], running_tokens=[900, 100]), np.arange(1)).tolist() == [1]
+    with pytest.raises(ConfigError, match="does not support dispatch='central'"):
+        simulate(Workload(np.array([5, 5]), np.array([2, 2])), 2, 2, "atom_least_requests")

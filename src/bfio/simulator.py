@@ -180,7 +180,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         ds = DispatchState(step=state["step"], clock=state["clock"], workers=G, slots=B, waiting=q_len,
                            waiting_tokens=q_tokens, running=active, loads=loads, free=B - active,
                            workload=workload, slot_request=slot_request, generated=generated, queue_head=q_head,
-                           queue_next=q_next)
+                           queue_next=q_next,
+                           running_prompt_tokens=np.where(slot_request >= 0, s[slot_request], 0).sum(axis=1))
         t0 = time.perf_counter()
         to = np.asarray(policy.dispatch(ds, new))
         route_times.append(time.perf_counter() - t0)

@@ -103,6 +103,8 @@ class DispatchState:
     generated: np.ndarray | None = None
     queue_head: np.ndarray | None = None
     queue_next: np.ndarray | None = None
+    #: per worker, the prompt tokens ``sum s_i`` of its running requests
+    running_prompt_tokens: np.ndarray | None = None
 
     def prefill_of(self, requests: np.ndarray) -> np.ndarray:
         """``s_i`` of ``requests``."""
@@ -233,14 +235,15 @@ class InstantPolicy(Policy):
         if rep is None or rep["window"] != window or rep["waiting"].shape[0] != state.workers:
             rep = self._report = {
                 "window": window, "step": int(state.step),
-                **{f: np.array(getattr(state, f), dtype=np.int64, copy=True) for f in REPORTED_FIELDS},
+                **{f: None if getattr(state, f) is None else np.array(getattr(state, f), dtype=np.int64, copy=True)
+                   for f in REPORTED_FIELDS},
                 "sent": np.zeros(state.workers, dtype=np.int64),
                 "sent_tokens": np.zeros(state.workers, dtype=np.int64)}
         return DispatchState(step=state.step, clock=state.clock, workers=state.workers, slots=state.slots,
                              waiting=rep["waiting"] + rep["sent"],
                              waiting_tokens=rep["waiting_tokens"] + rep["sent_tokens"],
                              running=rep["running"], loads=rep["loads"], free=rep["free"],
-                             workload=state.workload)
+                             workload=state.workload, running_prompt_tokens=rep["running_prompt_tokens"])
 
     def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         out = self.select(self.router_view(state), requests)
@@ -255,4 +258,4 @@ class InstantPolicy(Policy):
 
 
 #: The per-worker arrays of a :class:`DispatchState` that a load report copies.
-REPORTED_FIELDS = ("waiting", "waiting_tokens", "running", "loads", "free")
+REPORTED_FIELDS = ("waiting", "waiting_tokens", "running", "loads", "free", "running_prompt_tokens")
