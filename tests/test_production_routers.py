@@ -261,3 +261,16 @@ def test_atom_counts_running_prompt_tokens_and_is_instant_only():
     assert p.dispatch(_atom_state([0, 0], [0, 0], running_tokens=[900, 100]), np.arange(1)).tolist() == [1]
     with pytest.raises(ConfigError, match="does not support dispatch='central'"):
         simulate(Workload(np.array([5, 5]), np.array([2, 2])), 2, 2, "atom_least_requests")
+
+
+def test_vllm_rotating_tie_break_takes_turns_across_calls():
+    """vLLM after PR #47420: fully tied engines are scanned from a start index that
+    advances after every selection; the older rule (vllm_dp) gives every tie to rank 0."""
+    state = _atom_state([0, 0, 0, 0], [0, 0, 0, 0])
+    old, new = make_policy("vllm_dp"), make_policy("vllm_dp_rotating")
+    old.reset(4, 8)
+    new.reset(4, 8)
+    assert [old.dispatch(state, np.arange(1)).tolist() for _ in range(3)] == [[0], [0], [0]]
+    assert [new.dispatch(state, np.arange(1)).tolist() for _ in range(3)] == [[0], [1], [2]]
+    busy = _atom_state([1, 0, 0, 0], [0, 0, 0, 0])  # the score still decides first
+    assert new.dispatch(busy, np.arange(1)).tolist() == [3]

@@ -53,3 +53,35 @@ class VllmDP(JSQRequests):
     def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         key = (WAITING_WEIGHT * state.waiting + state.running).astype(np.float64)
         return greedy_argmin(key, np.full(requests.shape[0], float(WAITING_WEIGHT)))
+
+
+@register
+class VllmDPRotating(VllmDP):
+    """vLLM's balancer with the rotating tie-break of pull request #47420 (July
+    2026): the engines are scanned from a start index that advances by one after
+    every selection (``eng_start_index``), so fully tied engines take turns
+    instead of the lowest rank taking every tie; the score is unchanged
+    (``waiting * 4 + running``, the chosen engine's waiting count bumped). Source
+    status (``docs/online.md``): the rotation is described by a design note on
+    vLLM's ``core_client.py`` in the code index; the pull request itself could
+    not be read here (the vLLM snapshot exceeds the fetch limit). ``vllm_dp`` is
+    the rule before it (ties to the lowest rank)."""
+
+    name = "vllm_dp_rotating"
+    label = "vLLM DP (rotating)"
+
+    def reset(self, workers: int, slots: int) -> None:
+        super().reset(workers, slots)
+        self._start = 0
+
+    def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        key = (WAITING_WEIGHT * state.waiting + state.running).astype(np.float64)
+        G = key.shape[0]
+        out = np.empty(requests.shape[0], dtype=np.int64)
+        for j in range(requests.shape[0]):
+            scan = (self._start + np.arange(G)) % G
+            g = int(scan[np.argmin(key[scan])])  # the first minimum in scan order
+            self._start += 1
+            out[j] = g
+            key[g] += WAITING_WEIGHT
+        return out
