@@ -50,9 +50,25 @@ def available() -> list[str]:
 
 def registered() -> list[str]:
     """Names of the registered policies in registration order (the built-in
-    baselines first, in the paper's order, then BF-IO, then any registered later)."""
+    baselines first, in the paper's order, then BF-IO, then the package's other
+    modules by name, then plugins), whichever module happened to be imported
+    first (:func:`_registration_rank`)."""
     _load_builtin()
-    return list(_REGISTRY)
+    return sorted(_REGISTRY, key=_registration_rank)
+
+
+def _registration_rank(name: str) -> tuple:
+    """Where policy ``name`` stands in :func:`registered`: its module's place
+    (:data:`BUILTIN_MODULES`, then this package's other modules by name, then
+    modules outside it), then its definition order within the module."""
+    cls = _REGISTRY[name]
+    module = cls.__module__.removeprefix(f"{__name__}.")
+    order = list(_REGISTRY).index(name)
+    if module in BUILTIN_MODULES:
+        return 0, BUILTIN_MODULES.index(module), "", order
+    if module != cls.__module__:
+        return 1, 0, module, order
+    return 2, 0, "", order
 
 
 def baselines() -> list[str]:
