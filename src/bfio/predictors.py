@@ -55,6 +55,14 @@ ERROR_MODELS = ("noisy", "lognormal", "bucket")
 #: and the tokens generated so far) or ``paper`` (``r_i = max(1, o_hat_i - tau_i)``,
 #: the paper's convention).
 REMAINING = ("posterior", "paper")
+
+
+def default_remaining(solver: str) -> str:
+    """BF-IO's option ``remaining`` when not given: the noise-aware ``posterior``
+    reading where the solver takes expected (fractional) loads (``fast``), else ``paper``."""
+    return "posterior" if solver == "fast" else "paper"
+
+
 #: Length buckets of the ``bucket`` predictor (tokens; upper edges, the last open)
 #: and the length it reports for each (the bucket's middle; 2048 for the open one).
 BUCKET_EDGES = (64, 256, 1024)
@@ -169,6 +177,33 @@ class NoPredictor(Predictor):
         return np.full(np.asarray(decode).shape[0], NEVER, dtype=np.int64)
 
 
+def still_active(s0, st) -> np.ndarray:
+    """``q(h) = S(tau + h) / S(tau)`` from ``s0 = S(tau)`` (one per request) and
+    ``st = S(tau + h)`` (a row per request); 1 where ``S(tau) = 0`` (no evidence:
+    the request is predicted to stay), within ``[0, 1]``."""
+    s0 = np.asarray(s0, dtype=float)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.clip(np.where(s0 > 0, st / np.where(s0 > 0, s0, 1.0), 1.0), 0.0, 1.0)
+
+
+def active_requests(state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The worker, request id and generated tokens ``tau`` of every running request."""
+    g, b = np.nonzero(state.slot_request >= 0)
+    ids = state.slot_request[g, b]
+    return g, ids, state.generated[ids].astype(np.int64)
+
+
+def weighted_loads(workers: int, worker, prefill, tau, q) -> np.ndarray:
+    """The ``(G, H + 1)`` expected loads ``sum (s_i + tau_i + h) q_i(h)`` of the
+    running requests on each worker (``q``: a row per request)."""
+    h = np.arange(q.shape[1], dtype=float)
+    w = (np.asarray(prefill, dtype=float)[:, None] + np.asarray(tau, dtype=float)[:, None] + h[None, :]) * q
+    out = np.zeros((workers, q.shape[1]))
+    for k in range(q.shape[1]):
+        out[:, k] = np.bincount(worker, weights=w[:, k], minlength=workers)
+    return out
+
+
 class SurvivalPredictor(Predictor):
     """Base class of the oracle-free, probabilistic predictors.
 
@@ -229,10 +264,7 @@ class SurvivalPredictor(Predictor):
         surv, rho = self.survival()
         T = surv.shape[0] - 1
         inside = np.minimum(tau, T)  # tau >= T is handled below
-        s0 = surv[inside][:, None]
-        st = self.survival_at(inside[:, None] + h[None, :])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            q = np.where(s0 > 0, st / np.where(s0 > 0, s0, 1.0), 1.0)
+        q = still_active(surv[inside], self.survival_at(inside[:, None] + h[None, :]))
         # beyond the table: memoryless geometric tail, or (finite support) persist
         tail = (rho ** h.astype(float))[None, :] if surv[T] > 0 else np.ones((1, h.shape[0]))
         q = np.where((tau >= T)[:, None], tail, q)
@@ -411,10 +443,8 @@ class PosteriorPredictor(Predictor):
         """The ``(G, H + 1)`` expected loads of the active requests (float)."""
         self._observe(state)
         est = self._estimates(state.workload)
-        G, _ = state.slot_request.shape
-        g, b = np.nonzero(state.slot_request >= 0)
-        ids = state.slot_request[g, b]
-        tau = state.generated[ids].astype(float)
+        g, ids, tau_i = active_requests(state)
+        tau = tau_i.astype(float)
         o_hat = est[ids].astype(float)
         h = np.arange(horizon + 1, dtype=float)
         if self.n < MIN_EVENTS:
@@ -425,15 +455,8 @@ class PosteriorPredictor(Predictor):
             log_edges = np.log(RATIO_GRID)
             s0 = np.interp(np.log(np.maximum(tau / o_hat, RATIO_GRID[0])), log_edges, self._surv)
             x = np.log(np.maximum((tau[:, None] + h[None, :]) / o_hat[:, None], RATIO_GRID[0]))
-            st = np.interp(x, log_edges, self._surv)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                q = np.where(s0[:, None] > 0, st / np.where(s0 > 0, s0, 1.0)[:, None], 1.0)
-            q = np.clip(q, 0.0, 1.0)
-        w = (state.workload.prefill[ids].astype(float)[:, None] + tau[:, None] + h[None, :]) * q
-        out = np.zeros((G, horizon + 1))
-        for k in range(horizon + 1):
-            out[:, k] = np.bincount(g, weights=w[:, k], minlength=G)
-        return out
+            q = still_active(s0, np.interp(x, log_edges, self._surv))
+        return weighted_loads(state.slot_request.shape[0], g, state.workload.prefill[ids], tau, q)
 
 
 class PromptSurvivalPredictor(Predictor):
@@ -484,10 +507,7 @@ class PromptSurvivalPredictor(Predictor):
     def expected_loads(self, state, horizon: int) -> np.ndarray:
         """The ``(G, H + 1)`` expected loads of the active requests (float)."""
         self._observe(state)
-        G, _ = state.slot_request.shape
-        g, b = np.nonzero(state.slot_request >= 0)
-        ids = state.slot_request[g, b]
-        tau = state.generated[ids].astype(np.int64)
+        g, ids, tau = active_requests(state)
         bucket = prompt_bucket(state.workload.prefill[ids])
         T = self.events.shape[1]
         censored = np.zeros_like(self.events)
@@ -501,17 +521,11 @@ class PromptSurvivalPredictor(Predictor):
                 continue
             surv = kaplan_meier(self.events[k], censored[k]) if self.events[k].sum() >= MIN_EVENTS else pooled
             t0 = tau[mine]
-            s0 = surv[np.minimum(t0 + 1, T)]  # S(t) = P(o > t) = surv[t + 1]
             st = surv[np.minimum(t0[:, None] + h[None, :] + 1, T)]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                qk = np.where(s0[:, None] > 0, st / np.where(s0 > 0, s0, 1.0)[:, None], 1.0)
+            qk = still_active(surv[np.minimum(t0 + 1, T)], st)  # S(t) = P(o > t) = surv[t + 1]
             beyond = (t0 + 1 >= T)[:, None] | (t0[:, None] + h[None, :] + 1 > T)  # past the longest seen: stays
-            q[mine] = np.where(beyond & (st == 0), 1.0, np.clip(qk, 0.0, 1.0))
-        w = (state.workload.prefill[ids].astype(float)[:, None] + tau[:, None] + h[None, :]) * q
-        out = np.zeros((G, horizon + 1))
-        for j in range(horizon + 1):
-            out[:, j] = np.bincount(g, weights=w[:, j], minlength=G)
-        return out
+            q[mine] = np.where(beyond & (st == 0), 1.0, qk)
+        return weighted_loads(state.slot_request.shape[0], g, state.workload.prefill[ids], tau, q)
 
 
 #: Prompt-length buckets of :class:`PromptSurvivalPredictor` (tokens; upper edges, the last open).
@@ -601,8 +615,8 @@ def _error_model(name, noise_low, noise_high, seed, noise_sigma, bucket_accuracy
     return BucketPredictor(bucket_accuracy, seed)
 
 
-__all__ = ["PREDICTORS", "PROBABILISTIC", "ERROR_MODELS", "REMAINING", "BUCKET_EDGES", "BUCKET_VALUES", "NEVER",
+__all__ = ["PREDICTORS", "PROBABILISTIC", "ERROR_MODELS", "REMAINING", "default_remaining", "BUCKET_EDGES", "BUCKET_VALUES", "NEVER",
            "Predictor", "OraclePredictor", "NoisyPredictor", "LogNormalPredictor", "BucketPredictor", "NoPredictor",
            "SurvivalPredictor", "EmpiricalPredictor", "GeometricPredictor", "PosteriorPredictor", "PromptSurvivalPredictor",
-           "PROMPT_EDGES", "prompt_bucket", "RATIO_GRID",
+           "PROMPT_EDGES", "prompt_bucket", "still_active", "active_requests", "weighted_loads", "RATIO_GRID",
            "MIN_EVENTS", "ratio_bin", "kaplan_meier", "ratio_mean", "make_predictor"]

@@ -107,27 +107,27 @@ def policy_options(args) -> dict:
     for all) when the chosen policy does not take them, when they would be
     ignored (:attr:`bfio.policies.options.Option.applies_with`) or, for
     ``--report-interval``, without instant dispatch."""
-    from bfio.policies import policy_class, policy_options as declared
+    from bfio.policies import policy_class, policy_options as declared_options
 
+    declared = declared_options()
     cls = policy_class(args.policy)
-    taken = {o.name for o in cls.options}
-    given = {name: getattr(args, name) for name in declared() if getattr(args, name, None) is not None}
-    foreign = [name for name in given if name not in taken]
+    options = {o.name: o for o in cls.options}
+    given = {name: getattr(args, name) for name in declared if getattr(args, name, None) is not None}
+    foreign = [name for name in given if name not in options]
     if foreign:
-        flags = ", ".join(declared()[n][0].flag for n in foreign)
-        takers = declared()[foreign[0]][1]
+        flags = ", ".join(declared[n][0].flag for n in foreign)
+        takers = declared[foreign[0]][1]
         raise ConfigError(f"{flags}: only valid with --policy {' | '.join(takers)} (got --policy {args.policy})")
-    defaults = {o.name: o.default for o in cls.options}
-    for o in cls.options:
+    for o in options.values():
         if o.name in given and o.applies_with is not None:
             other, values = o.applies_with
-            chosen = given.get(other, defaults[other])
+            chosen = given.get(other, options[other].default)
             if chosen not in values:
                 raise ConfigError(f"{o.flag}: only valid with --{other.replace('_', '-')} {' | '.join(values)} "
                                   f"(got --{other.replace('_', '-')} {chosen}); it would be ignored")
     pooled = [n for n in getattr(cls, "central_only_options", ()) if n in given]
     if pooled and args.dispatch == "instant":
-        raise ConfigError(f"{declared()[pooled[0]][0].flag}: only valid with --dispatch central (got --dispatch "
+        raise ConfigError(f"{options[pooled[0]].flag}: only valid with --dispatch central (got --dispatch "
                           f"instant); {args.policy}'s instant dispatch has FIFO queues and its own binding rule")
     if "report_interval" in given and args.dispatch != "instant":
         raise ConfigError(f"--report-interval: only valid with --dispatch instant (got --dispatch {args.dispatch}); "

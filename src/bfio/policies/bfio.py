@@ -64,7 +64,7 @@ from bfio.policies import register
 from bfio.policies.base import DISPATCH_MODES, DispatchState, Policy, RoutingState
 from bfio.solvers.dispatch import bind, queue_profiles
 from bfio.policies.options import Option
-from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, make_predictor
+from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaining, make_predictor
 from bfio.solvers import DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, solve
 from bfio.solvers.heap import solve_heap_terms
 from bfio.solvers.instance import Instance, forced_mask, instance_of_call, parse_admission
@@ -177,8 +177,8 @@ class BFIO(Policy):
         self.horizon = v["horizon"]
         predictor = v["predictor"]
         self.solver = v["solver"]
-        if v["remaining"] is None:  # the noise-aware reading where the fast solver takes expected loads
-            v["remaining"] = "posterior" if self.solver == "fast" else "paper"
+        if v["remaining"] is None:
+            v["remaining"] = default_remaining(self.solver)
         self.predictor = make_predictor(predictor, v["noise_low"], v["noise_high"], seed, noise_sigma=v["noise_sigma"],
                                         bucket_accuracy=v["bucket_accuracy"], remaining=v["remaining"])
         if self.predictor.probabilistic and self.solver != "fast":
@@ -303,12 +303,11 @@ class BFIO(Policy):
         window = self._objective.window
         est = self._decode_estimate(state.workload)
         base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, window)
-        remaining = np.maximum(1, est - state.generated)
         release = []
         for g in range(state.workers):
             ids = state.slot_request[g][state.slot_request[g] >= 0]
-            heap = sorted([0] * (state.slots - ids.shape[0]) + remaining[ids].tolist())
-            release.append(heap)
+            remaining = np.maximum(1, est[ids] - state.generated[ids])  # r_i, as predicted_loads reads it
+            release.append(sorted([0] * (state.slots - ids.shape[0]) + remaining.tolist()))
         queues = []
         for g in range(state.workers):
             q, i = [], int(state.queue_head[g])

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bfio.predictors import default_remaining
 from bfio.run import RunSpec, run_batch
 from bfio.run_keys import row_key
 from bfio.studies.registry import Study, register_study
@@ -61,7 +62,7 @@ def row_columns(run: RunSpec) -> dict:
         return {"predictor": "-", "remaining": "-", "noise": np.nan, "horizon": np.nan}
     v = run.resolved_options
     level = ERROR_LEVELS.get(v["predictor"])
-    reading = v["remaining"] or ("posterior" if v["solver"] == "fast" else "paper")  # BF-IO's derived default
+    reading = v["remaining"] or default_remaining(v["solver"])
     return {"predictor": v["predictor"], "remaining": reading if level else "-",
             "noise": v[level[1][0]] if level else np.nan, "horizon": v["horizon"]}
 

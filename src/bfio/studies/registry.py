@@ -27,7 +27,7 @@ their config section (``settings_groups``, ``variants``) only, with
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from bfio.errors import ConfigError
@@ -69,7 +69,6 @@ class Study:
     table_modules: tuple[str, ...] = ()
     figure_modules: tuple[str, ...] = ()
     generic: bool = True
-    resources: dict = field(default_factory=lambda: {"mem_mb": 4000, "runtime": 240})
 
     def __post_init__(self):
         if self.generic and not (self.simulate and self.tabulate):
@@ -125,28 +124,26 @@ def generic_studies() -> dict[str, Study]:
     return {k: s for k, s in studies().items() if s.generic}
 
 
+def _generic_by(attr: str, value: str, where: str) -> Study:
+    for s in generic_studies().values():
+        if getattr(s, attr) == value:
+            return s
+    raise ConfigError(f"no generic study writes {where}")
+
+
 def by_directory(directory: str) -> Study:
     """The generic study writing ``results/studies/<directory>/``."""
-    for s in generic_studies().values():
-        if s.directory == directory:
-            return s
-    raise ConfigError(f"no generic study writes results/studies/{directory}/")
+    return _generic_by("directory", directory, f"results/studies/{directory}/")
 
 
 def by_table(table: str) -> Study:
     """The generic study writing ``results/tables/<table>.csv``."""
-    for s in generic_studies().values():
-        if s.table == table:
-            return s
-    raise ConfigError(f"no generic study writes results/tables/{table}.csv")
+    return _generic_by("table", table, f"results/tables/{table}.csv")
 
 
 def by_figure(figure: str) -> Study:
     """The generic study drawing ``figures/<figure>.png``."""
-    for s in generic_studies().values():
-        if s.figure == figure:
-            return s
-    raise ConfigError(f"no generic study draws figures/{figure}.png")
+    return _generic_by("figure", figure, f"figures/{figure}.png")
 
 
 #: Built-in study modules (registration order: the order of the report).

@@ -61,9 +61,7 @@ def _positive_ints(series: pd.Series, path: Path, col: str, maximum: int, role: 
     if values.dtype == object:
         num = np.empty(len(values), dtype=float)
         for row, v in enumerate(values):
-            if isinstance(v, bool) or v is None:
-                raise TraceError(path, f"value {v!r} is not an integer token count", row=row, field=col)
-            if isinstance(v, (int, np.integer, float, np.floating, Decimal)) or (isinstance(v, str) and _is_number(v)):
+            if _is_numeric(v):
                 try:
                     num[row] = float(v)
                 except OverflowError:  # an int beyond float range
@@ -95,8 +93,9 @@ def _positive_ints(series: pd.Series, path: Path, col: str, maximum: int, role: 
     return v.astype(np.int64)
 
 
-def _is_seconds(value) -> bool:
-    """An arrival written as seconds: a number (not a boolean) or numeric text."""
+def _is_numeric(value) -> bool:
+    """A number (not a boolean, not missing) or numeric text: a token count or an
+    arrival in seconds as a trace may write it."""
     if isinstance(value, (bool, np.bool_)):
         return False
     return isinstance(value, (int, np.integer, float, np.floating, Decimal)) or (
@@ -110,7 +109,7 @@ def _arrival_seconds(series: pd.Series, path: Path, col: str) -> np.ndarray:
         for row, v in enumerate(series):
             if isinstance(v, (bool, np.bool_)):
                 raise TraceError(path, f"value {v!r} is neither seconds nor a timestamp", row=row, field=col)
-        seconds = np.array([_is_seconds(v) for v in series])
+        seconds = np.array([_is_numeric(v) for v in series])
         if seconds.any() and not seconds.all() and not pd.isna(series[~seconds]).all():
             r = _first_bad(seconds != seconds[0])
             v = series.iloc[r]
