@@ -70,6 +70,7 @@ from bfio.solvers.heap import solve_heap_terms
 from bfio.solvers.instance import Instance, forced_mask, instance_of_call, parse_admission
 from bfio.solvers.objective import OBJECTIVES, ObjectiveTerms, check_discount
 from bfio.profiles import predicted_loads
+from bfio.tracked_loads import TrackedLoads
 from bfio.solvers.shards import DEFAULT_SHARD_WORKERS, solve_sharded_terms
 
 MAX_HORIZON = 100_000
@@ -237,6 +238,7 @@ class BFIO(Policy):
         self._fallbacks = 0
         self._forced = 0
         self._heap_refreshes = 0
+        self._tracker: TrackedLoads | None = None
 
     # -- routing ----------------------------------------------------------------------
     def _decode_estimate(self, workload) -> np.ndarray:
@@ -270,12 +272,14 @@ class BFIO(Policy):
 
     def _route_fast(self, state: RoutingState, est: np.ndarray | None, U: int) -> np.ndarray:
         window = self._objective.window  # H_eff
+        tracker = None
         if est is None:  # probabilistic predictor: expected loads (float)
             base = self.predictor.expected_loads(state, window)
             if getattr(self.predictor, "gives_lifetimes", False):  # new requests: their expected lengths
                 est = self.predictor.expected_lengths(state.workload)
         else:
-            base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, window)
+            tracker = self._tracked(state, est, window)
+            base = tracker.loads(state, est)
         sizes = state.pool_prefill
         n = sizes.shape[0]
         ages = state.step - state.enter_step[state.pool]
@@ -287,8 +291,20 @@ class BFIO(Policy):
         if self.placement == "heap":
             assign, refreshed = solve_heap_terms(base, free, sizes, forced, U, terms)
             self._heap_refreshes += int(refreshed)
-            return assign
-        return solve_sharded_terms(base, free, sizes, forced, U, terms, LOCAL_SEARCH_ROUNDS, self.shard_workers)
+        else:
+            assign = solve_sharded_terms(base, free, sizes, forced, U, terms, LOCAL_SEARCH_ROUNDS, self.shard_workers)
+        if tracker is not None:
+            placed = assign >= 0
+            tracker.admitted(state.step, state.pool[placed], assign[placed], state.workload.prefill, est)
+        return assign
+
+    def _tracked(self, state: RoutingState, est: np.ndarray, window: int) -> TrackedLoads:
+        """The run's :class:`~bfio.tracked_loads.TrackedLoads` (point estimates, central
+        pool): ``Lhat`` from the events since the last call instead of every slot."""
+        n = est.shape[0]
+        if self._tracker is None or not self._tracker.fits(state.workers, n, window):
+            self._tracker = TrackedLoads(state.workers, n, window)
+        return self._tracker
 
     def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         """Instant dispatch (issue 30, :mod:`bfio.solvers.dispatch`): each arriving
