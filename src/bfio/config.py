@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bfio.errors import ConfigError
 from bfio.paper import TABLE_SETTINGS
-from bfio.traces.registry import KNOWN_TRACES, TRACE_ALIASES, TraceSpec
+from bfio.traces.registry import ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec
 from bfio.experiments import experiment_rows
 from bfio.studies.registry import studies
 from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.config.trace_references)
@@ -163,6 +163,9 @@ def _registry_enums(schema: dict) -> dict:
     for name, study in studies().items():  # a plugin study's section, from its declaration
         if study.schema is not None:
             props[name] = copy.deepcopy(study.schema)
+    unit = props.get("extra_traces", {}).get("additionalProperties", {}).get("properties", {}).get("arrival_unit")
+    if unit is not None:
+        unit["enum"] = sorted(ARRIVAL_UNITS)
     pred = props.get("predictor_study", {}).get("properties", {}).get("predictors", {}).get("items")
     if pred is not None:
         pred["enum"] = list(PREDICTORS)
@@ -305,7 +308,8 @@ def trace_specs(config: dict) -> dict[str, TraceSpec]:
     out = dict(KNOWN_TRACES)
     for name, e in (config.get("extra_traces") or {}).items():
         out[name] = TraceSpec(name, str(e["path"]), e.get("sha256"), e["prefill_col"], e["decode_col"],
-                              e.get("arrival_col"), description=e.get("description") or f"extra trace {e['path']}")
+                              e.get("arrival_col"), description=e.get("description") or f"extra trace {e['path']}",
+                              arrival_unit=e.get("arrival_unit", "s"))
     return out
 
 

@@ -158,6 +158,27 @@ S_CLOCK, S_DT, S_ACTIVE, S_COMPLETIONS, S_IMB_POST, S_IMB_PRE, S_E_POST, S_E_PRE
 
 
 @njit(cache=True)
+def write_row(series, n_rows, clock, dt, n_active, done, G, pre, post):
+    """Row ``n_rows`` of the per-step series: the step's clock and ``dt``, active and
+    completed requests, and the load statistics (``load_stats``) before and after it."""
+    pre_max, pre_sum, pre_psum = pre
+    post_max, post_sum, post_psum = post
+    series[S_CLOCK, n_rows] = clock
+    series[S_DT, n_rows] = dt
+    series[S_ACTIVE, n_rows] = n_active
+    series[S_COMPLETIONS, n_rows] = done
+    series[S_IMB_POST, n_rows] = G * post_max - post_sum
+    series[S_IMB_PRE, n_rows] = G * pre_max - pre_sum
+    series[S_E_POST, n_rows] = post_psum * dt
+    series[S_E_PRE, n_rows] = pre_psum * dt
+    series[S_PMEAN_POST, n_rows] = post_psum / G
+    series[S_PMEAN_PRE, n_rows] = pre_psum / G
+    series[S_MAXLOAD_PRE, n_rows] = pre_max
+    series[S_SUMLOAD_PRE, n_rows] = pre_sum
+    series[S_PSUM_PRE, n_rows] = pre_psum
+
+
+@njit(cache=True)
 def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loads, active, completed,
               n_completed, clock, step, overhead, t_l, p_idle, p_max, gamma, series, n_rows,
               record_loads, load_rows, until_clock):
@@ -189,19 +210,8 @@ def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loa
         done = advance_step(slot_request, prefill, decode, generated, finish, finish_step, clock, step,
                             loads, active, completed, n_completed)
         post_max, post_sum, post_psum = load_stats(loads, p_idle, p_max, gamma)
-        series[S_CLOCK, n_rows] = clock
-        series[S_DT, n_rows] = dt
-        series[S_ACTIVE, n_rows] = n_active
-        series[S_COMPLETIONS, n_rows] = done
-        series[S_IMB_POST, n_rows] = G * post_max - post_sum
-        series[S_IMB_PRE, n_rows] = G * pre_max - pre_sum
-        series[S_E_POST, n_rows] = post_psum * dt
-        series[S_E_PRE, n_rows] = pre_psum * dt
-        series[S_PMEAN_POST, n_rows] = post_psum / G
-        series[S_PMEAN_PRE, n_rows] = pre_psum / G
-        series[S_MAXLOAD_PRE, n_rows] = pre_max
-        series[S_SUMLOAD_PRE, n_rows] = pre_sum
-        series[S_PSUM_PRE, n_rows] = pre_psum
+        write_row(series, n_rows, clock, dt, n_active, done, G, (pre_max, pre_sum, pre_psum),
+                  (post_max, post_sum, post_psum))
         n_rows += 1
         n_completed += done
         if n_rows >= capacity or not (clock < until_clock):

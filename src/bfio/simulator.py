@@ -35,6 +35,7 @@ from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
 from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.kernels import admit_assigned, admit_queues, enqueue, run_steps
+from bfio.prefill import Prefill, PrefillModel
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
 from bfio.policies import DispatchState, Policy, RoutingState, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES
@@ -61,7 +62,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
              constants: PaperConstants | None = None, entry: str = "backlog",
              record_loads: bool = False, show_progress: bool | None = None,
              policy_options: dict | None = None, dispatch: str = "central",
-             fast_forward: bool = True, admission_mode: str | None = None) -> SimulationResult:
+             fast_forward: bool = True, admission_mode: str | None = None,
+             prefill: PrefillModel | None = None) -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
@@ -79,6 +81,11 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     once every request has entered) in one kernel call instead of one step at a
     time; the results are identical, bit for bit (``False`` is the plain step
     loop, kept for checking that).
+
+    ``prefill`` (:class:`bfio.prefill.PrefillModel`, issue 32): chunked prefill
+    in the step and, with ``cache_blocks`` and a workload with ``blocks``,
+    per-rank prefix caches; adds TTFT and cache metrics. ``None`` (the default)
+    is the paper's step loop, unchanged.
     """
     t_wall = time.perf_counter()
     if not isinstance(workload, Workload):
@@ -105,6 +112,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         raise ConfigError(f"entry: must be {' or '.join(map(repr, ENTRY_MODES))}, got {entry!r}")
     if dispatch not in DISPATCH_MODES:
         raise ConfigError(f"dispatch: must be {' or '.join(map(repr, DISPATCH_MODES))}, got {dispatch!r}")
+    if prefill is not None and not isinstance(prefill, PrefillModel):
+        raise ConfigError(f"prefill: expected a bfio.prefill.PrefillModel or None, got {type(prefill).__name__}")
     if entry == "arrivals" and workload.arrival_s is None:
         raise ConfigError("entry: 'arrivals' needs a workload with arrival times (arrival column)")
     c = constants or PaperConstants()
@@ -145,6 +154,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     q_tokens = np.zeros(G, dtype=np.int64)
     queue_worker = np.full(N, -1, dtype=np.int64)
     admitted_buf = np.empty(max(1, min(N, G * B)), dtype=np.int64)
+
+    chunked = Prefill(prefill, workload, G, B) if prefill is not None else None
 
     state = {"pool": np.empty(0, dtype=np.int64), "next": 0, "clock": 0.0, "step": 0, "finished": 0,
              "queued": 0, "idle_s": 0.0}
@@ -201,6 +212,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
             start[admitted] = state["clock"]
             start_step[admitted] = state["step"]
             state["queued"] -= n
+            if chunked is not None:
+                chunked.admitted(admitted.copy(), worker_of, loads)
         return n
 
     def route() -> int:
@@ -229,6 +242,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         n, kept = admit_assigned(pool, assign, slot_request, s, loads, active, worker_of, start, start_step,
                                  state["clock"], state["step"], rest)
         if n:
+            if chunked is not None:
+                chunked.admitted(pool[assign >= 0], worker_of, loads)
             state["pool"] = rest[:kept]
         return int(n)
 
@@ -261,10 +276,15 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
             elif entry == "arrivals":
                 until = float(workload.arrival_s[state["next"]])
         series.reserve()
-        clock, step, n_done, series.n = run_steps(
-            slot_request, s, o, generated, finish, finish_step, loads, active, completed, finished,
-            state["clock"], state["step"], overhead, t_l, p_idle, p_max, gamma, series.buf, series.n,
-            record_loads, series.load_rows, until)
+        if chunked is None:
+            clock, step, n_done, series.n = run_steps(
+                slot_request, s, o, generated, finish, finish_step, loads, active, completed, finished,
+                state["clock"], state["step"], overhead, t_l, p_idle, p_max, gamma, series.buf, series.n,
+                record_loads, series.load_rows, until)
+        else:  # one step at a time: prefill endings feed the prefix caches
+            clock, step, n_done, series.n = chunked.step(
+                slot_request, s, o, generated, finish, finish_step, loads, active, completed, finished,
+                state["clock"], state["step"], overhead, t_l, p_idle, p_max, gamma, series, record_loads, worker_of)
         state["clock"], state["step"] = float(clock), int(step)
         done = int(n_done) - finished
         finished = int(n_done)
@@ -291,16 +311,23 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         metrics.update({"route_calls": int(rt.size), "route_s_p50": float(np.percentile(rt, 50)),
                         "route_s_p99": float(np.percentile(rt, 99)), "route_s_total": float(rt.sum())})
     metrics.update(policy.stats())
+    if chunked is not None:
+        metrics.update(chunked.metrics(enter_clock, finish, o))
     requests = pd.DataFrame({"prefill": s, "decode": o, "worker": worker_of, "start_s": start,
                              "finish_s": finish, "start_step": start_step, "finish_step": finish_step,
                              "enter_step": enter_step, "wait_steps": wait_st, "wait_s": wait_sec,
                              "arrival_s": enter_clock, "tpot_s": (finish - start) / o,
                              "e2e_s": finish - enter_clock, "queue_worker": queue_worker})
+    if chunked is not None:
+        requests["ttft_s"] = chunked.first_token - enter_clock
+        requests["cached_tokens"] = chunked.cached
     frame = pd.DataFrame(arrays)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
     config = {"workers": G, "slots": B, "requests": N, "seed": seed, "policy": policy.name,
               "policy_options": policy.describe(), "entry": entry, "dispatch": dispatch,
               "overhead_s": overhead, **{k: v for k, v in c.to_dict().items() if k != "overhead_s"}}
+    if chunked is not None:
+        config["prefill"] = prefill.to_dict()
     warns = window_warnings(int(last_admission_step), arrays["active"], G, B, entry)
     return SimulationResult(config=config, metrics=metrics, steps=int(state["step"]),
                             window_steps=int(last_admission_step), requests=requests, series=frame,

@@ -16,6 +16,7 @@ import numpy as np
 
 from bfio.errors import ConfigError
 from bfio.limits import MAX_DECODE, MAX_PREFILL
+from bfio.prefix import PrefixBlocks, check_blocks_cover
 
 #: How requests arrive (CLI ``--arrival-mode``, the studies' ``arrival.mode``):
 #: ``backlog`` (the paper's: no arrival times, a pool of ``4 G``), ``poisson``
@@ -65,13 +66,16 @@ class Workload:
     """N requests in index (arrival) order.
 
     ``prefill`` (``s``) and ``decode`` (``o``) are int64 arrays; ``arrival_s``
-    is an optional float array of arrival times in seconds (online mode).
+    is an optional float array of arrival times in seconds (online mode);
+    ``blocks`` optionally the prompts' KV-block hashes (:mod:`bfio.prefix`,
+    prefix caching), ``ceil(s_i / blocks.block_tokens)`` per request.
     """
 
     prefill: np.ndarray
     decode: np.ndarray
     arrival_s: np.ndarray | None = None
     name: str = "workload"
+    blocks: PrefixBlocks | None = None
 
     def __post_init__(self):
         s = token_lengths(self.prefill, "prefill", MAX_PREFILL)
@@ -93,6 +97,11 @@ class Workload:
                                   f"{MAX_ARRIVAL_S:.0e} s (bfio.limits.MAX_ARRIVAL_S: the clock would lose the "
                                   "precision of latencies); raise --arrival-rate or lower --time-scale")
             object.__setattr__(self, "arrival_s", a)
+        if self.blocks is not None:
+            if not isinstance(self.blocks, PrefixBlocks):
+                raise ConfigError("blocks: expected bfio.prefix.PrefixBlocks or None, got "
+                                  f"{type(self.blocks).__name__}")
+            check_blocks_cover(self.blocks, s, "blocks")
 
     def __len__(self) -> int:
         return int(self.prefill.shape[0])
@@ -105,12 +114,14 @@ class Workload:
         return int(np.sum((o * s + o * (o - 1) // 2).astype(object)))
 
 
-def draw_workload(prefill, decode, n: int, seed: int, arrival_s=None, name: str = "workload") -> Workload:
+def draw_workload(prefill, decode, n: int, seed: int, arrival_s=None, name: str = "workload",
+                  blocks: PrefixBlocks | None = None) -> Workload:
     """Draw ``n`` requests with replacement, exactly as the paper's simulator:
     ``idx = numpy.random.default_rng(seed).choice(len(trace), size=n, replace=True)``.
 
     With arrival times, the drawn requests keep the trace's arrival order
-    (sorted by the drawn arrival time; ties by draw order).
+    (sorted by the drawn arrival time; ties by draw order). ``blocks`` (one
+    entry per trace row) follows the drawn rows; it does not change the draw.
     """
     from bfio.limits import MAX_REQUESTS
 
@@ -121,6 +132,7 @@ def draw_workload(prefill, decode, n: int, seed: int, arrival_s=None, name: str 
         raise ValueError(f"requests: {n:,} exceeds the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS)")
     if len(prefill) == 0:
         raise ValueError("cannot draw from an empty trace")
+    _check_rows(blocks, len(prefill))
     rng = np.random.default_rng(seed)
     idx = rng.choice(len(prefill), size=n, replace=True)
     arr = None
@@ -129,7 +141,18 @@ def draw_workload(prefill, decode, n: int, seed: int, arrival_s=None, name: str 
         order = np.argsort(arr_all[idx], kind="stable")
         idx = idx[order]
         arr = arr_all[idx]
-    return Workload(prefill[idx], np.asarray(decode)[idx], arr, name=name)
+    return Workload(prefill[idx], np.asarray(decode)[idx], arr, name=name,
+                    blocks=None if blocks is None else blocks.take(idx))
+
+
+def _check_rows(blocks: PrefixBlocks | None, rows: int) -> None:
+    """``blocks`` is ``None`` or :class:`PrefixBlocks` with one entry per trace row."""
+    if blocks is None:
+        return
+    if not isinstance(blocks, PrefixBlocks):
+        raise ConfigError(f"blocks: expected bfio.prefix.PrefixBlocks or None, got {type(blocks).__name__}")
+    if len(blocks) != rows:
+        raise ConfigError(f"blocks: need one entry per trace row ({rows} rows), got {len(blocks)}")
 
 
 def poisson_arrivals(n: int, rate_per_s: float, seed: int) -> np.ndarray:
@@ -148,12 +171,13 @@ def poisson_arrivals(n: int, rate_per_s: float, seed: int) -> np.ndarray:
 
 
 def with_arrivals(workload: Workload, arrival_s) -> Workload:
-    """The same requests with the given arrival times (index order kept)."""
-    return Workload(workload.prefill, workload.decode, np.asarray(arrival_s, dtype=float), name=workload.name)
+    """The same requests (and prefix blocks) with the given arrival times (index order kept)."""
+    return Workload(workload.prefill, workload.decode, np.asarray(arrival_s, dtype=float), name=workload.name,
+                    blocks=workload.blocks)
 
 
 def replay_workload(prefill, decode, arrival_s, n: int | None = None, seed: int | None = None,
-                    time_scale: float = 1.0, name: str = "trace") -> Workload:
+                    time_scale: float = 1.0, name: str = "trace", blocks: PrefixBlocks | None = None) -> Workload:
     """Replay a trace's own rows in timestamp order (``trace`` arrival mode).
 
     No resampling: drawing with replacement would duplicate rows and their
@@ -166,8 +190,12 @@ def replay_workload(prefill, decode, arrival_s, n: int | None = None, seed: int 
     ``time_scale < 1`` compresses time (the same requests arrive faster, so the
     offered load is ``1 / time_scale`` times the trace's), ``> 1`` stretches it.
 
+    ``blocks`` (prefix block hashes, one entry per trace row) follows the
+    replayed rows.
+
     Errors name the option: ``requests`` (``n`` outside ``1 .. len``),
-    ``time_scale`` (not a finite number > 0), ``arrival_s`` (length or values).
+    ``time_scale`` (not a finite number > 0), ``arrival_s`` (length or values),
+    ``blocks`` (not one entry per row).
     """
     s = np.asarray(prefill)
     o = np.asarray(decode)
@@ -183,6 +211,7 @@ def replay_workload(prefill, decode, arrival_s, n: int | None = None, seed: int 
             or not math.isfinite(time_scale) or not time_scale > 0:
         raise ConfigError(f"time_scale: must be a finite number > 0 (< 1 compresses time), got {time_scale!r}")
     total = s.shape[0]
+    _check_rows(blocks, total)
     if n is None:
         n = total
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= total:
@@ -194,4 +223,4 @@ def replay_workload(prefill, decode, arrival_s, n: int | None = None, seed: int 
         offset = int(np.random.default_rng(seed).integers(0, total - n + 1))
     idx = order[offset: offset + n]
     arr = (a[idx] - a[idx[0]]) * float(time_scale)
-    return Workload(s[idx], o[idx], arr, name=name)
+    return Workload(s[idx], o[idx], arr, name=name, blocks=None if blocks is None else blocks.take(idx))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from bfio.cli.arguments import policy_name, positive_float, positive_int, request_count, seed_int
+from bfio.traces.registry import KNOWN_TRACES
 from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
 from bfio.errors import ConfigError
@@ -20,8 +21,7 @@ def add_parser(subparsers) -> None:
                                           "(post-completion imbalance and power over steps 1..last admission); "
                                           "the pre-step measurement is reported beside it.")
     s.add_argument("--trace", required=True,
-                   help="known trace name (longbench, burstgpt, arxiv, azure_code, azure_conv, vidur_arxiv, "
-                        "sarathi_sharegpt, sharegpt_10k, longbench_v1; sha256-verified) or a path to a "
+                   help=f"known trace name ({', '.join(KNOWN_TRACES)}; sha256-verified) or a path to a "
                         ".json/.jsonl/.csv/.parquet trace")
     s.add_argument("--requests", type=request_count, required=True,
                    help="number of requests N: drawn with replacement from the trace (backlog, poisson), or a "

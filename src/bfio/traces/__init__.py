@@ -7,6 +7,10 @@ Two families of input are supported:
 * generic tables (CSV, JSONL, JSON array of records, Parquet) where the user
   names the prefill, decode and (optional) arrival columns.
 
+A trace may also carry each prompt's KV-block hashes (prefix caching,
+:mod:`bfio.prefix`; the Mooncake trace's ``hash_ids``), read into
+:attr:`Trace.blocks` when a hash column is named.
+
 Every row is validated; a bad value raises :class:`~bfio.errors.TraceError`
 naming the file, the 0-based data row and the field. Nothing is dropped or
 clipped. Known traces (:data:`~bfio.traces.registry.KNOWN_TRACES`) are looked
@@ -23,22 +27,25 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bfio.errors import TraceError
+from bfio.errors import ConfigError, TraceError
+from bfio.prefix import PrefixBlocks
 from bfio.traces.formats import read_table
 from bfio.traces.registry import (  # noqa: F401  (re-exported: the names users import from bfio.traces)
-    KNOWN_TRACES, TRACE_ALIASES, TraceSpec, default_data_dir, resolve_trace, sha256_of, verify_sha256)
-from bfio.traces.validation import validate_columns
+    ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec, default_data_dir, resolve_trace, sha256_of, verify_sha256)
+from bfio.traces.validation import validate_columns, validate_hashes
 
 
 @dataclass(frozen=True)
 class Trace:
-    """A validated trace: one ``(prefill, decode[, arrival_s])`` per row."""
+    """A validated trace: one ``(prefill, decode[, arrival_s])`` per row, and
+    optionally each row's prompt block hashes (``blocks``, prefix caching)."""
 
     name: str
     path: str
     prefill: np.ndarray
     decode: np.ndarray
     arrival_s: np.ndarray | None = None
+    blocks: PrefixBlocks | None = None
 
     def __len__(self) -> int:
         return int(self.prefill.shape[0])
@@ -52,7 +59,8 @@ class Trace:
 
 
 def load_trace(name_or_path, prefill_col=None, decode_col=None, arrival_col=None,
-               data_dir=None, verify: bool = True) -> Trace:
+               data_dir=None, verify: bool = True, *, arrival_unit: str | None = None,
+               hash_col: str | None = None, block_tokens: int | None = None) -> Trace:
     """Load and validate a trace by known name or by path.
 
     Known names verify the pinned sha256 (``verify=False`` skips it). For paths,
@@ -60,6 +68,13 @@ def load_trace(name_or_path, prefill_col=None, decode_col=None, arrival_col=None
     an array of records), ``.jsonl``/``.ndjson``, ``.csv``, ``.parquet``/``.pq``.
     Column names default to the known trace's, or the paper's
     ``input_length``/``output_length``.
+
+    ``arrival_unit`` (``s``, ``ms``, ``us``): the unit of a numeric arrival
+    column, converted to seconds; default the known trace's (``ms`` for
+    ``mooncake``), else ``s``. ``hash_col``: the column of prompt block hashes
+    (default the known trace's, ``hash_ids`` for ``mooncake``; none otherwise),
+    read into :attr:`Trace.blocks` with ``block_tokens`` tokens per block
+    (default the known trace's; required for a path).
     """
     path, spec = resolve_trace(name_or_path, data_dir)
     if not path.exists():
@@ -74,7 +89,20 @@ def load_trace(name_or_path, prefill_col=None, decode_col=None, arrival_col=None
     decode_col = decode_col or (spec.decode_col if spec else "output_length")
     if arrival_col is None and spec is not None:
         arrival_col = spec.arrival_col
-    frame = read_table(path, columns=[c for c in (prefill_col, decode_col, arrival_col) if c is not None])
+    if arrival_unit is None:
+        arrival_unit = spec.arrival_unit if spec else "s"
+    if arrival_unit not in ARRIVAL_UNITS:
+        raise ConfigError(f"arrival_unit: expected one of {', '.join(ARRIVAL_UNITS)}, got {arrival_unit!r}")
+    if hash_col is None and spec is not None:
+        hash_col = spec.hash_col
+    if hash_col is not None:
+        block_tokens = block_tokens if block_tokens is not None else (spec.block_tokens if spec else None)
+        if isinstance(block_tokens, bool) or not isinstance(block_tokens, (int, np.integer)) or block_tokens < 1:
+            raise ConfigError(f"block_tokens: the tokens per block of hash column '{hash_col}' must be an "
+                              f"integer >= 1, got {block_tokens!r}")
+    columns = [c for c in (prefill_col, decode_col, arrival_col, hash_col) if c is not None]
+    frame = read_table(path, columns=columns)
     name = spec.name if spec else path.stem
-    prefill, decode, arrival = validate_columns(frame, path, prefill_col, decode_col, arrival_col)
-    return Trace(name, str(path), prefill, decode, arrival)
+    prefill, decode, arrival = validate_columns(frame, path, prefill_col, decode_col, arrival_col, arrival_unit)
+    blocks = None if hash_col is None else validate_hashes(frame, path, hash_col, prefill, block_tokens)
+    return Trace(name, str(path), prefill, decode, arrival, blocks)

@@ -35,6 +35,10 @@ SARATHI_SHAREGPT_SOURCE = (
     "https://raw.githubusercontent.com/microsoft/sarathi-serve/72339db5b120614033b317880ad3a05a5e4c9415/"
     "data/processed_traces/sharegpt_8k_filtered_stats_llama2_tokenizer.csv"
 )
+MOONCAKE_TRACE_SOURCE = (
+    "https://raw.githubusercontent.com/kvcache-ai/Mooncake/3b5a594133958449a1feaf1c9e0fc1b553e34a28/"
+    "FAST25-release/traces/{file}"
+)
 SHAREGPT_10K_SOURCE = (
     "https://raw.githubusercontent.com/AKafakA/vidur_opt_scheduler/20bdc49d6c1d23de84c9d4e7a8626ea33fe498f4/"
     "data/trace_data/sharegpt/sharegpt_val_10k_llama2.csv"
@@ -58,7 +62,16 @@ class TraceSpec:
     rows: int | None = None
     #: bytes of the pinned file (what a download costs; README "Data")
     size: int | None = None
+    #: unit of a numeric arrival column (:data:`ARRIVAL_UNITS`); timestamps carry their own
+    arrival_unit: str = "s"
+    #: column holding each prompt's KV-block hashes (prefix caching, :mod:`bfio.prefix`)
+    hash_col: str | None = None
+    #: tokens per block of ``hash_col``
+    block_tokens: int | None = None
 
+
+#: Units a numeric arrival column may be in, as the number of them per second.
+ARRIVAL_UNITS = {"s": 1, "ms": 1000, "us": 1_000_000}
 
 KNOWN_TRACES: dict[str, TraceSpec] = {
     t.name: t
@@ -107,6 +120,12 @@ KNOWN_TRACES: dict[str, TraceSpec] = {
                   "d69d97d67302d9e0c7a18096005eeb7e317cfa194cbc7ded4b3830c1d607b58f",
                   "est_prompt_tokens", "pred_tokens",
                   rows=4750, size=220223, description="LongBench v1 with llama2-7b-chat-4k outputs (MIT, derived)"),
+        TraceSpec("mooncake", "mooncake/synthetic_trace.jsonl",
+                  "bd070915a98fc0ed264d7cfef2ce746002eb3076a695ec31ba2674c0111ec131",
+                  "input_length", "output_length", "timestamp",
+                  url=MOONCAKE_TRACE_SOURCE.format(file="synthetic_trace.jsonl"),
+                  rows=3993, size=1136313, arrival_unit="ms", hash_col="hash_ids", block_tokens=512,
+                  description="Mooncake FAST'25 synthetic trace with prefix-block hashes (Apache-2.0)"),
     ]
 }
 TRACE_ALIASES = {"burst": "burstgpt", "longbench_v2": "longbench"}

@@ -1,12 +1,15 @@
 """Validating a trace table row by row (Section 6.1; README "Bring your own
 trace"): token counts are positive integers within :mod:`bfio.limits`, arrival
-times are seconds or timestamps, nothing is dropped or clipped. A bad value
-raises :class:`~bfio.errors.TraceError` naming the file, the 0-based data row
-and the column.
+times are numbers (seconds, or the column's unit: ``ms`` for Mooncake) or
+timestamps, prompt block hashes (prefix caching, :func:`validate_hashes`) are
+lists of ``ceil(prefill / block_tokens)`` non-negative integers; nothing is
+dropped or clipped. A bad value raises :class:`~bfio.errors.TraceError` naming
+the file, the 0-based data row and the column.
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 from decimal import Decimal
 from pathlib import Path
@@ -14,14 +17,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bfio.errors import TraceError
+from bfio.errors import ConfigError, TraceError
 from bfio.limits import MAX_ARRIVAL_S, MAX_DECODE, MAX_PREFILL
+from bfio.prefix import PrefixBlocks, blocks_needed
+from bfio.traces.registry import ARRIVAL_UNITS
 
 
 def validate_columns(frame: pd.DataFrame, path: Path, prefill_col, decode_col,
-                     arrival_col) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+                     arrival_col, arrival_unit: str = "s") -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The prefill and decode token counts (int64) and the arrival times in
-    seconds (``None`` without ``arrival_col``) of ``frame``, every row checked."""
+    seconds (``None`` without ``arrival_col``) of ``frame``, every row checked.
+    Numeric arrivals are in ``arrival_unit`` (:data:`~bfio.traces.registry.ARRIVAL_UNITS`)
+    and converted to seconds; timestamps need the default ``'s'``."""
+    if arrival_unit not in ARRIVAL_UNITS:
+        raise ConfigError(f"arrival_unit: expected one of {', '.join(ARRIVAL_UNITS)}, got {arrival_unit!r}")
     if len(frame) == 0:
         raise TraceError(path, "trace has no rows")
     available = ", ".join(map(str, frame.attrs.get("available", frame.columns)))
@@ -35,7 +44,7 @@ def validate_columns(frame: pd.DataFrame, path: Path, prefill_col, decode_col,
     if arrival_col is not None:
         if arrival_col not in frame.columns:
             raise TraceError(path, f"missing arrival column (available: {available})", field=arrival_col)
-        arrival = _arrival_seconds(frame[arrival_col], path, arrival_col)
+        arrival = _arrival_seconds(frame[arrival_col], path, arrival_col, arrival_unit)
     return out["prefill"], out["decode"], arrival
 
 
@@ -102,7 +111,7 @@ def _is_numeric(value) -> bool:
         isinstance(value, str) and _is_number(value))
 
 
-def _arrival_seconds(series: pd.Series, path: Path, col: str) -> np.ndarray:
+def _arrival_seconds(series: pd.Series, path: Path, col: str, unit: str = "s") -> np.ndarray:
     if series.dtype.kind == "b":
         raise TraceError(path, f"value {_fmt(series.iloc[0])} is neither seconds nor a timestamp", row=0, field=col)
     if series.dtype == object:
@@ -124,7 +133,12 @@ def _arrival_seconds(series: pd.Series, path: Path, col: str) -> np.ndarray:
             series = numbers
     if series.dtype.kind in "iuf":
         v = series.to_numpy(dtype=float)
+        if unit != "s":  # a division, so integer milliseconds give the nearest float of seconds
+            v = v / ARRIVAL_UNITS[unit]
     else:
+        if unit != "s":
+            raise TraceError(path, f"arrival unit '{unit}' is for numeric arrival times, but the column holds "
+                                   f"timestamps (value {series.iloc[0]!r} in row 0)", row=0, field=col)
         parsed = _timestamps(series, path, col)
         bad = parsed.isna().to_numpy()
         if bad.any():
@@ -200,3 +214,55 @@ def _timestamps(series: pd.Series, path: Path, col: str) -> pd.Series:
     raise TraceError(path, f"timestamp {series.iloc[r]!r} {has} but earlier ones "
                            f"{'do not' if aware[r] else 'do'}: mixed time zones are ambiguous "
                            "(give every timestamp an offset, or none)", row=r, field=col)
+
+
+def validate_hashes(frame: pd.DataFrame, path: Path, hash_col: str, prefill: np.ndarray,
+                    block_tokens: int) -> PrefixBlocks:
+    """The prompt block hashes of ``frame[hash_col]`` (prefix caching,
+    :mod:`bfio.prefix`). Every row holds a list of non-negative integers (a
+    JSON array; in a CSV cell, the array as text), exactly
+    ``ceil(prefill / block_tokens)`` of them, the prompt's first block first."""
+    if hash_col not in frame.columns:
+        available = ", ".join(map(str, frame.attrs.get("available", frame.columns)))
+        raise TraceError(path, f"missing block-hash column (available: {available})", field=hash_col)
+    need = blocks_needed(prefill, block_tokens)
+    rows: list = []
+    for row, value in enumerate(frame[hash_col].tolist()):
+        seq = _hash_list(value, path, row, hash_col)
+        if len(seq) != need[row]:
+            raise TraceError(path, f"{len(seq)} block hashes, but a prompt of {int(prefill[row])} tokens has "
+                                   f"ceil({int(prefill[row])} / {block_tokens}) = {int(need[row])} blocks",
+                             row=row, field=hash_col)
+        rows.append(seq)
+    counts = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    flat = [h for r in rows for h in r]
+    return PrefixBlocks(offsets, np.array(flat, dtype=np.int64), block_tokens)
+
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _hash_list(value, path: Path, row: int, col: str) -> list[int]:
+    """One row's block hashes as Python ints, or a TraceError naming the row."""
+    if isinstance(value, str):  # CSV: the JSON array as text
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise TraceError(path, f"value {value[:40]!r} is not a list of block hashes", row=row, field=col) from None
+    if isinstance(value, np.ndarray):  # Parquet list columns
+        if value.ndim != 1 or value.size and value.dtype.kind not in "iu":
+            raise TraceError(path, f"value is an array of {value.dtype}, expected integer block hashes",
+                             row=row, field=col)
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        what = "missing" if value is None or (isinstance(value, float) and np.isnan(value)) else repr(value)
+        raise TraceError(path, f"value {what} is not a list of block hashes", row=row, field=col)
+    for k, h in enumerate(value):
+        if isinstance(h, (bool, np.bool_)) or not isinstance(h, (int, np.integer)):
+            raise TraceError(path, f"block {k}: {h!r} is not an integer block hash", row=row, field=col)
+        if not 0 <= h <= _INT64_MAX:
+            raise TraceError(path, f"block {k}: hash {h} is outside 0..2^63-1 (hashes are non-negative int64)",
+                             row=row, field=col)
+    return [int(h) for h in value]

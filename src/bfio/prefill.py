@@ -1,0 +1,243 @@
+"""Chunked prefill in the lockstep step, with per-rank prefix caches (issue 32).
+
+The paper's simulator (Section 6.2, ``../shared/spec/semantics.md``) leaves
+prefill out: an admitted request has its prompt in the KV cache and the step
+time is ``dt = C + t_l max_g L_g``. With :class:`PrefillModel` (off by default:
+``simulate(..., prefill=None)`` is the paper's loop, bit for bit) every rank
+also computes its admitted requests' *uncached* prompt tokens in chunks, as
+vLLM's and SGLang's chunked prefill do:
+
+- a request admitted to rank ``g`` first looks its prompt's leading KV blocks up
+  in ``g``'s prefix cache (:class:`bfio.prefix.PrefixCache`, when the workload
+  carries block hashes and ``cache_blocks`` is set); the matched tokens are
+  resident at once (at most ``s_i - 1``: the last prompt token is always
+  computed, it yields the first output token), the rest is ``left_i``;
+- each step, each rank spends at most ``chunk_tokens`` prefill tokens on its
+  requests with ``left_i > 0`` (:func:`prefill_step`, slots in order); a
+  request whose prefill ends in a step emits its first token at that step's end
+  (its time to first token, TTFT), then decodes one token a step as in the
+  paper; its prompt's blocks enter the rank's cache;
+- the barrier waits for the slowest rank in both phases:
+  ``dt = C + t_l max_g L_g + token_s max_g P_g`` with ``P_g`` the prefill tokens
+  rank ``g`` computes in the step (decode and prefill of a step are fused, as
+  in a chunked-prefill batch);
+- a request's KV load is its resident tokens: cached and computed prompt
+  tokens plus generated ones (``s_i + tau_i`` once its prefill is done, Eq.
+  (workload)).
+
+Parameter values and their sources: ``docs/prefix_cache.md``, "Prefill in the step".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from numba import njit
+
+from bfio.errors import ConfigError
+from bfio.kernels import load_stats, write_row
+from bfio.prefix import PrefixCache
+
+#: prefill tokens a rank computes per step at most: vLLM's API-server default
+#: ``max_num_batched_tokens`` on A100 (``EngineArgs.get_batch_defaults``; docs/prefix_cache.md)
+DEFAULT_CHUNK_TOKENS = 2048
+#: seconds per computed prefill token on one rank: 2 N FLOPs a token, N = 7e9 (a 7B
+#: model; the traces' Llama-2 tokenizer), on an A100 (312 TFLOP/s) at the paper's
+#: saturation utilization 0.45 (Appendix D): 1.0e-4 s (docs/prefix_cache.md)
+DEFAULT_TOKEN_S = 1.0e-4
+
+
+@dataclass(frozen=True)
+class PrefillModel:
+    """The step model with prefill (module docstring). ``cache_blocks``: each
+    rank's prefix-cache capacity in blocks (``None``: no prefix cache; the
+    workload's ``blocks`` are then ignored)."""
+
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS
+    token_s: float = DEFAULT_TOKEN_S
+    cache_blocks: int | None = None
+
+    def __post_init__(self):
+        c = self.chunk_tokens
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+            raise ConfigError(f"prefill.chunk_tokens: must be an integer >= 1 (tokens per rank and step), got {c!r}")
+        t = self.token_s
+        if isinstance(t, bool) or not isinstance(t, (int, float, np.number)) or not math.isfinite(t) or t < 0:
+            raise ConfigError(f"prefill.token_s: must be a finite number >= 0 (seconds per prefill token), got {t!r}")
+        b = self.cache_blocks
+        if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1):
+            raise ConfigError(f"prefill.cache_blocks: must be an integer >= 1 (blocks per rank) or null, got {b!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def cached_tokens(matched_blocks: int, block_tokens: int, prompt: int) -> int:
+    """Tokens a prefix hit leaves resident: the matched blocks' tokens, at most
+    ``prompt - 1`` (the last prompt token is always computed)."""
+    return min(int(matched_blocks) * int(block_tokens), int(prompt) - 1)
+
+
+@njit(cache=True)
+def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
+                 clock0, step, overhead, t_l, token_s, pre_max, loads, active, completed, n_completed, prefilled):
+    """One step with chunked prefill (module docstring), from the clock ``clock0``
+    and the pre-step loads' maximum ``pre_max``. Invariants: each rank computes at
+    most ``chunk`` prefill tokens; a request decodes only once ``left_i = 0`` at
+    the step's start; ``loads[g]`` afterwards is the resident tokens
+    ``sum (s_i - left_i + tau_i)`` of the requests still active. Requests whose
+    prefill ended are written to ``prefilled`` (their count returned). Returns
+    ``(dt, completions, prefill ended, max_g P_g)``."""
+    G, B = slot_request.shape
+    # 1. the chunk each rank computes: its prefilling requests in slot order
+    pmax = 0
+    for g in range(G):
+        budget = chunk
+        for b in range(B):
+            i = slot_request[g, b]
+            if i >= 0 and left[i] > 0 and budget > 0:
+                budget -= min(left[i], budget)
+        if chunk - budget > pmax:
+            pmax = chunk - budget
+    dt = overhead + t_l * pre_max + token_s * pmax
+    clock = clock0 + dt
+    # 2. apply: decode a token where the prefill was done, compute the chunks
+    done = 0
+    ended = 0
+    for g in range(G):
+        budget = chunk
+        total = 0
+        n = 0
+        for b in range(B):
+            i = slot_request[g, b]
+            if i < 0:
+                continue
+            if left[i] > 0:
+                take = min(left[i], budget)
+                budget -= take
+                left[i] -= take
+                if left[i] == 0:  # the last chunk yields the first token
+                    generated[i] = 1
+                    first_token[i] = clock
+                    prefilled[ended] = i
+                    ended += 1
+                else:
+                    total += prefill[i] - left[i]
+                    n += 1
+                    continue
+            else:
+                generated[i] += 1
+            t = generated[i]
+            if t >= decode[i]:
+                finish[i] = clock
+                finish_step[i] = step
+                slot_request[g, b] = -1
+                completed[n_completed + done] = i
+                done += 1
+            else:
+                total += prefill[i] + t
+                n += 1
+        loads[g] = total
+        active[g] = n
+    return dt, done, ended, pmax
+
+
+@njit(cache=True)
+def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
+                     loads, active, completed, n_completed, clock, step, overhead, t_l, token_s, p_idle, p_max,
+                     gamma, series, n_rows, record_loads, load_rows, prefilled):
+    """One step of the loop with prefill (:func:`prefill_step`) and its row of the
+    per-step series (:func:`bfio.kernels.write_row`), as ``run_steps`` writes a
+    step without prefill. Returns ``(clock, step, n_completed, n_rows, prefill ended)``."""
+    G = loads.shape[0]
+    pre = load_stats(loads, p_idle, p_max, gamma)
+    if record_loads:
+        for g in range(G):
+            load_rows[n_rows, g] = loads[g]
+    n_active = 0
+    for g in range(G):
+        n_active += active[g]
+    step += 1
+    dt, done, ended, _ = prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step,
+                                      first_token, clock, step, overhead, t_l, token_s, pre[0], loads, active,
+                                      completed, n_completed, prefilled)
+    clock += dt
+    post = load_stats(loads, p_idle, p_max, gamma)
+    write_row(series, n_rows, clock, dt, n_active, done, G, pre, post)
+    return clock, step, n_completed + done, n_rows + 1, ended
+
+
+class Prefill:
+    """One run's prefill state (module docstring): per request the prompt tokens
+    still to compute (``left``), the tokens found in the prefix cache
+    (``cached``) and the time of the first token; per rank its
+    :class:`~bfio.prefix.PrefixCache` when the model has ``cache_blocks``."""
+
+    def __init__(self, model: PrefillModel, workload, workers: int, slots: int):
+        n = len(workload)
+        self.model = model
+        self.prefill = workload.prefill
+        self.left = np.zeros(n, dtype=np.int64)
+        self.cached = np.zeros(n, dtype=np.int64)
+        self.first_token = np.full(n, np.nan)
+        self.prefilled = np.empty(workers * slots, dtype=np.int64)
+        self.blocks = None
+        self.caches: list[PrefixCache] | None = None
+        if model.cache_blocks is not None:
+            if workload.blocks is None:
+                raise ConfigError("prefill.cache_blocks: the workload carries no prompt block hashes (a trace "
+                                  "with a hash column, e.g. mooncake, or bfio.sessions); set cache_blocks: null")
+            self.blocks = workload.blocks
+            self.caches = [PrefixCache(model.cache_blocks) for _ in range(workers)]
+
+    def admitted(self, ids: np.ndarray, worker_of: np.ndarray, loads: np.ndarray) -> None:
+        """Requests ``ids`` were seated (their loads counted ``s_i``): look their
+        prompts up in their rank's cache; what is not cached is left to compute
+        and not yet resident."""
+        if self.caches is not None:
+            bt = self.blocks.block_tokens
+            for i in ids.tolist():
+                hit = self.caches[worker_of[i]].match(self.blocks.blocks_of(i))
+                if hit:
+                    self.cached[i] = cached_tokens(hit, bt, self.prefill[i])
+        left = self.prefill[ids] - self.cached[ids]
+        self.left[ids] = left
+        np.subtract.at(loads, worker_of[ids], left)
+
+    def step(self, slot_request, prefill, decode, generated, finish, finish_step, loads, active, completed,
+             n_completed, clock, step, overhead, t_l, p_idle, p_max, gamma, series, record_loads, worker_of):
+        """One step (:func:`run_prefill_step`); the prompts whose prefill ended enter
+        their rank's cache. Returns ``(clock, step, n_completed, series rows)``."""
+        clock, step, n_done, n_rows, ended = run_prefill_step(
+            slot_request, prefill, decode, generated, self.left, self.model.chunk_tokens, finish, finish_step,
+            self.first_token, loads, active, completed, n_completed, clock, step, overhead, t_l,
+            self.model.token_s, p_idle, p_max, gamma, series.buf, series.n, record_loads, series.load_rows,
+            self.prefilled)
+        if self.caches is not None:
+            for i in self.prefilled[:ended].tolist():
+                self.caches[worker_of[i]].insert(self.blocks.blocks_of(i))
+        return clock, step, n_done, n_rows
+
+    def metrics(self, arrival: np.ndarray, finish: np.ndarray, decode: np.ndarray) -> dict:
+        """TTFT (first token less arrival), the decode-only TPOT (first to last
+        token over ``o_i - 1``), prefill tokens computed and the prefix-cache hit
+        rate in prompt tokens, overall and its range over the ranks."""
+        ttft = self.first_token - arrival
+        multi = decode > 1
+        tpot = (finish[multi] - self.first_token[multi]) / (decode[multi] - 1)
+        prompt = int(self.prefill.sum())
+        hit = int(self.cached.sum())
+        out = {"ttft_s_mean": float(np.mean(ttft)), "ttft_s_p50": float(np.percentile(ttft, 50)),
+               "ttft_s_p99": float(np.percentile(ttft, 99)),
+               "tpot_decode_s_mean": float(np.mean(tpot)) if tpot.size else float("nan"),
+               "tpot_decode_s_p99": float(np.percentile(tpot, 99)) if tpot.size else float("nan"),
+               "prefill_tokens_computed": prompt - hit, "cache_hit_rate": hit / prompt}
+        if self.caches is not None:
+            rates = [c.hits / c.lookups for c in self.caches if c.lookups]
+            out.update({"cache_hit_rate_blocks": sum(c.hits for c in self.caches)
+                        / max(1, sum(c.lookups for c in self.caches)),
+                        "cache_hit_rate_rank_min": float(min(rates)) if rates else float("nan"),
+                        "cache_hit_rate_rank_max": float(max(rates)) if rates else float("nan")})
+        return out

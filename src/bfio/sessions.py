@@ -1,0 +1,219 @@
+"""Workloads whose prompts share prefixes (prefix caching, issue 32).
+
+Two generators, each returning a :class:`~bfio.workload.Workload` with
+arrival times and prompt block hashes (:class:`~bfio.prefix.PrefixBlocks`):
+
+* :func:`grpo_groups`: RL rollouts as in GRPO, ``group_size`` samples of the
+  same prompt per group; members share every block and arrive together.
+* :func:`multi_turn_sessions` (and :func:`session_requests`, which also says
+  each request's session and turn): chat sessions whose turn ``k`` prompt is
+  turn ``k - 1``'s prompt, its output and a new user message.
+
+Token lengths are drawn (with replacement) from the given prefill and decode
+values, e.g. a trace's columns. Block hashes are fresh integers handed out in
+generation order from ``first_hash``: unique across groups and sessions, and a
+hash stands for its block and the whole prefix before it (as vLLM's chained
+block hashes). Everything is a function of ``seed``: the same arguments give
+the same workload.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from bfio.errors import ConfigError
+from bfio.limits import MAX_ARRIVAL_S, MAX_DECODE, MAX_PREFILL, MAX_REQUESTS
+from bfio.prefix import PrefixBlocks, blocks_needed
+from bfio.workload import Workload, token_lengths
+
+__all__ = ["grpo_groups", "multi_turn_sessions", "session_requests", "SessionRequests"]
+
+_GRPO_STREAM = 0x6790
+_SESSION_STREAM = 0x5E55
+
+
+def _count(value, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"{field}: expected an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _nonneg_int(value, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ConfigError(f"{field}: expected an integer >= 0, got {value!r}")
+    return int(value)
+
+
+def _rate(value, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+            or not math.isfinite(value) or not value > 0:
+        raise ConfigError(f"{field}: expected a finite number > 0 per second, or None (everything at 0), "
+                          f"got {value!r}")
+    return float(value)
+
+
+def _pool(values, field: str, maximum: int) -> np.ndarray:
+    a = token_lengths(values, field, maximum)
+    if a.size == 0:
+        raise ConfigError(f"{field}: cannot draw from an empty set of lengths")
+    return a
+
+
+def _total(n: int, field: str) -> int:
+    if n > MAX_REQUESTS:
+        raise ConfigError(f"{field}: {n:,} requests exceed the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS)")
+    return n
+
+
+def _poisson_starts(rng: np.random.Generator, n: int, rate: float | None) -> np.ndarray:
+    """``n`` arrival times of a Poisson process (first one gap after 0), or zeros."""
+    if rate is None:
+        return np.zeros(n)
+    return np.cumsum(rng.exponential(1.0 / rate, size=n))
+
+
+def _check_hash_range(first_hash: int, total: int) -> None:
+    if first_hash + total > np.iinfo(np.int64).max:
+        raise ConfigError(f"first_hash: {first_hash} + {total} block hashes overflow int64")
+
+
+def grpo_groups(prefill, decode, groups: int, group_size: int, seed: int, *, block_tokens: int = 512,
+                group_rate_per_s: float | None = None, first_hash: int = 0, name: str = "grpo") -> Workload:
+    """``groups * group_size`` requests: ``groups`` prompts, each sampled
+    ``group_size`` times (GRPO rollouts).
+
+    Each group's prompt length is drawn from ``prefill``; its members have
+    identical block hashes (``ceil(s / block_tokens)`` fresh ones per group)
+    and independent decode lengths drawn from ``decode``. A group's members
+    arrive together: with ``group_rate_per_s=None`` every group at time 0 (a
+    rollout step submits its whole batch at once), else group arrival times
+    form a Poisson process of that rate. Requests are in group order, so
+    request ``i`` belongs to group ``i // group_size``.
+    """
+    s_pool = _pool(prefill, "prefill", MAX_PREFILL)
+    o_pool = _pool(decode, "decode", MAX_DECODE)
+    groups = _count(groups, "groups")
+    group_size = _count(group_size, "group_size")
+    seed = _nonneg_int(seed, "seed")
+    bt = _count(block_tokens, "block_tokens")
+    rate = _rate(group_rate_per_s, "group_rate_per_s")
+    first_hash = _nonneg_int(first_hash, "first_hash")
+    n = _total(groups * group_size, "groups * group_size")
+
+    rng = np.random.default_rng([seed, _GRPO_STREAM])
+    prompt = rng.choice(s_pool, size=groups, replace=True)
+    out = rng.choice(o_pool, size=n, replace=True)
+    start = _poisson_starts(rng, groups, rate)
+
+    counts = blocks_needed(prompt, bt)
+    offsets = np.zeros(groups + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    _check_hash_range(first_hash, int(offsets[-1]))
+    per_group = PrefixBlocks(offsets, first_hash + np.arange(offsets[-1], dtype=np.int64), bt)
+    member_of = np.repeat(np.arange(groups), group_size)
+    return Workload(prompt[member_of], out, start[member_of], name=name, blocks=per_group.take(member_of))
+
+
+@dataclass(frozen=True, eq=False)
+class SessionRequests:
+    """Multi-turn sessions: the workload (arrival order) and, per request,
+    its ``session`` (0-based) and ``turn`` (0-based) as int64 arrays."""
+
+    workload: Workload
+    session: np.ndarray
+    turn: np.ndarray
+
+
+def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, block_tokens: int = 512,
+                     session_rate_per_s: float | None = None, think_time_s: float = 30.0,
+                     first_hash: int = 0, name: str = "sessions") -> SessionRequests:
+    """``sessions * turns`` requests of multi-turn chat sessions.
+
+    Turn 0's prompt is a user message; turn ``k``'s prompt is turn ``k-1``'s
+    prompt, turn ``k-1``'s output and a new user message:
+    ``s_k = s_{k-1} + o_{k-1} + m_k``, every message ``m`` drawn from
+    ``prefill`` and every output ``o`` from ``decode``.
+
+    Block hashes: only *full* blocks can be shared, so turn ``k`` keeps the
+    first ``floor(s_{k-1} / block_tokens)`` hashes of turn ``k-1`` and gets
+    fresh ones for the rest (the block that held turn ``k-1``'s partial tail
+    now holds different tokens). A session's turns thus share a growing
+    prefix; different sessions share nothing.
+
+    Arrivals (open loop): session starts are 0 (``session_rate_per_s=None``)
+    or a Poisson process of that rate; turn ``k`` arrives an exponential time
+    of mean ``think_time_s`` after turn ``k-1`` (0: at the same time). The
+    gap stands for the previous answer's latency plus the user's think time:
+    the generator does not know when turn ``k-1`` completes, so in a
+    simulation turn ``k`` may arrive before turn ``k-1`` has finished.
+    Requests are sorted by arrival time (stable: ties in session, then turn
+    order), their blocks reordered with them.
+    """
+    m_pool = _pool(prefill, "prefill", MAX_PREFILL)
+    o_pool = _pool(decode, "decode", MAX_DECODE)
+    sessions = _count(sessions, "sessions")
+    turns = _count(turns, "turns")
+    seed = _nonneg_int(seed, "seed")
+    bt = _count(block_tokens, "block_tokens")
+    rate = _rate(session_rate_per_s, "session_rate_per_s")
+    if isinstance(think_time_s, bool) or not isinstance(think_time_s, (int, float, np.number)) \
+            or not math.isfinite(think_time_s) or think_time_s < 0:
+        raise ConfigError(f"think_time_s: expected a finite number >= 0 of seconds, got {think_time_s!r}")
+    first_hash = _nonneg_int(first_hash, "first_hash")
+    _total(sessions * turns, "sessions * turns")
+
+    rng = np.random.default_rng([seed, _SESSION_STREAM])
+    message = rng.choice(m_pool, size=(sessions, turns), replace=True)
+    out = rng.choice(o_pool, size=(sessions, turns), replace=True)
+    start = _poisson_starts(rng, sessions, rate)
+    think = rng.exponential(float(think_time_s), size=(sessions, turns - 1)) if think_time_s > 0 \
+        else np.zeros((sessions, turns - 1))
+
+    # prompt lengths: s_0 = m_0, s_k = s_{k-1} + o_{k-1} + m_k (exact in Python ints, then bounded)
+    prompt = np.cumsum(message.astype(object), axis=1)
+    prompt[:, 1:] += np.cumsum(out[:, :-1].astype(object), axis=1)
+    too_long = np.asarray(prompt > MAX_PREFILL, dtype=bool)
+    if too_long.any():
+        s, k = (int(x) for x in np.argwhere(too_long)[0])
+        raise ConfigError(f"turns: session {s}'s turn {k} has a prompt of {prompt[s, k]:,} tokens, beyond the "
+                          f"maximum of {MAX_PREFILL:,} (bfio.limits.MAX_PREFILL); use fewer turns")
+    prompt = prompt.astype(np.int64)
+    arrival = start[:, None] + np.concatenate([np.zeros((sessions, 1)), np.cumsum(think, axis=1)], axis=1)
+    if arrival.max() - arrival.min() > MAX_ARRIVAL_S:
+        raise ConfigError(f"think_time_s: the arrivals span {arrival.max() - arrival.min():.3g} s, beyond the "
+                          f"bound of {MAX_ARRIVAL_S:.0e} s (bfio.limits.MAX_ARRIVAL_S)")
+
+    _check_hash_range(first_hash, int(blocks_needed(prompt, bt).sum()))
+    rows: list[np.ndarray] = []
+    next_hash = first_hash
+    for s in range(sessions):
+        kept = np.empty(0, dtype=np.int64)  # the previous turn's full blocks
+        for k in range(turns):
+            need = int(-(-int(prompt[s, k]) // bt))
+            fresh = np.arange(next_hash, next_hash + need - kept.size, dtype=np.int64)
+            next_hash += fresh.size
+            row = np.concatenate([kept, fresh])
+            rows.append(row)
+            kept = row[: int(prompt[s, k]) // bt]
+    blocks = PrefixBlocks.from_lists(rows, bt)
+
+    order = np.argsort(arrival.reshape(-1), kind="stable")
+    session_of = np.repeat(np.arange(sessions, dtype=np.int64), turns)
+    turn_of = np.tile(np.arange(turns, dtype=np.int64), sessions)
+    workload = Workload(prompt.reshape(-1)[order], out.reshape(-1)[order], arrival.reshape(-1)[order], name=name,
+                        blocks=blocks.take(order))
+    return SessionRequests(workload, session_of[order], turn_of[order])
+
+
+def multi_turn_sessions(prefill, decode, sessions: int, turns: int, seed: int, *, block_tokens: int = 512,
+                        session_rate_per_s: float | None = None, think_time_s: float = 30.0,
+                        first_hash: int = 0, name: str = "sessions") -> Workload:
+    """The workload of :func:`session_requests` (same arguments, same result)."""
+    return session_requests(prefill, decode, sessions, turns, seed, block_tokens=block_tokens,
+                            session_rate_per_s=session_rate_per_s, think_time_s=think_time_s,
+                            first_hash=first_hash, name=name).workload

@@ -1,0 +1,115 @@
+"""Chunked prefill in the lockstep step and per-rank prefix caches (bfio.prefill, issue 32)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bfio.errors import ConfigError
+from bfio.prefill import PrefillModel, cached_tokens
+from bfio.prefix import PrefixBlocks
+from bfio.simulator import simulate
+from bfio.workload import Workload, poisson_arrivals, with_arrivals
+
+POLICIES = ["fcfs", "jsq_tokens", "bfio", "round_robin"]
+
+
+def _workload(seed, n, arrivals=False, blocks=None):
+    rng = np.random.default_rng(seed)
+    w = Workload(rng.integers(1, 3000, n), rng.integers(1, 60, n), blocks=blocks)
+    if arrivals:
+        w = with_arrivals(w, poisson_arrivals(n, 20.0, seed))
+    return w
+
+
+def test_off_is_the_paper_loop_bit_for_bit():
+    w = _workload(1, 400)
+    for policy in POLICIES:
+        a = simulate(w, 4, 8, policy, show_progress=False)
+        b = simulate(w, 4, 8, policy, prefill=None, show_progress=False)
+        assert a.metrics.keys() == b.metrics.keys()
+        for k, v in a.metrics.items():
+            if not k.startswith(("route_s", "solver_s", "wall")):
+                assert v == b.metrics[k] or (v != v and b.metrics[k] != b.metrics[k]), k
+        assert not any(k.startswith("ttft") for k in a.metrics)
+        assert "prefill" not in a.config
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**16), n=st.integers(1, 120), G=st.integers(1, 4), B=st.integers(1, 6),
+       chunk=st.integers(1, 5000), policy=st.sampled_from(POLICIES), arrivals=st.booleans())
+def test_prefill_invariants(seed, n, G, B, chunk, policy, arrivals):
+    w = _workload(seed, n, arrivals)
+    model = PrefillModel(chunk_tokens=chunk, token_s=1e-4)
+    r = simulate(w, G, B, policy, prefill=model, show_progress=False, entry="arrivals" if arrivals else "backlog")
+    q = r.requests
+    # every prompt computed in chunks: at least ceil(s / chunk) steps from admission to the first token
+    first_step_bound = np.ceil(w.prefill / chunk)
+    steps_to_first = r.requests["finish_step"] - r.requests["start_step"] - (w.decode - 1)
+    assert (steps_to_first >= first_step_bound).all()
+    # the first token comes with the prefill's last chunk, then one token a step
+    assert (q["ttft_s"] > 0).all()
+    assert (q["ttft_s"] <= q["e2e_s"] + 1e-12).all()
+    assert r.metrics["prefill_tokens_computed"] == int(w.prefill.sum())  # no cache: every prompt token
+    # every step's time carries the slowest rank's chunk: never below the paper's decode-only time
+    assert (r.series["dt"] > 0).all()
+    assert r.metrics["cache_hit_rate"] == 0.0
+
+
+def test_a_long_prompt_holds_the_barrier_for_every_rank():
+    """One 20,000-token prompt on one rank: every rank's step waits for its chunks."""
+    prefill = np.array([20_000] + [10] * 7)
+    decode = np.full(8, 30)
+    w = Workload(prefill, decode)
+    model = PrefillModel(chunk_tokens=2000, token_s=1e-4)
+    r = simulate(w, 2, 4, "round_robin", prefill=model, show_progress=False)
+    slow = r.series["dt"].iloc[:10]
+    assert (slow >= 2000 * 1e-4).all()  # ten chunks of 2,000 tokens: ten slow steps for both ranks
+    others = r.requests.iloc[1:]
+    assert (others["tpot_s"] > 2000 * 1e-4 / 30).all()  # their decode waited at the barrier
+
+
+def _shared(n_groups, group, prompt_blocks, block=16):
+    """Groups of identical prompts (GRPO-like): every member shares every block."""
+    lists = []
+    for g in range(n_groups):
+        lists += [list(range(g * 1000, g * 1000 + prompt_blocks))] * group
+    return PrefixBlocks.from_lists(lists, block)
+
+
+def test_prefix_hits_skip_prefill_and_are_reported():
+    blocks = _shared(3, 8, 10)
+    n = len(blocks)
+    w = Workload(np.full(n, 160), np.full(n, 20), blocks=blocks)
+    model = PrefillModel(chunk_tokens=4096, token_s=1e-4, cache_blocks=1000)
+    r = simulate(w, 1, 2, "fcfs", prefill=model, show_progress=False)  # one rank: every repeat can hit
+    # blocks enter the cache when a prefill ends: a group's first two members (seated
+    # together in the two slots) miss, the six after them hit all but the last token
+    hit = r.requests["cached_tokens"]
+    assert hit.sum() == 3 * 6 * 159
+    assert r.metrics["cache_hit_rate"] == pytest.approx(3 * 6 * 159 / w.prefill.sum())
+    assert hit.max() == 159 and hit.min() == 0
+    assert r.metrics["prefill_tokens_computed"] == int(w.prefill.sum() - hit.sum())
+    assert r.metrics["cache_hit_rate_rank_min"] == r.metrics["cache_hit_rate_rank_max"]
+    # no cache: the same run computes every token and is slower
+    r0 = simulate(w, 1, 2, "fcfs", prefill=PrefillModel(chunk_tokens=4096, token_s=1e-4), show_progress=False)
+    assert r0.metrics["makespan_s"] > r.metrics["makespan_s"]
+
+
+def test_cached_tokens_leave_the_last_prompt_token_to_compute():
+    assert cached_tokens(3, 16, 100) == 48
+    assert cached_tokens(7, 16, 100) == 99
+    assert cached_tokens(0, 16, 100) == 0
+
+
+def test_cache_without_block_hashes_is_refused():
+    with pytest.raises(ConfigError, match="cache_blocks"):
+        simulate(_workload(1, 10), 2, 2, "fcfs", prefill=PrefillModel(cache_blocks=10), show_progress=False)
+
+
+@pytest.mark.parametrize("bad", [{"chunk_tokens": 0}, {"chunk_tokens": 2.5}, {"token_s": -1.0},
+                                 {"token_s": float("nan")}, {"cache_blocks": 0}, {"cache_blocks": True}])
+def test_bad_parameters_name_the_key(bad):
+    key = next(iter(bad))
+    with pytest.raises(ConfigError, match=f"prefill.{key}"):
+        PrefillModel(**bad)
