@@ -40,9 +40,22 @@ def workload() -> Workload:
 
 
 def runs(policy, **options):
+    """Two runs (arrivals, backlog); a policy that requires prompt blocks or the
+    prefill model (``Policy.requires``) gets both (one fresh block per 512 tokens)."""
+    from bfio.policies import policy_class
+    from bfio.prefill import PrefillModel
+    from bfio.prefix import PrefixBlocks, blocks_needed
+
     w = workload()
-    a = simulate(w, 6, 8, policy, seed=3, entry="arrivals", dispatch="instant", policy_options=options)
-    b = simulate(Workload(w.prefill, w.decode), 6, 8, policy, seed=3, dispatch="instant", policy_options=options)
+    extra, blocks = {}, None
+    if policy_class(policy).requires:
+        counts = blocks_needed(w.prefill, 512)
+        blocks = PrefixBlocks(np.concatenate([[0], np.cumsum(counts)]), np.arange(counts.sum()), 512)
+        w = Workload(w.prefill, w.decode, w.arrival_s, blocks=blocks)
+        extra = {"prefill": PrefillModel(cache_blocks=1000)}
+    a = simulate(w, 6, 8, policy, seed=3, entry="arrivals", dispatch="instant", policy_options=options, **extra)
+    b = simulate(Workload(w.prefill, w.decode, blocks=blocks), 6, 8, policy, seed=3, dispatch="instant",
+                 policy_options=options, **extra)
     return a, b
 
 

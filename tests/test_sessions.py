@@ -150,3 +150,24 @@ def test_sessions_bad_arguments():
         multi_turn_sessions(PREFILL, DECODE, 2, 2, 0, session_rate_per_s=float("inf"))
     with pytest.raises(ConfigError, match=r"turns: session 0's turn 1 has a prompt of"):
         multi_turn_sessions([2**30 + 1], DECODE, 1, 2, 0)
+
+
+def test_grpo_rollouts_share_the_first_prompt_within_a_group_only():
+    from bfio.sessions import session_requests
+
+    rng = np.random.default_rng(0)
+    pool_s, pool_o = rng.integers(100, 3000, 50), rng.integers(5, 400, 50)
+    r = session_requests(pool_s, pool_o, sessions=12, turns=3, seed=4, block_tokens=64, group_size=4,
+                         think_time_s=2.0)
+    w, sess, turn = r.workload, r.session, r.turn
+    first = {int(s): w.blocks.blocks_of(i).tolist() for i, (s, k) in enumerate(zip(sess, turn)) if k == 0}
+    arrive = {int(s): w.arrival_s[i] for i, (s, k) in enumerate(zip(sess, turn)) if k == 0}
+    for s in range(12):
+        lead = s - s % 4
+        assert first[s] == first[lead] and arrive[s] == arrive[lead]
+        if s % 4 == 0 and s > 0:
+            assert not set(first[s]) & set(first[s - 4])  # other groups share nothing
+    # group_size 1 is the plain sessions draw
+    a = session_requests(pool_s, pool_o, sessions=5, turns=2, seed=9)
+    b = session_requests(pool_s, pool_o, sessions=5, turns=2, seed=9, group_size=1)
+    assert np.array_equal(a.workload.prefill, b.workload.prefill) and a.workload.blocks == b.workload.blocks

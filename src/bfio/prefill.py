@@ -241,3 +241,91 @@ class Prefill:
                         "cache_hit_rate_rank_min": float(min(rates)) if rates else float("nan"),
                         "cache_hit_rate_rank_max": float(max(rates)) if rates else float("nan")})
         return out
+
+
+class CacheView:
+    """What an instant-dispatch router may read of the ranks' prefill work and
+    prefix caches when it binds arriving requests (``DispatchState.prefill``):
+    :meth:`cached_tokens` probes each rank's cache for a prompt (the engine's
+    ``PROBE_COMPUTED_BLOCKS`` in tpu-inference, counting no lookup) and
+    :attr:`pending` is each rank's prefill backlog, the prompt tokens of its
+    queue plus the tokens its running requests have still to compute."""
+
+    def __init__(self, state: Prefill, slot_request: np.ndarray, queued_tokens: np.ndarray, decode_token_s: float,
+                 queue_head: np.ndarray | None = None, queue_next: np.ndarray | None = None):
+        self._state = state
+        self._slots = slot_request
+        self._queue_head = queue_head
+        self._queue_next = queue_next
+        self._pending_blocks: list[set] | None = None
+        #: seconds a step spends per resident KV token of the slowest rank (``t_l``)
+        self.decode_token_s = float(decode_token_s)
+        running = np.where(slot_request >= 0, state.left[np.maximum(slot_request, 0)], 0).sum(axis=1)
+        #: per rank, prefill tokens queued or still to compute
+        self.pending = np.asarray(queued_tokens, dtype=np.int64) + running
+        self.token_s = state.model.token_s
+        self.chunk_tokens = state.model.chunk_tokens
+
+    def _soon(self) -> list[set]:
+        """Per rank, the block hashes its queued and prefilling requests will leave
+        in its cache (built on first use; :meth:`note` adds the router's own bindings)."""
+        if self._pending_blocks is None:
+            st = self._state
+            soon: list[set] = [set() for _ in range(self.pending.shape[0])]
+            for g in range(len(soon)):
+                ids = [int(i) for i in self._slots[g] if i >= 0 and st.left[i] > 0]
+                i = int(self._queue_head[g]) if self._queue_head is not None else -1
+                while i >= 0:
+                    ids.append(i)
+                    i = int(self._queue_next[i])
+                for i in ids:
+                    soon[g].update(st.blocks.blocks_of(i).tolist())
+            self._pending_blocks = soon
+        return self._pending_blocks
+
+    def expected_tokens(self, i: int) -> np.ndarray:
+        """Per rank, the tokens of request ``i``'s prompt that will be cached when it
+        is admitted there: leading blocks in the rank's cache or among the prompts
+        queued or prefilling there (or bound there by :meth:`note`). What a router
+        that remembers its own dispatches, as sgl-router's approximate trees do, can
+        know; :meth:`cached_tokens` is the engine's probe of computed blocks only."""
+        st = self._state
+        G = self.pending.shape[0]
+        out = np.zeros(G, dtype=np.int64)
+        if st.caches is None:
+            return out
+        blocks = st.blocks.blocks_of(i).tolist()
+        soon = self._soon()
+        for g, cache in enumerate(st.caches):
+            hit = 0
+            for h in blocks:
+                if h not in cache and h not in soon[g]:
+                    break
+                hit += 1
+            if hit:
+                out[g] = cached_tokens(hit, st.blocks.block_tokens, st.prefill[i])
+        return out
+
+    def note(self, i: int, g: int) -> None:
+        """The router bound request ``i`` to rank ``g``: its prompt's blocks count as
+        coming to ``g``'s cache for the requests bound after it."""
+        if self._state.caches is not None:
+            self._soon()[g].update(self._state.blocks.blocks_of(i).tolist())
+
+    @property
+    def has_cache(self) -> bool:
+        return self._state.caches is not None
+
+    def cached_tokens(self, i: int) -> np.ndarray:
+        """Per rank, the tokens of request ``i``'s prompt its cache would serve
+        (:func:`cached_tokens` of the matched leading blocks; zeros without caches)."""
+        st = self._state
+        G = len(st.caches) if st.caches is not None else self.pending.shape[0]
+        out = np.zeros(G, dtype=np.int64)
+        if st.caches is not None:
+            blocks = st.blocks.blocks_of(i)
+            for g, cache in enumerate(st.caches):
+                hit = cache.probe(blocks)
+                if hit:
+                    out[g] = cached_tokens(hit, st.blocks.block_tokens, st.prefill[i])
+        return out

@@ -254,13 +254,20 @@ class PrefixCache:
         """The number of leading blocks of ``hashes`` in the cache (stops at
         the first miss). Counts lookups and hits; recency is unchanged."""
         seq = _as_hash_list(hashes)
+        n = self.probe(seq)
+        self.lookups += len(seq)
+        self.hits += n
+        return n
+
+    def probe(self, hashes) -> int:
+        """The number of leading blocks of ``hashes`` in the cache, as :meth:`match`
+        but counting nothing (a router's look at a rank's cache, e.g. tpu-inference's
+        ``PROBE_COMPUTED_BLOCKS``, is not a lookup by the engine)."""
         n = 0
-        for h in seq:
+        for h in _as_hash_list(hashes):
             if h not in self._lru:
                 break
             n += 1
-        self.lookups += len(seq)
-        self.hits += n
         return n
 
     def insert(self, hashes) -> None:

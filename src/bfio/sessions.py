@@ -131,7 +131,7 @@ class SessionRequests:
 
 def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, block_tokens: int = 512,
                      session_rate_per_s: float | None = None, think_time_s: float = 30.0,
-                     first_hash: int = 0, name: str = "sessions") -> SessionRequests:
+                     first_hash: int = 0, name: str = "sessions", group_size: int = 1) -> SessionRequests:
     """``sessions * turns`` requests of multi-turn chat sessions.
 
     Turn 0's prompt is a user message; turn ``k``'s prompt is turn ``k-1``'s
@@ -153,6 +153,13 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
     simulation turn ``k`` may arrive before turn ``k-1`` has finished.
     Requests are sorted by arrival time (stable: ties in session, then turn
     order), their blocks reordered with them.
+
+    ``group_size > 1``: GRPO groups of multi-turn rollouts (agentic RL). Sessions
+    ``0..group_size-1``, ``group_size..2 group_size-1``, ... form groups whose
+    members share turn 0's prompt (its length and block hashes: one prompt
+    sampled ``group_size`` times) and start together; their outputs, later
+    messages and think times are their own. ``group_size = 1`` (the default)
+    draws exactly the sessions above.
     """
     m_pool = _pool(prefill, "prefill", MAX_PREFILL)
     o_pool = _pool(decode, "decode", MAX_DECODE)
@@ -165,6 +172,7 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
             or not math.isfinite(think_time_s) or think_time_s < 0:
         raise ConfigError(f"think_time_s: expected a finite number >= 0 of seconds, got {think_time_s!r}")
     first_hash = _nonneg_int(first_hash, "first_hash")
+    group_size = _count(group_size, "group_size")
     _total(sessions * turns, "sessions * turns")
 
     rng = np.random.default_rng([seed, _SESSION_STREAM])
@@ -173,6 +181,9 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
     start = _poisson_starts(rng, sessions, rate)
     think = rng.exponential(float(think_time_s), size=(sessions, turns - 1)) if think_time_s > 0 \
         else np.zeros((sessions, turns - 1))
+    leader = np.arange(sessions) - np.arange(sessions) % group_size  # each group's first session
+    message[:, 0] = message[leader, 0]
+    start = start[leader]
 
     # prompt lengths: s_0 = m_0, s_k = s_{k-1} + o_{k-1} + m_k (exact in Python ints, then bounded)
     prompt = np.cumsum(message.astype(object), axis=1)
@@ -191,13 +202,19 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
     _check_hash_range(first_hash, int(blocks_needed(prompt, bt).sum()))
     rows: list[np.ndarray] = []
     next_hash = first_hash
+    first_rows: dict[int, np.ndarray] = {}  # turn 0's blocks per group leader
     for s in range(sessions):
         kept = np.empty(0, dtype=np.int64)  # the previous turn's full blocks
         for k in range(turns):
             need = int(-(-int(prompt[s, k]) // bt))
-            fresh = np.arange(next_hash, next_hash + need - kept.size, dtype=np.int64)
-            next_hash += fresh.size
-            row = np.concatenate([kept, fresh])
+            if k == 0 and int(leader[s]) in first_rows:  # a group member: the group's prompt
+                row = first_rows[int(leader[s])]
+            else:
+                fresh = np.arange(next_hash, next_hash + need - kept.size, dtype=np.int64)
+                next_hash += fresh.size
+                row = np.concatenate([kept, fresh])
+            if k == 0:
+                first_rows.setdefault(s, row)
             rows.append(row)
             kept = row[: int(prompt[s, k]) // bt]
     blocks = PrefixBlocks.from_lists(rows, bt)
@@ -212,8 +229,8 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
 
 def multi_turn_sessions(prefill, decode, sessions: int, turns: int, seed: int, *, block_tokens: int = 512,
                         session_rate_per_s: float | None = None, think_time_s: float = 30.0,
-                        first_hash: int = 0, name: str = "sessions") -> Workload:
+                        first_hash: int = 0, name: str = "sessions", group_size: int = 1) -> Workload:
     """The workload of :func:`session_requests` (same arguments, same result)."""
     return session_requests(prefill, decode, sessions, turns, seed, block_tokens=block_tokens,
                             session_rate_per_s=session_rate_per_s, think_time_s=think_time_s,
-                            first_hash=first_hash, name=name).workload
+                            first_hash=first_hash, name=name, group_size=group_size).workload

@@ -35,10 +35,10 @@ from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
 from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.kernels import admit_assigned, admit_queues, enqueue, run_steps
-from bfio.prefill import Prefill, PrefillModel
+from bfio.prefill import CacheView, Prefill, PrefillModel
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
 from bfio.policies import DispatchState, Policy, RoutingState, make_policy
-from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES
+from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, REQUIREMENTS
 from bfio.progress import progress
 from bfio.routing_checks import check_assignment, check_dispatch
 from bfio.simulation_result import (  # noqa: F401  (SERIES_FIELDS, window_warnings re-exported)
@@ -124,6 +124,9 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     if dispatch not in getattr(policy, "dispatch_modes", CENTRAL_ONLY):
         raise ConfigError(f"dispatch: policy '{policy.name}' does not support dispatch='{dispatch}' "
                           f"(it supports: {', '.join(policy.dispatch_modes)})")
+    for need in getattr(policy, "requires", ()):
+        if (need == "prefill" and prefill is None) or (need == "blocks" and workload.blocks is None):
+            raise ConfigError(f"policy '{policy.name}' needs {REQUIREMENTS[need]}")
     instant = dispatch == "instant"
     G, B = int(workers), int(slots)
     N = len(workload)
@@ -192,7 +195,9 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
                            waiting_tokens=q_tokens, running=active, loads=loads, free=B - active,
                            workload=workload, slot_request=slot_request, generated=generated, queue_head=q_head,
                            queue_next=q_next,
-                           running_prompt_tokens=np.where(slot_request >= 0, s[slot_request], 0).sum(axis=1))
+                           running_prompt_tokens=np.where(slot_request >= 0, s[slot_request], 0).sum(axis=1),
+                           prefill=None if chunked is None else CacheView(chunked, slot_request, q_tokens, t_l,
+                                                                             q_head, q_next))
         t0 = time.perf_counter()
         to = np.asarray(policy.dispatch(ds, new))
         route_times.append(time.perf_counter() - t0)

@@ -105,10 +105,19 @@ class DispatchState:
     queue_next: np.ndarray | None = None
     #: per worker, the prompt tokens ``sum s_i`` of its running requests
     running_prompt_tokens: np.ndarray | None = None
+    #: with the prefill step model (:class:`bfio.prefill.CacheView`): each rank's
+    #: prefill backlog and a probe of its prefix cache; ``None`` without it
+    prefill: object | None = None
 
     def prefill_of(self, requests: np.ndarray) -> np.ndarray:
         """``s_i`` of ``requests``."""
         return self.workload.prefill[requests]
+
+
+#: what a policy may require of a run (``Policy.requires``), and what provides it
+REQUIREMENTS = {"prefill": "the prefill step model (simulate(prefill=bfio.prefill.PrefillModel(...)))",
+                "blocks": "prompt block hashes in the workload (a trace with a hash column such as mooncake, "
+                          "or bfio.sessions)"}
 
 
 class Policy:
@@ -126,6 +135,10 @@ class Policy:
     #: class without its own ``label`` is shown by its ``name``
     label = ""
     dispatch_modes: tuple[str, ...] = CENTRAL_ONLY
+    #: what the policy reads beyond the paper's state (:data:`REQUIREMENTS`): the
+    #: prefill step model (``"prefill"``), the prompts' block hashes (``"blocks"``);
+    #: :func:`bfio.simulator.simulate` refuses a run that lacks them before it starts
+    requires: tuple[str, ...] = ()
     #: the policy's options, each declared once (:class:`bfio.policies.options.Option`):
     #: its CLI flags, config schema section and :meth:`describe` derive from them
     options: tuple[Option, ...] = ()
@@ -243,7 +256,8 @@ class InstantPolicy(Policy):
                              waiting=rep["waiting"] + rep["sent"],
                              waiting_tokens=rep["waiting_tokens"] + rep["sent_tokens"],
                              running=rep["running"], loads=rep["loads"], free=rep["free"],
-                             workload=state.workload, running_prompt_tokens=rep["running_prompt_tokens"])
+                             workload=state.workload, running_prompt_tokens=rep["running_prompt_tokens"],
+                             prefill=state.prefill)  # prefix caches and prefill backlog: not lagged
 
     def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         out = self.select(self.router_view(state), requests)

@@ -62,7 +62,7 @@ import numpy as np
 from bfio.errors import ConfigError
 from bfio.policies import register
 from bfio.policies.base import DISPATCH_MODES, DispatchState, Policy, RoutingState
-from bfio.solvers.dispatch import bind, queue_profiles
+from bfio.solvers.dispatch import PrefillTerm, bind, queue_profiles
 from bfio.policies.options import Option
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaining, make_predictor
 from bfio.solvers import DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, solve
@@ -333,8 +333,12 @@ class BFIO(Policy):
             queues.append(q)
         lifetimes = np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
         loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
-        out = bind(loads, release, np.asarray(requests), state.workload.prefill, lifetimes,
-                   np.asarray(self._objective.weights, dtype=float))
+        requests = np.asarray(requests)
+        term = None
+        if state.prefill is not None:  # the prefill barrier and the prefix caches (issue 32)
+            term = PrefillTerm(state.prefill, requests, state.workload.prefill)
+        out = bind(loads, release, requests, state.workload.prefill, lifetimes,
+                   np.asarray(self._objective.weights, dtype=float), term)
         self._times.append(time.perf_counter() - t0)
         return out
 

@@ -48,10 +48,11 @@ def queue_profiles(base: np.ndarray, release: list[list[int]], queues: list[np.n
 
 
 def bind(loads: np.ndarray, release: list[list[int]], requests: np.ndarray, sizes: np.ndarray,
-         lifetimes: np.ndarray, weights: np.ndarray) -> np.ndarray:
+         lifetimes: np.ndarray, weights: np.ndarray, prefill: PrefillTerm | None = None) -> np.ndarray:
     """The worker of each of ``requests`` (arrival order): the one whose queue,
     with the request appended, gives the smallest ``J = sum_h w_h (G max_g L_g(h)
-    - sum_g L_g(h))``; ``loads`` and ``release`` are updated with each binding."""
+    - sum_g L_g(h))``, plus, with ``prefill``, the cost of the prefill barrier it
+    raises (:class:`PrefillTerm`); ``loads`` and ``release`` are updated with each binding."""
     G, W1 = loads.shape
     h = np.arange(W1)
     out = np.empty(requests.shape[0], dtype=np.int64)
@@ -66,6 +67,8 @@ def bind(loads: np.ndarray, release: list[list[int]], requests: np.ndarray, size
         others = np.where(order[0][None, :] == np.arange(G)[:, None], second[None, :], top[None, :])
         envelope = np.maximum(others, loads + add)
         J = (G * envelope - (loads.sum(axis=0)[None, :] + add)) @ weights
+        if prefill is not None:
+            J = J + prefill.cost(k, G)
         # ties (the request raises the envelope nowhere, or enters beyond the window
         # everywhere): the earliest admission, then the least weighted predicted load
         best = np.flatnonzero(J <= J.min() + 1e-9 * max(1.0, abs(J.min())))
@@ -74,7 +77,44 @@ def bind(loads: np.ndarray, release: list[list[int]], requests: np.ndarray, size
         out[k] = g
         loads[g] += add[g]
         heapq.heapreplace(release[g], int(entry[g]) + life)
+        if prefill is not None:
+            prefill.bound(k, g)
     return out
 
 
-__all__ = ["queue_profiles", "bind"]
+WORK_WEIGHT = 1.0
+
+
+class PrefillTerm:
+    """BF-IO's prefix-cache term (issue 32): binding request ``k`` to rank ``g``
+    adds its uncached prompt tokens ``u_g`` (its prompt less what ``g``'s prefix
+    cache holds) to ``g``'s prefill backlog ``P_g``. Ranks prefill in lockstep,
+    so the barrier pays for the largest backlog: raising ``max_g P_g`` by ``d``
+    tokens costs ``token_s d`` seconds of every rank (:mod:`bfio.prefill`), which
+    in ``J``'s units (a rise of the KV envelope by one token for one step costs
+    ``G`` and ``t_l`` seconds) is ``G (token_s / t_l) d``. Below the largest
+    backlog the tokens are not free under load: later arrivals fill the other
+    ranks up to it, so each token adds ``1 / G`` of a step's chunk to every
+    rank's wait, ``(token_s / t_l) u_g`` in ``J``'s units. The cost is the sum:
+    ``(token_s / t_l) (G d + u_g)``. A cache hit lowers ``u_g`` (and maybe ``d``):
+    affinity is worth the prefill it saves, weighed against the barrier it raises."""
+
+    def __init__(self, view, requests: np.ndarray, sizes: np.ndarray):
+        self.view = view  # bfio.prefill.CacheView
+        self.requests = requests
+        self.sizes = sizes
+        self.pending = np.asarray(view.pending, dtype=np.float64).copy()
+        self.scale = view.token_s / view.decode_token_s if view.decode_token_s > 0 else 0.0
+        self._u = None
+
+    def cost(self, k: int, G: int) -> np.ndarray:
+        """Per rank, the ``J``-equivalent cost of the prefill request ``k`` adds there
+        (its prompt less what the rank will hold of it: ``CacheView.expected_tokens``)."""
+        i = int(self.requests[k])
+        self._u = self.sizes[i] - self.view.expected_tokens(i).astype(np.float64)
+        rise = np.maximum(0.0, self.pending + self._u - self.pending.max())
+        return self.scale * (G * rise + WORK_WEIGHT * self._u)
+
+    def bound(self, k: int, g: int) -> None:
+        self.pending[g] += self._u[g]
+        self.view.note(int(self.requests[k]), g)

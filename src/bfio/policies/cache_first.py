@@ -1,0 +1,59 @@
+"""tpu-inference's DP scheduler before PR #3315: prefix-cache affinity first
+(``cache_first``).
+
+Source: vllm-project/tpu-inference ``tpu_inference/core/sched/dp_scheduler.py``,
+``DPScheduler._find_best_rank_for_request`` as quoted in PR #2577 (review,
+2026-05-14), PR #3307 (2026-07-31, "gives prefix cache affinity absolute
+priority") and PR #3315 ("Before"): every rank is probed for the prompt's
+computed blocks (``SchedulerCommand.PROBE_COMPUTED_BLOCKS``); the first rank
+with the most cached tokens (strict ``>``) wins whenever that is more than 0,
+whatever its load; otherwise the rank with the lexicographically smallest
+``(pending prefill tokens, in-flight requests, min remaining output)`` (PR #2780
+added the last two keys). PR #3307 shows the consequence this policy exists to
+measure: GRPO streams sharing a prompt all probe-hit the rank that first cached
+it, "the entire group pins to a single rank".
+
+Mapping: the probe reads the rank's prefix cache (blocks enter it when a
+prefill completes, :mod:`bfio.prefill`); pending prefill is the rank's queued
+prompt tokens plus its running requests' uncomputed ones
+(:class:`~bfio.prefill.CacheView`); each binding adds the request's uncached
+tokens and one in-flight request to the chosen rank before the next request.
+Instant dispatch only; needs the prefill step model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bfio.policies import register
+from bfio.policies.base import DispatchState, InstantPolicy
+from bfio.policies.prefix_state import inflight, min_remaining_output, prefill_view
+
+
+@register
+class CacheFirst(InstantPolicy):
+    name = "cache_first"
+    label = "tpu-inference cache-first"
+    dispatch_modes = ("instant",)
+    requires = ("prefill",)
+
+    def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        view = prefill_view(state, self.name)
+        pending = view.pending.copy()
+        flight = inflight(state)
+        remaining = min_remaining_output(state)
+        prompts = state.prefill_of(requests).astype(np.int64)
+        out = np.empty(requests.shape[0], dtype=np.int64)
+        for k, i in enumerate(requests.tolist()):
+            cached = view.cached_tokens(i)
+            if cached.max() > 0:
+                g = int(np.argmax(cached))  # the first rank with the most cached tokens
+            else:
+                g = int(np.lexsort((remaining, flight, pending))[0])
+            out[k] = g
+            pending[g] += prompts[k] - cached[g]
+            flight[g] += 1
+        return out
+
+    def route(self, state) -> np.ndarray:  # pragma: no cover - instant only
+        raise NotImplementedError("cache_first dispatches on arrival only (dispatch_modes = ('instant',))")

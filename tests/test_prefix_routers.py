@@ -1,0 +1,108 @@
+"""The prefix-cache routers (issue 32): each rule against its source's description,
+on hand-built states, and the pinning tpu-inference PR #3307 reports."""
+
+import numpy as np
+import pytest
+
+from bfio.errors import ConfigError
+from bfio.policies import make_policy
+from bfio.policies.sglang_prefix_match import PREFIX_TOKENS, prefix_rank
+from bfio.prefill import PrefillModel
+from bfio.prefix import PrefixBlocks
+from bfio.sessions import session_requests
+from bfio.simulator import simulate
+from bfio.workload import Workload, with_arrivals
+
+ROUTERS = ["cache_first", "tpu_least_loaded", "sglang_prefix_match", "sgl_cache_aware"]
+
+
+def _grpo_rollouts(seed=1, groups=2, group_size=8, turns=3, think=0.5):
+    rng = np.random.default_rng(seed)
+    s, o = rng.integers(600, 4000, 200), rng.integers(20, 300, 200)
+    return session_requests(s, o, sessions=groups * group_size, turns=turns, seed=seed, block_tokens=256,
+                            group_size=group_size, think_time_s=think)
+
+
+def _run(w, policy, G=4, B=16, cache=True, **options):
+    model = PrefillModel(chunk_tokens=2048, token_s=1e-4, cache_blocks=100_000 if cache else None)
+    return simulate(w, G, B, policy, prefill=model, entry="arrivals", dispatch="instant", show_progress=False,
+                    policy_options=options or None)
+
+
+@pytest.mark.parametrize("policy", ROUTERS + ["bfio"])
+def test_every_router_completes_and_counts_each_prompt_token_once(policy):
+    r = _grpo_rollouts()
+    res = _run(r.workload, policy, **({"horizon": 20} if policy == "bfio" else {}))
+    q = res.requests
+    assert (q["finish_s"] >= q["arrival_s"]).all()
+    computed = res.metrics["prefill_tokens_computed"]
+    assert computed + int(q["cached_tokens"].sum()) == int(r.workload.prefill.sum())
+    assert 0 <= res.metrics["cache_hit_rate"] < 1
+
+
+def test_cache_first_pins_a_grpo_group_to_the_rank_that_cached_its_prompt():
+    """PR #3307: once one stream's prompt is computed on a rank, every later turn of
+    every stream of the group probes a hit there, so the group's later turns pin to
+    one rank (ties between equally cached ranks go to the first)."""
+    r = _grpo_rollouts(think=20.0)  # turns arrive after the earlier ones' prefills ended
+    pinned = _run(r.workload, "cache_first").requests
+    spread = _run(r.workload, "tpu_least_loaded").requests
+    later = r.turn >= 1
+    for group in range(2):
+        members = (r.session // 8 == group) & later
+        assert pinned["queue_worker"][members].nunique() == 1
+        assert spread["queue_worker"][members].nunique() > 1
+
+
+def test_routers_need_what_they_read():
+    w = with_arrivals(Workload(np.full(6, 100), np.full(6, 5)), np.zeros(6))
+    for policy in ("sglang_prefix_match", "sgl_cache_aware"):
+        with pytest.raises(ConfigError, match="block"):
+            simulate(w, 2, 2, policy, entry="arrivals", dispatch="instant", show_progress=False)
+    for policy in ("cache_first", "tpu_least_loaded"):
+        with pytest.raises(ConfigError, match="prefill"):
+            simulate(w, 2, 2, policy, entry="arrivals", dispatch="instant", show_progress=False)
+
+
+def test_prefix_match_hashes_only_the_first_4k_tokens():
+    bt = 512
+    head = np.arange(PREFIX_TOKENS // bt, dtype=np.int64)
+    a = np.concatenate([head, [100, 101]])
+    b = np.concatenate([head, [200]])
+    assert prefix_rank(a, bt, 16) == prefix_rank(b, bt, 16)  # same first 4k tokens: same rank
+    ranks = {prefix_rank(np.array([h]), bt, 16) for h in range(200)}
+    assert len(ranks) == 16  # different prompts spread over the ranks
+
+
+def test_sgl_cache_aware_follows_its_thresholds():
+    """Identical prompts stick to the worker whose tree holds them while loads are
+    balanced, and go to the least loaded worker once max - min > abs and max > rel * min."""
+    n = 40
+    blocks = PrefixBlocks.from_lists([[7, 8, 9]] * n, 16)
+    w = with_arrivals(Workload(np.full(n, 48), np.full(n, 400), blocks=blocks), np.zeros(n))
+    sticky = simulate(w, 4, 64, "sgl_cache_aware", entry="arrivals", dispatch="instant", show_progress=False)
+    assert sticky.requests["queue_worker"].nunique() == 1  # 40 in flight: under the absolute threshold of 64
+    low = simulate(w, 4, 64, "sgl_cache_aware", entry="arrivals", dispatch="instant", show_progress=False,
+                   policy_options={"balance_abs_threshold": 5})
+    counts = np.bincount(low.requests["queue_worker"], minlength=4)
+    assert counts.max() < n and (counts > 0).all()
+
+
+def test_bfio_weighs_a_cache_hit_against_the_prefill_barrier():
+    """Rank 0 holds the first half of a prompt's blocks. BF-IO binds the prompt there
+    while no rank has a prefill backlog (the hit halves the work), and to the idle
+    rank when rank 0 has the largest backlog: its half raises the barrier every
+    rank waits at, the whole prompt on rank 1 raises nothing."""
+    from bfio.prefill import CacheView, Prefill
+    from bfio.solvers.dispatch import PrefillTerm
+
+    bt = 256
+    blocks = PrefixBlocks.from_lists([list(range(16))] * 3, bt)
+    w = Workload(np.full(3, 16 * bt), np.full(3, 10), blocks=blocks)
+    st = Prefill(PrefillModel(cache_blocks=1000), w, 2, 4)
+    st.caches[0].insert(blocks.blocks_of(0)[:8])
+    slots = np.full((2, 4), -1)
+    for backlog, expect in ((0, 0), (40_000, 1)):
+        view = CacheView(st, slots, np.array([backlog, 0]), 1.005e-7)
+        term = PrefillTerm(view, np.array([1]), w.prefill)
+        assert int(np.argmin(term.cost(0, 2))) == expect
