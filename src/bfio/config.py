@@ -111,6 +111,9 @@ def validate_config(config: dict, schema) -> dict:
             raise ConfigError(f"config key 'figures.{key}': '{name}' is not an experiment (experiments: "
                               f"{', '.join(config['experiments']) or 'none'}); name one, or null for no figure")
     _check_policies(config)
+    for name, study in studies().items():
+        if study.validate is not None and (config.get(name) or {}).get("settings"):
+            study.validate(config[name], config)
     _check_online_replay(config)
     _check_request_counts(config)
     return config

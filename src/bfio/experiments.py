@@ -149,7 +149,8 @@ def prepare_trace(name: str, source, out_table, out_stats, spec: TraceSpec | Non
         raise ChecksumError(source, f"sha256 is {digest}, expected {spec.sha256} for trace '{name}' (config key "
                                     f"'extra_traces.{name}.sha256': fix the file or the pinned digest)")
     trace = load_trace(str(source), prefill_col=spec.prefill_col, decode_col=spec.decode_col,
-                       arrival_col=spec.arrival_col, arrival_unit=spec.arrival_unit, verify=False)
+                       arrival_col=spec.arrival_col, arrival_unit=spec.arrival_unit, hash_col=spec.hash_col,
+                       block_tokens=spec.block_tokens, verify=False)
     frame = trace.to_frame()
     with atomic_path(out_table) as tmp:
         frame.to_parquet(tmp, index=False)

@@ -157,6 +157,9 @@ class RunSpec:
     dispatch: str = "central"
     policy: str = ""
     options: tuple = ()
+    #: the prefill step model's parameters (sorted ``(name, value)`` pairs of
+    #: :class:`bfio.prefill.PrefillModel`); empty: the paper's step loop
+    prefill: tuple = ()
 
     def __post_init__(self):
         if self.dispatch not in DISPATCH_MODES:
@@ -225,11 +228,35 @@ class RunSpec:
         return cls(m["trace"], int(m["requests"]), int(m["workers"]), int(m["slots"]), m["row"], int(m["seed"]))
 
     def ident(self) -> dict:
-        """Flat identifying columns for result tables."""
+        """Flat identifying columns for result tables (``prefill_<name>`` only for runs
+        with the prefill step model)."""
         return {"trace": self.trace, "requests": self.requests, "workers": self.workers, "slots": self.slots,
                 "row": self.row, "seed": self.seed, "arrival": self.arrival.label,
                 "arrival_mode": self.arrival.mode, "arrival_rate": self.arrival.rate,
-                "time_scale": self.arrival.time_scale, "dispatch": self.dispatch, "policy": self.policy}
+                "time_scale": self.arrival.time_scale, "dispatch": self.dispatch, "policy": self.policy,
+                **{f"prefill_{k}": v for k, v in self.prefill}}
+
+    @property
+    def prefill_model(self):
+        """The run's :class:`bfio.prefill.PrefillModel`, or ``None`` (the paper's step loop)."""
+        from bfio.prefill import PrefillModel
+
+        return PrefillModel(**dict(self.prefill)) if self.prefill else None
+
+
+def frame_blocks(trace: str, frame: pd.DataFrame):
+    """The prompts' block hashes of a canonical trace table (its ``block_hashes``
+    column, written for traces with a hash column), or ``None``."""
+    if "block_hashes" not in frame:
+        return None
+    from bfio.prefix import PrefixBlocks
+    from bfio.traces.registry import KNOWN_TRACES
+
+    spec = KNOWN_TRACES.get(trace)
+    if spec is None or not spec.block_tokens:
+        raise ConfigError(f"trace '{trace}': a block_hashes column needs the trace's block size (a known trace "
+                          "with block_tokens)")
+    return PrefixBlocks.from_lists(frame["block_hashes"], spec.block_tokens)
 
 
 def build_workload(run: RunSpec, frame: pd.DataFrame):
@@ -239,6 +266,7 @@ def build_workload(run: RunSpec, frame: pd.DataFrame):
 
     s = frame["prefill_tokens"].to_numpy()
     o = frame["decode_tokens"].to_numpy()
+    blocks = frame_blocks(run.trace, frame)
     mode = run.arrival.mode
     if mode == "trace":
         if "arrival_s" not in frame:
@@ -249,8 +277,8 @@ def build_workload(run: RunSpec, frame: pd.DataFrame):
         n = run.requests if run.requests is None or run.requests < len(frame) else None
         return wl.replay_workload(s, o, frame["arrival_s"].to_numpy(dtype=float), n=n,
                                   seed=run.seed if n is not None else None,
-                                  time_scale=run.arrival.time_scale, name=run.trace)
-    work = wl.draw_workload(s, o, run.requests, run.seed, name=run.trace)
+                                  time_scale=run.arrival.time_scale, name=run.trace, blocks=blocks)
+    work = wl.draw_workload(s, o, run.requests, run.seed, name=run.trace, blocks=blocks)
     if mode == "poisson":
         work = wl.with_arrivals(work, wl.poisson_arrivals(run.requests, run.arrival.rate, run.seed))
     return work
@@ -272,12 +300,14 @@ def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=No
         workload = build_workload(run, frame)
     return simulate(workload, run.workers, run.slots, run.policy, seed=run.seed,
                     entry=entry_mode(run.arrival.mode), dispatch=run.dispatch, record_loads=record_loads,
-                    policy_options=run.policy_options or None, show_progress=show_progress)
+                    policy_options=run.policy_options or None, show_progress=show_progress,
+                    prefill=run.prefill_model)
 
 
-def run_study(run: RunSpec, frame: pd.DataFrame) -> dict:
-    """Simulate ``run`` on trace table ``frame``; a flat dict of its identity and metrics."""
-    work = build_workload(run, frame)
+def run_study(run: RunSpec, frame: pd.DataFrame | None = None, workload=None) -> dict:
+    """Simulate ``run`` on trace table ``frame`` (or on ``workload`` when given);
+    a flat dict of its identity and metrics."""
+    work = build_workload(run, frame) if workload is None else workload
     t0 = time.perf_counter()
     result = simulate_run(run, workload=work)
     metrics = {k: v for k, v in result.metrics.items() if np.isscalar(v)}
@@ -285,15 +315,18 @@ def run_study(run: RunSpec, frame: pd.DataFrame) -> dict:
             "window_steps": result.window_steps, **metrics, "sim_wall_s": time.perf_counter() - t0}
 
 
-def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None) -> pd.DataFrame:
-    """Run every :class:`RunSpec` in ``runs`` (``frames``: trace name -> table); one row each."""
+def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None, workload_of=None) -> pd.DataFrame:
+    """Run every :class:`RunSpec` in ``runs`` (``frames``: trace name -> table); one row each.
+    ``workload_of(run)``, when given, builds each run's workload instead (a study's
+    generated workloads, e.g. :mod:`bfio.sessions`)."""
     from bfio.progress import progress, progress_line
 
     rows = []
     bar = progress(total=len(runs), desc="study runs", enabled=show_progress, log=log is None, unit="run")
     t0 = time.perf_counter()
     for k, run in enumerate(runs, start=1):
-        rec = run_study(run, frames[run.trace])
+        rec = run_study(run, frames[run.trace]) if workload_of is None else \
+            run_study(run, workload=workload_of(run))
         if log is not None:
             log.info("%s G=%d %s %s %s seed=%d: %.2f s [%s]", run.trace, run.workers, run.arrival.label,
                      run.dispatch, run.row, run.seed, rec["sim_wall_s"],

@@ -12,6 +12,7 @@ from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, fram
 from bfio.cli.traces import known_trace_dir
 from bfio.errors import ConfigError
 from bfio.policies.base import DISPATCH_MODES
+from bfio.prefill import DEFAULT_CHUNK_TOKENS, DEFAULT_TOKEN_S
 from bfio.workload import ARRIVAL_MODES
 
 def add_parser(subparsers) -> None:
@@ -62,6 +63,13 @@ def add_parser(subparsers) -> None:
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
+    pf = s.add_argument_group("prefill and prefix caches (issue 32, docs/prefix_cache.md; off unless one is given)")
+    pf.add_argument("--prefill-chunk-tokens", type=positive_int, metavar="N",
+                    help=f"chunked prefill: prompt tokens a rank computes per step (default {DEFAULT_CHUNK_TOKENS})")
+    pf.add_argument("--prefill-token-s", type=positive_float, metavar="S",
+                    help=f"seconds per computed prompt token on the slowest rank (default {DEFAULT_TOKEN_S:g})")
+    pf.add_argument("--prefix-cache-blocks", type=positive_int, metavar="N",
+                    help="per-rank prefix cache of N blocks (needs a trace with block hashes, e.g. mooncake)")
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
     add_policy_options(s)
@@ -174,8 +182,12 @@ def cmd_simulate(args) -> int:
                               f"trace {trace.name} has {len(trace)} rows, got --requests {args.requests}")
     arrival = ArrivalSpec(mode, rate=args.arrival_rate if mode == "poisson" else None,
                           time_scale=(args.time_scale or 1.0) if mode == "trace" else 1.0)
+    prefill = {k: v for k, v in (("chunk_tokens", args.prefill_chunk_tokens), ("token_s", args.prefill_token_s),
+                                 ("cache_blocks", args.prefix_cache_blocks)) if v is not None}
+    if prefill:
+        prefill = {"chunk_tokens": DEFAULT_CHUNK_TOKENS, "token_s": DEFAULT_TOKEN_S, "cache_blocks": None, **prefill}
     spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
-                   args.dispatch, args.policy, tuple(sorted(options.items())))
+                   args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())))
     result = simulate_run(spec, trace.to_frame(), show_progress=None)
     summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
                "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}

@@ -48,7 +48,8 @@ class Study:
     ``caption``: the figure's report caption (a Jinja template of ``config``).
     ``schema``: the JSON schema of the config section (a plugin's; the built-in
     studies' sections are in ``workflow/schemas/config.schema.yaml``).
-    ``modules``, ``table_modules``, ``figure_modules``: the package modules (relative
+    ``validate(section, config)``: cross-checks of the section run when the config
+    loads. ``modules``, ``table_modules``, ``figure_modules``: the package modules (relative
     to ``src/bfio``) whose code the simulations, the table and the figure depend on
     (rerun triggers: editing a figure never reruns a simulation)."""
 
@@ -69,6 +70,9 @@ class Study:
     table_modules: tuple[str, ...] = ()
     figure_modules: tuple[str, ...] = ()
     generic: bool = True
+    #: ``validate(section, config)``: the section's own cross-checks when the config
+    #: loads (raise :class:`ConfigError` naming the key); ``None``: the schema suffices
+    validate: Callable | None = None
 
     def __post_init__(self):
         if self.generic and not (self.simulate and self.tabulate):

@@ -51,10 +51,13 @@ class Trace:
         return int(self.prefill.shape[0])
 
     def to_frame(self) -> pd.DataFrame:
-        """The canonical table: ``prefill_tokens``, ``decode_tokens`` [, ``arrival_s``]."""
+        """The canonical table: ``prefill_tokens``, ``decode_tokens`` [, ``arrival_s``]
+        [, ``block_hashes``: each prompt's KV-block hashes as a list]."""
         df = pd.DataFrame({"prefill_tokens": self.prefill, "decode_tokens": self.decode})
         if self.arrival_s is not None:
             df["arrival_s"] = self.arrival_s
+        if self.blocks is not None:
+            df["block_hashes"] = [self.blocks.blocks_of(i).tolist() for i in range(len(self.blocks))]
         return df
 
 

@@ -1,0 +1,165 @@
+"""Study: prefill and prefix caches against the lockstep barrier (issue 32).
+
+Every router of ``prefix_study.routers`` (instant dispatch; ``bfio`` is BF-IO
+with horizon ``prefix_study.horizon`` and its prefix-cache term,
+:class:`bfio.solvers.dispatch.PrefillTerm`) on each setting, with the prefill
+step model (:mod:`bfio.prefill`: ``prefix_study.prefill``, each rank's cache
+capacity derived from ``kv_tokens_per_rank``) and every seed. Settings name a
+``workload``:
+
+- ``trace``: a trace with block hashes replayed at its own timestamps scaled
+  by ``time_scale`` (``< 1``: a higher load); ``requests`` rows, a window
+  whose offset the seed draws (Mooncake, ``docs/prefix_cache.md``);
+- ``grpo``: GRPO groups of multi-turn rollouts (:func:`bfio.sessions.session_requests`
+  with ``group_size``): ``groups`` prompts, each rolled out ``group_size``
+  times for ``turns`` turns, lengths drawn from ``trace``;
+- ``sessions``: multi-turn chat sessions (``group_size`` 1).
+
+One row per run: the run's identity, ``setting`` and every metric (TTFT,
+decode TPOT, end-to-end latency, throughput, cache hit rate). The table
+(:mod:`bfio.studies.prefix_summary`) has means with 95% intervals and, per
+setting, which routers dominate BF-IO on (throughput, p99 TTFT).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bfio.prefix import cache_capacity_blocks
+from bfio.run import RunSpec, run_batch
+from bfio.studies.registry import Study, register_study
+
+#: the workloads a setting may name
+WORKLOADS = ("trace", "grpo", "sessions")
+#: block size of the generated workloads (Mooncake's, vLLM's largest common choice)
+GENERATED_BLOCK_TOKENS = 512
+
+
+def prefill_params(section: dict, block_tokens: int) -> tuple:
+    """The runs' :class:`~bfio.prefill.PrefillModel` parameters: the section's chunk
+    and token cost, and a cache of ``kv_tokens_per_rank`` tokens in blocks."""
+    p = section["prefill"]
+    blocks = cache_capacity_blocks(int(p["kv_tokens_per_rank"]), block_tokens)
+    return tuple(sorted({"chunk_tokens": int(p["chunk_tokens"]), "token_s": float(p["token_s"]),
+                         "cache_blocks": blocks}.items()))
+
+
+def _variants(section: dict) -> dict:
+    return {"bfio": {"policy": "bfio", "horizon": int(section["horizon"])}}
+
+
+def prefix_runs(setting: dict, section: dict, seeds, slots: int, defaults=None) -> list[RunSpec]:
+    """Every router x seed of ``setting`` (instant dispatch, timed arrivals)."""
+    from bfio.traces.registry import KNOWN_TRACES
+
+    kind = setting.get("workload", "trace")
+    bt = KNOWN_TRACES[setting["trace"]].block_tokens if kind == "trace" else GENERATED_BLOCK_TOKENS
+    if kind == "trace":
+        arrival = {"mode": "trace", "time_scale": float(setting.get("time_scale", 1.0))}
+        requests = setting.get("requests")
+    else:  # generated: the arrivals are the generator's; the count is the setting's
+        arrival = {"mode": "trace", "time_scale": 1.0}
+        requests = None
+    prefill = prefill_params(section, bt)
+    out = []
+    for row in section["routers"]:
+        for seed in seeds:
+            run = RunSpec.make(setting["trace"], requests, setting["workers"], setting.get("slots", slots), row,
+                               seed, arrival=arrival, dispatch="instant", variants=_variants(section),
+                               defaults=defaults)
+            out.append(RunSpec(run.trace, run.requests, run.workers, run.slots, run.row, run.seed, run.arrival,
+                               run.dispatch, run.policy, run.options, prefill))
+    return out
+
+
+def generated_workload(setting: dict, frame: pd.DataFrame, seed: int):
+    """The GRPO or session workload of ``setting`` and ``seed``, lengths from ``frame``."""
+    from bfio.sessions import session_requests
+
+    kind = setting["workload"]
+    group = int(setting.get("group_size", 1)) if kind == "grpo" else 1
+    sessions = int(setting["groups"]) * group if kind == "grpo" else int(setting["sessions"])
+    return session_requests(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), sessions,
+                            int(setting["turns"]), seed, block_tokens=GENERATED_BLOCK_TOKENS,
+                            session_rate_per_s=setting.get("session_rate_per_s"),
+                            think_time_s=float(setting.get("think_time_s", 30.0)), name=kind,
+                            group_size=group).workload
+
+
+def run_prefix_study(name: str, setting: dict, section: dict, seeds, slots: int, frame: pd.DataFrame,
+                     log=None, defaults=None) -> pd.DataFrame:
+    """Simulate every router and seed of setting ``name``; one row per run."""
+    runs = prefix_runs(setting, section, seeds, slots, defaults)
+    workload_of = None
+    if setting.get("workload", "trace") != "trace":
+        cache: dict = {}
+
+        def workload_of(run):
+            if run.seed not in cache:
+                cache[run.seed] = generated_workload(setting, frame, run.seed)
+            return cache[run.seed]
+
+    out = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log, workload_of=workload_of)
+    out.insert(0, "setting", name)
+    out.insert(1, "workload", setting.get("workload", "trace"))
+    return out
+
+
+#: keys a setting of each workload needs
+WORKLOAD_KEYS = {"trace": (), "grpo": ("groups", "group_size", "turns"), "sessions": ("sessions", "turns")}
+
+
+def validate_section(section: dict, config: dict) -> None:
+    """Every router is an instant-dispatch policy; every setting has its workload's
+    keys; a replayed trace carries block hashes and arrival times."""
+    from bfio.config import trace_specs
+    from bfio.errors import ConfigError
+    from bfio.policies import available, policy_class
+
+    for i, row in enumerate(section["routers"]):
+        policy = "bfio" if row == "bfio" else row
+        if policy not in available():
+            raise ConfigError(f"config key 'prefix_study.routers.{i}': unknown policy '{row}' "
+                              f"(available: {', '.join(available())})")
+        if "instant" not in policy_class(policy).dispatch_modes:
+            raise ConfigError(f"config key 'prefix_study.routers.{i}': '{row}' has no instant dispatch "
+                              "(the study binds requests on arrival)")
+    specs = trace_specs(config)
+    for i, st in enumerate(section["settings"]):
+        for key in WORKLOAD_KEYS[st["workload"]]:
+            if key not in st:
+                raise ConfigError(f"config key 'prefix_study.settings.{i}.{key}': workload '{st['workload']}' "
+                                  "needs it")
+        spec = specs.get(st["trace"])
+        if st["workload"] == "trace" and spec is not None and not (spec.hash_col and spec.arrival_col):
+            raise ConfigError(f"config key 'prefix_study.settings.{i}.trace': trace '{st['trace']}' has no block "
+                              "hashes and arrival times to replay (known traces with both: "
+                              f"{', '.join(n for n, sp in specs.items() if sp.hash_col and sp.arrival_col)})")
+
+
+def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
+    from bfio.studies.prefix_summary import prefix_markdown, summarize_prefix
+
+    summary = summarize_prefix(runs)
+    return summary, prefix_markdown(summary, settings, section["description"])
+
+
+STUDY = register_study(Study(
+    name="prefix_study", description="Prefill and prefix caches: cache affinity against the barrier",
+    directory="prefix", table="prefix_cache", figure="prefix_tradeoff",
+    simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_prefix_study(
+        name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
+    tabulate=_tabulate, plot="bfio.figures.prefix_tradeoff:plot_prefix_tradeoff",
+    modules=("studies/prefix_study.py", "prefill.py", "prefix.py", "sessions.py", "policies/cache_first.py",
+             "policies/tpu_least_loaded.py", "policies/sglang_prefix_match.py", "policies/sgl_cache_aware.py",
+             "policies/prefix_state.py", "solvers/dispatch.py"),
+    table_modules=("studies/prefix_summary.py",), figure_modules=("figures/prefix_tradeoff.py",),
+    validate=validate_section,
+    caption="""Prefix caches against the lockstep barrier (issue 32, ``docs/studies.md``):
+prefix-cache hit rate (share of prompt tokens served from a rank's cache) against
+p99 time to first token, one point per router (instant dispatch) and setting, mean
+over seeds {{ config["seeds"] }} with 95% intervals; chunked prefill of
+{{ config["prefix_study"]["prefill"]["chunk_tokens"] }} tokens per rank and step.""",
+))
+
+__all__ = ["WORKLOADS", "WORKLOAD_KEYS", "validate_section", "prefill_params", "prefix_runs", "generated_workload", "run_prefix_study", "STUDY"]

@@ -1,0 +1,63 @@
+"""The prefix-cache study's table (issue 32): per setting and router, the means
+over seeds with 95% intervals of TTFT, decode TPOT, end-to-end latency,
+throughput and cache hit rate; and whether any router dominates BF-IO on
+(throughput, p99 TTFT), with BF-IO's lead or trail against each."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bfio.studies.aggregate import summarize_runs
+
+#: the table's metrics, in column order: (column, header, format)
+METRICS = [("throughput_run", "throughput (tok/s)", "{:,.0f}"), ("ttft_s_p50", "TTFT p50 (s)", "{:.2f}"),
+           ("ttft_s_p99", "TTFT p99 (s)", "{:.2f}"), ("tpot_decode_s_mean", "TPOT (s)", "{:.3f}"),
+           ("e2e_s_p50", "e2e p50 (s)", "{:.2f}"), ("e2e_s_p99", "e2e p99 (s)", "{:.2f}"),
+           ("cache_hit_rate", "hit rate", "{:.1%}")]
+#: the row whose domination the table reports
+SUBJECT = "bfio"
+
+
+def summarize_prefix(runs: pd.DataFrame) -> pd.DataFrame:
+    """Means and 95% intervals per (setting, router), with ``dominated_by`` on BF-IO's rows."""
+    summary = summarize_runs(runs, ["setting", "workload", "row"], [m for m, _, _ in METRICS])
+    summary["dominated_by"] = ""
+    for setting, grp in summary.groupby("setting", sort=False):
+        me = grp[grp["row"] == SUBJECT]
+        if me.empty:
+            continue
+        thr, ttft = float(me["throughput_run_mean"].iloc[0]), float(me["ttft_s_p99_mean"].iloc[0])
+        better = grp[(grp["row"] != SUBJECT) & (grp["throughput_run_mean"] > thr) & (grp["ttft_s_p99_mean"] < ttft)]
+        summary.loc[me.index, "dominated_by"] = ", ".join(better["row"]) or "none"
+    return summary
+
+
+def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> str:
+    """One table per setting (rows: routers), then BF-IO's lead (+) or trail (-) on
+    throughput and on p99 TTFT against each router, and the routers dominating it."""
+    from bfio.tables import row_label
+
+    lines = [f"# {description}", ""]
+    for setting, grp in summary.groupby("setting", sort=False):
+        lines += [f"## {setting} ({grp['workload'].iloc[0]}, {int(grp['n_seeds'].max())} seeds)", "",
+                  "| router | " + " | ".join(h for _, h, _ in METRICS) + " |",
+                  "|---|" + "---|" * len(METRICS)]
+        for _, r in grp.iterrows():
+            cells = []
+            for m, _, fmt in METRICS:
+                half = (r[f"{m}_ci_hi"] - r[f"{m}_ci_lo"]) / 2
+                cells.append(f"{fmt.format(r[f'{m}_mean'])} ± {fmt.format(half)}")
+            lines.append(f"| {row_label(r['row'])} | " + " | ".join(cells) + " |")
+        me = grp[grp["row"] == SUBJECT]
+        if not me.empty:
+            thr, ttft = float(me["throughput_run_mean"].iloc[0]), float(me["ttft_s_p99_mean"].iloc[0])
+            leads = [f"{row_label(r['row'])}: throughput {100 * (thr / r['throughput_run_mean'] - 1):+.1f}%, "
+                     f"p99 TTFT {100 * (1 - ttft / r['ttft_s_p99_mean']):+.1f}%"
+                     for _, r in grp.iterrows() if r["row"] != SUBJECT]
+            lines += ["", "BF-IO against each router (+: BF-IO better): " + "; ".join(leads) + ".",
+                      f"Routers better than BF-IO on both throughput and p99 TTFT: {me['dominated_by'].iloc[0]}."]
+        lines.append("")
+    return "\n".join(lines)
+
+
+__all__ = ["METRICS", "SUBJECT", "summarize_prefix", "prefix_markdown"]
