@@ -60,7 +60,7 @@ def test_paper_config_matches_paper_settings():
     assert cfg["slots"] == 72 and len(cfg["seeds"]) == 5
     assert cfg["experiments"]["worker_sweep"]["workers"] == list(range(16, 225, 16))
     assert cfg["traces"] == ["longbench", "burstgpt", "arxiv", "azure_code", "azure_conv", "vidur_arxiv",
-                             "sarathi_sharegpt", "sharegpt_10k", "longbench_v1"]
+                             "sarathi_sharegpt", "sharegpt_10k", "longbench_v1", "mooncake"]
 
 
 def test_defaults_are_filled():

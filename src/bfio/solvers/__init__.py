@@ -51,14 +51,18 @@ def trivial_bound(inst) -> float:
     return float(inst.lower_bound_envelope() - active - float(v[forced].sum()) - float(rest.sum()))
 
 
-def solve_fast_instance(inst, max_rounds: int = 4) -> Solution:
+def solve_fast_instance(inst, max_rounds: int = 4, placement: str = DEFAULT_PLACEMENT) -> Solution:
+    """The fast solver on ``inst`` with ``placement`` (:data:`PLACEMENTS`); ``solver``
+    of the result: ``fast`` (greedy) or ``fast-heap``."""
     from bfio.solvers.fast import fast_assign
+    from bfio.solvers.heap import heap_assign
 
+    check_placement(placement)
     t0 = time.perf_counter()
-    assign = fast_assign(inst, max_rounds=max_rounds)
+    assign = fast_assign(inst, max_rounds=max_rounds) if placement == "greedy" else heap_assign(inst)
     bound = trivial_bound(inst)
-    sol = Solution.make(inst, assign, solver="fast", status="heuristic", proven_optimal=False,
-                        bound=bound, wall_s=0.0)
+    sol = Solution.make(inst, assign, solver="fast" if placement == "greedy" else f"fast-{placement}",
+                        status="heuristic", proven_optimal=False, bound=bound, wall_s=0.0)
     if sol.objective <= bound + 1e-9 * max(1.0, abs(bound)):
         sol.proven_optimal, sol.status = True, "heuristic (meets lower bound)"
     sol.wall_s = time.perf_counter() - t0
@@ -107,13 +111,14 @@ def check_solver(name) -> str:
 
 
 def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_error: str = "fail",
-          warm_start: Solution | None = None, threads: int = 1) -> Solution:
-    """Solve ``inst`` with ``solver``; see the module docstring."""
+          warm_start: Solution | None = None, threads: int = 1, placement: str = DEFAULT_PLACEMENT) -> Solution:
+    """Solve ``inst`` with ``solver``; see the module docstring. ``placement`` is the
+    fast solver's (:data:`PLACEMENTS`), also the exact backends' warm start."""
     check_solver(solver)
     if on_error not in ("fail", "fallback"):
         raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_error!r}")
     if solver == "fast" or inst.admissible == 0:
-        return solve_fast_instance(inst)
+        return solve_fast_instance(inst, placement=placement)
     limit = DEFAULT_TIME_LIMIT_S if time_limit_s is None else float(time_limit_s)
     t0 = time.perf_counter()
     start = warm_start
@@ -126,7 +131,7 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
         else:
             from bfio.solvers.gurobi import solve_gurobi as backend
         if start is None:
-            start = solve_fast_instance(inst)
+            start = solve_fast_instance(inst, placement=placement)
         remaining = max(0.05, limit - (time.perf_counter() - t0))
         sol = backend(inst, time_limit_s=remaining, warm_start=start.assign, threads=threads)
     except SolverError:

@@ -357,4 +357,13 @@ def solve_heap_terms(base, free, sizes, forced, U, terms, upsize_passes=UPSIZE_P
     return solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes)
 
 
-__all__ = ["solve_heap", "solve_heap_terms"]
+def heap_assign(inst) -> np.ndarray:
+    """:func:`solve_heap` on an :class:`~bfio.solvers.instance.Instance` (over the
+    offsets ``0..effective_horizon`` of its terms, as the policy's calls), so the
+    heap placement can be measured against the exact backends."""
+    terms = inst.terms.fast()
+    return solve_heap_terms(np.ascontiguousarray(inst.base[:, :terms.offsets]), inst.free, inst.sizes,
+                            inst.forced(), inst.admissible, terms)[0]
+
+
+__all__ = ["solve_heap", "solve_heap_terms", "heap_assign"]
