@@ -106,3 +106,23 @@ def test_bfio_weighs_a_cache_hit_against_the_prefill_barrier():
         view = CacheView(st, slots, np.array([backlog, 0]), 1.005e-7)
         term = PrefillTerm(view, np.array([1]), w.prefill)
         assert int(np.argmin(term.cost(0, 2))) == expect
+
+
+def test_the_study_section_is_checked_when_the_config_loads():
+    import copy
+
+    import yaml
+
+    from bfio.config import validate_config
+
+    schema = "workflow/schemas/config.schema.yaml"
+    base = yaml.safe_load(open("config/smoke.yaml"))
+    for change, key in (({"routers": ["fcfs"]}, "prefix_study.routers.0"),
+                        ({"settings": [{"name": "x", "workload": "grpo", "trace": "azure_conv", "workers": 2,
+                                        "groups": 2, "turns": 2}]}, "prefix_study.settings.0.group_size"),
+                        ({"settings": [{"name": "x", "workload": "trace", "trace": "azure_conv", "workers": 2}]},
+                         "prefix_study.settings.0.trace")):
+        cfg = copy.deepcopy(base)
+        cfg["prefix_study"].update(change)
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            validate_config(cfg, schema)

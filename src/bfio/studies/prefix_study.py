@@ -112,9 +112,9 @@ WORKLOAD_KEYS = {"trace": (), "grpo": ("groups", "group_size", "turns"), "sessio
 def validate_section(section: dict, config: dict) -> None:
     """Every router is an instant-dispatch policy; every setting has its workload's
     keys; a replayed trace carries block hashes and arrival times."""
-    from bfio.config import trace_specs
     from bfio.errors import ConfigError
     from bfio.policies import available, policy_class
+    from bfio.traces.registry import KNOWN_TRACES
 
     for i, row in enumerate(section["routers"]):
         policy = "bfio" if row == "bfio" else row
@@ -124,14 +124,14 @@ def validate_section(section: dict, config: dict) -> None:
         if "instant" not in policy_class(policy).dispatch_modes:
             raise ConfigError(f"config key 'prefix_study.routers.{i}': '{row}' has no instant dispatch "
                               "(the study binds requests on arrival)")
-    specs = trace_specs(config)
+    specs = KNOWN_TRACES  # extra traces (config 'extra_traces') carry no block hashes
     for i, st in enumerate(section["settings"]):
         for key in WORKLOAD_KEYS[st["workload"]]:
             if key not in st:
                 raise ConfigError(f"config key 'prefix_study.settings.{i}.{key}': workload '{st['workload']}' "
                                   "needs it")
         spec = specs.get(st["trace"])
-        if st["workload"] == "trace" and spec is not None and not (spec.hash_col and spec.arrival_col):
+        if st["workload"] == "trace" and not (spec is not None and spec.hash_col and spec.arrival_col):
             raise ConfigError(f"config key 'prefix_study.settings.{i}.trace': trace '{st['trace']}' has no block "
                               "hashes and arrival times to replay (known traces with both: "
                               f"{', '.join(n for n, sp in specs.items() if sp.hash_col and sp.arrival_col)})")
