@@ -340,3 +340,242 @@ def test_text_overlaps_finds_what_a_reader_cannot_read():
     ax.set_ylabel("y (unit)")
     assert text_overlaps(fig) == []
     plt.close(fig)
+
+
+# --------------------------------------------------------------------------- issue 31 items 4-5: leftovers
+
+def _is_gray(colour) -> bool:
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(colour)
+    return max(r, g, b) - min(r, g, b) < 1e-6
+
+
+def _objective_frames(discounts=(1.0, 0.9, 0.8, 0.7, 0.6, 0.5)):
+    rng = np.random.default_rng(5)
+    choose = []
+    for trace in ("arxiv", "azure_code"):
+        for seed in (42, 1):
+            for nr in ("predicted", "persist"):
+                for d in discounts:
+                    for h in (0, 10, 40, 100):
+                        if h == 0 and (d != 1.0 or nr != "predicted"):
+                            continue
+                        imb = 1e6 * (1 + d * h / 100 + rng.uniform(0, 0.1))
+                        choose.append({"trace": trace, "workers": 64, "seed": seed, "horizon": h, "discount": d,
+                                       "new_requests": nr, "avg_imbalance": imb})
+    confirm = []
+    for trace in ("azure_conv", "sharegpt_10k"):
+        for g in (16, 256):
+            for h in (20, 100):
+                for name in ("default", "paper-literal"):
+                    m = rng.uniform(0.8, 3.0)
+                    confirm.append({"trace": trace, "workers": g, "horizon": h, "objective_name": name,
+                                    "imbalance_ratio_mean": m, "imbalance_ratio_ci_lo": m * 0.8,
+                                    "imbalance_ratio_ci_hi": m * 1.2})
+    return pd.DataFrame(choose), pd.DataFrame(confirm)
+
+
+def _legend_styles(ax):
+    """Label -> (colour, marker) of the legend entries of ``ax`` that carry a marker
+    (an error bar entry: its data line)."""
+    out = {}
+    artists = dict(zip(*reversed(ax.get_legend_handles_labels())))
+    for handle, text in zip(ax.get_legend().legend_handles, ax.get_legend().get_texts()):
+        label = text.get_text()
+        handle = handle if isinstance(handle, matplotlib.lines.Line2D) else artists.get(label, handle)
+        line = handle.lines[0] if hasattr(handle, "lines") else handle
+        if hasattr(line, "get_marker") and line.get_marker() not in (None, "None", ""):
+            out[label] = (tuple(np.round(matplotlib.colors.to_rgb(line.get_color()), 4)), line.get_marker())
+    return out
+
+
+def test_objective_study_series_are_colour_blind_safe_and_distinct(tmp_path):
+    """Issue 31 item 4: no 12 gray dash styles. Each discount has its own colour
+    (colour-blind palette) and marker, each new-request model its own line style,
+    so every series differs from every other; the confirm panel's series differ too."""
+    from bfio.figures.objective_study import plot_objective_study
+
+    choose, confirm = _objective_frames()
+    fig = plot_objective_study(choose, confirm, title="synthetic")
+    assert non_gray_artists(fig), "the figure draws no colour"
+    left, right = fig.axes
+    series = [ln for ln in left.get_lines() if not ln.get_label().startswith("_") and len(ln.get_xdata()) > 2]
+    assert len(series) == 12, [ln.get_label() for ln in series]
+    colours = {tuple(np.round(matplotlib.colors.to_rgb(ln.get_color()), 4)) for ln in series}
+    assert len(colours) == 6 and not any(_is_gray(c) for c in colours), colours  # one colour per discount
+    looks = {(ln.get_color(), ln.get_marker(), str(ln.get_linestyle()), str(ln.get_markerfacecolor()))
+             for ln in series}
+    assert len(looks) == len(series), "two series of the choose panel look alike"
+    for panel in (left, right):  # the legend keys what tells the series apart
+        styles = _legend_styles(panel)
+        coloured = {k: v for k, v in styles.items() if not _is_gray(v[0])}
+        assert len(coloured) >= 4, styles
+        assert len({c for c, _ in coloured.values()}) == len(coloured), f"two series share a colour: {coloured}"
+        assert len({m for _, m in coloured.values()}) == len(coloured), f"two series share a marker: {coloured}"
+    labels = [t.get_text() for t in left.get_legend().get_texts()]
+    assert any("predicted" in lab for lab in labels) and any("persist" in lab for lab in labels), labels
+    check_saves(fig, tmp_path, "objective_study")
+
+
+def _vertical_lines(ax):
+    """The lines of ``ax`` drawn at one x across the panel (``axvline``)."""
+    out = []
+    for ln in ax.get_lines():
+        x = np.asarray(ln.get_xdata(), dtype=float)
+        if x.size == 2 and x[0] == x[1] and ln.get_transform() == ax.get_xaxis_transform():
+            out.append(ln)
+    return out
+
+
+def test_power_timeseries_every_vertical_line_has_a_legend_label(tmp_path):
+    """Issue 31 item 4: the two vertical lines (the end of each policy's
+    measurement window) say what they mark, in the legend."""
+    t = np.linspace(0, 100, 300)
+    curves = [("FCFS", t, 300 + 30 * np.sin(t), 29.1e6, 60.0), ("BF-IO (H=40)", t * 0.7, np.full(300, 398.0), 20.9e6,
+                                                                  40.0), ("JSQ", t, np.full(300, 350.0), 25e6, None)]
+    fig = plot_power_timeseries(curves, title="synthetic")
+    ax = fig.axes[0]
+    vlines = _vertical_lines(ax)
+    assert len(vlines) == 2  # no line for a curve without a window end
+    legend = [tx.get_text() for leg in fig.legends + ([ax.get_legend()] if ax.get_legend() else [])
+              for tx in leg.get_texts()]
+    for ln in vlines:
+        label = ln.get_label()
+        assert not label.startswith("_"), f"vertical line at x={ln.get_xdata()[0]} has no label"
+        assert label in legend, (label, legend)
+        assert "window ends" in label and "last admission" in label
+    assert any("FCFS" in lab and "t = 60 s" in lab for lab in legend), legend
+    assert labelled(fig) and grayscale(fig)
+    check_saves(fig, tmp_path, "power")
+
+
+def _starvation_summary():
+    rng = np.random.default_rng(2)
+    recs = []
+    for setting, trace, workers, horizon, wait in (("longbench_g256", "longbench", 256, 40, 30.0),
+                                                   ("burstgpt_g16", "burstgpt", 16, 20, 0.3)):
+        rows = [("fcfs", np.nan, "-")] + [(f"bfio_h{h}_{a}", h, a) for h in (0, horizon)
+                                          for a in ("free", "fifo", "aging:20", "aging:200")]
+        for row, h, adm in rows:
+            p99 = wait * rng.uniform(0.1, 2.0)
+            rec = {"setting": setting, "trace": trace, "workers": workers, "row": row, "horizon": h,
+                   "admission": adm, "n_seeds": 5}
+            for m, v in (("wait_s_p99", p99), ("wait_s_max", p99 * rng.uniform(1, 30)),
+                         ("throughput", rng.uniform(8e4, 9e4))):
+                rec.update({f"{m}_mean": v, f"{m}_ci_lo": v * 0.9, f"{m}_ci_hi": v * 1.1})
+            recs.append(rec)
+    return pd.DataFrame(recs)
+
+
+PLAIN_NUMBER = __import__("re").compile(r"^−?\d+(\.\d+)?$")
+
+
+def test_starvation_keys_its_markers_and_uses_one_tick_format(tmp_path):
+    """Issue 31 item 4: the legend says what the markers (admission rules) and the
+    filled / open markers and lines (horizons, per setting) mean; every wait axis
+    labels its ticks as plain numbers (no 10^x beside 4x10^1 beside 0.5)."""
+    from bfio.figures.starvation import plot_starvation
+
+    summary = _starvation_summary()
+    fig = plot_starvation(summary)
+    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    for adm in ("free", "fifo", "aging:20", "aging:200"):
+        assert sum(lab.endswith(f"admission {adm}") for lab in labels) == 1, (adm, labels)
+    assert any("H=0" in lab and "filled markers" in lab for lab in labels), labels
+    # the second horizon differs per setting: both named, with their setting
+    assert any("H=40 (longbench_g256)" in lab and "H=20 (burstgpt_g16)" in lab and "open markers" in lab
+               for lab in labels), labels
+    assert "FCFS" in labels
+    # every marker drawn on a panel has its key in the legend
+    keyed = {h.get_marker() for leg in fig.legends for h in leg.legend_handles if hasattr(h, "get_marker")}
+    drawn = {ln.get_marker() for ax in fig.axes for ln in ax.get_lines()
+             if ln.get_marker() not in ("None", "", None, "_", "|")}  # not the error bars' caps
+    assert drawn <= keyed, drawn - keyed
+    fig.canvas.draw()
+    for ax in fig.axes:
+        lo, hi = ax.get_ylim()
+        ticks = [t for t in ax.yaxis.get_majorticklabels() + ax.yaxis.get_minorticklabels()
+                 if t.get_text() and lo <= t.get_position()[1] <= hi]
+        texts = [t.get_text() for t in ticks]
+        assert texts, f"no y tick labels on {ax.get_title()!r}"
+        assert all(PLAIN_NUMBER.match(s) for s in texts), f"mixed tick formats on {ax.get_title()!r}: {texts}"
+    assert labelled(fig) and grayscale(fig)
+    check_saves(fig, tmp_path, "starvation")
+
+
+def _generality_runs(ratios_by_seed, trace="burstgpt", workers=16):
+    """Generality study runs: FCFS and BF-IO (H=40) per seed, BF-IO's imbalance
+    FCFS's divided by the seed's ratio."""
+    recs = []
+    for seed, ratio in ratios_by_seed.items():
+        for row, imb, thr in (("fcfs", 1e6, 100.0), ("bfio_h40", 1e6 / ratio, 100.0 + seed % 7)):
+            recs.append({"trace": trace, "case": "backlog", "workers": workers, "row": row, "seed": seed,
+                         "requests_run": 9216, "slots": 72, "offered_load": np.nan, "time_scale": np.nan,
+                         "slot_util": 0.9, "throughput_tps": thr, "imbalance": imb, "throughput": thr,
+                         "energy_per_token_j": 2.0 - 0.01 * (seed % 5)})
+    return pd.DataFrame(recs)
+
+
+GEN_STATS = {"burstgpt": {"prefill_tokens": {"mean": 363.0}, "decode_tokens": {"mean": 57.0, "p99": 400.0}}}
+
+
+def test_generality_ratio_interval_is_positive_and_two_seeds_show_none(tmp_path):
+    """Issue 31 item 5: a ratio's interval (``7.49 [-28.8, 43.7]`` with n = 2) is
+    computed on the log scale (geometric mean, exp of the t interval of the log
+    ratios): positive, and what the generality figure's log axis can draw; with
+    fewer than 3 seeds the table prints the value and says there is no interval."""
+    from scipy import stats
+
+    from bfio.figures.generality import plot_generality
+    from bfio.studies.generality_report import generality_markdown, generality_table
+    from bfio.tables import ratio_ci
+
+    # two seeds far apart: the arithmetic t interval, 7.5 +- 12.7 x 5.5, goes below 0
+    two = generality_table(_generality_runs({42: 2.0, 1: 13.0}), GEN_STATS, "fcfs", ["bfio_h40"])
+    rec = two.iloc[0]
+    assert rec["n_seeds"] == 2
+    assert rec["imb_ratio_bfio_h40"] == pytest.approx(np.sqrt(2.0 * 13.0))  # the geometric mean
+    assert 0 < rec["imb_ratio_bfio_h40_lo"] < rec["imb_ratio_bfio_h40"] < rec["imb_ratio_bfio_h40_hi"]
+    md = generality_markdown(two, ["bfio_h40"], "t", [42, 1])
+    row = [ln for ln in md.splitlines() if ln.startswith("| burstgpt")][0]
+    assert "5.1 (n = 2, no interval)" in row and "[" not in row, row
+    assert "(n = 2, no interval)" in row.split("|")[-2]  # every effect, the percentages too
+    assert "no interval with fewer than 3 seeds" in md
+    # three seeds: the interval is printed, positive, exp of the t interval of the logs
+    ratios = {42: 2.0, 1: 13.0, 2: 4.0}
+    three = generality_table(_generality_runs(ratios), GEN_STATS, "fcfs", ["bfio_h40"]).iloc[0]
+    logs = np.log(list(ratios.values()))
+    half = stats.t.ppf(0.975, 2) * logs.std(ddof=1) / np.sqrt(3)
+    assert three["imb_ratio_bfio_h40_lo"] == pytest.approx(np.exp(logs.mean() - half))
+    assert three["imb_ratio_bfio_h40_hi"] == pytest.approx(np.exp(logs.mean() + half))
+    md3 = generality_markdown(pd.DataFrame([three]), ["bfio_h40"], "t", [42, 1, 2])
+    row3 = [ln for ln in md3.splitlines() if ln.startswith("| burstgpt")][0]
+    assert f"{np.exp(logs.mean()):.3g} [{np.exp(logs.mean() - half):.3g}, " in row3 and "no interval" not in md3
+    # a ratio and its inverse: reciprocal intervals; a non-positive ratio has no log interval
+    m, lo, hi, n = ratio_ci([0.5, 1 / 13, 0.25])
+    assert (m, lo, hi) == (pytest.approx(1 / three["imb_ratio_bfio_h40"]),
+                           pytest.approx(1 / three["imb_ratio_bfio_h40_hi"]),
+                           pytest.approx(1 / three["imb_ratio_bfio_h40_lo"]))
+    assert np.isnan(ratio_ci([2.0, 0.0, 3.0])[1])
+    # the figure's log axis draws the bars (a lower bound below 0 cannot be drawn)
+    fig = plot_generality(two, "bfio_h40")
+    assert fig.axes[0].get_yscale() == "log"
+    check_saves(fig, tmp_path, "generality")
+
+
+def test_summary_tables_show_no_interval_below_three_seeds():
+    """The same 2-seed defect in the pipeline's summary and paper tables (the smoke
+    configuration runs 2 seeds): the value and "(n = 2, no interval)"; 3 seeds or
+    more read as before."""
+    from bfio.tables import ci_text, summary_markdown
+
+    assert ci_text("7.49", "-28.8", "43.7", 2) == "7.49 (n = 2, no interval)"
+    assert ci_text("7.49", "5.1", "9.9", 3) == "7.49 [5.1, 9.9]"
+    summary = summary_frame(["fcfs", "bfio_h40"], seeds=2)
+    md = summary_markdown(summary, "t", 42)
+    assert "(n = 2, no interval)" in md and "fewer than 3 seeds" in md
+    assert not any("[" in cell for ln in md.splitlines() if ln.startswith("| ") and "fcfs" in ln.lower()
+                   for cell in ln.split("|")[3:-2])
+    md5 = summary_markdown(summary_frame(["fcfs", "bfio_h40"], seeds=5), "t", 42)
+    assert "no interval" not in md5 and "fewer than" not in md5 and " [" in md5

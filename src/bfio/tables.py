@@ -77,6 +77,37 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
     return m, m - half, m + half, n
 
 
+def ratio_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
+    """``(geometric mean, lo, hi, n)`` of positive ratios: the Student-t interval
+    of their logarithms, exponentiated, so the bounds stay positive and a ratio
+    and its inverse get reciprocal intervals (the arithmetic interval of a ratio
+    can go below 0: ``7.49 [-28.8, 43.7]``). Non-finite values are left out as
+    in :func:`mean_ci`; NaN bounds for n < 2, and when a ratio is not positive
+    (no logarithm: the mean is then the arithmetic one)."""
+    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    n = int(x.size)
+    if n == 0:
+        return float("nan"), float("nan"), float("nan"), 0
+    if (x <= 0).any():
+        return float(x.mean()), float("nan"), float("nan"), n
+    m, lo, hi, _ = mean_ci(np.log(x), level)
+    return float(np.exp(m)), float(np.exp(lo)), float(np.exp(hi)), n
+
+
+#: Fewest seeds for which a table prints a 95% interval: with n = 2 the t
+#: quantile is 12.7 and the interval says nothing (issue 31 item 5).
+MIN_INTERVAL_SEEDS = 3
+
+
+def ci_text(mean: str, lo: str, hi: str, n) -> str:
+    """A table cell: ``'mean [lo, hi]'`` (already formatted), or
+    ``'mean (n = 2, no interval)'`` below :data:`MIN_INTERVAL_SEEDS` seeds."""
+    n = None if n is None or pd.isna(n) else int(n)
+    if n is not None and n < MIN_INTERVAL_SEEDS:
+        return f"{mean} (n = {n}, no interval)"
+    return f"{mean} [{lo}, {hi}]"
+
+
 def _row_order(rows) -> list[str]:
     """Baselines first, then BF-IO by horizon (numerically), the default objective
     before ``paper-literal``."""
@@ -282,7 +313,8 @@ def paper_markdown(comp: pd.DataFrame, table: str, paper_setting: bool, ref_seed
                       "see 'This run' above); differences from the paper are expected and the checks are not "
                       "meaningful.**"]
     lines += ["", f"*ours* = seed {ref_seed} (the paper's seed is 42), rounded like the paper; "
-                  "*rel. diff* = ours (full precision) / paper - 1; *mean [95% CI]* over seeds (Student t). "
+                  "*rel. diff* = ours (full precision) / paper - 1; *mean [95% CI]* over seeds (Student t"
+                  f"{_few_seeds_note(comp.loc[comp['ran'].astype(bool), 'n_seeds'])}). "
                   "*vs paper*: ours is *equal* to the printed digits, or *better* / *worse* than the paper "
                   "(in the metric's direction) by the relative difference; expected: FCFS and JSQ equal, "
                   "BF-IO equal or better (a cell that misses it is marked *unexpected*); BF-IO *paper-literal* rows "
@@ -296,8 +328,7 @@ def paper_markdown(comp: pd.DataFrame, table: str, paper_setting: bool, ref_seed
         for r in sub.itertuples():
             rows.append({"policy": r.label, "paper": r.paper_printed or "n/a",
                          "ours": r.ours_rounded if r.ran else "not run", "rel. diff": _fmt_pct(r.rel_diff),
-                         "mean [95% CI]": (f"{_fmt(r.mean)} [{_fmt(r.ci_lo)}, {_fmt(r.ci_hi)}] (n={int(r.n_seeds)})"
-                                           if r.ran else "n/a"),
+                         "mean [95% CI]": (_paper_ci_cell(r) if r.ran else "n/a"),
                          "vs paper": vs_paper_cell(r.vs_paper, r.rel_diff, r.check)
                                      if r.ran and r.paper_printed else "n/a"})
         lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
@@ -313,17 +344,31 @@ def paper_markdown(comp: pd.DataFrame, table: str, paper_setting: bool, ref_seed
             if not m["ran"]:
                 rec[head] = "not run"
                 continue
-            rec[head] = (f"{_fmt(m['ours'])} (paper conv. {_fmt(paper_m['ours'])}); mean {_fmt(m['mean'])} "
-                         f"[{_fmt(m['ci_lo'])}, {_fmt(m['ci_hi'])}]")
+            rec[head] = (f"{_fmt(m['ours'])} (paper conv. {_fmt(paper_m['ours'])}); mean "
+                         + ci_text(_fmt(m['mean']), _fmt(m['ci_lo']), _fmt(m['ci_hi']), m.get("n_seeds")))
         rows.append(rec)
     lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
     return "\n".join(lines)
 
 
+def _few_seeds_note(n_seeds) -> str:
+    """``'; no interval with fewer than 3 seeds'`` when a cell has fewer, else ``''``
+    (tables with enough seeds read as before)."""
+    n = pd.to_numeric(pd.Series(list(n_seeds)), errors="coerce").dropna()
+    return f"; no interval with fewer than {MIN_INTERVAL_SEEDS} seeds" if (n < MIN_INTERVAL_SEEDS).any() else ""
+
+
+def _paper_ci_cell(r) -> str:
+    """``'mean [lo, hi] (n=5)'``; ``'mean (n = 2, no interval)'`` below :data:`MIN_INTERVAL_SEEDS`."""
+    cell = ci_text(_fmt(r.mean), _fmt(r.ci_lo), _fmt(r.ci_hi), r.n_seeds)
+    return cell if int(r.n_seeds) < MIN_INTERVAL_SEEDS else f"{cell} (n={int(r.n_seeds)})"
+
+
 def summary_markdown(summary: pd.DataFrame, title: str, ref_seed: int) -> str:
     """Markdown of :func:`summarize`: reference-seed value and mean [95% CI] per metric (SI units)."""
     lines = [f"# {title}", "",
-             f"Value at seed {ref_seed}; mean [95% CI] over seeds (Student t). SI units: imbalance in "
+             f"Value at seed {ref_seed}; mean [95% CI] over seeds (Student t"
+             f"{_few_seeds_note(summary['n_seeds'] if 'n_seeds' in summary else [])}). SI units: imbalance in "
              "tokens, throughput in tokens/s, TPOT in s/token, energy in J. 'pre-step' = theory convention "
              "(loads that gate each step); the others follow the paper's convention.", ""]
     rows = []
@@ -331,8 +376,8 @@ def summary_markdown(summary: pd.DataFrame, title: str, ref_seed: int) -> str:
         rec = {"policy": row_label(r["row"]), "G": r["workers"]}
         for m, (label, unit, _) in METRIC_INFO.items():
             if m in r:
-                rec[f"{label} ({unit})"] = (f"{_fmt(r[m], 4)}; {_fmt(r[m + '_mean'], 4)} "
-                                            f"[{_fmt(r[m + '_ci_lo'], 4)}, {_fmt(r[m + '_ci_hi'], 4)}]")
+                rec[f"{label} ({unit})"] = f"{_fmt(r[m], 4)}; " + ci_text(
+                    _fmt(r[m + '_mean'], 4), _fmt(r[m + '_ci_lo'], 4), _fmt(r[m + '_ci_hi'], 4), r.get("n_seeds"))
         rec["seeds"] = r["n_seeds"]
         rows.append(rec)
     lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
@@ -394,5 +439,6 @@ def write_table(frame: pd.DataFrame, csv_path, md_path=None, markdown: str | Non
         Path(md_path).write_text(markdown)
 
 
-__all__ = ["distinct_runs", "mean_ci", "summarize", "paper_comparison", "paper_markdown", "summary_markdown", "energy_reduction",
+__all__ = ["distinct_runs", "mean_ci", "ratio_ci", "ci_text", "MIN_INTERVAL_SEEDS", "summarize", "paper_comparison",
+           "paper_markdown", "summary_markdown", "energy_reduction",
            "write_table", "row_label", "is_paper_setting", "METRIC_INFO"]

@@ -1,11 +1,17 @@
 """Starvation study: p99 and max wait against throughput for every BF-IO
-admission rule (one marker per rule, one line per horizon) and FCFS; one
-column per setting (``results/tables/starvation.csv``)."""
+admission rule (one marker per rule, one line per horizon: solid with filled
+markers for H = 0, dashed with open markers for the setting's lookahead H) and
+FCFS; one column per setting (``results/tables/starvation.csv``). The legend
+keys the markers (admission rules) and the lines (horizons, per setting when
+they differ); every wait axis labels its ticks as plain numbers of seconds."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from matplotlib.lines import Line2D
+from matplotlib.ticker import LogFormatter, NullFormatter
 
 from bfio.figures.style import SERIES_MARKERS as MARKERS
 from bfio.figures.style import figure, line_style, scale_for
@@ -13,11 +19,41 @@ from bfio.figures.style import figure, line_style, scale_for
 PANELS = [("wait_s_p99", "p99 wait"), ("wait_s_max", "max wait")]
 
 
+class PlainLogFormatter(LogFormatter):
+    """Log-axis tick labels as plain numbers ("0.04", "20", "100"), never 4x10^-2."""
+
+    def _num_to_string(self, x, vmin, vmax):
+        return f"{x:g}"
+
+
+def _plain_log_ticks(axis) -> None:
+    """One tick format per log axis: plain numbers on the major ticks and, when an
+    axis spans less than two decades (few majors), on some minor ticks (matplotlib
+    picks which); otherwise minor ticks stay unlabelled."""
+    axis.set_major_formatter(PlainLogFormatter(labelOnlyBase=False))
+    lo, hi = axis.get_view_interval()
+    if lo > 0 and hi / lo < 100:
+        axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+    else:
+        axis.set_minor_formatter(NullFormatter())
+
+
+def _horizon_label(horizons: dict) -> str:
+    """``'BF-IO H=40'``, or ``'BF-IO H=40 (longbench_g256), H=20 (burstgpt_g16)'``
+    when the settings' k-th horizons differ."""
+    values = list(dict.fromkeys(horizons.values()))
+    if len(values) == 1:
+        return f"BF-IO H={values[0]}"
+    return "BF-IO " + ", ".join(f"H={h} ({name})" for name, h in horizons.items())
+
+
 def plot_starvation(summary: pd.DataFrame):
     settings = list(dict.fromkeys(summary["setting"]))
     admissions = list(dict.fromkeys(summary.loc[summary["admission"] != "-", "admission"]))
     marker = {a: MARKERS[k % len(MARKERS)] for k, a in enumerate(admissions)}
-    fig, axes = figure(len(PANELS), max(1, len(settings)), width=3.4 * max(1, len(settings)) + 0.4, height=5.8)
+    fig, axes = figure(len(PANELS), max(1, len(settings)), width=3.4 * max(1, len(settings)) + 0.4, height=6.2)
+    horizons: dict[int, dict] = {}  # k-th horizon of each setting -> {setting: H}
+    references: dict[str, Line2D] = {}
     for j, name in enumerate(settings):
         s = summary[summary["setting"] == name]
         first = s.iloc[0]
@@ -26,6 +62,7 @@ def plot_starvation(summary: pd.DataFrame):
             ax = axes[i, j]
             for k, (h, grp) in enumerate(s[s["admission"] != "-"].groupby("horizon", sort=True)):
                 st = line_style(k)
+                horizons.setdefault(k, {})[name] = int(h)
                 grp = grp.sort_values("throughput_mean")
                 ax.plot(grp["throughput_mean"] / xf, grp[f"{m}_mean"], color=st["color"], linestyle=st["linestyle"],
                         linewidth=0.8, label=f"BF-IO H={int(h)}")
@@ -38,23 +75,35 @@ def plot_starvation(summary: pd.DataFrame):
                                 markerfacecolor="white" if k else st["color"], linestyle="none", capsize=1.5,
                                 markersize=5)
             for r in s[s["admission"] == "-"].to_dict("records"):
-                ax.plot([r["throughput_mean"] / xf], [r[f"{m}_mean"]], marker="*", color="0.5", markersize=9,
-                        linestyle="none", label=r["row"].upper() if r["row"] == "fcfs" else r["row"])
+                ref = r["row"].upper() if r["row"] == "fcfs" else r["row"]
+                references[ref], = ax.plot([r["throughput_mean"] / xf], [r[f"{m}_mean"]], marker="*", color="0.5",
+                                           markersize=9, linestyle="none", label=ref)
             ax.set_yscale("log")
             ax.set_xlabel(f"throughput ({xunit})")
             ax.set_ylabel(f"{label} (s)")
             if i == 0:
                 ax.set_title(f"{name}: {first['trace']}, G={first['workers']}")
-    # legend: horizons / references from the first panel, then admission markers
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    from matplotlib.lines import Line2D
-
+    # one tick format per axis (after every point is drawn: the view decides it)
+    for ax in axes.flat:
+        _plain_log_ticks(ax.yaxis)
+    # legend: the lines (horizons: line style and filled / open markers), the
+    # references, then the markers (admission rules), each saying what it encodes
+    handles, labels = [], []
+    for k in sorted(horizons):
+        st = line_style(k)
+        handles.append(Line2D([], [], color=st["color"], linestyle=st["linestyle"], linewidth=0.8))
+        labels.append(f"{_horizon_label(horizons[k])} ({'filled' if k == 0 else 'open'} markers)")
+    for ref, line in references.items():
+        handles.append(line)
+        labels.append(ref)
     handles += [Line2D([], [], marker=marker[a], color="0.2", linestyle="none") for a in admissions]
-    labels += [f"admission {a}" for a in admissions]
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7)
+    labels += [f"marker: admission {a}" for a in admissions]
+    ncol = 3
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7)
+    rows = -(-len(handles) // ncol)
     n = int(summary["n_seeds"].max()) if len(summary) else 0
     fig.suptitle(f"Wait vs throughput by admission rule: mean over {n} seeds, 95% CI bars", fontsize=9)
-    fig.tight_layout(rect=(0, 0.12, 1, 0.97))
+    fig.tight_layout(rect=(0, min(0.4, (0.1 + 0.16 * rows) / 6.2), 1, 0.97))
     return fig
 
 
