@@ -126,3 +126,29 @@ def test_the_study_section_is_checked_when_the_config_loads():
         cfg["prefix_study"].update(change)
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             validate_config(cfg, schema)
+
+
+def test_group_pinning_counts_ranks_of_later_turns():
+    from bfio.studies.prefix_study import group_pinning
+
+    group = np.array([0, 0, 0, 1, 1, 1])
+    later = np.array([False, True, True, False, True, True])
+    worker = np.array([3, 2, 2, 0, 1, 2])  # group 0's later turns on one rank, group 1's on two
+    out = group_pinning(group, later, worker)
+    assert out == {"group_ranks": 1.5, "pinned_share": 0.5}
+
+
+def test_the_table_names_the_routers_that_dominate_bfio():
+    import pandas as pd
+
+    from bfio.studies.prefix_summary import prefix_markdown, summarize_prefix
+
+    rows = []
+    for seed in (1, 2, 3):
+        for row, thr, ttft in (("bfio", 100, 5.0), ("a", 110, 4.0), ("b", 120, 6.0), ("c", 90, 4.5)):
+            rows.append({"setting": "s", "workload": "grpo", "row": row, "seed": seed,
+                         "throughput_run": thr + seed, "ttft_s_p50": 1.0, "ttft_s_p99": ttft,
+                         "tpot_decode_s_mean": 0.1, "e2e_s_p50": 2.0, "e2e_s_p99": 3.0, "cache_hit_rate": 0.5})
+    summary = summarize_prefix(pd.DataFrame(rows))
+    assert summary.loc[summary["row"] == "bfio", "dominated_by"].item() == "a"
+    assert "Routers better than BF-IO on both throughput and p99 TTFT: a." in prefix_markdown(summary, {}, "t")

@@ -304,29 +304,34 @@ def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=No
                     prefill=run.prefill_model)
 
 
-def run_study(run: RunSpec, frame: pd.DataFrame | None = None, workload=None) -> dict:
+def run_study(run: RunSpec, frame: pd.DataFrame | None = None, workload=None, extra=None) -> dict:
     """Simulate ``run`` on trace table ``frame`` (or on ``workload`` when given);
-    a flat dict of its identity and metrics."""
+    a flat dict of its identity and metrics, plus ``extra(run, result)`` (a study's
+    own per-run columns) when given."""
     work = build_workload(run, frame) if workload is None else workload
     t0 = time.perf_counter()
     result = simulate_run(run, workload=work)
     metrics = {k: v for k, v in result.metrics.items() if np.isscalar(v)}
+    if extra is not None:
+        metrics.update(extra(run, result))
     return {**run.ident(), "requests_run": len(work), "steps": result.steps,
             "window_steps": result.window_steps, **metrics, "sim_wall_s": time.perf_counter() - t0}
 
 
-def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None, workload_of=None) -> pd.DataFrame:
+def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None, workload_of=None,
+              extra=None) -> pd.DataFrame:
     """Run every :class:`RunSpec` in ``runs`` (``frames``: trace name -> table); one row each.
     ``workload_of(run)``, when given, builds each run's workload instead (a study's
-    generated workloads, e.g. :mod:`bfio.sessions`)."""
+    generated workloads, e.g. :mod:`bfio.sessions`); ``extra(run, result)`` adds
+    columns to each row (:func:`run_study`)."""
     from bfio.progress import progress, progress_line
 
     rows = []
     bar = progress(total=len(runs), desc="study runs", enabled=show_progress, log=log is None, unit="run")
     t0 = time.perf_counter()
     for k, run in enumerate(runs, start=1):
-        rec = run_study(run, frames[run.trace]) if workload_of is None else \
-            run_study(run, workload=workload_of(run))
+        rec = run_study(run, frames[run.trace], extra=extra) if workload_of is None else \
+            run_study(run, workload=workload_of(run), extra=extra)
         if log is not None:
             log.info("%s G=%d %s %s %s seed=%d: %.2f s [%s]", run.trace, run.workers, run.arrival.label,
                      run.dispatch, run.row, run.seed, rec["sim_wall_s"],

@@ -23,6 +23,7 @@ setting, which routers dominate BF-IO on (throughput, p99 TTFT).
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from bfio.prefix import cache_capacity_blocks
@@ -72,8 +73,20 @@ def prefix_runs(setting: dict, section: dict, seeds, slots: int, defaults=None) 
     return out
 
 
-def generated_workload(setting: dict, frame: pd.DataFrame, seed: int):
-    """The GRPO or session workload of ``setting`` and ``seed``, lengths from ``frame``."""
+def group_pinning(group: np.ndarray, later: np.ndarray, worker: np.ndarray) -> dict:
+    """How a router spreads each GRPO group's later turns (turn >= 1: the turns that
+    can hit a cached prompt): ``group_ranks``, the mean number of ranks serving a
+    group's later turns, and ``pinned_share``, the share of groups served by one
+    rank only (tpu-inference PR #3307: "the entire group pins to a single rank")."""
+    counts = pd.Series(worker[later]).groupby(group[later]).nunique()
+    if counts.empty:
+        return {"group_ranks": np.nan, "pinned_share": np.nan}
+    return {"group_ranks": float(counts.mean()), "pinned_share": float((counts == 1).mean())}
+
+
+def generated_requests(setting: dict, frame: pd.DataFrame, seed: int):
+    """The GRPO or session requests of ``setting`` and ``seed`` (lengths from
+    ``frame``): a :class:`bfio.sessions.SessionRequests`."""
     from bfio.sessions import session_requests
 
     kind = setting["workload"]
@@ -83,23 +96,34 @@ def generated_workload(setting: dict, frame: pd.DataFrame, seed: int):
                             int(setting["turns"]), seed, block_tokens=GENERATED_BLOCK_TOKENS,
                             session_rate_per_s=setting.get("session_rate_per_s"),
                             think_time_s=float(setting.get("think_time_s", 30.0)), name=kind,
-                            group_size=group).workload
+                            group_size=group)
 
 
 def run_prefix_study(name: str, setting: dict, section: dict, seeds, slots: int, frame: pd.DataFrame,
                      log=None, defaults=None) -> pd.DataFrame:
     """Simulate every router and seed of setting ``name``; one row per run."""
     runs = prefix_runs(setting, section, seeds, slots, defaults)
-    workload_of = None
+    workload_of = extra = None
     if setting.get("workload", "trace") != "trace":
         cache: dict = {}
 
-        def workload_of(run):
-            if run.seed not in cache:
-                cache[run.seed] = generated_workload(setting, frame, run.seed)
-            return cache[run.seed]
+        def requests_of(seed):
+            if seed not in cache:
+                cache[seed] = generated_requests(setting, frame, seed)
+            return cache[seed]
 
-    out = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log, workload_of=workload_of)
+        def workload_of(run):
+            return requests_of(run.seed).workload
+
+        if setting["workload"] == "grpo":
+            size = int(setting["group_size"])
+
+            def extra(run, result):
+                r = requests_of(run.seed)
+                return group_pinning(r.session // size, r.turn >= 1, result.requests["queue_worker"].to_numpy())
+
+    out = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log, workload_of=workload_of,
+                    extra=extra)
     out.insert(0, "setting", name)
     out.insert(1, "workload", setting.get("workload", "trace"))
     return out
@@ -162,4 +186,4 @@ over seeds {{ config["seeds"] }} with 95% intervals; chunked prefill of
 {{ config["prefix_study"]["prefill"]["chunk_tokens"] }} tokens per rank and step.""",
 ))
 
-__all__ = ["WORKLOADS", "WORKLOAD_KEYS", "validate_section", "prefill_params", "prefix_runs", "generated_workload", "run_prefix_study", "STUDY"]
+__all__ = ["WORKLOADS", "WORKLOAD_KEYS", "validate_section", "prefill_params", "prefix_runs", "group_pinning", "generated_requests", "run_prefix_study", "STUDY"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bfio.studies.aggregate import summarize_runs
+from bfio.tables import MIN_INTERVAL_SEEDS
 
 #: the table's metrics, in column order: (column, header, format)
 METRICS = [("throughput_run", "throughput (tok/s)", "{:,.0f}"), ("ttft_s_p50", "TTFT p50 (s)", "{:.2f}"),
@@ -18,9 +19,17 @@ METRICS = [("throughput_run", "throughput (tok/s)", "{:,.0f}"), ("ttft_s_p50", "
 SUBJECT = "bfio"
 
 
+#: GRPO settings' extra columns: how each router spreads a group's later turns
+PINNING = [("group_ranks", "ranks per group", "{:.2f}"), ("pinned_share", "groups on one rank", "{:.0%}")]
+
+
+def _metrics(runs: pd.DataFrame) -> list:
+    return METRICS + [p for p in PINNING if p[0] in runs and runs[p[0]].notna().any()]
+
+
 def summarize_prefix(runs: pd.DataFrame) -> pd.DataFrame:
     """Means and 95% intervals per (setting, router), with ``dominated_by`` on BF-IO's rows."""
-    summary = summarize_runs(runs, ["setting", "workload", "row"], [m for m, _, _ in METRICS])
+    summary = summarize_runs(runs, ["setting", "workload", "row"], [m for m, _, _ in _metrics(runs)])
     summary["dominated_by"] = ""
     for setting, grp in summary.groupby("setting", sort=False):
         me = grp[grp["row"] == SUBJECT]
@@ -39,14 +48,17 @@ def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> 
 
     lines = [f"# {description}", ""]
     for setting, grp in summary.groupby("setting", sort=False):
-        lines += [f"## {setting} ({grp['workload'].iloc[0]}, {int(grp['n_seeds'].max())} seeds)", "",
-                  "| router | " + " | ".join(h for _, h, _ in METRICS) + " |",
-                  "|---|" + "---|" * len(METRICS)]
+        metrics = METRICS + [p for p in PINNING if f"{p[0]}_mean" in grp and grp[f"{p[0]}_mean"].notna().any()]
+        lines += [f"## {setting} ({grp['workload'].iloc[0]}, {int(grp['n_seeds'].max())} seeds; mean ± half "
+                  f"the 95% interval, none below {MIN_INTERVAL_SEEDS} seeds)", "",
+                  "| router | " + " | ".join(h for _, h, _ in metrics) + " |",
+                  "|---|" + "---|" * len(metrics)]
         for _, r in grp.iterrows():
             cells = []
-            for m, _, fmt in METRICS:
+            for m, _, fmt in metrics:
                 half = (r[f"{m}_ci_hi"] - r[f"{m}_ci_lo"]) / 2
-                cells.append(f"{fmt.format(r[f'{m}_mean'])} ± {fmt.format(half)}")
+                few = int(r["n_seeds"]) < MIN_INTERVAL_SEEDS  # no interval from 2 seeds (bfio.tables)
+                cells.append(fmt.format(r[f"{m}_mean"]) + ("" if few else f" ± {fmt.format(half)}"))
             lines.append(f"| {row_label(r['row'])} | " + " | ".join(cells) + " |")
         me = grp[grp["row"] == SUBJECT]
         if not me.empty:
@@ -60,4 +72,4 @@ def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> 
     return "\n".join(lines)
 
 
-__all__ = ["METRICS", "SUBJECT", "summarize_prefix", "prefix_markdown"]
+__all__ = ["METRICS", "PINNING", "SUBJECT", "summarize_prefix", "prefix_markdown"]
