@@ -113,3 +113,14 @@ def test_bad_parameters_name_the_key(bad):
     key = next(iter(bad))
     with pytest.raises(ConfigError, match=f"prefill.{key}"):
         PrefillModel(**bad)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "bfio"])
+def test_throughput_counts_output_tokens_only(policy):
+    """Requests still prefilling hold a slot but emit no token: over the whole run the
+    series counts exactly the workload's output tokens, as without prefill."""
+    w = _workload(5, 150)
+    r = simulate(w, 3, 4, policy, prefill=PrefillModel(chunk_tokens=300), show_progress=False)
+    assert int(r.series["active"].sum()) == int(w.decode.sum())
+    r0 = simulate(w, 3, 4, policy, show_progress=False)
+    assert int(r0.series["active"].sum()) == int(w.decode.sum())

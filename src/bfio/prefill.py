@@ -89,7 +89,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
     the step's start; ``loads[g]`` afterwards is the resident tokens
     ``sum (s_i - left_i + tau_i)`` of the requests still active. Requests whose
     prefill ended are written to ``prefilled`` (their count returned). Returns
-    ``(dt, completions, prefill ended, max_g P_g)``."""
+    ``(dt, completions, prefill ended, max_g P_g, output tokens of the step)``."""
     G, B = slot_request.shape
     # 1. the chunk each rank computes: its prefilling requests in slot order
     pmax = 0
@@ -106,6 +106,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
     # 2. apply: decode a token where the prefill was done, compute the chunks
     done = 0
     ended = 0
+    tokens = 0  # output tokens of the step: decoding requests and prefills that ended
     for g in range(G):
         budget = chunk
         total = 0
@@ -119,6 +120,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
                 budget -= take
                 left[i] -= take
                 if left[i] == 0:  # the last chunk yields the first token
+                    tokens += 1
                     generated[i] = 1
                     first_token[i] = clock
                     prefilled[ended] = i
@@ -128,6 +130,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
                     n += 1
                     continue
             else:
+                tokens += 1
                 generated[i] += 1
             t = generated[i]
             if t >= decode[i]:
@@ -141,7 +144,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
                 n += 1
         loads[g] = total
         active[g] = n
-    return dt, done, ended, pmax
+    return dt, done, ended, pmax, tokens
 
 
 @njit(cache=True)
@@ -156,16 +159,15 @@ def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, fini
     if record_loads:
         for g in range(G):
             load_rows[n_rows, g] = loads[g]
-    n_active = 0
-    for g in range(G):
-        n_active += active[g]
     step += 1
-    dt, done, ended, _ = prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step,
+    dt, done, ended, _, tokens = prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step,
                                       first_token, clock, step, overhead, t_l, token_s, pre[0], loads, active,
                                       completed, n_completed, prefilled)
     clock += dt
     post = load_stats(loads, p_idle, p_max, gamma)
-    write_row(series, n_rows, clock, dt, n_active, done, G, pre, post)
+    # the series' "active" is the step's output tokens (every active request's, in the
+    # paper's loop): requests still prefilling hold a slot but emit none (throughput)
+    write_row(series, n_rows, clock, dt, tokens, done, G, pre, post)
     return clock, step, n_completed + done, n_rows + 1, ended
 
 
