@@ -12,7 +12,7 @@ PANELS = [("ttft_s_p99", "p99 TTFT (s)"), ("throughput_run", "throughput (tokens
 
 
 def plot_prefix_tradeoff(summary: pd.DataFrame):
-    from bfio.tables import row_label
+    from bfio.studies.prefix_summary import router_label
 
     settings = list(dict.fromkeys(summary["setting"]))
     routers = list(dict.fromkeys(summary["row"]))
@@ -33,7 +33,7 @@ def plot_prefix_tradeoff(summary: pd.DataFrame):
                                   [100 * (r["cache_hit_rate_ci_hi"] - r["cache_hit_rate_mean"])]],
                             yerr=[[r[f"{m}_mean"] - r[f"{m}_ci_lo"]], [r[f"{m}_ci_hi"] - r[f"{m}_mean"]]],
                             linestyle="none", markersize=8 if bold else 5, markeredgecolor="black" if bold else None,
-                            label=row_label(router) if (i, j) == (0, 0) else None, **st)
+                            label=router_label(router) if (i, j) == (0, 0) else None, **st)
             ax.set_xlabel("cache hit rate (% of prompt tokens)")
             ax.set_ylabel(label)
             if i == 0:

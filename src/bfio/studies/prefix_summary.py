@@ -23,6 +23,13 @@ SUBJECT = "bfio"
 PINNING = [("group_ranks", "ranks per group", "{:.2f}"), ("pinned_share", "groups on one rank", "{:.0%}")]
 
 
+def router_label(row: str) -> str:
+    """Display label of a router row (``bfio``: BF-IO with its prefix-cache term)."""
+    from bfio.tables import row_label
+
+    return "BF-IO (prefix-cache term)" if row == SUBJECT else row_label(row)
+
+
 def _metrics(runs: pd.DataFrame) -> list:
     return METRICS + [p for p in PINNING if p[0] in runs and runs[p[0]].notna().any()]
 
@@ -44,8 +51,6 @@ def summarize_prefix(runs: pd.DataFrame) -> pd.DataFrame:
 def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> str:
     """One table per setting (rows: routers), then BF-IO's lead (+) or trail (-) on
     throughput and on p99 TTFT against each router, and the routers dominating it."""
-    from bfio.tables import row_label
-
     lines = [f"# {description}", ""]
     for setting, grp in summary.groupby("setting", sort=False):
         metrics = METRICS + [p for p in PINNING if f"{p[0]}_mean" in grp and grp[f"{p[0]}_mean"].notna().any()]
@@ -59,11 +64,11 @@ def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> 
                 half = (r[f"{m}_ci_hi"] - r[f"{m}_ci_lo"]) / 2
                 few = int(r["n_seeds"]) < MIN_INTERVAL_SEEDS  # no interval from 2 seeds (bfio.tables)
                 cells.append(fmt.format(r[f"{m}_mean"]) + ("" if few else f" ± {fmt.format(half)}"))
-            lines.append(f"| {row_label(r['row'])} | " + " | ".join(cells) + " |")
+            lines.append(f"| {router_label(r['row'])} | " + " | ".join(cells) + " |")
         me = grp[grp["row"] == SUBJECT]
         if not me.empty:
             thr, ttft = float(me["throughput_run_mean"].iloc[0]), float(me["ttft_s_p99_mean"].iloc[0])
-            leads = [f"{row_label(r['row'])}: throughput {100 * (thr / r['throughput_run_mean'] - 1):+.1f}%, "
+            leads = [f"{router_label(r['row'])}: throughput {100 * (thr / r['throughput_run_mean'] - 1):+.1f}%, "
                      f"p99 TTFT {100 * (1 - ttft / r['ttft_s_p99_mean']):+.1f}%"
                      for _, r in grp.iterrows() if r["row"] != SUBJECT]
             lines += ["", "BF-IO against each router (+: BF-IO better): " + "; ".join(leads) + ".",
@@ -72,4 +77,4 @@ def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> 
     return "\n".join(lines)
 
 
-__all__ = ["METRICS", "PINNING", "SUBJECT", "summarize_prefix", "prefix_markdown"]
+__all__ = ["METRICS", "PINNING", "SUBJECT", "router_label", "summarize_prefix", "prefix_markdown"]
