@@ -5,7 +5,7 @@
    admission): each call solved by the fast solver with each placement and by
    HiGHS (30 s); the gap to the proven optimum, median / p95 / max per case.
 2. Calls HiGHS cannot solve (BurstGPT, B = 72, H = 20, library defaults;
-   G = 256 and 1024, 20 G requests, every 10th call): ``J`` of each placement
+   G = 256 and 1024, 1,500 G requests (the scaling benchmark's), every 100th call): ``J`` of each placement
    against :func:`bfio.solvers.trivial_bound` (a valid lower bound), a certified
    upper bound on the gap (weak: the bound ignores how the envelope rises).
 
@@ -40,7 +40,7 @@ def small():
 def large(workers):
     rows = []
     for G in workers:
-        caps = capture_instances("burstgpt", G, 72, 20 * G, 20, every=10, limit=8, admission="aging:200")
+        caps = capture_instances("burstgpt", G, 72, 1500 * G, 20, every=100, limit=8, admission="aging:200")
         for k, inst in enumerate(caps):
             lb = trivial_bound(inst)
             for placement in ("greedy", "heap"):
