@@ -360,3 +360,23 @@ def test_study_figures_render(tmp_path):
         assert not text_overlaps(fig), (name, text_overlaps(fig)[:5])
         save(fig, tmp_path / f"{name}.png")
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000, name
+
+
+def test_recommend_admission_bounds_the_longest_wait_against_free():
+    """Issue 30's rule: an admission qualifies only if its longest wait is at most
+    k times free's p99 wait, in every setting and H (free itself can fail it)."""
+    import pandas as pd
+
+    rows = []
+    for adm, cost, p99, mx in (("free", 0.0, 20.0, 3000.0), ("aging:200", 0.4, 22.0, 200.0),
+                               ("aging:1000", 0.1, 21.0, 1000.0)):
+        rows.append({"setting": "s", "horizon": 20.0, "admission": adm, "throughput_cost_pct_mean": cost,
+                     "wait_steps_p99_mean": p99, "wait_steps_max_mean": mx, "wait_s_max_mean": mx / 100,
+                     "wait_s_p99_mean": p99 / 100})
+    summary = pd.DataFrame(rows)
+    rec = recommend_admission(summary, 0.5, max_wait_vs_free_p99=10)
+    assert rec["admission"] == "aging:200"  # 200 <= 10 x 20; aging:1000 and free are not
+    worst = {c["admission"]: c["worst_wait_vs_free_p99"] for c in rec["candidates"]}
+    assert worst == {"free": 150.0, "aging:200": 10.0, "aging:1000": 50.0}
+    assert recommend_admission(summary, 0.3, max_wait_vs_free_p99=10)["admission"] is None
+    assert recommend_admission(summary, 0.5)["admission"] == "aging:200"  # no wait bound: smallest max wait

@@ -56,7 +56,8 @@ def _recommendation(runs: pd.DataFrame, section: dict):
     from bfio.studies.starvation_summary import recommend_admission, summarize_starvation
 
     summary = summarize_starvation(runs)
-    return summary, recommend_admission(summary, section["max_throughput_cost_pct"], by=section["recommend_by"])
+    return summary, recommend_admission(summary, section["max_throughput_cost_pct"], by=section["recommend_by"],
+                                        max_wait_vs_free_p99=section.get("max_wait_vs_free_p99"))
 
 
 def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
