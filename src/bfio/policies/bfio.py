@@ -329,18 +329,23 @@ class BFIO(Policy):
         window = self._objective.window
         est = self._decode_estimate(state.workload)
         base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, window)
-        release = []
-        for g in range(state.workers):
-            ids = state.slot_request[g][state.slot_request[g] >= 0]
-            remaining = np.maximum(1, est[ids] - state.generated[ids])  # r_i, as predicted_loads reads it
-            release.append(sorted([0] * (state.slots - ids.shape[0]) + remaining.tolist()))
+        sr = state.slot_request
+        busy = sr >= 0
+        ids = np.where(busy, sr, 0)
+        # per slot its release offset: r_i (as predicted_loads reads it) or 0 when free; a
+        # sorted row is a valid heap (bfio.solvers.dispatch takes them over)
+        remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
+        release = np.sort(remaining, axis=1).tolist()
         queues = []
-        for g in range(state.workers):
+        for g in np.flatnonzero(state.queue_head >= 0).tolist():
+            while len(queues) < g:
+                queues.append([])
             q, i = [], int(state.queue_head[g])
             while i >= 0:
                 q.append(i)
                 i = int(state.queue_next[i])
             queues.append(q)
+        queues += [[] for _ in range(state.workers - len(queues))]
         lifetimes = np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
         loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
         requests = np.asarray(requests)

@@ -62,9 +62,15 @@ def bind(loads: np.ndarray, release: list[list[int]], requests: np.ndarray, size
         live = (h[None, :] >= entry[:, None]) & (h[None, :] < entry[:, None] + life)
         add = np.where(live, sizes[j] + (h[None, :] - entry[:, None]), 0.0)
         # J with the request on worker g: the envelope is the max of the others' top and g's new load
-        order = np.argsort(-loads, axis=0, kind="stable")
-        top, second = loads[order[0], h], loads[order[1], h] if G > 1 else np.full(W1, -np.inf)
-        others = np.where(order[0][None, :] == np.arange(G)[:, None], second[None, :], top[None, :])
+        first = loads.argmax(axis=0)  # per offset the top worker (the first of equal ones)
+        top = loads[first, h]
+        if G > 1:
+            rest = loads.copy()
+            rest[first, h] = -np.inf
+            second = rest.max(axis=0)
+        else:
+            second = np.full(W1, -np.inf)
+        others = np.where(first[None, :] == np.arange(G)[:, None], second[None, :], top[None, :])
         envelope = np.maximum(others, loads + add)
         J = (G * envelope - (loads.sum(axis=0)[None, :] + add)) @ weights
         if prefill is not None:
