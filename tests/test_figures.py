@@ -579,3 +579,23 @@ def test_summary_tables_show_no_interval_below_three_seeds():
                    for cell in ln.split("|")[3:-2])
     md5 = summary_markdown(summary_frame(["fcfs", "bfio_h40"], seeds=5), "t", 42)
     assert "no interval" not in md5 and "fewer than" not in md5 and " [" in md5
+
+
+def test_summary_bars_fit_every_label_and_log_a_wide_range(tmp_path):
+    """The notebook's bar chart (issue 31 item 4: 23 rows in 2.8 inches overlapped):
+    every label readable, and a log axis when FCFS dwarfs BF-IO."""
+    import pandas as pd
+
+    from bfio.figures.summary_bars import plot_summary_bars
+
+    rows = []
+    for k, row in enumerate(["fcfs", "jsq_tokens"] + [f"bfio_h{h}" for h in range(0, 105, 5)]):
+        m = 3.7e9 if row == "fcfs" else 1.5e8 + 1e6 * k
+        rows.append({"row": row, "workers": 256, "avg_imbalance_mean": m, "avg_imbalance_ci_lo": 0.9 * m,
+                     "avg_imbalance_ci_hi": 1.1 * m, "n_seeds": 5})
+    fig = plot_summary_bars(pd.DataFrame(rows), "avg_imbalance")
+    assert len(rows) == 23
+    check_saves(fig, tmp_path)
+    assert fig.axes[0].get_xscale() == "linear"  # 3.7e9 / 1.5e8 < 100
+    rows[0].update(avg_imbalance_mean=3.7e11, avg_imbalance_ci_lo=3.3e11, avg_imbalance_ci_hi=4.1e11)
+    assert plot_summary_bars(pd.DataFrame(rows), "avg_imbalance").axes[0].get_xscale() == "log"
