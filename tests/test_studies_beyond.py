@@ -380,3 +380,19 @@ def test_recommend_admission_bounds_the_longest_wait_against_free():
     assert worst == {"free": 150.0, "aging:200": 10.0, "aging:1000": 50.0}
     assert recommend_admission(summary, 0.3, max_wait_vs_free_p99=10)["admission"] is None
     assert recommend_admission(summary, 0.5)["admission"] == "aging:200"  # no wait bound: smallest max wait
+
+
+def test_paired_ratios_use_the_geometric_mean_and_positive_bounds():
+    """Issue 31: a ratio's interval on the log scale (2 and 0.5 average to 1, not 1.25)."""
+    import pandas as pd
+
+    from bfio.studies.aggregate import paired_effect
+
+    rows = []
+    for seed, (b, t) in enumerate([(2.0, 1.0), (1.0, 2.0), (4.0, 4.0)]):
+        rows += [{"g": "x", "row": "base", "seed": seed, "m": b}, {"g": "x", "row": "new", "seed": seed, "m": t}]
+    eff = paired_effect(pd.DataFrame(rows), ["g"], "base", "new", "m", "ratio")
+    assert eff["ratio_mean"].item() == pytest.approx(1.0)
+    assert 0 < eff["ratio_ci_lo"].item() < 1 < eff["ratio_ci_hi"].item()
+    gain = paired_effect(pd.DataFrame(rows), ["g"], "base", "new", "m", "gain_pct")
+    assert gain["gain_pct_mean"].item() == pytest.approx(100 * (-0.5 + 1.0 + 0.0) / 3)  # others stay arithmetic

@@ -1,13 +1,15 @@
 """Aggregating study runs over seeds: means with 95% Student-t intervals
 (:func:`bfio.tables.mean_ci`) and paired effects of a target row against a
-baseline row (ratio, relative gain, saving), paired by seed."""
+baseline row (ratio, relative gain, saving), paired by seed. A ratio's summary
+is its geometric mean with the t-interval of the log ratios, exponentiated
+(:func:`bfio.tables.ratio_ci`: positive bounds, reciprocal for the inverse ratio)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.tables import mean_ci
+from bfio.tables import mean_ci, ratio_ci
 
 #: Effect kinds: how a (baseline, target) pair of one seed becomes one number.
 EFFECTS = {
@@ -50,7 +52,8 @@ def paired_effect(runs: pd.DataFrame, by, baseline: str, target: str, metric: st
         t = grp[grp["row"] == target].set_index("seed")[metric]
         seeds = sorted(set(b.index) & set(t.index))
         vals = [float(fn(float(b[s]), float(t[s]))) for s in seeds]
-        rec[f"{effect}_mean"], rec[f"{effect}_ci_lo"], rec[f"{effect}_ci_hi"], rec["n_seeds"] = mean_ci(vals)
+        summary = ratio_ci if effect == "ratio" else mean_ci  # ratios: geometric mean, log-scale interval
+        rec[f"{effect}_mean"], rec[f"{effect}_ci_lo"], rec[f"{effect}_ci_hi"], rec["n_seeds"] = summary(vals)
         rec["baseline"], rec["target"], rec["metric"] = baseline, target, metric
         out.append(rec)
     return pd.DataFrame(out)
