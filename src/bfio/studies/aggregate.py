@@ -6,6 +6,8 @@ is its geometric mean with the t-interval of the log ratios, exponentiated
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from bfio.errors import ConfigError
@@ -13,7 +15,8 @@ from bfio.tables import mean_ci, ratio_ci
 
 #: Effect kinds: how a (baseline, target) pair of one seed becomes one number.
 EFFECTS = {
-    "ratio": lambda b, t: b / t,                       # e.g. imbalance FCFS / BF-IO (> 1: BF-IO better)
+    # e.g. imbalance FCFS / BF-IO (> 1: BF-IO better); a zero target gives inf, left out by ratio_ci
+    "ratio": lambda b, t: b / t if t != 0 else math.inf,
     "gain_pct": lambda b, t: 100.0 * (t / b - 1.0),    # e.g. throughput gain of BF-IO
     "saving_pct": lambda b, t: 100.0 * (1.0 - t / b),  # e.g. energy saving of BF-IO
 }

@@ -12,7 +12,7 @@ import pandas as pd
 
 from bfio.errors import ConfigError
 from bfio.studies.aggregate import paired_effect
-from bfio.tables import MIN_INTERVAL_SEEDS, ci_text, ratio_ci, row_label
+from bfio.tables import MIN_INTERVAL_SEEDS, ci_text, row_label
 
 #: Table effects: (column prefix, unified metric, effect kind).
 EFFECTS = (("imb_ratio", "imbalance", "ratio"), ("thr_gain_pct", "throughput", "gain_pct"),
@@ -27,24 +27,6 @@ def _case_key(case: str) -> tuple:
     return (2, float(case[len("replay_load"):]))
 
 
-def paired_ratio(runs: pd.DataFrame, by, baseline: str, target: str, metric: str) -> pd.DataFrame:
-    """:func:`~bfio.studies.aggregate.paired_effect`'s ``ratio`` (baseline / target,
-    paired by seed) on the log scale: geometric mean and the exponentiated t
-    interval of the log ratios (:func:`bfio.tables.ratio_ci`), positive bounds.
-    Same columns: the ``by`` keys, ``ratio_mean``, ``ratio_ci_lo``, ``ratio_ci_hi``, ``n_seeds``."""
-    out = []
-    for keys, grp in runs.groupby(list(by), sort=False, dropna=False):
-        rec = dict(zip(by, keys if isinstance(keys, tuple) else (keys,)))
-        b = grp[grp["row"] == baseline].set_index("seed")[metric]
-        t = grp[grp["row"] == target].set_index("seed")[metric]
-        seeds = sorted(set(b.index) & set(t.index))
-        vals = [float(b[s]) / float(t[s]) if float(t[s]) != 0 else math.inf for s in seeds]  # inf: left out
-        rec["ratio_mean"], rec["ratio_ci_lo"], rec["ratio_ci_hi"], rec["n_seeds"] = ratio_ci(vals)
-        rec["baseline"], rec["target"], rec["metric"] = baseline, target, metric
-        out.append(rec)
-    return pd.DataFrame(out)
-
-
 def generality_table(runs: pd.DataFrame, stats: dict, baseline: str, targets) -> pd.DataFrame:
     """One row per (trace, case, G): trace descriptors, FCFS load descriptors and
     the paired effects of every target row over ``baseline`` with 95% intervals.
@@ -52,7 +34,7 @@ def generality_table(runs: pd.DataFrame, stats: dict, baseline: str, targets) ->
     ``stats``: trace -> its ``results/traces/<trace>.stats.json`` dict.
     Columns per target ``t``: ``imb_ratio_<t>`` (baseline / target imbalance,
     > 1: BF-IO better balanced; geometric mean over seeds, interval on the log
-    scale: :func:`paired_ratio`), ``thr_gain_pct_<t>``, ``energy_saving_pct_<t>``
+    scale: :func:`~bfio.studies.aggregate.paired_effect`), ``thr_gain_pct_<t>``, ``energy_saving_pct_<t>``
     (J/token; arithmetic mean, t interval), each with ``_lo``/``_hi``;
     ``n_seeds`` counts the paired seeds.
     """
@@ -74,8 +56,7 @@ def generality_table(runs: pd.DataFrame, stats: dict, baseline: str, targets) ->
     n_seeds = None
     for t in targets:
         for prefix, metric, effect in EFFECTS:
-            eff = (paired_ratio(runs, by, baseline, t, metric) if effect == "ratio"
-                   else paired_effect(runs, by, baseline, t, metric, effect))
+            eff = paired_effect(runs, by, baseline, t, metric, effect)
             eff = eff.rename(columns={f"{effect}_mean": f"{prefix}_{t}", f"{effect}_ci_lo": f"{prefix}_{t}_lo",
                                       f"{effect}_ci_hi": f"{prefix}_{t}_hi"})
             n = eff[by + ["n_seeds"]]
@@ -153,4 +134,4 @@ def generality_markdown(table: pd.DataFrame, targets, title: str, seeds) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["EFFECTS", "generality_table", "generality_markdown", "case_label", "paired_ratio"]
+__all__ = ["EFFECTS", "generality_table", "generality_markdown", "case_label"]
