@@ -56,6 +56,3 @@ class AtomLeastRequests(InstantPolicy):
             reqs[g] += 1
             tokens[g] += prompts[k]
         return out
-
-    def route(self, state) -> np.ndarray:  # pragma: no cover - instant only
-        raise NotImplementedError("atom_least_requests dispatches on arrival only (dispatch_modes = ('instant',))")

@@ -153,7 +153,8 @@ class Policy:
         """Called once before a simulation starts."""
 
     def route(self, state: RoutingState) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+        raise NotImplementedError(f"policy '{self.name}' has no central routing (dispatch_modes = "
+                                  f"{self.dispatch_modes})")
 
     def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         """Bind each of ``requests`` (arrival order) to a worker queue: return one

@@ -27,7 +27,7 @@ import numpy as np
 
 from bfio.policies import register
 from bfio.policies.base import DispatchState, InstantPolicy
-from bfio.policies.prefix_state import inflight, min_remaining_output, prefill_view
+from bfio.policies.prefix_state import bind_by_rank_state
 
 
 @register
@@ -38,22 +38,9 @@ class CacheFirst(InstantPolicy):
     requires = ("prefill",)
 
     def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
-        view = prefill_view(state, self.name)
-        pending = view.pending.copy()
-        flight = inflight(state)
-        remaining = min_remaining_output(state)
-        prompts = state.prefill_of(requests).astype(np.int64)
-        out = np.empty(requests.shape[0], dtype=np.int64)
-        for k, i in enumerate(requests.tolist()):
-            cached = view.cached_tokens(i)
+        def pick(cached, uncached, pending, flight, remaining):
             if cached.max() > 0:
-                g = int(np.argmax(cached))  # the first rank with the most cached tokens
-            else:
-                g = int(np.lexsort((remaining, flight, pending))[0])
-            out[k] = g
-            pending[g] += prompts[k] - cached[g]
-            flight[g] += 1
-        return out
+                return np.argmax(cached)  # the first rank with the most cached tokens
+            return np.lexsort((remaining, flight, pending))[0]
 
-    def route(self, state) -> np.ndarray:  # pragma: no cover - instant only
-        raise NotImplementedError("cache_first dispatches on arrival only (dispatch_modes = ('instant',))")
+        return bind_by_rank_state(state, requests, self.name, pick)

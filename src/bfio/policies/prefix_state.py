@@ -47,3 +47,26 @@ def min_remaining_output(state) -> np.ndarray:
         if ids.size:
             out[g] = int((decode[ids] - state.generated[ids]).min())
     return out
+
+
+def bind_by_rank_state(state, requests: np.ndarray, policy: str, pick) -> np.ndarray:
+    """tpu-inference's DP scheduler loop (``cache_first``, ``tpu_least_loaded``): each
+    request in arrival order goes to ``pick(cached, uncached, pending, inflight,
+    min_remaining)`` (per-rank arrays: the tokens each rank's cache holds of its
+    prompt, the rest, the ranks' prefill backlog, in-flight requests and
+    :func:`min_remaining_output`); the chosen rank then gains the request's
+    uncached tokens and one in-flight request before the next request."""
+    view = prefill_view(state, policy)
+    pending = view.pending.copy()
+    flight = inflight(state)
+    remaining = min_remaining_output(state)
+    prompts = state.prefill_of(requests).astype(np.int64)
+    out = np.empty(requests.shape[0], dtype=np.int64)
+    for k, i in enumerate(requests.tolist()):
+        cached = view.cached_tokens(i)
+        uncached = prompts[k] - cached
+        g = int(pick(cached, uncached, pending, flight, remaining))
+        out[k] = g
+        pending[g] += uncached[g]
+        flight[g] += 1
+    return out

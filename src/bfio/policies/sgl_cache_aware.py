@@ -76,6 +76,3 @@ class SglCacheAware(InstantPolicy):
             out[k] = g
             load[g] += 1
         return out
-
-    def route(self, state) -> np.ndarray:  # pragma: no cover - instant only
-        raise NotImplementedError("sgl_cache_aware dispatches on arrival only (dispatch_modes = ('instant',))")

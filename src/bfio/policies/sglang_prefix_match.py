@@ -49,6 +49,3 @@ class SglangPrefixMatch(InstantPolicy):
         blocks = prompt_blocks(state, self.name)
         return np.array([prefix_rank(blocks.blocks_of(i), blocks.block_tokens, state.workers)
                          for i in requests.tolist()], dtype=np.int64)
-
-    def route(self, state) -> np.ndarray:  # pragma: no cover - instant only
-        raise NotImplementedError("sglang_prefix_match dispatches on arrival only (dispatch_modes = ('instant',))")

@@ -20,7 +20,7 @@ import numpy as np
 
 from bfio.policies import register
 from bfio.policies.base import DispatchState, InstantPolicy
-from bfio.policies.prefix_state import inflight, min_remaining_output, prefill_view
+from bfio.policies.prefix_state import bind_by_rank_state
 
 
 @register
@@ -31,19 +31,5 @@ class TpuLeastLoaded(InstantPolicy):
     requires = ("prefill",)
 
     def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
-        view = prefill_view(state, self.name)
-        pending = view.pending.copy()
-        flight = inflight(state)
-        remaining = min_remaining_output(state)
-        prompts = state.prefill_of(requests).astype(np.int64)
-        out = np.empty(requests.shape[0], dtype=np.int64)
-        for k, i in enumerate(requests.tolist()):
-            uncached = prompts[k] - view.cached_tokens(i)
-            g = int(np.lexsort((remaining, flight, pending + uncached))[0])
-            out[k] = g
-            pending[g] += uncached[g]
-            flight[g] += 1
-        return out
-
-    def route(self, state) -> np.ndarray:  # pragma: no cover - instant only
-        raise NotImplementedError("tpu_least_loaded dispatches on arrival only (dispatch_modes = ('instant',))")
+        return bind_by_rank_state(state, requests, self.name, lambda cached, uncached, pending, flight, remaining:
+                                  np.lexsort((remaining, flight, pending + uncached))[0])
