@@ -13,6 +13,17 @@ from bfio.power import worker_power
 
 
 @njit(cache=True)
+def retire(slot_request, g, b, finish, finish_step, clock, step, completed, position):
+    """The request in slot ``b`` of worker ``g`` finished at ``clock`` / ``step``: it
+    leaves its slot and is recorded at ``completed[position]`` (completion order)."""
+    i = slot_request[g, b]
+    finish[i] = clock
+    finish_step[i] = step
+    slot_request[g, b] = -1
+    completed[position] = i
+
+
+@njit(cache=True)
 def advance_step(slot_request, prefill, decode, generated, finish, finish_step, clock, step,
                  loads, active, completed, n_completed):
     """One decode step: every active request generates a token (``tau_i += 1``),
@@ -37,10 +48,7 @@ def advance_step(slot_request, prefill, decode, generated, finish, finish_step, 
                 t = generated[i] + 1
                 generated[i] = t
                 if t >= decode[i]:
-                    finish[i] = clock
-                    finish_step[i] = step
-                    slot_request[g, b] = -1
-                    completed[n_completed + done] = i
+                    retire(slot_request, g, b, finish, finish_step, clock, step, completed, n_completed + done)
                     done += 1
                 else:
                     total += prefill[i] + t

@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from bfio.errors import ConfigError
-from bfio.kernels import load_stats, write_row
+from bfio.kernels import load_stats, retire, write_row
 from bfio.prefix import PrefixCache
 
 #: prefill tokens a rank computes per step at most: vLLM's API-server default
@@ -134,10 +134,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
                 generated[i] += 1
             t = generated[i]
             if t >= decode[i]:
-                finish[i] = clock
-                finish_step[i] = step
-                slot_request[g, b] = -1
-                completed[n_completed + done] = i
+                retire(slot_request, g, b, finish, finish_step, clock, step, completed, n_completed + done)
                 done += 1
             else:
                 total += prefill[i] + t
