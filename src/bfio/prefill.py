@@ -263,7 +263,6 @@ class CacheView:
         #: per rank, prefill tokens queued or still to compute
         self.pending = np.asarray(queued_tokens, dtype=np.int64) + running
         self.token_s = state.model.token_s
-        self.chunk_tokens = state.model.chunk_tokens
 
     def _soon(self) -> list[set]:
         """Per rank, the block hashes its queued and prefilling requests will leave
@@ -288,22 +287,7 @@ class CacheView:
         queued or prefilling there (or bound there by :meth:`note`). What a router
         that remembers its own dispatches, as sgl-router's approximate trees do, can
         know; :meth:`cached_tokens` is the engine's probe of computed blocks only."""
-        st = self._state
-        G = self.pending.shape[0]
-        out = np.zeros(G, dtype=np.int64)
-        if st.caches is None:
-            return out
-        blocks = st.blocks.blocks_of(i).tolist()
-        soon = self._soon()
-        for g, cache in enumerate(st.caches):
-            hit = 0
-            for h in blocks:
-                if h not in cache and h not in soon[g]:
-                    break
-                hit += 1
-            if hit:
-                out[g] = cached_tokens(hit, st.blocks.block_tokens, st.prefill[i])
-        return out
+        return self._leading_tokens(i, soon=True)
 
     def note(self, i: int, g: int) -> None:
         """The router bound request ``i`` to rank ``g``: its prompt's blocks count as
@@ -311,20 +295,26 @@ class CacheView:
         if self._state.caches is not None:
             self._soon()[g].update(self._state.blocks.blocks_of(i).tolist())
 
-    @property
-    def has_cache(self) -> bool:
-        return self._state.caches is not None
-
     def cached_tokens(self, i: int) -> np.ndarray:
         """Per rank, the tokens of request ``i``'s prompt its cache would serve
         (:func:`cached_tokens` of the matched leading blocks; zeros without caches)."""
+        return self._leading_tokens(i, soon=False)
+
+    def _leading_tokens(self, i: int, soon: bool) -> np.ndarray:
+        """Per rank, :func:`cached_tokens` of request ``i``'s leading blocks held by the
+        rank's cache, or (``soon``) by its cache or its :meth:`_soon` set."""
         st = self._state
-        G = len(st.caches) if st.caches is not None else self.pending.shape[0]
-        out = np.zeros(G, dtype=np.int64)
-        if st.caches is not None:
-            blocks = st.blocks.blocks_of(i)
-            for g, cache in enumerate(st.caches):
-                hit = cache.probe(blocks)
-                if hit:
-                    out[g] = cached_tokens(hit, st.blocks.block_tokens, st.prefill[i])
+        out = np.zeros(self.pending.shape[0], dtype=np.int64)
+        if st.caches is None:
+            return out
+        blocks = st.blocks.blocks_of(i).tolist()
+        coming = self._soon() if soon else None
+        for g, cache in enumerate(st.caches):
+            hit = 0
+            for h in blocks:
+                if h not in cache and (coming is None or h not in coming[g]):
+                    break
+                hit += 1
+            if hit:
+                out[g] = cached_tokens(hit, st.blocks.block_tokens, st.prefill[i])
         return out

@@ -78,7 +78,6 @@ def complete(done, status, c, worker, loc, alive, A, C, OA, OC):
     """Requests ``done`` finished: each leaves its worker's running or overdue sums;
     a running one's calendar entry is marked dead (``alive[loc_i] = 0``; an entry
     still in the heap is skipped when it leaves the heap, ``status`` 0)."""
-    W = alive.shape[0]
     cap = alive.shape[1]
     for j in range(done.shape[0]):
         i = done[j]
@@ -115,6 +114,17 @@ def _ring_put(i, e, g, ci, loc, bi, bg, bc, alive, count):
 
 
 @njit(cache=True)
+def _turn_overdue(i, g, ci, status, A, C, OA, OC):
+    """Running request ``i`` (worker ``g``, offset ``ci``) reached its predicted end
+    while still active: it moves from ``g``'s running sums to its overdue sums."""
+    A[g] -= ci
+    C[g] -= 1
+    OA[g] += ci
+    OC[g] += 1
+    status[i] = 2
+
+
+@njit(cache=True)
 def advance(t, last, bi, bg, bc, alive, count, hE, hI, hsize, status, c, worker, loc, A, C, OA, OC):
     """Bring the calendar from step ``last[0]`` to ``t``: every running request with
     ``E_i <= t`` turns overdue; the ring then holds exactly the ends in ``(t, t + W]``
@@ -129,12 +139,7 @@ def advance(t, last, bi, bg, bc, alive, count, hE, hI, hsize, status, c, worker,
         for k in range(count[b]):
             if alive[b, k]:
                 i = bi[b, k]
-                g = bg[b, k]
-                A[g] -= bc[b, k]
-                C[g] -= 1
-                OA[g] += bc[b, k]
-                OC[g] += 1
-                status[i] = 2
+                _turn_overdue(i, bg[b, k], bc[b, k], status, A, C, OA, OC)
                 loc[i] = -1
         count[b] = 0
     last[0] = t
@@ -142,12 +147,7 @@ def advance(t, last, bi, bg, bc, alive, count, hE, hI, hsize, status, c, worker,
         i = hI[0]
         _heap_pop(hE, hI, hsize)
         if status[i] == 1:
-            g = worker[i]
-            A[g] -= c[i]
-            C[g] -= 1
-            OA[g] += c[i]
-            OC[g] += 1
-            status[i] = 2
+            _turn_overdue(i, worker[i], c[i], status, A, C, OA, OC)
     while hsize[0] > 0 and hE[0] <= t + W:
         i = hI[0]
         e = hE[0]

@@ -88,9 +88,6 @@ def bind(loads: np.ndarray, release: list[list[int]], requests: np.ndarray, size
     return out
 
 
-WORK_WEIGHT = 1.0
-
-
 class PrefillTerm:
     """BF-IO's prefix-cache term (issue 32): binding request ``k`` to rank ``g``
     adds its uncached prompt tokens ``u_g`` (its prompt less what ``g``'s prefix
@@ -119,7 +116,7 @@ class PrefillTerm:
         i = int(self.requests[k])
         self._u = self.sizes[i] - self.view.expected_tokens(i).astype(np.float64)
         rise = np.maximum(0.0, self.pending + self._u - self.pending.max())
-        return self.scale * (G * rise + WORK_WEIGHT * self._u)
+        return self.scale * (G * rise + self._u)
 
     def bound(self, k: int, g: int) -> None:
         self.pending[g] += self._u[g]

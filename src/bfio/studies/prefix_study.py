@@ -23,6 +23,8 @@ setting, which routers dominate BF-IO on (throughput, p99 TTFT).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -68,8 +70,7 @@ def prefix_runs(setting: dict, section: dict, seeds, slots: int, defaults=None) 
             run = RunSpec.make(setting["trace"], requests, setting["workers"], setting.get("slots", slots), row,
                                seed, arrival=arrival, dispatch="instant", variants=_variants(section),
                                defaults=defaults)
-            out.append(RunSpec(run.trace, run.requests, run.workers, run.slots, run.row, run.seed, run.arrival,
-                               run.dispatch, run.policy, run.options, prefill))
+            out.append(replace(run, prefill=prefill))
     return out
 
 
