@@ -213,8 +213,8 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
                 fresh = np.arange(next_hash, next_hash + need - kept.size, dtype=np.int64)
                 next_hash += fresh.size
                 row = np.concatenate([kept, fresh])
-            if k == 0:
-                first_rows.setdefault(s, row)
+            if k == 0 and s == leader[s]:
+                first_rows[s] = row
             rows.append(row)
             kept = row[: int(prompt[s, k]) // bt]
     blocks = PrefixBlocks.from_lists(rows, bt)

@@ -336,16 +336,12 @@ class BFIO(Policy):
         # sorted row is a valid heap (bfio.solvers.dispatch takes them over)
         remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
         release = np.sort(remaining, axis=1).tolist()
-        queues = []
-        for g in np.flatnonzero(state.queue_head >= 0).tolist():
-            while len(queues) < g:
-                queues.append([])
-            q, i = [], int(state.queue_head[g])
+        queues = [[] for _ in range(state.workers)]
+        for g in np.flatnonzero(state.queue_head >= 0).tolist():  # walk the non-empty queues only
+            i = int(state.queue_head[g])
             while i >= 0:
-                q.append(i)
+                queues[g].append(i)
                 i = int(state.queue_next[i])
-            queues.append(q)
-        queues += [[] for _ in range(state.workers - len(queues))]
         lifetimes = np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
         loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
         requests = np.asarray(requests)
