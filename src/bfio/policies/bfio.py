@@ -26,7 +26,10 @@ Options (all keyword, validated; errors name the option):
   is set (:class:`bfio.progress.CallProgress`);
 - ``admission``: ``aging:200`` (default, :data:`DEFAULT_ADMISSION`) |
   ``aging:N`` (requests waiting ``N`` or more steps are admitted first, the rest
-  free) | ``free`` (Eq. (IO) as stated; the paper's tables, see
+  free) | ``drain:N`` (a request waiting ``N`` steps reserves the worker where it
+  raises ``J`` least, which takes only the smallest requests until it fits there
+  without raising the envelope, at the latest at ``2 N`` steps; ``solver = fast``;
+  :mod:`bfio.policies.drain`) | ``free`` (Eq. (IO) as stated; the paper's tables, see
   :data:`bfio.paper.PAPER_BFIO_OPTIONS`) | ``fifo`` (oldest ``U`` admitted,
   placement optimized). The default came from the starvation study
   (``docs/studies.md``, section 3): ``free`` lets a few requests wait thousands
@@ -65,16 +68,17 @@ from bfio.errors import ConfigError
 from bfio.policies import register
 from bfio.progress import CallProgress
 from bfio.policies.base import DISPATCH_MODES, DispatchState, Policy, RoutingState
+from bfio.policies.drain import plan_drain
 from bfio.solvers.dispatch import PrefillTerm, bind, queue_profiles
 from bfio.policies.options import Option
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaining, make_predictor
 from bfio.solvers import DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, solve
-from bfio.solvers.heap import solve_heap_terms
 from bfio.solvers.instance import Instance, forced_mask, instance_of_call, parse_admission
 from bfio.solvers.objective import OBJECTIVES, ObjectiveTerms, check_discount
 from bfio.profiles import predicted_loads
 from bfio.tracked_loads import TrackedLoads
-from bfio.solvers.shards import DEFAULT_SHARD_WORKERS, solve_sharded_terms
+from bfio.solvers.placement import place_terms
+from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
 
 MAX_HORIZON = 100_000
 # Default admission rule: the starvation study's recommendation (docs/studies.md, section 3).
@@ -120,8 +124,10 @@ OPTIONS = (
     Option("solver", str, "fast", "solver backend of Eq. (IO) (bfio.solvers)", choices=_solvers),
     Option("admission", str, DEFAULT_ADMISSION,
            "which waiting requests are admitted: aging:N admits requests waiting N or more steps first, the rest "
-           "free; free is Eq. (IO) as in the paper's tables; fifo admits the oldest U (docs/studies.md, section 3)",
-           pattern=r"free|fifo|aging:[1-9][0-9]*", pattern_help="free | fifo | aging:N (N >= 1 steps)",
+           "free; drain:N reserves a worker for a request waiting N steps and places it when it fits, by 2N at the latest "
+           "(solver fast); free is Eq. (IO) as in the paper's tables; fifo admits the oldest U (docs/studies.md, "
+           "section 3)",
+           pattern=r"free|fifo|(aging|drain):[1-9][0-9]*", pattern_help="free | fifo | aging:N | drain:N (N >= 1 steps)",
            metavar="RULE"),
     Option("on_solver_error", str, "fail", "when an exact solver errors: fail, or fall back gurobi -> highs -> fast",
            choices=("fail", "fallback"), applies_with=("solver", ("highs", "gurobi"))),
@@ -159,8 +165,9 @@ OPTIONS = (
            "solver fast: split a routing call with more workers with free slots into shards of at most this many "
            "(0: never)", minimum=0, applies_with=("solver", ("fast",)), identity="applies"),
     Option("placement", str, DEFAULT_PLACEMENT,
-           "solver fast: greedy (fill plus local search) | heap (largest-that-fits on a heap of headrooms, "
-           "O(U (log G + H_eff)) per call; docs/bfio.md 'Production scale')", choices=_placements,
+           "solver fast: greedy (fill plus local search) | heap (largest-that-fits on a heap of pivots, "
+           "O(U (log G + H_eff)) per call) | auto (greedy up to 128 workers with free slots, heap above; "
+           "docs/bfio.md 'Production scale')", choices=_placements,
            applies_with=("solver", ("fast",)), identity="non-default"),
 )
 
@@ -191,6 +198,9 @@ class BFIO(Policy):
                               "optimality of integer J: use solver='fast' or predictor oracle | noisy | none")
         self.admission = v["admission"]
         self.admission_mode, self.aging_steps = parse_admission(self.admission)
+        if self.admission_mode == "drain" and self.solver != "fast":
+            raise ConfigError(f"admission: {self.admission!r} reserves workers from the predicted loads of the fast "
+                              f"solver's calls; it needs solver='fast' (got solver={self.solver!r})")
         self.on_solver_error = v["on_solver_error"]
         self.time_limit_s = v["time_limit_s"]
         self.shard_workers = v["shard_workers"]
@@ -229,6 +239,9 @@ class BFIO(Policy):
         if self.predictor.probabilistic and sink is not None:
             raise ConfigError(f"predictor: {self.predictor.name!r} gives fractional loads, which instances "
                               "(integer JSON, exact backends) do not hold; capture with oracle | noisy | none")
+        if self.admission_mode == "drain" and sink is not None:
+            raise ConfigError(f"admission: {self.admission!r} places requests before the solver, which an instance "
+                              "does not describe; capture with free | fifo | aging:N")
         self.capture = sink
 
     def reset(self, workers: int, slots: int) -> None:
@@ -242,6 +255,7 @@ class BFIO(Policy):
         self._forced = 0
         self._heap_refreshes = 0
         self._tracker: TrackedLoads | None = None
+        self._reserved: dict[int, int] = {}  # admission drain:N: request id -> its reserved worker
         # exact backends (highs, gurobi): a line every CALL_PROGRESS_EVERY_S seconds with the
         # solves done and their mean time (issue 31 item 5: minutes without output otherwise)
         self._exact_progress = (CallProgress(f"BF-IO exact solver {self.solver} (H={self.horizon}, time limit "
@@ -293,20 +307,41 @@ class BFIO(Policy):
         sizes = state.pool_prefill
         n = sizes.shape[0]
         ages = state.step - state.enter_step[state.pool]
-        forced = forced_mask(self.admission, U, ages)
-        if self.admission_mode == "aging" and U < n:
-            self._forced += int(forced.sum())
         free = np.asarray(state.free, dtype=np.int64)
         terms = self._objective.for_call(est, state.pool)  # the waiting requests' lifetimes
-        if self.placement == "heap":
-            assign, refreshed = solve_heap_terms(base, free, sizes, forced, U, terms)
-            self._heap_refreshes += int(refreshed)
+        if self.admission_mode == "drain":
+            assign = self._route_drain(base, free, sizes, ages, state.pool, U, terms)
         else:
-            assign = solve_sharded_terms(base, free, sizes, forced, U, terms, LOCAL_SEARCH_ROUNDS, self.shard_workers)
+            forced = forced_mask(self.admission, U, ages)
+            if self.admission_mode == "aging" and U < n:
+                self._forced += int(forced.sum())
+            assign = self._place(base, free, sizes, forced, U, terms)
         if tracker is not None:
             placed = assign >= 0
             tracker.admitted(state.step, state.pool[placed], assign[placed], state.workload.prefill, est)
         return assign
+
+    def _place(self, base, free, sizes, forced, U, terms) -> np.ndarray:
+        assign, refreshed = place_terms(base, free, sizes, forced, U, terms, self.placement, LOCAL_SEARCH_ROUNDS,
+                                        self.shard_workers)
+        self._heap_refreshes += refreshed
+        return assign
+
+    def _route_drain(self, base, free, sizes, ages, pool, U, terms) -> np.ndarray:
+        """Admission ``drain:N`` (:mod:`bfio.policies.drain`): its placements first, then
+        the solver on the other requests and the free slots left."""
+        n = sizes.shape[0]
+        life, weights = terms.kernel_arrays(base, n)
+        pre, base_k, free_k = plan_drain(base, free, sizes, life, ages, pool, self.aging_steps,
+                                         np.asarray(weights, dtype=float), self._reserved, U == n)
+        self._forced += int(((pre >= 0) & (ages >= self.aging_steps)).sum())
+        rest = np.flatnonzero(pre < 0)
+        U_rest = U - (n - rest.size)
+        if U_rest > 0:
+            sub = terms.with_lifetimes(None if terms.lifetimes is None else terms.lifetimes[rest])
+            forced = np.full(rest.size, U_rest == rest.size)  # Eq. (IO): all of them when all fit
+            pre[rest] = self._place(base_k, free_k, sizes[rest], forced, U_rest, sub)
+        return pre
 
     def _tracked(self, state: RoutingState, est: np.ndarray, window: int) -> TrackedLoads:
         """The run's :class:`~bfio.tracked_loads.TrackedLoads` (point estimates, central
@@ -381,7 +416,9 @@ class BFIO(Policy):
                         "solver_gap_p50": float(np.median(g)), "solver_gap_max": float(g.max())})
         if self.admission_mode == "aging":
             out["aging_forced_admissions"] = self._forced
-        if self.placement == "heap":
+        elif self.admission_mode == "drain":
+            out["drain_admissions"] = self._forced
+        if self.placement != "greedy":
             out["heap_key_refreshes"] = self._heap_refreshes
         out.update(self.predictor.stats())
         return out

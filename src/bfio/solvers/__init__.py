@@ -22,10 +22,11 @@ from bfio.errors import ConfigError
 from bfio.solvers.result import Solution, SolverError
 
 SOLVERS = ("fast", "highs", "gurobi")
-#: The fast solver's placement algorithms (BF-IO option ``placement``): ``greedy``
-#: (:mod:`.fast`, greedy fill plus local search; the default) and ``heap``
-#: (:mod:`.heap`, largest-that-fits on a heap of headrooms, for large clusters).
-PLACEMENTS = ("greedy", "heap")
+#: The fast solver's placement algorithms (BF-IO option ``placement``, :mod:`.placement`):
+#: ``greedy`` (:mod:`.fast`, greedy fill plus local search), ``heap`` (:mod:`.heap`,
+#: largest-that-fits on a heap of pivots, for large clusters) and ``auto`` (the greedy
+#: on few workers with free slots, the heap on many).
+PLACEMENTS = ("greedy", "heap", "auto")
 DEFAULT_PLACEMENT = "greedy"
 
 
@@ -53,11 +54,13 @@ def trivial_bound(inst) -> float:
 
 def solve_fast_instance(inst, max_rounds: int = 4, placement: str = DEFAULT_PLACEMENT) -> Solution:
     """The fast solver on ``inst`` with ``placement`` (:data:`PLACEMENTS`); ``solver``
-    of the result: ``fast`` (greedy) or ``fast-heap``."""
+    of the result: ``fast`` (greedy) or ``fast-heap`` (``auto`` resolved on the instance)."""
     from bfio.solvers.fast import fast_assign
     from bfio.solvers.heap import heap_assign
 
-    check_placement(placement)
+    from bfio.solvers.placement import resolve_placement
+
+    placement = resolve_placement(check_placement(placement), inst.free)
     t0 = time.perf_counter()
     assign = fast_assign(inst, max_rounds=max_rounds) if placement == "greedy" else heap_assign(inst)
     bound = trivial_bound(inst)

@@ -50,6 +50,7 @@ from numba import njit
 from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
+from bfio.solvers.fast import _life_cost
 from bfio.solvers.touched import touched_workers, waiting_order
 
 
@@ -254,6 +255,12 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
         W += w[h]
     cbuf = np.empty(H1, dtype=np.float64)
     ibuf = np.empty(H1, dtype=np.int64)
+    cres = np.empty(H1, dtype=np.float64)
+    cw = np.zeros(H1 + 1, dtype=np.float64)  # cw[l] = sum_{h<l} w_h, cwh[l] = sum_{h<l} w_h h
+    cwh = np.zeros(H1 + 1, dtype=np.float64)
+    for h in range(H1):
+        cw[h + 1] = cw[h] + w[h]
+        cwh[h + 1] = cwh[h] + w[h] * h
     tw, P_in, capl, _, E_in = touched_workers(base, free)
     nT = tw.shape[0]
     P = P_in.astype(np.float64)  # keys and rises in float64: exact for integer loads below 2^53
@@ -320,8 +327,19 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
                 else:
                     b = mid
             p = _left_waiting(left, a - 1)
+            q = _right_waiting(right, a, n)  # the smallest above the limit
             if p < 0:
-                p = lo  # nothing fits anywhere: the smallest raises the envelope least
+                p = q  # nothing fits: the smallest above raises the envelope least
+            elif q < n:
+                # the request just above may lower J more than the largest that fits (the
+                # worker's cost is convex in the size: these two are its only candidates),
+                # costed with the worker's other free slots holding the smallest request
+                lmin = life[order[lo]]
+                for h in range(H1):
+                    cres[h] = E[h] - P[t, h] - h - ((capl[t] - 1) * (smin + h) if h < lmin else 0.0)
+                if _life_cost(cres, ss[q], min(life[order[q]], H1), G, w, cw, cwh) < \
+                        _life_cost(cres, ss[p], min(life[order[p]], H1), G, w, cw, cwh):
+                    p = q
             j = order[p]
         _take(left, right, p)
         at[j] = t

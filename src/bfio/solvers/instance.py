@@ -57,14 +57,15 @@ class InstanceError(BfioError, ValueError):
 
 
 def parse_admission(text) -> tuple[str, int]:
-    """``'free' | 'fifo' | 'aging:N'`` -> ``(mode, N)`` (``N = 0`` unless aging)."""
+    """``'free' | 'fifo' | 'aging:N' | 'drain:N'`` -> ``(mode, N)`` (``N = 0`` for free and fifo)."""
     if text in ("free", "fifo"):
         return text, 0
-    if isinstance(text, str) and text.startswith("aging:"):
-        tail = text[len("aging:"):]
-        if tail.isdigit() and int(tail) >= 1:
-            return "aging", int(tail)
-    raise ConfigError(f"admission: expected free | fifo | aging:N (N >= 1 steps), got {text!r}")
+    for mode in ("aging", "drain"):
+        if isinstance(text, str) and text.startswith(mode + ":"):
+            tail = text[len(mode) + 1:]
+            if tail.isdigit() and int(tail) >= 1:
+                return mode, int(tail)
+    raise ConfigError(f"admission: expected free | fifo | aging:N | drain:N (N >= 1 steps), got {text!r}")
 
 
 def forced_mask(admission: str, admissible: int, ages: np.ndarray) -> np.ndarray:
