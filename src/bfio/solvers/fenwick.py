@@ -53,4 +53,16 @@ def bit_kth(bit, k):
     return pos  # 0-based position
 
 
-__all__ = ["bit_add", "bit_prefix", "bit_kth"]
+@_helper
+def bit_build(bit, counts):
+    """Fill ``bit`` (zeros, length ``n + 1``) from the ``n`` counts in ``O(n)``: each
+    node passes its sum to its parent, the same tree as ``n`` calls of :func:`bit_add`."""
+    n = bit.shape[0] - 1
+    for i in range(1, n + 1):
+        bit[i] += counts[i - 1]
+        j = i + (i & (-i))
+        if j <= n:
+            bit[j] += bit[i]
+
+
+__all__ = ["bit_add", "bit_build", "bit_prefix", "bit_kth"]

@@ -48,6 +48,7 @@ import numpy as np
 from numba import njit
 
 from bfio.solvers.fenwick import bit_add as _bit_add
+from bfio.solvers.fenwick import bit_build as _bit_build
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
 from bfio.solvers.fast import _life_cost
@@ -132,7 +133,7 @@ def _add(P, E, t, s, lf, H1):
 
 
 @njit(cache=True)
-def _key(P, E, t, H1, G, w, W, cbuf, ibuf):
+def _key(P, E, t, G, w, W, heavy, light, cbuf, ibuf):
     """Heap key of touched worker ``t``: its *pivot*, the size ``s`` that minimizes
     the change of ``J`` when a persisting request joins it,
 
@@ -143,27 +144,39 @@ def _key(P, E, t, H1, G, w, W, cbuf, ibuf):
     exceeded reach ``W / G`` (``W = sum_h w_h``). Requests up to the pivot lower
     ``J`` the more the larger they are; with unit weights and ``G > H`` the pivot
     is the headroom ``min_h c_t(h)``. Offsets with a small weight (a discount) may
-    be exceeded: a whole-window minimum would be far too cautious."""
-    for h in range(H1):
-        cbuf[h] = E[h] - P[t, h] - h
-        ibuf[h] = h
-    for a in range(1, H1):  # insertion sort by c (H1 is small)
-        cv = cbuf[a]
-        iv = ibuf[a]
-        b = a - 1
-        while b >= 0 and cbuf[b] > cv:
-            cbuf[b + 1] = cbuf[b]
-            ibuf[b + 1] = ibuf[b]
-            b -= 1
-        cbuf[b + 1] = cv
-        ibuf[b + 1] = iv
-    acc = 0.0
-    for k in range(H1):
-        acc += G * w[ibuf[k]]
-        if acc >= W:
-            return cbuf[k]
-    return cbuf[H1 - 1] + 1e18  # G sum w < W (G = 1): every size lowers J
+    be exceeded: a whole-window minimum would be far too cautious.
 
+    ``heavy`` are the offsets with ``G w_h >= W`` (one alone reaches ``W / G``), ``light``
+    the others: the pivot is at most ``m``, the smallest ``c_t`` over the heavy offsets,
+    so only the light offsets below ``m`` are sorted (none or a few for large ``G``;
+    all of them, the whole window, when no offset is heavy). ``O(H_eff)`` then."""
+    m = np.inf
+    for a in range(heavy.shape[0]):
+        h = heavy[a]
+        v = E[h] - P[t, h] - h
+        if v < m:
+            m = v
+    k = 0
+    for a in range(light.shape[0]):
+        h = light[a]
+        v = E[h] - P[t, h] - h
+        if v < m:
+            b = k - 1  # insertion in ascending order (few entries)
+            while b >= 0 and cbuf[b] > v:
+                cbuf[b + 1] = cbuf[b]
+                ibuf[b + 1] = ibuf[b]
+                b -= 1
+            cbuf[b + 1] = v
+            ibuf[b + 1] = h
+            k += 1
+    acc = 0.0
+    for a in range(k):
+        acc += G * w[ibuf[a]]
+        if acc >= W:
+            return cbuf[a]
+    if heavy.shape[0] > 0:
+        return m
+    return cbuf[k - 1] + 1e18  # G sum w < W (G = 1): every size lowers J
 
 
 @njit(cache=True)
@@ -176,12 +189,12 @@ def _upsize(P, capl, at, sizes, life, forced, order, ss, E):
     nT, H1 = P.shape
     n = sizes.shape[0]
     bit = np.zeros(n + 1, dtype=np.int64)  # Fenwick tree over size positions, 1 = waiting
-    for p in range(n):
-        if at[order[p]] < 0:
-            _bit_add(bit, p, 1)
+    waits = np.empty(n, dtype=np.int64)
     rank = np.empty(n, dtype=np.int64)
     for p in range(n):
+        waits[p] = 1 if at[order[p]] < 0 else 0
         rank[order[p]] = p
+    _bit_build(bit, waits)
     done = 0
     for q in range(n):
         j = order[q]
@@ -255,6 +268,19 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
         W += w[h]
     cbuf = np.empty(H1, dtype=np.float64)
     ibuf = np.empty(H1, dtype=np.int64)
+    nh = 0
+    for h in range(H1):
+        if G * w[h] >= W:
+            nh += 1
+    heavy = np.empty(nh, dtype=np.int64)  # offsets whose weight alone reaches W / G (_key)
+    light = np.empty(H1 - nh, dtype=np.int64)
+    a = 0
+    for h in range(H1):
+        if G * w[h] >= W:
+            heavy[a] = h
+            a += 1
+        else:
+            light[h - a] = h
     cres = np.empty(H1, dtype=np.float64)
     cw = np.zeros(H1 + 1, dtype=np.float64)  # cw[l] = sum_{h<l} w_h, cwh[l] = sum_{h<l} w_h h
     cwh = np.zeros(H1 + 1, dtype=np.float64)
@@ -284,7 +310,7 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
     epoch = 0  # rises of E so far; kep[t]: the epoch of worker t's stored key
     kep = np.zeros(nT, dtype=np.int64)
     for t in range(nT):
-        hk[t] = _key(P, E, t, H1, G, w, W, cbuf, ibuf)
+        hk[t] = _key(P, E, t, G, w, W, heavy, light, cbuf, ibuf)
     _heapify(hk, hi, m)
     at = np.full(n, -1, dtype=np.int64)  # touched worker of each placed request
     refreshed = 0
@@ -305,7 +331,7 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
             if kep[t] == epoch:
                 c = hk[0] + D
                 break
-            c = _key(P, E, t, H1, G, w, W, cbuf, ibuf)
+            c = _key(P, E, t, G, w, W, heavy, light, cbuf, ibuf)
             kep[t] = epoch
             refreshed += 1
             hk[0] = c - D
@@ -353,7 +379,7 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
             m -= 1
             hk[0], hi[0] = hk[m], hi[m]
         else:  # t's own key can only drop: computed exactly now
-            hk[0] = _key(P, E, t, H1, G, w, W, cbuf, ibuf) - D
+            hk[0] = _key(P, E, t, G, w, W, heavy, light, cbuf, ibuf) - D
             kep[t] = epoch
         _sift_down(hk, hi, 0, m)
     # 3. exchanges that add volume under the envelope (free admission: U < n)

@@ -57,7 +57,8 @@ def _recommendation(runs: pd.DataFrame, section: dict):
 
     summary = summarize_starvation(runs)
     return summary, recommend_admission(summary, section["max_throughput_cost_pct"], by=section["recommend_by"],
-                                        max_wait_vs_free_p99=section.get("max_wait_vs_free_p99"))
+                                        max_wait_vs_free_p99=section.get("max_wait_vs_free_p99"),
+                                        cost_metric=section.get("cost_metric", "throughput"))
 
 
 def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
