@@ -72,7 +72,7 @@ def test_long_estimates_pass_through_the_heap_and_a_full_bucket_grows(checked):
     simulate(w, 2, 400, "bfio", policy_options={"horizon": 20}, entry="arrivals", show_progress=False)
     assert checked["calls"] > 0 and checked["mismatches"] == 0
     (tracker,) = checked["trackers"]
-    assert tracker.bi.shape[1] > max(64, 4 * 2)  # 800 requests admitted at once end together: grown
+    assert tracker.capacity > max(64, 4 * 2)  # 800 requests admitted at once end together: grown
 
 
 def test_a_state_it_did_not_produce_is_rebuilt_from_the_slots():

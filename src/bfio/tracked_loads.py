@@ -30,193 +30,199 @@ import numpy as np
 from numba import njit
 
 RUNNING, OVERDUE, GONE = 1, 2, 0
+# Fields of a request's record (``req[i]``, one cache line: the events touch one
+# record each) and of a worker's (``wk[g]``): running sum of c_i, running count,
+# overdue sum, overdue count.
+STATUS, WORKER, OFFSET, LOC = 0, 1, 2, 3
+RUN_SUM, RUN_COUNT, DUE_SUM, DUE_COUNT = 0, 1, 2, 3
+DEAD = -1  # request field of a calendar entry whose request finished
 
 
 @njit(cache=True)
-def _heap_push(hE, hI, size, e, i):
-    """Min-heap on ``hE`` (items ``hI``) of ``size[0]`` entries gains ``(e, i)``."""
+def _heap_push(hp, size, e, i):
+    """Min-heap of ``size[0]`` entries ``hp[k] = (end, request)`` gains ``(e, i)``."""
     k = size[0]
     size[0] = k + 1
     while k > 0:
         p = (k - 1) // 2
-        if hE[p] <= e:
+        if hp[p, 0] <= e:
             break
-        hE[k] = hE[p]
-        hI[k] = hI[p]
+        hp[k, 0] = hp[p, 0]
+        hp[k, 1] = hp[p, 1]
         k = p
-    hE[k] = e
-    hI[k] = i
+    hp[k, 0] = e
+    hp[k, 1] = i
 
 
 @njit(cache=True)
-def _heap_pop(hE, hI, size):
+def _heap_pop(hp, size):
     """Remove the minimum of the min-heap (``size[0] > 0``); the heap invariant
-    ``hE[parent] <= hE[child]`` holds afterwards."""
+    ``hp[parent, 0] <= hp[child, 0]`` holds afterwards."""
     m = size[0] - 1
     size[0] = m
-    e = hE[m]
-    i = hI[m]
+    e = hp[m, 0]
+    i = hp[m, 1]
     k = 0
     while True:
         c = 2 * k + 1
         if c >= m:
             break
-        if c + 1 < m and hE[c + 1] < hE[c]:
+        if c + 1 < m and hp[c + 1, 0] < hp[c, 0]:
             c += 1
-        if hE[c] >= e:
+        if hp[c, 0] >= e:
             break
-        hE[k] = hE[c]
-        hI[k] = hI[c]
+        hp[k, 0] = hp[c, 0]
+        hp[k, 1] = hp[c, 1]
         k = c
     if m > 0:
-        hE[k] = e
-        hI[k] = i
+        hp[k, 0] = e
+        hp[k, 1] = i
 
 
 @njit(cache=True)
-def complete(done, status, c, worker, loc, alive, A, C, OA, OC):
+def complete(done, req, ent, wk):
     """Requests ``done`` finished: each leaves its worker's running or overdue sums;
-    a running one's calendar entry is marked dead (``alive[loc_i] = 0``; an entry
-    still in the heap is skipped when it leaves the heap, ``status`` 0)."""
-    cap = alive.shape[1]
+    a running one's calendar entry is marked dead (its request field ``DEAD``; an
+    entry still in the heap is skipped when it leaves the heap, status ``GONE``)."""
+    cap = ent.shape[1]
     for j in range(done.shape[0]):
         i = done[j]
-        g = worker[i]
-        if status[i] == 1:
-            A[g] -= c[i]
-            C[g] -= 1
-            k = loc[i]
+        g = req[i, WORKER]
+        if req[i, STATUS] == RUNNING:
+            wk[g, RUN_SUM] -= req[i, OFFSET]
+            wk[g, RUN_COUNT] -= 1
+            k = req[i, LOC]
             if k >= 0:
-                alive[k // cap, k % cap] = 0
-        elif status[i] == 2:
-            OA[g] -= c[i]
-            OC[g] -= 1
-        status[i] = 0
+                ent[k // cap, k % cap, 0] = DEAD
+        elif req[i, STATUS] == OVERDUE:
+            wk[g, DUE_SUM] -= req[i, OFFSET]
+            wk[g, DUE_COUNT] -= 1
+        req[i, STATUS] = GONE
 
 
 @njit(cache=True)
-def _ring_put(i, e, g, ci, loc, bi, bg, bc, alive, count):
-    """Entry of request ``i`` (end ``e``, worker ``g``, offset ``ci``) in bucket ``e mod W``;
-    ``False`` when the bucket is full (the caller grows the ring and retries)."""
-    W = bi.shape[0]
-    cap = bi.shape[1]
+def _ring_put(i, e, g, ci, req, ent, count):
+    """Entry ``(i, g, ci)`` of request ``i`` (end ``e``, worker ``g``, offset ``ci``) in
+    bucket ``e mod W``; ``False`` when the bucket is full (the caller grows the ring
+    and retries)."""
+    W = ent.shape[0]
+    cap = ent.shape[1]
     b = e & (W - 1)
     k = count[b]
     if k >= cap:
         return False
-    bi[b, k] = i
-    bg[b, k] = g
-    bc[b, k] = ci
-    alive[b, k] = 1
+    ent[b, k, 0] = i
+    ent[b, k, 1] = g
+    ent[b, k, 2] = ci
     count[b] = k + 1
-    loc[i] = b * cap + k
+    req[i, LOC] = b * cap + k
     return True
 
 
 @njit(cache=True)
-def _turn_overdue(i, g, ci, status, A, C, OA, OC):
+def _turn_overdue(i, g, ci, req, wk):
     """Running request ``i`` (worker ``g``, offset ``ci``) reached its predicted end
     while still active: it moves from ``g``'s running sums to its overdue sums."""
-    A[g] -= ci
-    C[g] -= 1
-    OA[g] += ci
-    OC[g] += 1
-    status[i] = 2
+    wk[g, RUN_SUM] -= ci
+    wk[g, RUN_COUNT] -= 1
+    wk[g, DUE_SUM] += ci
+    wk[g, DUE_COUNT] += 1
+    req[i, STATUS] = OVERDUE
 
 
 @njit(cache=True)
-def advance(t, last, bi, bg, bc, alive, count, hE, hI, hsize, status, c, worker, loc, A, C, OA, OC):
+def advance(t, last, ent, count, hp, hsize, req, wk):
     """Bring the calendar from step ``last[0]`` to ``t``: every running request with
     ``E_i <= t`` turns overdue; the ring then holds exactly the ends in ``(t, t + W]``
     (``W`` buckets, a power of two), the heap the later ones. Returns ``False`` (the
     calendar then stands at ``t`` with some heap entries not yet moved) when a
     bucket is full: grow the ring and call again."""
-    W = bi.shape[0]
+    W = ent.shape[0]
     t0 = last[0]
     stop = t if t < t0 + W else t0 + W
     for T in range(t0 + 1, stop + 1):  # the ring holds the ends in (t0, t0 + W]
         b = T & (W - 1)
         for k in range(count[b]):
-            if alive[b, k]:
-                i = bi[b, k]
-                _turn_overdue(i, bg[b, k], bc[b, k], status, A, C, OA, OC)
-                loc[i] = -1
+            i = ent[b, k, 0]
+            if i != DEAD:
+                _turn_overdue(i, ent[b, k, 1], ent[b, k, 2], req, wk)
+                req[i, LOC] = -1
         count[b] = 0
     last[0] = t
-    while hsize[0] > 0 and hE[0] <= t:
-        i = hI[0]
-        _heap_pop(hE, hI, hsize)
-        if status[i] == 1:
-            _turn_overdue(i, worker[i], c[i], status, A, C, OA, OC)
-    while hsize[0] > 0 and hE[0] <= t + W:
-        i = hI[0]
-        e = hE[0]
-        if status[i] == 1:
-            if not _ring_put(i, e, worker[i], c[i], loc, bi, bg, bc, alive, count):
+    while hsize[0] > 0 and hp[0, 0] <= t:
+        i = hp[0, 1]
+        _heap_pop(hp, hsize)
+        if req[i, STATUS] == RUNNING:
+            _turn_overdue(i, req[i, WORKER], req[i, OFFSET], req, wk)
+    while hsize[0] > 0 and hp[0, 0] <= t + W:
+        i = hp[0, 1]
+        e = hp[0, 0]
+        if req[i, STATUS] == RUNNING:
+            if not _ring_put(i, e, req[i, WORKER], req[i, OFFSET], req, ent, count):
                 return False
-        _heap_pop(hE, hI, hsize)
+        _heap_pop(hp, hsize)
     return True
 
 
 @njit(cache=True)
-def enter(t, ids, workers, offsets, ends, bi, bg, bc, alive, count, hE, hI, hsize, status, c, worker, loc,
-          A, C, OA, OC):
+def enter(t, ids, workers, offsets, ends, ent, count, hp, hsize, req, wk):
     """Requests ``ids`` join ``workers`` at step ``t`` with ``c_i = offsets[j]`` and
     predicted ends ``E_i = ends[j]``; an end at or before ``t`` makes them overdue
     at once (``r_i = 1``). The calendar must stand at ``t``. Returns how many were
     entered: fewer than ``len(ids)`` when a bucket is full (grow, then enter the rest)."""
-    W = bi.shape[0]
+    W = ent.shape[0]
     for j in range(ids.shape[0]):
         i = ids[j]
         g = workers[j]
         e = ends[j]
+        ci = offsets[j]
         if t < e <= t + W:
-            if not _ring_put(i, e, g, offsets[j], loc, bi, bg, bc, alive, count):
+            if not _ring_put(i, e, g, ci, req, ent, count):
                 return j
-        worker[i] = g
-        c[i] = offsets[j]
+        req[i, WORKER] = g
+        req[i, OFFSET] = ci
         if e <= t:
-            status[i] = 2
-            loc[i] = -1
-            OA[g] += c[i]
-            OC[g] += 1
+            req[i, STATUS] = OVERDUE
+            req[i, LOC] = -1
+            wk[g, DUE_SUM] += ci
+            wk[g, DUE_COUNT] += 1
             continue
-        status[i] = 1
-        A[g] += c[i]
-        C[g] += 1
+        req[i, STATUS] = RUNNING
+        wk[g, RUN_SUM] += ci
+        wk[g, RUN_COUNT] += 1
         if e > t + W:
-            loc[i] = -1
-            _heap_push(hE, hI, hsize, e, i)
+            req[i, LOC] = -1
+            _heap_push(hp, hsize, e, i)
     return ids.shape[0]
 
 
 @njit(cache=True)
-def read(t, horizon, bg, bc, alive, count, A, C, OA, OC):
+def read(t, horizon, ent, count, wk):
     """``(G, H+1)`` int64 ``Lhat_g(h)`` at step ``t`` (calendar advanced to ``t``):
     the running sums less the ends inside the window, plus the overdue at ``h = 0``.
     Reads the window's buckets in order (entries hold worker and offset, so no
-    per-request array is touched)."""
-    G = A.shape[0]
-    W = bg.shape[0]
+    per-request record is touched)."""
+    G = wk.shape[0]
+    W = ent.shape[0]
     H1 = horizon + 1
     dA = np.zeros((G, H1), dtype=np.int64)
     dC = np.zeros((G, H1), dtype=np.int64)
     for h in range(1, H1):
         b = (t + h) & (W - 1)
         for k in range(count[b]):
-            if alive[b, k]:
-                g = bg[b, k]
-                dA[g, h] += bc[b, k]
+            if ent[b, k, 0] != DEAD:
+                g = ent[b, k, 1]
+                dA[g, h] += ent[b, k, 2]
                 dC[g, h] += 1
     out = np.empty((G, H1), dtype=np.int64)
     for g in range(G):
-        a = A[g]
-        n = C[g]
+        a = wk[g, RUN_SUM]
+        n = wk[g, RUN_COUNT]
         for h in range(H1):
             a -= dA[g, h]
             n -= dC[g, h]
             out[g, h] = a + (t + h) * n
-        out[g, 0] += OA[g] + t * OC[g]
+        out[g, 0] += wk[g, DUE_SUM] + t * wk[g, DUE_COUNT]
     return out
 
 
@@ -244,43 +250,39 @@ class TrackedLoads:
     def _clear(self) -> None:
         n, G, W = self.requests, self.workers, self.W
         cap = max(64, 4 * G)
-        self.bi = np.zeros((W, cap), dtype=np.int64)  # ring entries: request, worker, c_i, alive
-        self.bg = np.zeros((W, cap), dtype=np.int64)
-        self.bc = np.zeros((W, cap), dtype=np.int64)
-        self.alive = np.zeros((W, cap), dtype=np.int8)
+        self.ent = np.zeros((W, cap, 3), dtype=np.int64)  # ring entries: request (DEAD: finished), worker, c_i
         self.count = np.zeros(W, dtype=np.int64)
-        self.hE = np.zeros(n, dtype=np.int64)  # heap of the later ends
-        self.hI = np.zeros(n, dtype=np.int64)
+        self.hp = np.zeros((n, 2), dtype=np.int64)  # heap of the later ends: (end, request)
         self.hsize = np.zeros(1, dtype=np.int64)
-        self.status = np.zeros(n, dtype=np.int8)  # per request: 1 running, 2 overdue, 0 gone
-        self.c = np.zeros(n, dtype=np.int64)
-        self.worker = np.full(n, -1, dtype=np.int64)
-        self.loc = np.full(n, -1, dtype=np.int64)
-        self.A = np.zeros(G, dtype=np.int64)  # per worker: running sum c_i, count; overdue sum, count
-        self.C = np.zeros(G, dtype=np.int64)
-        self.OA = np.zeros(G, dtype=np.int64)
-        self.OC = np.zeros(G, dtype=np.int64)
+        self.req = np.zeros((n, 4), dtype=np.int64)  # per request: STATUS, WORKER, OFFSET (c_i), LOC
+        self.req[:, WORKER] = -1
+        self.req[:, LOC] = -1
+        self.wk = np.zeros((G, 4), dtype=np.int64)  # per worker: RUN_SUM, RUN_COUNT, DUE_SUM, DUE_COUNT
         self.last = np.zeros(1, dtype=np.int64)
         self.seen = 0  # completions consumed
 
+    @property
+    def capacity(self) -> int:
+        """Entries a calendar bucket holds (grows when a step's ends overflow it)."""
+        return int(self.ent.shape[1])
+
     def _grow(self) -> None:
         """Double the buckets' capacity (entries keep their bucket and position)."""
-        W, cap = self.bi.shape
+        W, cap, _ = self.ent.shape
         new = 2 * cap
-        for name in ("bi", "bg", "bc", "alive"):
-            a = getattr(self, name)
-            b = np.zeros((W, new), dtype=a.dtype)
-            b[:, :cap] = a
-            setattr(self, name, b)
-        rows, cols = np.nonzero(self.alive)
-        self.loc[self.bi[rows, cols]] = rows * new + cols
+        ent = np.zeros((W, new, 3), dtype=np.int64)
+        ent[:, :cap] = self.ent
+        self.ent = ent
+        rows, cols = np.nonzero(self.ent[:, :cap, 0] != DEAD)
+        live = cols < self.count[rows]
+        rows, cols = rows[live], cols[live]
+        self.req[self.ent[rows, cols, 0], LOC] = rows * new + cols
 
     def fits(self, workers: int, requests: int, horizon: int) -> bool:
         return self.workers == workers and self.requests == requests and self.horizon == horizon
 
     def _calendar(self):
-        return (self.bi, self.bg, self.bc, self.alive, self.count, self.hE, self.hI, self.hsize, self.status,
-                self.c, self.worker, self.loc, self.A, self.C, self.OA, self.OC)
+        return self.ent, self.count, self.hp, self.hsize, self.req, self.wk
 
     def _enter(self, t: int, ids, workers, offsets, ends) -> None:
         j = 0
@@ -303,7 +305,7 @@ class TrackedLoads:
         self._enter(t, ids, workers, state.workload.prefill[ids] + tau - t, t - tau + estimate[ids])
 
     def _read(self, t: int) -> np.ndarray:
-        return read(t, self.horizon, self.bg, self.bc, self.alive, self.count, self.A, self.C, self.OA, self.OC)
+        return read(t, self.horizon, self.ent, self.count, self.wk)
 
     def loads(self, state, estimate: np.ndarray) -> np.ndarray:
         """``Lhat`` at ``state.step`` (``(G, H+1)`` int64, equal to
@@ -313,13 +315,13 @@ class TrackedLoads:
         if t < self.last[0] or completed.shape[0] < self.seen:
             self._rebuild(state, estimate)
         if completed.shape[0] > self.seen:
-            complete(completed[self.seen:], self.status, self.c, self.worker, self.loc, self.alive,
-                     self.A, self.C, self.OA, self.OC)
+            complete(completed[self.seen:], self.req, self.ent, self.wk)
             self.seen = int(completed.shape[0])
         while not advance(t, self.last, *self._calendar()):
             self._grow()
         out = self._read(t)
-        if not (np.array_equal(out[:, 0], state.loads) and np.array_equal(self.C + self.OC, state.active)):
+        if not (np.array_equal(out[:, 0], state.loads)
+                and np.array_equal(self.wk[:, RUN_COUNT] + self.wk[:, DUE_COUNT], state.active)):
             self._rebuild(state, estimate)
             out = self._read(t)
         return out

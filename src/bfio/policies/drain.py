@@ -8,7 +8,9 @@ Eq. (IO)'s change for one request), reserved for it. Until the request is
 placed, the reserved worker's free slots take the smallest waiting requests
 only, so its load falls as its running requests finish; the request is placed
 as soon as it fits there without raising the envelope at any offset of its
-lifetime, and at the latest when it has waited ``2 N`` steps. Every routing
+lifetime, and at the latest when it has waited ``2 N`` steps (on its worker when
+that has a free slot, else on the worker with a free slot where it raises ``J``
+least; only when no worker has one does it wait for the next call). Every routing
 call still admits exactly ``U`` requests (the rule is work-conserving, as
 Eq. (IO)); the other workers and requests are placed by the solver as before.
 
@@ -61,25 +63,39 @@ def plan_drain(base: np.ndarray, free: np.ndarray, sizes: np.ndarray, life: np.n
         rid = int(pool[k])
         s = float(sizes[k])
         lf = int(min(life[k], H1))
+        late = ages[k] >= 2 * due_steps
         g = reserved.get(rid)
         if g is None:
             cost = placement_cost(E - base - offsets, s, lf, weights, G)
             cost[taken] = np.inf
-            if not np.isfinite(cost).any():
+            if np.isfinite(cost).any():
+                g = int(np.argmin(cost))
+                reserved[rid] = g
+                taken[g] = True
+            elif not late:
                 continue  # every worker reserved: waits for the next call
-            g = int(np.argmin(cost))
-            reserved[rid] = g
-            taken[g] = True
-        if free[g] == 0:
-            continue
-        fits = bool(np.all(base[g, :lf] + s + offsets[:lf] <= E[:lf]))
-        if fits or ages[k] >= 2 * due_steps or place_all:
-            pre[k] = g
-            free[g] -= 1
-            base[g, :lf] += s + offsets[:lf]
-            np.maximum(E, base[g], out=E)
-            del reserved[rid]
-            taken[g] = False
+        target = g
+        if g is None or free[g] == 0:
+            if not late:
+                continue
+            # the deadline: the worker with a free slot where it raises J least, one that no
+            # other request holds if there is such a worker
+            cost = placement_cost(E - base - offsets, s, lf, weights, G)
+            cost[free == 0] = np.inf
+            if np.isfinite(cost[~taken]).any():
+                cost[taken] = np.inf
+            if not np.isfinite(cost).any():
+                continue  # no free slot anywhere: the next call
+            target = int(np.argmin(cost))
+        fits = bool(np.all(base[target, :lf] + s + offsets[:lf] <= E[:lf]))
+        if fits or late or place_all:
+            pre[k] = target
+            free[target] -= 1
+            base[target, :lf] += s + offsets[:lf]
+            np.maximum(E, base[target], out=E)
+            if g is not None:
+                del reserved[rid]
+                taken[g] = False  # its reserved worker is free for another request
     # the reserved workers' other free slots: the smallest waiting requests (their load falls)
     rest = [g for g in reserved.values() if free[g] > 0]
     if rest:
