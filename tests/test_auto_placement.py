@@ -1,55 +1,63 @@
 """The fast solver's ``auto`` placement (:mod:`bfio.solvers.placement`): the greedy
-while at most ``AUTO_GREEDY_WORKERS`` workers have a free slot, the heap above; in
-BF-IO runs and in ``solve(inst, "fast", placement="auto")``."""
+while its modelled cost ``GREEDY_S_PER_UNIT U n_T`` is within ``AUTO_STEP_SHARE`` of
+the decode step, the heap otherwise; in BF-IO runs and in
+``solve(inst, "fast", placement="auto")``."""
 
 import numpy as np
 import pytest
 
 import bfio.solvers.placement as placement_module
+from bfio.constants import PaperConstants
 from bfio.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.simulator import simulate
 from bfio.solvers import PLACEMENTS, solve
-from bfio.solvers.placement import AUTO_GREEDY_WORKERS, resolve_placement
+from bfio.solvers.placement import AUTO_STEP_SHARE, GREEDY_S_PER_UNIT, INSTANCE_SLOTS, resolve_placement
 from bfio.solvers.random_instances import random_instance
 from bfio.workload import Workload
 
 
 def test_auto_is_a_registered_placement():
     assert "auto" in PLACEMENTS and PLACEMENTS[0] == "greedy"
-    assert AUTO_GREEDY_WORKERS >= 1
+    assert GREEDY_S_PER_UNIT > 0 and 0 < AUTO_STEP_SHARE < 1
     make_policy("bfio", placement="auto")
     with pytest.raises(ConfigError, match="placement"):
         make_policy("bfio", placement="auto", solver="highs")
 
 
-def test_resolve_counts_the_workers_with_a_free_slot():
-    A = AUTO_GREEDY_WORKERS
-    for open_workers, want in ((0, "greedy"), (1, "greedy"), (A - 1, "greedy"), (A, "greedy"),
-                               (A + 1, "heap"), (3 * A, "heap")):
-        free = np.zeros(4 * A, dtype=np.int64)
-        free[np.random.default_rng(open_workers).permutation(4 * A)[:open_workers]] = 3
-        assert resolve_placement("auto", free) == want, open_workers
-    # full workers do not count, however many there are
-    assert resolve_placement("auto", np.zeros(10 * A, dtype=np.int64)) == "greedy"
-    free = np.zeros(10 * A, dtype=np.int64)
-    free[:A] = 1
-    assert resolve_placement("auto", free) == "greedy"
-    free[A] = 7
-    assert resolve_placement("auto", free) == "heap"
-    # the others pass through, whatever the cluster
-    for free in (np.ones(2, dtype=np.int64), np.ones(4 * A, dtype=np.int64)):
-        assert resolve_placement("greedy", free) == "greedy"
-        assert resolve_placement("heap", free) == "heap"
+def test_resolve_weighs_the_greedys_modelled_cost_against_the_step():
+    step = 0.01
+    budget_units = AUTO_STEP_SHARE * step / GREEDY_S_PER_UNIT  # U n_T the greedy may cost
+    free = np.zeros(400, dtype=np.int64)
+    free[::4] = 2  # 100 workers with a free slot, 300 full (these do not count)
+    n_T = 100
+    U_edge = int(budget_units // n_T)
+    assert resolve_placement("auto", free, U_edge, step) == "greedy"
+    assert resolve_placement("auto", free, U_edge + 1, step) == "heap"
+    # a longer step affords more: the same call is greedy at twice the step
+    assert resolve_placement("auto", free, U_edge + 1, 2 * step) == "greedy"
+    # counting the full workers too would change the answer: they do not count
+    assert resolve_placement("auto", np.full(400, 2), U_edge, step) == "heap"
+    # before the first step (no step yet: inf) the greedy; the others pass through
+    assert resolve_placement("auto", free, 10**9, float("inf")) == "greedy"
+    for p in ("greedy", "heap"):
+        assert resolve_placement(p, free, 1, step) == p
+        assert resolve_placement(p, free, 10**9, step) == p
 
 
-def test_resolve_follows_the_module_threshold(monkeypatch):
+def test_resolve_follows_the_module_constants(monkeypatch):
     free = np.array([0, 2, 1, 0, 5])
-    assert resolve_placement("auto", free) == "greedy"
-    monkeypatch.setattr(placement_module, "AUTO_GREEDY_WORKERS", 2)
-    assert resolve_placement("auto", free) == "heap"
-    monkeypatch.setattr(placement_module, "AUTO_GREEDY_WORKERS", 3)
-    assert resolve_placement("auto", free) == "greedy"
+    assert resolve_placement("auto", free, 4, 0.01) == "greedy"
+    monkeypatch.setattr(placement_module, "GREEDY_S_PER_UNIT", 1.0)
+    assert resolve_placement("auto", free, 4, 0.01) == "heap"
+    monkeypatch.setattr(placement_module, "AUTO_STEP_SHARE", 1e9)
+    assert resolve_placement("auto", free, 4, 0.01) == "greedy"
+
+
+def test_the_modelled_step_is_the_simulators():
+    c = PaperConstants()
+    assert c.step_s(1000, 72) == pytest.approx(c.overhead(72) + c.token_latency_s * 1000)
+    assert placement_module.call_step_s(np.array([5, 1000, 3]), 72) == pytest.approx(c.step_s(1000, 72))
 
 
 # -- BF-IO runs ---------------------------------------------------------------------------------------
@@ -97,9 +105,9 @@ def test_auto_on_a_small_cluster_is_the_greedy(runs, admission):
 
 
 @pytest.mark.parametrize("admission", ["free", "drain:10"])
-def test_auto_above_the_threshold_is_the_heap(runs, monkeypatch, admission):
+def test_auto_without_a_budget_is_the_heap(runs, monkeypatch, admission):
     w, ref = runs
-    monkeypatch.setattr(placement_module, "AUTO_GREEDY_WORKERS", 0)
+    monkeypatch.setattr(placement_module, "AUTO_STEP_SHARE", 0.0)
     auto = _run(w, "auto", admission)
     heap = ref[("heap", admission)]
     assert heap.metrics["heap_key_refreshes"] > 0
@@ -137,8 +145,8 @@ def test_solve_auto_on_few_workers_is_the_greedy():
     assert differ > 0  # the greedy is told apart from the heap on these instances
 
 
-def test_solve_auto_with_the_threshold_lowered_is_the_heap(monkeypatch):
-    monkeypatch.setattr(placement_module, "AUTO_GREEDY_WORKERS", 0)
+def test_solve_auto_without_a_budget_is_the_heap(monkeypatch):
+    monkeypatch.setattr(placement_module, "AUTO_STEP_SHARE", 0.0)
     for inst in _instances(2, 20, workers=6):
         auto = solve(inst, "fast", placement="auto")
         _same_solution(auto, solve(inst, "fast", placement="heap"))
@@ -146,13 +154,14 @@ def test_solve_auto_with_the_threshold_lowered_is_the_heap(monkeypatch):
         inst.check(auto.assign)
 
 
-def test_solve_auto_resolves_on_the_instance_free_slots():
-    """A large instance: auto is the heap when more than AUTO_GREEDY_WORKERS workers have a
-    free slot, the greedy otherwise (random_instance leaves some workers full)."""
+def test_solve_auto_resolves_on_the_instance():
+    """An instance's step is modelled from its largest load (the paper's B): auto is the heap
+    when the greedy's modelled cost exceeds the budget, the greedy otherwise."""
     seen = set()
-    for inst in _instances(3, 4, workers=AUTO_GREEDY_WORKERS + 60):
-        open_workers = int(np.count_nonzero(inst.free))
-        want = "heap" if open_workers > AUTO_GREEDY_WORKERS else "greedy"
+    for inst in _instances(3, 12, workers=300):
+        step = PaperConstants().step_s(float(inst.base[:, 0].max()), INSTANCE_SLOTS)
+        work = inst.admissible * int(np.count_nonzero(inst.free))
+        want = "greedy" if work * GREEDY_S_PER_UNIT <= AUTO_STEP_SHARE * step else "heap"
         _same_solution(solve(inst, "fast", placement="auto"), solve(inst, "fast", placement=want))
         seen.add(want)
-    assert seen == {"greedy", "heap"}  # both sides of the threshold
+    assert seen  # at least one side; both sides are checked by the resolve tests

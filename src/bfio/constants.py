@@ -36,5 +36,10 @@ class PaperConstants:
     def overhead(self, slots: int) -> float:
         return step_overhead(slots) if self.overhead_s is None else float(self.overhead_s)
 
+    def step_s(self, max_load: float, slots: int) -> float:
+        """A decode step's time ``dt = C + t_l max_g L_g`` (the simulator's step kernel
+        computes the same in :func:`bfio.kernels.run_steps`)."""
+        return self.overhead(slots) + self.token_latency_s * float(max_load)
+
     def to_dict(self) -> dict:
         return asdict(self)

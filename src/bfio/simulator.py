@@ -238,7 +238,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         rs = RoutingState(step=state["step"], clock=state["clock"], workers=G, slots=B, pool=pool,
                           free=free, loads=loads, active=active, workload=workload,
                           slot_request=slot_request, generated=generated, enter_step=enter_step,
-                          completed=completed[:state["finished"]])
+                          completed=completed[:state["finished"]], idle_s=state["idle_s"])
         t0 = time.perf_counter()
         assign = np.asarray(policy.route(rs))
         route_times.append(time.perf_counter() - t0)

@@ -58,6 +58,12 @@ class RoutingState:
     generated: np.ndarray
     enter_step: np.ndarray
     completed: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    idle_s: float = 0.0  # of ``clock``: time with no request active (online arrivals)
+
+    @property
+    def mean_step_s(self) -> float:
+        """The mean modelled decode step so far (``inf`` before the first step)."""
+        return (self.clock - self.idle_s) / self.step if self.step > 0 else float("inf")
 
     @property
     def pool_prefill(self) -> np.ndarray:

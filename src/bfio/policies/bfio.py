@@ -166,8 +166,8 @@ OPTIONS = (
            "(0: never)", minimum=0, applies_with=("solver", ("fast",)), identity="applies"),
     Option("placement", str, DEFAULT_PLACEMENT,
            "solver fast: greedy (fill plus local search) | heap (largest-that-fits on a heap of pivots, "
-           "O(U (log G + H_eff)) per call) | auto (greedy up to 128 workers with free slots, heap above; "
-           "docs/bfio.md 'Production scale')", choices=_placements,
+           "O(U (log G + H_eff)) per call) | auto (the greedy while its modelled cost is within 5% of the decode "
+           "step, else the heap; docs/bfio.md 'Production scale')", choices=_placements,
            applies_with=("solver", ("fast",)), identity="non-default"),
 )
 
@@ -309,25 +309,26 @@ class BFIO(Policy):
         ages = state.step - state.enter_step[state.pool]
         free = np.asarray(state.free, dtype=np.int64)
         terms = self._objective.for_call(est, state.pool)  # the waiting requests' lifetimes
+        step_s = state.mean_step_s  # placement auto: the router's time budget (the greedy before a step)
         if self.admission_mode == "drain":
-            assign = self._route_drain(base, free, sizes, ages, state.pool, U, terms)
+            assign = self._route_drain(base, free, sizes, ages, state.pool, U, terms, step_s)
         else:
             forced = forced_mask(self.admission, U, ages)
             if self.admission_mode == "aging" and U < n:
                 self._forced += int(forced.sum())
-            assign = self._place(base, free, sizes, forced, U, terms)
+            assign = self._place(base, free, sizes, forced, U, terms, step_s)
         if tracker is not None:
             placed = assign >= 0
             tracker.admitted(state.step, state.pool[placed], assign[placed], state.workload.prefill, est)
         return assign
 
-    def _place(self, base, free, sizes, forced, U, terms) -> np.ndarray:
+    def _place(self, base, free, sizes, forced, U, terms, step_s) -> np.ndarray:
         assign, refreshed = place_terms(base, free, sizes, forced, U, terms, self.placement, LOCAL_SEARCH_ROUNDS,
-                                        self.shard_workers)
+                                        self.shard_workers, step_s)
         self._heap_refreshes += refreshed
         return assign
 
-    def _route_drain(self, base, free, sizes, ages, pool, U, terms) -> np.ndarray:
+    def _route_drain(self, base, free, sizes, ages, pool, U, terms, step_s) -> np.ndarray:
         """Admission ``drain:N`` (:mod:`bfio.policies.drain`): its placements first, then
         the solver on the other requests and the free slots left."""
         n = sizes.shape[0]
@@ -340,7 +341,7 @@ class BFIO(Policy):
         if U_rest > 0:
             sub = terms.with_lifetimes(None if terms.lifetimes is None else terms.lifetimes[rest])
             forced = np.full(rest.size, U_rest == rest.size)  # Eq. (IO): all of them when all fit
-            pre[rest] = self._place(base_k, free_k, sizes[rest], forced, U_rest, sub)
+            pre[rest] = self._place(base_k, free_k, sizes[rest], forced, U_rest, sub, step_s)
         return pre
 
     def _tracked(self, state: RoutingState, est: np.ndarray, window: int) -> TrackedLoads:

@@ -58,9 +58,10 @@ def solve_fast_instance(inst, max_rounds: int = 4, placement: str = DEFAULT_PLAC
     from bfio.solvers.fast import fast_assign
     from bfio.solvers.heap import heap_assign
 
-    from bfio.solvers.placement import resolve_placement
+    from bfio.solvers.placement import INSTANCE_SLOTS, call_step_s, resolve_placement
 
-    placement = resolve_placement(check_placement(placement), inst.free)
+    placement = resolve_placement(check_placement(placement), inst.free, inst.admissible,
+                                  call_step_s(inst.base[:, 0], INSTANCE_SLOTS))
     t0 = time.perf_counter()
     assign = fast_assign(inst, max_rounds=max_rounds) if placement == "greedy" else heap_assign(inst)
     bound = trivial_bound(inst)

@@ -5,11 +5,16 @@
   free slot, ``O(U n_T)`` per call;
 - ``heap`` (:mod:`bfio.solvers.heap`): the worker with the largest pivot from a
   lazy max-heap, ``O(U (log n_T + H_eff))`` per call;
-- ``auto``: ``greedy`` while at most :data:`AUTO_GREEDY_WORKERS` workers have a
-  free slot, ``heap`` above. The greedy is the better placement on few workers
-  (one bad pick there is a large share of the cluster) and costs little; the
-  heap matches it from a few hundred workers on, where the greedy's cost grows
-  like ``G^2`` (``docs/bfio.md``, "Production scale").
+- ``auto``: the greedy when its modelled cost, :data:`GREEDY_S_PER_UNIT` times
+  ``U n_T``, is at most :data:`AUTO_STEP_SHARE` of the decode step (in a run:
+  the mean modelled step so far, so the greedy before the first step; for an
+  instance: :meth:`bfio.constants.PaperConstants.step_s` of its largest load),
+  the heap otherwise. A router has a time budget per step: the greedy is the better
+  placement where it fits in it (few workers, or long steps: LongBench's steps
+  last a second, so Table 1's calls stay greedy at ``G = 256``), the heap where
+  it does not (BurstGPT at ``G = 256`` and beyond, where the greedy costs a
+  fifth of a step and more; ``docs/bfio.md``, "Production scale"). The choice
+  is made per call from modelled numbers only: deterministic.
 
 The registry of names is :data:`bfio.solvers.PLACEMENTS`.
 """
@@ -18,32 +23,48 @@ from __future__ import annotations
 
 import numpy as np
 
-#: ``auto`` runs the greedy while at most this many workers have a free slot
-#: (there a routing call is at most about a tenth of a modelled decode step:
-#: ``benchmarks/bench_scaling.py``), the heap above.
-AUTO_GREEDY_WORKERS = 128
+from bfio.constants import PaperConstants
+
+#: The greedy's modelled seconds per unit of ``U n_T`` (placements times workers with a
+#: free slot), from ``benchmarks/bench_scaling.py``: 1.8 ms a call at ``G = 256`` for a
+#: mean ``U n_T`` of 86,000 (BurstGPT, this machine).
+GREEDY_S_PER_UNIT = 2e-8
+#: ``auto`` runs the greedy while its modelled cost is at most this share of the decode step.
+AUTO_STEP_SHARE = 0.05
+#: Instances carry no slot count: their modelled step takes the paper's ``B``.
+INSTANCE_SLOTS = 72
 
 
-def resolve_placement(placement: str, free: np.ndarray) -> str:
-    """The placement that runs on a call with free slots ``free`` (``auto`` resolved)."""
+def resolve_placement(placement: str, free: np.ndarray, admissible: int, step_s: float) -> str:
+    """The placement that runs on a call (``auto`` resolved): ``admissible`` is ``U``,
+    ``free`` the free slots per worker, ``step_s`` the modelled decode step."""
     if placement != "auto":
         return placement
-    return "greedy" if int(np.count_nonzero(free)) <= AUTO_GREEDY_WORKERS else "heap"
+    work = float(admissible) * float(np.count_nonzero(free))
+    return "greedy" if work * GREEDY_S_PER_UNIT <= AUTO_STEP_SHARE * step_s else "heap"
 
 
-def place_terms(base, free, sizes, forced, U, terms, placement, max_rounds, shard_workers) -> tuple[np.ndarray, int]:
+def call_step_s(loads: np.ndarray, slots: int) -> float:
+    """The modelled decode step of a call whose workers hold ``loads`` (tokens) now."""
+    return PaperConstants().step_s(float(np.max(loads)) if np.size(loads) else 0.0, slots)
+
+
+def place_terms(base, free, sizes, forced, U, terms, placement, max_rounds, shard_workers,
+                step_s) -> tuple[np.ndarray, int]:
     """Place ``U`` of the waiting requests (every ``forced`` one among them) with
-    ``placement``; returns ``(assign, refreshed)``: request -> worker (or -1) and
-    the heap's key refreshes (0 for the greedy). ``terms`` is the call's
+    ``placement`` (``auto`` resolved with the modelled step ``step_s``); returns
+    ``(assign, refreshed)``: request -> worker (or -1) and the heap's key refreshes
+    (0 for the greedy). ``terms`` is the call's
     :class:`~bfio.solvers.objective.ObjectiveTerms`, ``base`` the active loads over
     its offsets ``0..terms.window``."""
     from bfio.solvers.heap import solve_heap_terms
     from bfio.solvers.shards import solve_sharded_terms
 
-    if resolve_placement(placement, free) == "heap":
+    if resolve_placement(placement, free, U, step_s) == "heap":
         assign, refreshed = solve_heap_terms(base, free, sizes, forced, U, terms)
         return assign, int(refreshed)
     return solve_sharded_terms(base, free, sizes, forced, U, terms, max_rounds, shard_workers), 0
 
 
-__all__ = ["AUTO_GREEDY_WORKERS", "resolve_placement", "place_terms"]
+__all__ = ["GREEDY_S_PER_UNIT", "AUTO_STEP_SHARE", "INSTANCE_SLOTS", "resolve_placement", "call_step_s",
+           "place_terms"]
