@@ -1,4 +1,4 @@
-"""The heap placement's optimality gap (issue 27), beside the greedy's.
+"""The fast solver's placements' optimality gap (issue 27): each of ``bfio.solvers.PLACEMENTS``.
 
 1. The captured-call set of ``bench_bfio.py`` (LongBench, BurstGPT, Azure conv;
    H = 0, 20, 40; G = 8, B = 8, 2,000 requests, every 25th call, 15 a case; free
@@ -19,7 +19,7 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from bfio.solvers import solve, trivial_bound
+from bfio.solvers import PLACEMENTS, solve, trivial_bound
 from bfio.studies.agreement import capture_instances, gap_summary, gap_table
 
 
@@ -29,7 +29,7 @@ def small():
         for H in (0, 20, 40):
             caps += capture_instances(trace, 8, 8, 2000, H, every=25, limit=15)
     exact = gap_table(caps, solvers=("highs",), time_limit_s=30)
-    for placement in ("greedy", "heap"):
+    for placement in PLACEMENTS:
         t = exact.copy()
         t["fast_objective"] = [solve(inst, "fast", placement=placement).objective for inst in caps]
         t["fast_gap"] = (t["fast_objective"] - t["optimum"]) / np.maximum(t["optimum"], 1)
@@ -43,7 +43,7 @@ def large(workers):
         caps = capture_instances("burstgpt", G, 72, 1500 * G, 20, every=100, limit=8, admission="aging:200")
         for k, inst in enumerate(caps):
             lb = trivial_bound(inst)
-            for placement in ("greedy", "heap"):
+            for placement in PLACEMENTS:
                 sol = solve(inst, "fast", placement=placement)
                 rows.append({"workers": G, "call": k, "placement": placement, "J": sol.objective, "bound": lb,
                              "gap_bound": (sol.objective - lb) / max(abs(lb), 1), "wall_ms": 1e3 * sol.wall_s})
@@ -53,9 +53,10 @@ def large(workers):
         print(f"G={G} {p}: calls {len(g)}, gap bound median {g['gap_bound'].median():.2%} "
               f"max {g['gap_bound'].max():.2%}, call {g['wall_ms'].median():.2f} ms")
     piv = t.pivot_table(index=["workers", "call"], columns="placement", values="J")
-    rel = piv["heap"] / piv["greedy"] - 1
-    for G, r in rel.groupby(level=0):
-        print(f"G={G}: heap J / greedy J - 1: median {r.median():+.2%}, max {r.max():+.2%}")
+    for p in PLACEMENTS[1:]:
+        rel = piv[p] / piv["greedy"] - 1
+        for G, r in rel.groupby(level=0):
+            print(f"G={G}: {p} J / greedy J - 1: median {r.median():+.2%}, max {r.max():+.2%}")
 
 
 if __name__ == "__main__":
