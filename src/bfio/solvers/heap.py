@@ -180,21 +180,39 @@ def _key(P, E, t, G, w, W, heavy, light, cbuf, ibuf):
 
 
 @njit(cache=True)
-def _upsize(P, capl, at, sizes, life, forced, order, ss, E):
-    """One pass over the placed requests, smallest first: exchange each (not
-    forced) for the largest waiting request that takes its place without raising
-    the envelope at any offset (``P_t - w_j + w_k <= E`` over the window). Each
-    exchange adds volume and leaves ``E`` unchanged, so ``J`` strictly drops.
-    Returns the number of exchanges."""
-    nT, H1 = P.shape
-    n = sizes.shape[0]
-    bit = np.zeros(n + 1, dtype=np.int64)  # Fenwick tree over size positions, 1 = waiting
+def _waiting_tree(at, order):
+    """The exchanges' state: a Fenwick tree over the size positions (1 = still
+    waiting) and each request's position in the size order (``rank``)."""
+    n = order.shape[0]
+    bit = np.zeros(n + 1, dtype=np.int64)
     waits = np.empty(n, dtype=np.int64)
     rank = np.empty(n, dtype=np.int64)
     for p in range(n):
         waits[p] = 1 if at[order[p]] < 0 else 0
         rank[order[p]] = p
     _bit_build(bit, waits)
+    return bit, rank
+
+
+@njit(cache=True)
+def _upsize(P, at, sizes, life, forced, order, ss, E, bit, rank):
+    """One pass over the placed requests, smallest first: exchange each (not
+    forced) for the largest waiting request that takes its place without raising
+    the envelope at any offset (``P_t - w_j + w_k <= E`` over the window). Each
+    exchange adds volume and leaves ``E`` unchanged, so ``J`` strictly drops.
+    ``bit`` and ``rank`` (:func:`_waiting_tree`) are kept up to date for the next
+    pass, and each worker's slack ``min_h E(h) - P_t(h)`` is computed once and
+    again only after an exchange there. Returns the number of exchanges."""
+    nT, H1 = P.shape
+    n = sizes.shape[0]
+    slk = np.empty(nT, dtype=np.float64)
+    for t in range(nT):
+        v0 = E[0] - P[t, 0]
+        for h in range(1, H1):
+            v = E[h] - P[t, h]
+            if v < v0:
+                v0 = v
+        slk[t] = v0
     done = 0
     for q in range(n):
         j = order[q]
@@ -203,11 +221,7 @@ def _upsize(P, capl, at, sizes, life, forced, order, ss, E):
             continue
         sj = float(sizes[j])
         lj = life[j]
-        slack = E[0] - P[t, 0]
-        for h in range(1, H1):
-            v = E[h] - P[t, h]
-            if v < slack:
-                slack = v
+        slack = slk[t]
         a, b = 0, n
         while a < b:  # first position with size > s_j + slack
             mid = (a + b) // 2
@@ -232,8 +246,12 @@ def _upsize(P, capl, at, sizes, life, forced, order, ss, E):
                     fits = False
                     break
             if fits:
+                v0 = np.inf
                 for h in range(H1):
                     P[t, h] += (sk + h if h < lk else 0.0) - (sj + h if h < lj else 0.0)
+                    if E[h] - P[t, h] < v0:
+                        v0 = E[h] - P[t, h]
+                slk[t] = v0
                 at[k] = t
                 at[j] = -1
                 _bit_add(bit, p, -1)
@@ -383,9 +401,11 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
             kep[t] = epoch
         _sift_down(hk, hi, 0, m)
     # 3. exchanges that add volume under the envelope (free admission: U < n)
-    for _ in range(upsize_passes if U < n else 0):
-        if _upsize(P, capl, at, sizes, life, forced, order, ss, E) == 0:
-            break
+    if upsize_passes > 0 and U < n:
+        bit, rank = _waiting_tree(at, order)
+        for _ in range(upsize_passes):
+            if _upsize(P, at, sizes, life, forced, order, ss, E, bit, rank) == 0:
+                break
     for j in range(n):
         assign[j] = tw[at[j]] if at[j] >= 0 else -1
     return assign, refreshed
