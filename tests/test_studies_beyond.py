@@ -396,3 +396,63 @@ def test_paired_ratios_use_the_geometric_mean_and_positive_bounds():
     assert 0 < eff["ratio_ci_lo"].item() < 1 < eff["ratio_ci_hi"].item()
     gain = paired_effect(pd.DataFrame(rows), ["g"], "base", "new", "m", "gain_pct")
     assert gain["gain_pct_mean"].item() == pytest.approx(100 * (-0.5 + 1.0 + 0.0) / 3)  # others stay arithmetic
+
+
+def test_recommend_admission_measures_the_cost_on_the_chosen_throughput():
+    """The starvation study's cost against free over the metric window (as the rule is
+    stated) or over the whole run (cost_metric: throughput_run), the other shown beside."""
+    import pandas as pd
+
+    from bfio.errors import ConfigError
+    from bfio.studies.starvation_summary import summarize_starvation
+
+    rows = []
+    for seed in (1, 2, 3):
+        for adm, window, run in (("free", 100.0, 70.0), ("drain:100", 99.0, 70.5), ("aging:20", 98.0, 69.0)):
+            rows.append({"setting": "s", "trace": "t", "requests": 10, "workers": 2, "slots": 8,
+                         "row": f"bfio_h20_{adm.replace(':', '')}", "horizon": 20.0, "admission": adm, "seed": seed,
+                         "throughput": window + 0.01 * seed, "throughput_run": run + 0.01 * seed,
+                         "wait_steps_p99": 20.0, "wait_steps_max": {"free": 3000.0, "drain:100": 190.0,
+                                                                     "aging:20": 20.0}[adm],
+                         "wait_s_p99": 0.2, "wait_s_max": 1.0, "avg_imbalance": 1.0, "tpot": 0.01})
+    summary = summarize_starvation(pd.DataFrame(rows))
+    by = summary.set_index("admission")
+    assert by.loc["drain:100", "throughput_cost_pct_mean"] == pytest.approx(1.0, rel=0.01)  # window: 1% slower
+    assert by.loc["drain:100", "throughput_run_cost_pct_mean"] < 0  # whole run: faster than free
+    assert by.loc["aging:20", "throughput_run_cost_pct_mean"] > 1
+    window = recommend_admission(summary, 0.5, max_wait_vs_free_p99=10)
+    assert window["admission"] is None and window["cost_metric"] == "throughput"
+    run = recommend_admission(summary, 0.5, max_wait_vs_free_p99=10, cost_metric="throughput_run")
+    assert run["admission"] == "drain:100" and "whole run" in run["criterion"]
+    cand = {c["admission"]: c for c in run["candidates"]}
+    assert cand["drain:100"]["worst_throughput_cost_pct"] == pytest.approx(1.0, rel=0.01)  # shown beside
+    with pytest.raises(ConfigError, match="cost_metric"):
+        recommend_admission(summary, 0.5, cost_metric="energy")
+
+
+def test_the_config_takes_the_admission_rules_from_their_registry():
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    from bfio.config import validate_config
+    from bfio.errors import ConfigError
+
+    repo = Path(__file__).resolve().parents[1]
+    schema = repo / "workflow" / "schemas" / "config.schema.yaml"
+    with open(repo / "config" / "smoke.yaml") as f:
+        base = yaml.safe_load(f)
+
+    def with_starvation(**kw):
+        cfg = copy.deepcopy(base)
+        cfg["starvation"] = {**cfg.get("starvation", {}), **kw}
+        return validate_config(cfg, schema)
+
+    ok = with_starvation(admissions=["free", "drain:5", "aging:7"], cost_metric="throughput_run")
+    assert ok["starvation"]["admissions"] == ["free", "drain:5", "aging:7"]
+    for bad in (["drain:0"], ["drain:05"], ["queue:5"]):
+        with pytest.raises(ConfigError, match="starvation.admissions"):
+            with_starvation(admissions=bad)
+    with pytest.raises(ConfigError, match="starvation.cost_metric"):
+        with_starvation(cost_metric="energy")

@@ -141,7 +141,8 @@ def _registry_enums(schema: dict) -> dict:
     own), whose predictor enum comes from :data:`bfio.predictors.PREDICTORS` and
     whose policy names come from the policy registry (the experiments' baseline
     enum, :func:`bfio.policies.baselines`, and the row pattern,
-    :func:`bfio.policies.row_pattern`), so the schema never lists them twice."""
+    :func:`bfio.policies.row_pattern`), and whose starvation study's admission
+    rules and cost metrics come from theirs, so the schema never lists them twice."""
     from bfio.policies import baselines as registry_baselines
     from bfio.policies import policy_class, registered, row_pattern
     from bfio.policies.options import schema_properties
@@ -172,6 +173,15 @@ def _registry_enums(schema: dict) -> dict:
     pred = props.get("predictor_study", {}).get("properties", {}).get("predictors", {}).get("items")
     if pred is not None:
         pred["enum"] = list(PREDICTORS)
+    starvation = props.get("starvation", {}).get("properties", {})
+    if "admissions" in starvation:  # the admission rules' registry (bfio.solvers.instance.ADMISSIONS)
+        from bfio.solvers.instance import ADMISSION_PATTERN
+
+        starvation["admissions"]["items"]["pattern"] = f"^({ADMISSION_PATTERN})$"
+    if "cost_metric" in starvation:
+        from bfio.studies.starvation_summary import COST_METRICS
+
+        starvation["cost_metric"]["enum"] = list(COST_METRICS)
     return schema
 
 

@@ -31,7 +31,10 @@ LITERAL_SUFFIX = "_literal"
 #: :data:`bfio.policies.KEYED_ROWS`, and the config schema's row pattern).
 BFIO_ROW_PATTERN = "bfio_h([0-9]+)(" + LITERAL_SUFFIX + ")?"
 _BFIO_ROW = re.compile(f"^{BFIO_ROW_PATTERN}$")
-_ADMISSION_ROW = re.compile(r"^bfio_h(\d+)_(free|fifo|aging)(\d*)$")
+def _admission_row():
+    from bfio.solvers.instance import ADMISSIONS
+
+    return re.compile(r"^bfio_h(\d+)_(" + "|".join(ADMISSIONS) + r")(\d*)$")
 
 
 def row_key(policy: str, horizon: int | None = None, objective: str = "default", admission: str | None = None) -> str:
@@ -56,7 +59,7 @@ def admission_label(admission: str) -> str:
 def parse_admission_row(row: str) -> tuple[int, str] | None:
     """``'bfio_h40_aging200'`` -> ``(40, 'aging:200')``, ``'bfio_h0_free'`` -> ``(0, 'free')``,
     anything else -> ``None`` (the inverse of :func:`row_key` with ``admission``)."""
-    m = _ADMISSION_ROW.match(str(row))
+    m = _admission_row().match(str(row))
     if not m:
         return None
     return int(m.group(1)), m.group(2) + (f":{m.group(3)}" if m.group(3) else "")

@@ -107,7 +107,8 @@ def add_policy_options(s) -> None:
         for o in options:
             allowed = o.allowed()
             g.add_argument(o.flag, dest=o.name, type=_option_value(o), metavar=o.metavar,
-                           choices=list(allowed) if allowed is not None else None, help=o.help_text())
+                           choices=list(allowed) if allowed is not None else None,
+                           help=o.help_text().replace("%", "%%"))  # argparse formats help with %
 
 
 def policy_options(args) -> dict:

@@ -73,7 +73,8 @@ from bfio.solvers.dispatch import PrefillTerm, bind, queue_profiles
 from bfio.policies.options import Option
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaining, make_predictor
 from bfio.solvers import DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, solve
-from bfio.solvers.instance import Instance, forced_mask, instance_of_call, parse_admission
+from bfio.solvers.instance import (ADMISSION_HELP, ADMISSION_PATTERN, Instance, forced_mask, instance_of_call,
+                                  parse_admission)
 from bfio.solvers.objective import OBJECTIVES, ObjectiveTerms, check_discount
 from bfio.profiles import predicted_loads
 from bfio.tracked_loads import TrackedLoads
@@ -127,7 +128,7 @@ OPTIONS = (
            "free; drain:N reserves a worker for a request waiting N steps and places it when it fits, by 2N at the latest "
            "(solver fast); free is Eq. (IO) as in the paper's tables; fifo admits the oldest U (docs/studies.md, "
            "section 3)",
-           pattern=r"free|fifo|(aging|drain):[1-9][0-9]*", pattern_help="free | fifo | aging:N | drain:N (N >= 1 steps)",
+           pattern=ADMISSION_PATTERN, pattern_help=ADMISSION_HELP,
            metavar="RULE"),
     Option("on_solver_error", str, "fail", "when an exact solver errors: fail, or fall back gurobi -> highs -> fast",
            choices=("fail", "fallback"), applies_with=("solver", ("highs", "gurobi"))),

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,16 +57,25 @@ class InstanceError(BfioError, ValueError):
         super().__init__(f"{where}: {message}")
 
 
+#: The admission rules (BF-IO option ``admission``): the registry of their names. The
+#: modes of :data:`STEPPED_ADMISSIONS` take a number of steps ``N`` (``aging:200``);
+#: ``drain`` is :mod:`bfio.policies.drain`'s.
+ADMISSIONS = ("free", "fifo", "aging", "drain")
+STEPPED_ADMISSIONS = ("aging", "drain")
+#: A rule as text: ``free``, ``fifo`` or ``<mode>:<N>`` (N >= 1, ASCII digits).
+ADMISSION_PATTERN = "|".join([a for a in ADMISSIONS if a not in STEPPED_ADMISSIONS]
+                             + [f"({'|'.join(STEPPED_ADMISSIONS)}):[1-9][0-9]*"])
+ADMISSION_HELP = " | ".join([a for a in ADMISSIONS if a not in STEPPED_ADMISSIONS]
+                            + [f"{a}:N" for a in STEPPED_ADMISSIONS]) + " (N >= 1 steps)"
+
+
 def parse_admission(text) -> tuple[str, int]:
-    """``'free' | 'fifo' | 'aging:N' | 'drain:N'`` -> ``(mode, N)`` (``N = 0`` for free and fifo)."""
-    if text in ("free", "fifo"):
-        return text, 0
-    for mode in ("aging", "drain"):
-        if isinstance(text, str) and text.startswith(mode + ":"):
-            tail = text[len(mode) + 1:]
-            if tail.isdigit() and int(tail) >= 1:
-                return mode, int(tail)
-    raise ConfigError(f"admission: expected free | fifo | aging:N | drain:N (N >= 1 steps), got {text!r}")
+    """``'free' | 'fifo' | 'aging:N' | 'drain:N'`` (:data:`ADMISSIONS`) -> ``(mode, N)``
+    (``N = 0`` for the rules without steps)."""
+    if isinstance(text, str) and re.fullmatch(ADMISSION_PATTERN, text):
+        mode, _, tail = text.partition(":")
+        return mode, int(tail) if tail else 0
+    raise ConfigError(f"admission: expected {ADMISSION_HELP}, got {text!r}")
 
 
 def forced_mask(admission: str, admissible: int, ages: np.ndarray) -> np.ndarray:
