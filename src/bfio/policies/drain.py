@@ -22,13 +22,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from bfio.solvers.fast import worker_costs
+
 
 def placement_cost(c: np.ndarray, size: float, life: int, weights: np.ndarray, workers: int) -> np.ndarray:
     """Change of ``J`` (Eq. (IO)) when a request of ``size`` and ``life`` offsets joins
     each worker, ``G sum_{h<l} w_h max(0, s - c_g(h))`` less the volume it adds (the
     same for every worker, left out); ``c_g(h) = E(h) - Lhat_g(h) - h`` are the
-    headrooms (rows: workers). The fast solver's ``_life_cost``, one row per worker."""
-    return workers * (np.maximum(0.0, size - c[:, :life]) * weights[:life]).sum(axis=1)
+    headrooms (rows: workers): :func:`bfio.solvers.fast.worker_costs` (the fast
+    solver's cost of a placement) with the volume added back."""
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    volume = float(size) * float(w[:life].sum()) + float((w[:life] * np.arange(life)).sum())
+    return worker_costs(np.ascontiguousarray(c, dtype=np.float64), float(size), int(life), float(workers), w) + volume
 
 
 def plan_drain(base: np.ndarray, free: np.ndarray, sizes: np.ndarray, life: np.ndarray, ages: np.ndarray,

@@ -231,6 +231,22 @@ def _life_cost(c, s, l, G, w, cw, cwh):
     return G * tot - _volume(s, l, cw, cwh)
 
 
+@njit(cache=True)
+def worker_costs(C, s, l, G, w):
+    """:func:`_life_cost` of one request (size ``s``, lifetime ``l <= len(w)``) on every
+    row of headrooms ``C`` (``C[g, h] = c_g(h)``): the change of ``J`` on each worker."""
+    H1 = w.shape[0]
+    cw = np.zeros(H1 + 1)
+    cwh = np.zeros(H1 + 1)
+    for h in range(H1):
+        cw[h + 1] = cw[h] + w[h]
+        cwh[h + 1] = cwh[h] + w[h] * h
+    out = np.empty(C.shape[0])
+    for g in range(C.shape[0]):
+        out[g] = _life_cost(C[g], s, l, G, w, cw, cwh)
+    return out
+
+
 @_helper
 def _pivots(c, G, w, cw, glist, ng, piv, row, idx):
     """``piv[row, q]`` = the minimizer of the convex cost of a request of lifetime
@@ -1175,4 +1191,4 @@ def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> 
                             inst.admissible, terms, int(max_rounds))
 
 
-__all__ = ["PERSIST", "solve_fast", "solve_fast_terms", "fast_assign", "persisting", "size_order"]
+__all__ = ["PERSIST", "solve_fast", "solve_fast_terms", "fast_assign", "persisting", "size_order", "worker_costs"]
