@@ -82,7 +82,7 @@ def plot_discount_reach(choose: pd.DataFrame, new_requests: str = "predicted"):
         ax.set_xscale("log")
         ticks = []
         for t in sorted(data["reach"].unique()):  # label a tick only if clear of the last one
-            if not ticks or t / ticks[-1] > 1.3:
+            if not ticks or t / ticks[-1] > 1.5:
                 ticks.append(t)
         ax.set_xticks(ticks)
         ax.set_xticklabels([f"{t:.3g}" for t in ticks])
