@@ -11,7 +11,7 @@ log-log slope of the mean call from ``G = 64`` to ``G = 1024`` per placement
 (least squares over the G in that range).
 
     python benchmarks/bench_scaling.py [--workers 16,64,256,1024,4096] [--horizon 20] [--per-worker 1500]
-                                        [--per-worker-large 200] [--placements greedy,heap]
+                                        [--per-worker-large 200] [--placements greedy,heap,auto] [--admission RULE]
 
 ``--per-worker-large`` applies to ``G >= 4096`` (scale evidence, no target).
 
@@ -48,16 +48,19 @@ def main():
     ap.add_argument("--per-worker", type=int, default=PER_WORKER)
     ap.add_argument("--per-worker-large", type=int, default=PER_WORKER_LARGE)
     ap.add_argument("--placements", default=",".join(PLACEMENTS))
+    ap.add_argument("--admission", default=None, help="BF-IO admission (default: the library's)")
     args = ap.parse_args()
+    extra = {} if args.admission is None else {"admission": args.admission}
     t = load_trace("burstgpt")
     placements = args.placements.split(",")
     warm = Workload(t.prefill[:4000], t.decode[:4000])
     simulate(warm, 16, SLOTS, "fcfs", show_progress=False)
     for p in placements:
-        simulate(warm, 16, SLOTS, "bfio", policy_options={"horizon": args.horizon, "placement": p},
+        simulate(warm, 16, SLOTS, "bfio", policy_options={"horizon": args.horizon, "placement": p, **extra},
                  show_progress=False)
     print(f"BurstGPT, N = {args.per_worker:,} G ({args.per_worker_large:,} G at G >= 4096), B = {SLOTS}, "
-          f"seed {SEED}, BF-IO H = {args.horizon}, library defaults but placement")
+          f"seed {SEED}, BF-IO H = {args.horizon}, library defaults but placement"
+          + (f" and admission {args.admission}" if args.admission else ""))
     print("| G | placement | FCFS | BF-IO | ratio | call mean | call p50 | call p99 | step mean | mean / step "
           "| p99 / step | BF-IO imbalance | BF-IO throughput |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -69,7 +72,7 @@ def main():
         # its fresh memory (1.3-1.7x slower at G = 1024), which would flatter the ratio
         fcfs_s = min(run(w, G, "fcfs", {})[1] for _ in range(2))
         for p in placements:
-            r, bfio_s = run(w, G, "bfio", {"horizon": args.horizon, "placement": p})
+            r, bfio_s = run(w, G, "bfio", {"horizon": args.horizon, "placement": p, **extra})
             m = r.metrics
             call = m["solver_s_total"] / m["solver_calls"]
             calls[p][G] = call

@@ -21,8 +21,9 @@ solver's calls (:meth:`bfio.policies.bfio.BFIO._route_fast`).
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from bfio.solvers.fast import worker_costs
+from bfio.solvers.fast import _life_cost, worker_costs
 
 
 def placement_cost(c: np.ndarray, size: float, life: int, weights: np.ndarray, workers: int) -> np.ndarray:
@@ -36,6 +37,133 @@ def placement_cost(c: np.ndarray, size: float, life: int, weights: np.ndarray, w
     return worker_costs(np.ascontiguousarray(c, dtype=np.float64), float(size), int(life), float(workers), w) + volume
 
 
+@njit(cache=True)
+def _best_worker(base, E, s, lf, G, w, cw, cwh, c, skip, need_free, free):
+    """The worker where a request (size ``s``, ``lf`` offsets) raises ``J`` least
+    (:func:`bfio.solvers.fast._life_cost`; the first on ties), among those not in
+    ``skip`` and, with ``need_free``, with a free slot; -1 if none."""
+    H1 = base.shape[1]
+    best = np.inf
+    arg = -1
+    for g in range(base.shape[0]):
+        if skip[g] or (need_free and free[g] == 0):
+            continue
+        for h in range(H1):
+            c[h] = E[h] - base[g, h] - h
+        v = _life_cost(c, s, lf, G, w, cw, cwh)
+        if v < best:
+            best = v
+            arg = g
+    return arg
+
+
+@njit(cache=True)
+def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_all):
+    """:func:`plan_drain`'s placements on ``base`` (float64) and ``free`` (both
+    modified in place); ``due`` the due positions, oldest first, ``resv[i]`` the
+    worker reserved for ``due[i]`` (-1: none; updated in place). Returns ``pre``."""
+    G, H1 = base.shape
+    n = sizes.shape[0]
+    pre = np.full(n, -1, dtype=np.int64)
+    cw = np.zeros(H1 + 1)
+    cwh = np.zeros(H1 + 1)
+    for h in range(H1):
+        cw[h + 1] = cw[h] + w[h]
+        cwh[h + 1] = cwh[h] + w[h] * h
+    E = np.zeros(H1)
+    for g in range(G):
+        for h in range(H1):
+            if base[g, h] > E[h]:
+                E[h] = base[g, h]
+    taken = np.zeros(G, dtype=np.bool_)
+    for i in range(due.shape[0]):
+        if resv[i] >= 0:
+            taken[resv[i]] = True
+    c = np.empty(H1)
+    nothing = np.zeros(G, dtype=np.bool_)
+    for i in range(due.shape[0]):  # oldest first
+        k = due[i]
+        s = float(sizes[k])
+        lf = min(life[k], H1)
+        late = ages[k] >= 2 * due_steps
+        g = resv[i]
+        if g < 0:
+            g = _best_worker(base, E, s, lf, G, w, cw, cwh, c, taken, False, free)
+            if g >= 0:
+                resv[i] = g
+                taken[g] = True
+            elif not late:
+                continue  # every worker reserved: waits for the next call
+        target = g
+        if g < 0 or free[g] == 0:
+            if not late:
+                continue
+            # the deadline: the worker with a free slot where it raises J least, one that
+            # no other request holds if there is such a worker
+            target = _best_worker(base, E, s, lf, G, w, cw, cwh, c, taken, True, free)
+            if target < 0:
+                target = _best_worker(base, E, s, lf, G, w, cw, cwh, c, nothing, True, free)
+            if target < 0:
+                continue  # no free slot anywhere: the next call
+        fits = True
+        for h in range(lf):
+            if base[target, h] + s + h > E[h]:
+                fits = False
+                break
+        if fits or late or place_all:
+            pre[k] = target
+            free[target] -= 1
+            for h in range(lf):
+                base[target, h] += s + h
+                if base[target, h] > E[h]:
+                    E[h] = base[target, h]
+            if g >= 0:
+                taken[g] = False  # its reserved worker is free for another request
+                resv[i] = -1
+    # the reserved workers' other free slots: the smallest waiting requests (their load falls)
+    need = 0
+    for i in range(due.shape[0]):
+        if resv[i] >= 0:
+            need += free[resv[i]]
+    smallest = _smallest_waiting(sizes, ages, pre, due_steps, need)
+    q = 0
+    for i in range(due.shape[0]):
+        g = resv[i]
+        if g < 0:
+            continue
+        while free[g] > 0 and q < smallest.shape[0]:
+            k = smallest[q]
+            lf = min(life[k], H1)
+            pre[k] = g
+            free[g] -= 1
+            for h in range(lf):
+                base[g, h] += float(sizes[k]) + h
+            q += 1
+    return pre
+
+
+@njit(cache=True)
+def _smallest_waiting(sizes, ages, pre, due_steps, m):
+    """The ``m`` smallest requests not placed and not due (size, then position:
+    the oldest first among equal sizes), in that order; fewer if fewer wait.
+    ``O(n log m)``: a bounded insertion, ``m`` being a few slots."""
+    out = np.empty(m, dtype=np.int64)
+    cnt = 0
+    for k in range(sizes.shape[0]):
+        if pre[k] >= 0 or ages[k] >= due_steps:
+            continue
+        if cnt == m and (m == 0 or sizes[k] >= sizes[out[m - 1]]):
+            continue  # not among the m smallest (a later equal size stays behind)
+        b = cnt - 1 if cnt < m else m - 2
+        while b >= 0 and sizes[out[b]] > sizes[k]:
+            out[b + 1] = out[b]
+            b -= 1
+        out[b + 1] = k
+        if cnt < m:
+            cnt += 1
+    return out[:cnt]
+
+
 def plan_drain(base: np.ndarray, free: np.ndarray, sizes: np.ndarray, life: np.ndarray, ages: np.ndarray,
                pool: np.ndarray, due_steps: int, weights: np.ndarray, reserved: dict[int, int],
                place_all: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -44,77 +172,27 @@ def plan_drain(base: np.ndarray, free: np.ndarray, sizes: np.ndarray, life: np.n
     places it), and the loads and free slots left for the solver.
 
     ``reserved`` (request id -> worker) persists across calls and is updated in
-    place. Invariants: a worker is reserved for at most one request; a reserved
-    worker's free slots go to its request when it fits (or is due at ``2 N``, or
-    every waiting request is admitted) and otherwise to the smallest waiting
-    requests; at most ``free[g]`` placements per worker.
+    place (only waiting requests due now keep one). Invariants: a worker is
+    reserved for at most one request; a reserved worker's free slots go to its
+    request when it fits (or is due at ``2 N``, or every waiting request is
+    admitted) and otherwise to the smallest waiting requests; a request due at
+    ``2 N`` whose worker is full goes to the worker with a free slot where it
+    raises ``J`` least; at most ``free[g]`` placements per worker.
     """
-    G, H1 = base.shape
     n = sizes.shape[0]
-    pre = np.full(n, -1, dtype=np.int64)
     due = np.flatnonzero(ages >= due_steps)
-    live = set(pool[due].tolist())
-    for rid in [r for r in reserved if r not in live]:  # placed or gone: the worker is free again
-        del reserved[rid]
     if due.size == 0:
-        return pre, base, free
+        reserved.clear()  # placed or gone: their workers are free again
+        return np.full(n, -1, dtype=np.int64), base, free
+    ids = pool[due].tolist()
+    resv = np.array([reserved.get(r, -1) for r in ids], dtype=np.int64)
     base = base.astype(np.float64)  # a copy: the solver's loads with these placements
-    free = free.copy()
-    offsets = np.arange(H1, dtype=np.float64)
-    E = base.max(axis=0)
-    taken = np.zeros(G, dtype=bool)
-    taken[list(reserved.values())] = True
-    for k in due.tolist():  # oldest first
-        rid = int(pool[k])
-        s = float(sizes[k])
-        lf = int(min(life[k], H1))
-        late = ages[k] >= 2 * due_steps
-        g = reserved.get(rid)
-        if g is None:
-            cost = placement_cost(E - base - offsets, s, lf, weights, G)
-            cost[taken] = np.inf
-            if np.isfinite(cost).any():
-                g = int(np.argmin(cost))
-                reserved[rid] = g
-                taken[g] = True
-            elif not late:
-                continue  # every worker reserved: waits for the next call
-        target = g
-        if g is None or free[g] == 0:
-            if not late:
-                continue
-            # the deadline: the worker with a free slot where it raises J least, one that no
-            # other request holds if there is such a worker
-            cost = placement_cost(E - base - offsets, s, lf, weights, G)
-            cost[free == 0] = np.inf
-            if np.isfinite(cost[~taken]).any():
-                cost[taken] = np.inf
-            if not np.isfinite(cost).any():
-                continue  # no free slot anywhere: the next call
-            target = int(np.argmin(cost))
-        fits = bool(np.all(base[target, :lf] + s + offsets[:lf] <= E[:lf]))
-        if fits or late or place_all:
-            pre[k] = target
-            free[target] -= 1
-            base[target, :lf] += s + offsets[:lf]
-            np.maximum(E, base[target], out=E)
-            if g is not None:
-                del reserved[rid]
-                taken[g] = False  # its reserved worker is free for another request
-    # the reserved workers' other free slots: the smallest waiting requests (their load falls)
-    rest = [g for g in reserved.values() if free[g] > 0]
-    if rest:
-        order = np.argsort(sizes, kind="stable")
-        avail = order[(pre[order] < 0) & (ages[order] < due_steps)]
-        i = 0
-        for g in rest:
-            while free[g] > 0 and i < avail.size:
-                k = int(avail[i])
-                lf = int(min(life[k], H1))
-                pre[k] = g
-                free[g] -= 1
-                base[g, :lf] += float(sizes[k]) + offsets[:lf]
-                i += 1
+    free = np.array(free, dtype=np.int64)
+    pre = _drain_core(base, free, np.asarray(sizes, dtype=np.int64), np.asarray(life, dtype=np.int64),
+                      np.asarray(ages, dtype=np.int64), due, resv, int(due_steps),
+                      np.ascontiguousarray(weights, dtype=np.float64), bool(place_all))
+    reserved.clear()
+    reserved.update({r: int(g) for r, g in zip(ids, resv.tolist()) if g >= 0})
     return pre, base, free
 
 
