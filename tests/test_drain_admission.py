@@ -1,5 +1,5 @@
 """Admission ``drain:N`` of BF-IO (:mod:`bfio.policies.drain`): the invariants of
-:func:`plan_drain` on random inputs, :func:`placement_cost` against its formula,
+:func:`plan_drain` on random inputs, the placement cost (:func:`bfio.solvers.fast.worker_costs`) against its formula,
 and the rule in the simulator (bounded waits where ``free`` starves, every
 request served, deterministic, refused where it cannot apply)."""
 
@@ -8,7 +8,8 @@ import pytest
 
 from bfio.errors import ConfigError
 from bfio.policies import make_policy
-from bfio.policies.drain import placement_cost, plan_drain
+from bfio.policies.drain import plan_drain
+from bfio.solvers.fast import worker_costs
 from bfio.simulator import simulate
 from bfio.solvers.instance import parse_admission
 from bfio.workload import Workload
@@ -233,7 +234,7 @@ def test_a_due_request_reserves_the_worker_where_it_raises_j_least():
         pre, _, _ = plan_drain(base, free, np.array([s]), np.array([lf]), np.array([N]), np.array([77]), N,
                                weights, reserved, False)
         h = np.arange(H1, dtype=np.float64)
-        cost = placement_cost(base.max(axis=0) - base - h, float(s), min(lf, H1), weights, G)
+        cost = worker_costs(base.max(axis=0) - base - h, float(s), min(lf, H1), float(G), weights)
         g = int(np.argmin(cost))
         assert (pre[0] == g and reserved == {}) or (pre[0] == -1 and reserved == {77: g}), (pre, reserved, g)
         fits = _fits(base[g], base.max(axis=0), float(s), min(lf, H1))
@@ -310,7 +311,10 @@ def test_a_worker_freed_by_a_placement_can_be_reserved_again_in_the_call():
     assert free_out.tolist() == [1]
 
 
-def test_placement_cost_is_the_formula():
+def test_worker_costs_is_the_formula():
+    """The cost drain:N minimizes when it picks a worker (bfio.solvers.fast.worker_costs,
+    the fast solver's _life_cost per row): G sum_{h<l} w_h max(0, s - c_g(h)) less the
+    weighted volume sum_{h<l} w_h (s + h)."""
     rng = np.random.default_rng(9)
     for _ in range(200):
         G, H1 = int(rng.integers(1, 8)), int(rng.integers(1, 10))
@@ -319,13 +323,15 @@ def test_placement_cost_is_the_formula():
         life = int(rng.integers(1, H1 + 1))
         w = rng.random(H1)
         workers = int(rng.integers(1, 20))
-        got = placement_cost(c, size, life, w, workers)
-        want = np.array([workers * sum(w[h] * max(0.0, size - c[g, h]) for h in range(life)) for g in range(G)])
+        got = worker_costs(c, size, life, float(workers), w)
+        volume = sum(w[h] * (size + h) for h in range(life))
+        want = np.array([workers * sum(w[h] * max(0.0, size - c[g, h]) for h in range(life)) - volume
+                         for g in range(G)])
         assert got.shape == (G,)
         assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
-    # zero where the request fits under the headroom at every offset of its life
+    # only the volume where the request fits under the headroom at every offset of its life
     c = np.array([[10.0, 10.0, -5.0], [1.0, 10.0, 10.0]])
-    assert placement_cost(c, 5.0, 2, np.ones(3), 3).tolist() == [0.0, 12.0]
+    assert (worker_costs(c, 5.0, 2, 3.0, np.ones(3)) + 11.0).tolist() == [0.0, 12.0]
 
 
 # -- parse_admission ----------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 ``aging:N`` admits a request that waited ``N`` steps at once, wherever the
 placement puts it: a long prompt that BF-IO kept back because it fits nowhere
 raises the envelope by nearly its whole size. ``drain:N`` instead gives such a
-request a worker: the one where it raises ``J`` least (:func:`placement_cost`,
-Eq. (IO)'s change for one request), reserved for it. Until the request is
+request a worker: the one where it raises ``J`` least (the fast solver's cost of
+a placement, :func:`bfio.solvers.fast.worker_costs`), reserved for it. Until the request is
 placed, the reserved worker's free slots take the smallest waiting requests
 only, so its load falls as its running requests finish; the request is placed
 as soon as it fits there without raising the envelope at any offset of its
@@ -23,36 +23,27 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bfio.solvers.fast import _life_cost, worker_costs
-
-
-def placement_cost(c: np.ndarray, size: float, life: int, weights: np.ndarray, workers: int) -> np.ndarray:
-    """Change of ``J`` (Eq. (IO)) when a request of ``size`` and ``life`` offsets joins
-    each worker, ``G sum_{h<l} w_h max(0, s - c_g(h))`` less the volume it adds (the
-    same for every worker, left out); ``c_g(h) = E(h) - Lhat_g(h) - h`` are the
-    headrooms (rows: workers): :func:`bfio.solvers.fast.worker_costs` (the fast
-    solver's cost of a placement) with the volume added back."""
-    w = np.ascontiguousarray(weights, dtype=np.float64)
-    volume = float(size) * float(w[:life].sum()) + float((w[:life] * np.arange(life)).sum())
-    return worker_costs(np.ascontiguousarray(c, dtype=np.float64), float(size), int(life), float(workers), w) + volume
+from bfio.solvers.fast import worker_costs
 
 
 @njit(cache=True)
-def _best_worker(base, E, s, lf, G, w, cw, cwh, c, skip, need_free, free):
+def _best_worker(base, E, s, lf, G, w, skip, need_free, free):
     """The worker where a request (size ``s``, ``lf`` offsets) raises ``J`` least
-    (:func:`bfio.solvers.fast._life_cost`; the first on ties), among those not in
+    (:func:`bfio.solvers.fast.worker_costs`; the first on ties), among those not in
     ``skip`` and, with ``need_free``, with a free slot; -1 if none."""
-    H1 = base.shape[1]
+    nW, H1 = base.shape
+    C = np.empty((nW, H1))
+    for g in range(nW):
+        for h in range(H1):
+            C[g, h] = E[h] - base[g, h] - h
+    cost = worker_costs(C, s, lf, G, w)
     best = np.inf
     arg = -1
-    for g in range(base.shape[0]):
+    for g in range(nW):
         if skip[g] or (need_free and free[g] == 0):
             continue
-        for h in range(H1):
-            c[h] = E[h] - base[g, h] - h
-        v = _life_cost(c, s, lf, G, w, cw, cwh)
-        if v < best:
-            best = v
+        if cost[g] < best:
+            best = cost[g]
             arg = g
     return arg
 
@@ -65,11 +56,6 @@ def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_al
     G, H1 = base.shape
     n = sizes.shape[0]
     pre = np.full(n, -1, dtype=np.int64)
-    cw = np.zeros(H1 + 1)
-    cwh = np.zeros(H1 + 1)
-    for h in range(H1):
-        cw[h + 1] = cw[h] + w[h]
-        cwh[h + 1] = cwh[h] + w[h] * h
     E = np.zeros(H1)
     for g in range(G):
         for h in range(H1):
@@ -79,7 +65,6 @@ def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_al
     for i in range(due.shape[0]):
         if resv[i] >= 0:
             taken[resv[i]] = True
-    c = np.empty(H1)
     nothing = np.zeros(G, dtype=np.bool_)
     for i in range(due.shape[0]):  # oldest first
         k = due[i]
@@ -88,7 +73,7 @@ def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_al
         late = ages[k] >= 2 * due_steps
         g = resv[i]
         if g < 0:
-            g = _best_worker(base, E, s, lf, G, w, cw, cwh, c, taken, False, free)
+            g = _best_worker(base, E, s, lf, G, w, taken, False, free)
             if g >= 0:
                 resv[i] = g
                 taken[g] = True
@@ -100,9 +85,9 @@ def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_al
                 continue
             # the deadline: the worker with a free slot where it raises J least, one that
             # no other request holds if there is such a worker
-            target = _best_worker(base, E, s, lf, G, w, cw, cwh, c, taken, True, free)
+            target = _best_worker(base, E, s, lf, G, w, taken, True, free)
             if target < 0:
-                target = _best_worker(base, E, s, lf, G, w, cw, cwh, c, nothing, True, free)
+                target = _best_worker(base, E, s, lf, G, w, nothing, True, free)
             if target < 0:
                 continue  # no free slot anywhere: the next call
         fits = True
@@ -196,4 +181,4 @@ def plan_drain(base: np.ndarray, free: np.ndarray, sizes: np.ndarray, life: np.n
     return pre, base, free
 
 
-__all__ = ["placement_cost", "plan_drain"]
+__all__ = ["plan_drain"]
