@@ -52,7 +52,7 @@ from bfio.solvers.fenwick import bit_build as _bit_build
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
 from bfio.solvers.fast import _life_cost
-from bfio.solvers.touched import touched_workers, waiting_order
+from bfio.solvers.touched import touched_workers_float, waiting_order
 
 
 #: Passes of :func:`_upsize` at most (each is ``O(U (H_eff + log n))``; it stops when one exchanges nothing).
@@ -305,10 +305,9 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
     for h in range(H1):
         cw[h + 1] = cw[h] + w[h]
         cwh[h + 1] = cwh[h] + w[h] * h
-    tw, P_in, capl, _, E_in = touched_workers(base, free)
+    # keys and rises in float64: exact for integer loads below 2^53
+    tw, P, capl, _, E = touched_workers_float(base, free)
     nT = tw.shape[0]
-    P = P_in.astype(np.float64)  # keys and rises in float64: exact for integer loads below 2^53
-    E = E_in.astype(np.float64)
     # waiting requests by size ascending (oldest last among equal sizes: taken first)
     order = waiting_order(sizes)
     ss = np.empty(n, dtype=np.float64)

@@ -17,13 +17,25 @@ def touched_workers(base, free):
     ``capl[t] = free[tw[t]]``; ``Mo(h)`` the largest load of the other workers
     (the fixed envelope, 0 if none) and ``E(h) = max(Mo(h), max_t P[t, h])``.
     Invariant: ``E(h) = max_g base[g, h]`` (0 for no worker), all in ``base``'s dtype."""
+    return _touched(base, free, base.dtype)
+
+
+@njit(cache=True)
+def touched_workers_float(base, free):
+    """:func:`touched_workers` with ``P``, ``Mo`` and ``E`` in float64 (the heap
+    placement's arithmetic), read from ``base`` once instead of copied twice."""
+    return _touched(base, free, np.float64)
+
+
+@njit(cache=True)
+def _touched(base, free, dtype):
     G, H1 = base.shape
     nT = 0
     for g in range(G):
         if free[g] > 0:
             nT += 1
     tw = np.empty(nT, dtype=np.int64)
-    Mo = np.zeros(H1, dtype=base.dtype)
+    Mo = np.zeros(H1, dtype=dtype)
     k = 0
     for g in range(G):
         if free[g] > 0:
@@ -33,7 +45,7 @@ def touched_workers(base, free):
             for h in range(H1):
                 if base[g, h] > Mo[h]:
                     Mo[h] = base[g, h]
-    P = np.empty((nT, H1), dtype=base.dtype)
+    P = np.empty((nT, H1), dtype=dtype)
     capl = np.empty(nT, dtype=np.int64)
     E = Mo.copy()
     for t in range(nT):
