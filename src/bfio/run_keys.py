@@ -25,16 +25,16 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from bfio.solvers.instance import ADMISSIONS, parse_admission
+
 #: Suffix of a paper-literal BF-IO row key (``bfio_h40_literal``).
 LITERAL_SUFFIX = "_literal"
 #: Regular expression of a BF-IO row key (the policy registry's keyed rows,
 #: :data:`bfio.policies.KEYED_ROWS`, and the config schema's row pattern).
 BFIO_ROW_PATTERN = "bfio_h([0-9]+)(" + LITERAL_SUFFIX + ")?"
 _BFIO_ROW = re.compile(f"^{BFIO_ROW_PATTERN}$")
-def _admission_row():
-    from bfio.solvers.instance import ADMISSIONS
-
-    return re.compile(r"^bfio_h(\d+)_(" + "|".join(ADMISSIONS) + r")(\d*)$")
+#: A row of the starvation study, ``bfio_h<H>_<admission>``: the admission rules' registry.
+_ADMISSION_ROW = re.compile(r"^bfio_h(\d+)_(" + "|".join(ADMISSIONS) + r")(\d*)$")
 
 
 def row_key(policy: str, horizon: int | None = None, objective: str = "default", admission: str | None = None) -> str:
@@ -50,8 +50,6 @@ def row_key(policy: str, horizon: int | None = None, objective: str = "default",
 def admission_label(admission: str) -> str:
     """Path- and label-safe form of a BF-IO admission rule: ``'aging:200'`` -> ``'aging200'``
     (raises :class:`~bfio.errors.ConfigError` for an unknown rule)."""
-    from bfio.solvers.instance import parse_admission
-
     parse_admission(admission)
     return admission.replace(":", "")
 
@@ -59,7 +57,7 @@ def admission_label(admission: str) -> str:
 def parse_admission_row(row: str) -> tuple[int, str] | None:
     """``'bfio_h40_aging200'`` -> ``(40, 'aging:200')``, ``'bfio_h0_free'`` -> ``(0, 'free')``,
     anything else -> ``None`` (the inverse of :func:`row_key` with ``admission``)."""
-    m = _admission_row().match(str(row))
+    m = _ADMISSION_ROW.match(str(row))
     if not m:
         return None
     return int(m.group(1)), m.group(2) + (f":{m.group(3)}" if m.group(3) else "")

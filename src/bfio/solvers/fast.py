@@ -232,15 +232,23 @@ def _life_cost(c, s, l, G, w, cw, cwh):
 
 
 @njit(cache=True)
-def worker_costs(C, s, l, G, w):
-    """:func:`_life_cost` of one request (size ``s``, lifetime ``l <= len(w)``) on every
-    row of headrooms ``C`` (``C[g, h] = c_g(h)``): the change of ``J`` on each worker."""
+def cumulative_weights(w):
+    """``(cw, cwh)`` with ``cw[l] = sum_{h<l} w_h`` and ``cwh[l] = sum_{h<l} w_h h``
+    (``l = 0..len(w)``): the prefix sums :func:`_life_cost` and :func:`_volume` read."""
     H1 = w.shape[0]
-    cw = np.zeros(H1 + 1)
-    cwh = np.zeros(H1 + 1)
+    cw = np.zeros(H1 + 1, dtype=np.float64)
+    cwh = np.zeros(H1 + 1, dtype=np.float64)
     for h in range(H1):
         cw[h + 1] = cw[h] + w[h]
         cwh[h + 1] = cwh[h] + w[h] * h
+    return cw, cwh
+
+
+@njit(cache=True)
+def worker_costs(C, s, l, G, w):
+    """:func:`_life_cost` of one request (size ``s``, lifetime ``l <= len(w)``) on every
+    row of headrooms ``C`` (``C[g, h] = c_g(h)``): the change of ``J`` on each worker."""
+    cw, cwh = cumulative_weights(w)
     out = np.empty(C.shape[0])
     for g in range(C.shape[0]):
         out[g] = _life_cost(C[g], s, l, G, w, cw, cwh)
@@ -1087,11 +1095,7 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=T
     if U <= 0 or n == 0:
         return assign
     wt = weights
-    cw = np.zeros(H1 + 1, dtype=np.float64)  # cw[l] = sum_{h<l} w_h
-    cwh = np.zeros(H1 + 1, dtype=np.float64)  # cwh[l] = sum_{h<l} w_h h
-    for h in range(H1):
-        cw[h + 1] = cw[h] + wt[h]
-        cwh[h + 1] = cwh[h] + wt[h] * h
+    cw, cwh = cumulative_weights(wt)
     # touched workers (free slots) and the fixed envelope of the others
     tw, P, capl, Mo, E = touched_workers(base, free)
     nT = tw.shape[0]
@@ -1191,4 +1195,5 @@ def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> 
                             inst.admissible, terms, int(max_rounds))
 
 
-__all__ = ["PERSIST", "solve_fast", "solve_fast_terms", "fast_assign", "persisting", "size_order", "worker_costs"]
+__all__ = ["PERSIST", "solve_fast", "solve_fast_terms", "fast_assign", "persisting", "size_order", "cumulative_weights",
+           "worker_costs"]

@@ -51,7 +51,7 @@ from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_build as _bit_build
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
-from bfio.solvers.fast import _life_cost
+from bfio.solvers.fast import _life_cost, cumulative_weights
 from bfio.solvers.touched import touched_workers_float, waiting_order
 
 
@@ -281,9 +281,8 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
     if U <= 0 or n == 0:
         return assign, 0
     w = weights
-    W = 0.0
-    for h in range(H1):
-        W += w[h]
+    cw, cwh = cumulative_weights(w)  # cw[l] = sum_{h<l} w_h, cwh[l] = sum_{h<l} w_h h
+    W = cw[H1]
     cbuf = np.empty(H1, dtype=np.float64)
     ibuf = np.empty(H1, dtype=np.int64)
     nh = 0
@@ -300,11 +299,6 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
         else:
             light[h - a] = h
     cres = np.empty(H1, dtype=np.float64)
-    cw = np.zeros(H1 + 1, dtype=np.float64)  # cw[l] = sum_{h<l} w_h, cwh[l] = sum_{h<l} w_h h
-    cwh = np.zeros(H1 + 1, dtype=np.float64)
-    for h in range(H1):
-        cw[h + 1] = cw[h] + w[h]
-        cwh[h + 1] = cwh[h] + w[h] * h
     # keys and rises in float64: exact for integer loads below 2^53
     tw, P, capl, _, E = touched_workers_float(base, free)
     nT = tw.shape[0]
