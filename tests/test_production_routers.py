@@ -274,3 +274,77 @@ def test_vllm_rotating_tie_break_takes_turns_across_calls():
     assert [new.dispatch(state, np.arange(1)).tolist() for _ in range(3)] == [[0], [1], [2]]
     busy = _atom_state([1, 0, 0, 0], [0, 0, 0, 0])  # the score still decides first
     assert new.dispatch(busy, np.arange(1)).tolist() == [3]
+
+
+# -- vLLM after pull request #49204: in-flight floor, KV-pressure penalty ---------------
+
+
+def _vllm_49204_reference(start, waiting, running, usage, inflight, arrivals):
+    """vLLM's ``get_core_engine_for_request`` loop as written in its source
+    (commit 00080ee), one client: lists, a strict ``<``, the start rotated."""
+    waiting, inflight, out = list(waiting), list(inflight), []
+    n = len(waiting)
+    for _ in range(arrivals):
+        min_score, eng = float("inf"), 0
+        for i in range(n):
+            idx = (start + i) % n
+            score = max(1 * inflight[idx], waiting[idx] + running[idx])
+            if waiting[idx]:
+                score += waiting[idx] * 6.0 * max(0.0, usage[idx] - 0.5)
+            if score < min_score:
+                min_score, eng = score, idx
+        waiting[eng] += 1
+        start = (start + 1) % n
+        inflight[eng] += 1
+        out.append(eng)
+    return out
+
+
+def test_vllm_dp_kv_a_kv_bound_queue_repels_new_requests():
+    cap = 1000
+    # w0: 2 waiting + 1 running at 100% KV: 3 + 2 * 6 * 0.5 = 9; w1: 5 running, no queue: 5
+    st_, reqs = dstate(waiting=[2, 0], running=[1, 5], loads=[cap, 10], prefill=[1])
+    assert pick("vllm_dp_kv", st_, reqs, kv_tokens_per_rank=cap) == [1]
+    # the same queue at 50% usage costs nothing: 3 < 5
+    st_, reqs = dstate(waiting=[2, 0], running=[1, 5], loads=[cap // 2, 10], prefill=[1])
+    assert pick("vllm_dp_kv", st_, reqs, kv_tokens_per_rank=cap) == [0]
+    # without KV pressure it counts in-flight requests (no 4 x waiting): vllm_dp would pick w1 (4*2+1 = 9 > 5)
+    assert pick("vllm_dp", st_, reqs) == [1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6).flatmap(lambda G: st.tuples(
+    st.lists(st.integers(0, 5), min_size=G, max_size=G), st.lists(st.integers(0, 8), min_size=G, max_size=G),
+    st.lists(st.integers(0, 2000), min_size=G, max_size=G), st.integers(1, 12), st.integers(0, 3))))
+def test_vllm_dp_kv_follows_the_source_loop(case):
+    waiting, running, loads, arrivals, calls = case
+    cap = 1000
+    p = make_policy("vllm_dp_kv", kv_tokens_per_rank=cap)
+    G = len(waiting)
+    p.reset(G, 8)
+    start = 0
+    for _ in range(calls):  # the start index carries over between calls
+        st_, _ = dstate(waiting=waiting, running=running, loads=loads, prefill=[1])
+        got = p.dispatch(st_, np.arange(arrivals)).tolist()
+        usage = [x / cap for x in loads]
+        inflight = [w + r for w, r in zip(waiting, running)]
+        assert got == _vllm_49204_reference(start, waiting, running, usage, inflight, arrivals)
+        start = (start + arrivals) % G
+
+
+def test_vllm_dp_kv_inflight_floor_is_exact_on_stale_reports():
+    """With load reports every K steps the coordinator's counts lag, but the front
+    end's own in-flight count is exact: a rank that the stale report shows empty
+    is not chosen when the requests bound to it since are still in flight."""
+    p = make_policy("vllm_dp_kv", report_interval=10)
+    p.reset(2, 8)
+    first, _ = dstate(waiting=[0, 0], running=[0, 0], step=0)
+    assert p.dispatch(first, np.arange(1)).tolist() == [0]
+    # step 1, same report window: the router's view is the report plus its dispatch (w0: 1 waiting);
+    # the exact state has 3 running on w1 that the report does not show -> the floor sends to w0
+    later, _ = dstate(waiting=[1, 0], running=[0, 3], step=1)
+    assert p.dispatch(later, np.arange(1)).tolist() == [0]
+    assert make_policy("vllm_dp_kv").describe() == {"name": "vllm_dp_kv"}
+    assert make_policy("vllm_dp_kv", kv_tokens_per_rank=5).describe()["kv_tokens_per_rank"] == 5
+    with pytest.raises(ConfigError, match="kv_tokens_per_rank"):
+        make_policy("vllm_dp_kv", kv_tokens_per_rank=0)

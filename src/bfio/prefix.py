@@ -27,7 +27,7 @@ import numpy as np
 
 from bfio.errors import ConfigError
 
-__all__ = ["PrefixBlocks", "PrefixCache", "check_blocks_cover", "blocks_needed", "cache_capacity_blocks"]
+__all__ = ["PrefixBlocks", "PrefixCache", "check_blocks_cover", "blocks_needed", "cache_capacity_blocks", "KV_TOKENS_PER_RANK"]
 
 
 def _positive_int(value, field: str) -> int:
@@ -173,6 +173,13 @@ def check_blocks_cover(blocks: PrefixBlocks, prefill, where: str) -> None:
         i = int(np.flatnonzero(bad)[0])
         raise ConfigError(f"{where}: request {i} has {blocks.count(i)} prefix blocks, but its prompt of "
                           f"{int(s[i])} tokens needs ceil({int(s[i])} / {blocks.block_tokens}) = {int(need[i])}")
+
+
+#: A rank's KV-cache budget in tokens used where a run gives none (the
+#: ``vllm_dp_kv`` router's ``kv_tokens_per_rank``): an A100-80GB less an 8B
+#: model's 16 GB of weights, 64 GB at 131 kB a token (Llama-3-8B: 32 layers x 8
+#: KV heads x 128 x 2 x 2 bytes), ``docs/prefix_cache.md``.
+KV_TOKENS_PER_RANK = 480_000
 
 
 def cache_capacity_blocks(kv_tokens_per_rank: int, block_tokens: int) -> int:

@@ -16,7 +16,8 @@ dispatches (each adds 1 to ``waiting``), which is that estimate
 balancer with token counts (``--data-parallel-token-lb``). vLLM pull request
 #49204 ("[Core] Fix internal LB load-balancing", merged, July 2026) later
 changed this score (in-flight requests per client, waiting requests weighted by
-KV-cache pressure); ``vllm_dp`` is the ``waiting * 4 + running`` rule before it.
+KV-cache pressure); ``vllm_dp`` is the ``waiting * 4 + running`` rule before it,
+``vllm_dp_kv`` the rule after it.
 
 Modes (``docs/online.md``):
 
@@ -33,7 +34,9 @@ Modes (``docs/online.md``):
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.base import DISPATCH_MODES, DispatchState, RoutingState
+from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
+from bfio.policies.options import Option
+from bfio.prefix import KV_TOKENS_PER_RANK
 from bfio.policies.instant import greedy_argmin
 from bfio.policies.jsq import JSQRequests
 
@@ -62,10 +65,11 @@ class VllmDPRotating(VllmDP):
     every selection (``eng_start_index``), so fully tied engines take turns
     instead of the lowest rank taking every tie; the score is unchanged
     (``waiting * 4 + running``, the chosen engine's waiting count bumped). Source
-    status (``docs/online.md``): the rotation is described by a design note on
-    vLLM's ``core_client.py`` in the code index; the pull request itself could
-    not be read here (the vLLM snapshot exceeds the fetch limit). ``vllm_dp`` is
-    the rule before it (ties to the lowest rank)."""
+    (``docs/online.md``): the pull request's description and vLLM's
+    ``core_client.py`` at commit 00080ee in the code index
+    (``eng_start_index = (eng_start_index + 1) % num_engines``). ``vllm_dp`` is
+    the rule before it (ties to the lowest rank); ``vllm_dp_kv`` the score of
+    #49204 that followed."""
 
     name = "vllm_dp_rotating"
     label = "vLLM DP (rotating)"
@@ -84,4 +88,82 @@ class VllmDPRotating(VllmDP):
             self._start += 1
             out[j] = g
             key[g] += WAITING_WEIGHT
+        return out
+
+
+#: KV-cache pressure above which vLLM #49204 penalizes waiting requests, and the
+#: penalty's slope: ``waiting * 6 * max(0, usage - 0.5)`` (3x waiting at 100%).
+KV_PENALTY_FROM = 0.5
+KV_PENALTY_SLOPE = 6.0
+
+
+@register
+class VllmDPKV(InstantPolicy):
+    """vLLM's balancer after pull request #49204 ("[Core] Fix internal LB
+    load-balancing", merged July 2026), with the rotating tie-break of #47420.
+
+    Source: ``vllm/v1/engine/core_client.py``,
+    ``DPLBAsyncMPClient.get_core_engine_for_request`` (read in the code index at
+    vLLM commit 00080ee). For each engine, scanned from a start index that
+    advances by one after every selection, with a strict ``<``::
+
+        score = max(client_count * inflight, waiting + running)
+        if waiting:
+            score += waiting * 6.0 * max(0.0, kv_cache_usage - 0.5)
+
+    ``inflight`` is the front end's own exact count of its unfinished requests
+    on the engine; ``waiting``, ``running`` and ``kv_cache_usage`` come from the
+    coordinator's stats (the chosen engine's ``waiting`` bumped by
+    ``client_count`` until the next stats update). The ``4 x waiting`` weight of
+    the older rule is gone: without KV pressure the score counts in-flight
+    requests, with it a queue on a KV-bound engine repels new requests.
+
+    Mapping to the simulator (one API-server client, ``client_count = 1``):
+    ``inflight_g`` is the exact ``waiting_g + running_g`` whatever
+    ``report_interval`` is (the front end counts its dispatches and the
+    completions it streams); ``waiting``, ``running`` and the KV usage come from
+    the router's view (exact, or the last report plus its own dispatches);
+    ``kv_cache_usage_g = L_g / kv_tokens_per_rank``, the resident KV tokens of
+    the running requests over the rank's KV budget. The simulator does not
+    enforce that budget (the paper's model has no preemption), so a usage above
+    1 means a real engine would be KV-bound; the score keeps its formula there.
+    """
+
+    name = "vllm_dp_kv"
+    label = "vLLM DP (#49204)"
+    options = InstantPolicy.options + (
+        Option("kv_tokens_per_rank", int, KV_TOKENS_PER_RANK,
+               "vllm_dp_kv: a rank's KV-cache budget in tokens, the denominator of its kv_cache_usage "
+               "(default: an A100-80GB serving an 8B model, docs/prefix_cache.md)", minimum=1,
+               identity="non-default", metavar="TOKENS"),)
+
+    def __init__(self, seed: int = 0, **options):
+        super().__init__(seed=seed, **options)
+        self._start = 0
+
+    def reset(self, workers: int, slots: int) -> None:
+        super().reset(workers, slots)
+        self._start = 0
+
+    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        # the front end's exact in-flight counts, whatever the reports lag
+        self._inflight = (np.asarray(state.waiting) + np.asarray(state.running)).astype(np.float64)
+        return super().dispatch(state, requests)
+
+    def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        G = state.workers
+        inflight = self._inflight.copy()
+        waiting = np.asarray(state.waiting, dtype=np.float64).copy()
+        running = np.asarray(state.running, dtype=np.float64)
+        usage = np.asarray(state.loads, dtype=np.float64) / self.option_values["kv_tokens_per_rank"]
+        pressure = KV_PENALTY_SLOPE * np.maximum(0.0, usage - KV_PENALTY_FROM)
+        out = np.empty(requests.shape[0], dtype=np.int64)
+        for j in range(requests.shape[0]):
+            score = np.maximum(inflight, waiting + running) + waiting * pressure
+            scan = (self._start + np.arange(G)) % G
+            g = int(scan[np.argmin(score[scan])])  # the first minimum in scan order (strict <)
+            self._start = (self._start + 1) % G
+            out[j] = g
+            waiting[g] += 1.0
+            inflight[g] += 1.0
         return out
