@@ -157,3 +157,122 @@ def test_the_check_reports_a_schema_the_readme_does_not_match(edit, expected):
     config, theory = _schemas()  # fresh copies
     edit(config, theory)
     assert problems(pipeline_keys(config, theory), readme_rows(README.read_text())) == expected
+
+
+# --------------------------------------------------------------------------- policy defaults
+
+#: A README default cell that names the policy's own default: ``none (policy: `aging:200`)``.
+POLICY_DEFAULT = re.compile(r"none \(policy: `([^`]*)`\)")
+
+
+def readme_options(rows: list[tuple[str, str]], classes: dict) -> list[tuple[str, str, object]]:
+    """``(key, default cell, Option)`` of the README rows that document one
+    declared option: ``bfio.<option>`` (policy ``bfio``) and
+    ``policy_options.<policy>.<option>`` for a policy in ``classes`` (name ->
+    class; the generic ``<policy>.<option>`` row names none)."""
+    from bfio.policies.options import declared
+
+    out = []
+    for key, cell in rows:
+        parts = key.split(".")
+        if len(parts) == 2 and parts[0] == "bfio":
+            policy, name = "bfio", parts[1]
+        elif len(parts) == 3 and parts[0] == "policy_options" and parts[1] in classes:
+            policy, name = parts[1], parts[2]
+        else:
+            continue
+        options = {o.name: o for o in declared(classes[policy])}
+        if name in options:  # a key the policy does not declare: the schema check above reports it
+            out.append((key, cell, options[name]))
+    return out
+
+
+def option_default_problems(rows: list[tuple[str, str]], classes: dict) -> list[str]:
+    """What the README's policy defaults get wrong about the ``Option`` defaults the
+    policies declare (:class:`bfio.policies.options.Option`, the one place a
+    policy option's default is written): an option with a default is shown as
+    ``none (policy: `<default>`)`` (read back as YAML, so ``10`` is ``10.0``);
+    one without (``derived``: the value comes from another option) names no
+    single policy default."""
+    out = []
+    for key, cell, option in readme_options(rows, classes):
+        m = POLICY_DEFAULT.fullmatch(cell)
+        if option.default is None:
+            if m:
+                out.append(f"{key}: the policy declares no default ({option.derived}), "
+                           f"config/README.md gives {cell}")
+            continue
+        written = yaml.safe_load(m.group(1)) if m else None
+        if m is None or written != option.default or isinstance(written, bool) != isinstance(option.default, bool):
+            out.append(f"{key}: the policy declares default `{render(option.default)}`, config/README.md gives {cell}")
+    return out
+
+
+def _policy_classes() -> dict:
+    from bfio.policies import policy_class, registered
+
+    return {name: policy_class(name) for name in registered()}
+
+
+def test_readme_policy_defaults_are_the_declared_option_defaults():
+    """Issue 28: the ``(policy: `...`)`` defaults of the ``bfio`` rows are the
+    ``Option`` defaults of :data:`bfio.policies.bfio.OPTIONS`, every option is checked."""
+    from bfio.policies.options import declared
+
+    classes = _policy_classes()
+    rows = readme_rows(README.read_text())
+    checked = {key for key, _, _ in readme_options(rows, classes)}
+    assert checked == {f"bfio.{o.name}" for o in declared(classes["bfio"])}
+    assert option_default_problems(rows, classes) == []
+
+
+def _readme_says(old: str, new: str):
+    def edit(text: str, classes: dict):
+        assert old in text
+        return text.replace(old, new), classes
+    return edit
+
+
+def _declare(policy: str, option: str, default):
+    def edit(text: str, classes: dict):
+        import dataclasses
+
+        from bfio.policies.options import declared
+
+        cls = classes[policy]
+        options = tuple(dataclasses.replace(o, default=default) if o.name == option else o for o in declared(cls))
+        return text, {**classes, policy: type(cls.__name__, (cls,), {"options": options})}
+    return edit
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (_readme_says("none (policy: `aging:200`)", "none (policy: `free`)"),
+     ["bfio.admission: the policy declares default `aging:200`, config/README.md gives none (policy: `free`)"]),
+    (_declare("bfio", "time_limit_s", 30.0),
+     ["bfio.time_limit_s: the policy declares default `30.0`, config/README.md gives none (policy: `10`)"]),
+    (_readme_says("| none (the objective's) | Offset discount", "| none (policy: `0.6`) | Offset discount"),
+     ["bfio.discount: the policy declares no default (the objective's), config/README.md gives "
+      "none (policy: `0.6`)"]),
+    (_readme_says("| none (policy: `256`) |", "| none |"),
+     ["bfio.shard_workers: the policy declares default `256`, config/README.md gives none"]),
+    (_readme_says("| `policy_options.<policy>.<option>` |",
+                  "| `policy_options.vllm_token_lb.running_tokens` | string | none (policy: `computed`) | x |\n"
+                  "| `policy_options.<policy>.<option>` |"),
+     ["policy_options.vllm_token_lb.running_tokens: the policy declares default `uncomputed`, "
+      "config/README.md gives none (policy: `computed`)"]),
+], ids=["README default changed", "declared default changed", "derived given a default", "default dropped",
+        "policy_options row"])
+def test_the_check_reports_a_policy_default_the_readme_does_not_match(edit, expected):
+    """The check on the README text and the policy classes edited in memory (the files stay untouched)."""
+    text, classes = edit(README.read_text(), _policy_classes())
+    assert option_default_problems(readme_rows(text), classes) == expected
+
+
+def test_paper_bfio_options_are_the_config_bfio_section():
+    """Issue 28: :data:`bfio.paper.PAPER_BFIO_OPTIONS` (the paper's BF-IO options, as the
+    tests run the paper's rows) is the ``bfio`` section of config/config.yaml (what
+    the pipeline's paper rows run), key for key."""
+    from bfio.paper import PAPER_BFIO_OPTIONS
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    assert config["bfio"] == PAPER_BFIO_OPTIONS

@@ -50,3 +50,29 @@ def test_baseline_keys_are_their_names_and_bad_admissions_are_refused():
     assert row_key("fcfs") == "fcfs" and parse_bfio_row("fcfs") is None
     with pytest.raises(ConfigError):
         admission_label("aging:x")
+
+
+def test_tables_and_the_horizon_figure_read_stored_columns():
+    """Issue 28: downstream of the runs, the order, checks and curves come from the
+    ``horizon`` and ``objective`` columns a run stores, not from the key. The one key
+    the horizon-sweep figure still reads is the objective of a summary table, which
+    stores none (its columns are kept so results stay byte-identical)."""
+    import inspect
+
+    import pandas as pd
+
+    import bfio.tables
+    from bfio.figures import horizon_sweep
+
+    source = inspect.getsource(bfio.tables)
+    assert "parse_bfio_row" not in source and "paper_row" not in source
+    summary = pd.DataFrame({"row": ["fcfs", "x_late", "x_early", "x_lit"], "horizon": [None, 30, 5, 5],
+                            "objective": [None, "default", "default", "paper-literal"]})
+    bf = horizon_sweep._bfio_rows(summary)
+    assert list(zip(bf["row"], bf["H"], bf["objective"])) == [("x_early", 5, "default"), ("x_late", 30, "default"),
+                                                              ("x_lit", 5, "paper-literal")]
+    # a summary table as written (no objective column): H stored, the objective from the key
+    table = pd.DataFrame({"row": ["fcfs", "bfio_h20", "bfio_h20_literal"], "horizon": [None, 20, 20]})
+    bf = horizon_sweep._bfio_rows(table)
+    assert list(zip(bf["row"], bf["H"], bf["objective"])) == [("bfio_h20", 20, "default"),
+                                                              ("bfio_h20_literal", 20, "paper-literal")]

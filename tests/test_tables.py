@@ -39,14 +39,15 @@ def test_mean_ci_matches_t_interval():
 
 def synthetic_runs(table: str, values: dict, units: dict, seeds=(42, 1, 2), trace="longbench", workers=256,
                    requests=80000, jitter=0.0):
-    """Runs whose seed-42 metrics equal ``values`` (printed, in paper units)."""
+    """Runs whose seed-42 metrics equal ``values`` (printed, in paper units), with the
+    ``horizon`` and ``objective`` columns a run stores (:func:`bfio.experiments.run_one`)."""
     rows = []
     for row, cells in values.items():
         policy, h = ("bfio", int(row[6:])) if row.startswith("bfio_h") else (row, None)
         for k, seed in enumerate(seeds):
             rec = {"run": f"{trace}/n{requests}-g{workers}-b72/{row}/seed{seed}", "row": row, "policy_name": policy,
-                   "horizon": h, "seed": seed, "trace": trace, "requests": requests, "workers": workers, "slots": 72,
-                   "experiment": table}
+                   "horizon": h, "objective": "default" if h is not None else None, "seed": seed, "trace": trace,
+                   "requests": requests, "workers": workers, "slots": 72, "experiment": table}
             for metric, printed in cells.items():
                 scale = units[metric][0]
                 v = float(printed) * scale * (1 + jitter * k)
@@ -169,12 +170,12 @@ def test_distinct_runs_and_writer(tmp_path):
     assert (tmp_path / "t.md").read_text().startswith("# T")
 
 
-def test_paper_pivot_orders_rows_as_the_paper():
-    runs = synthetic_runs("table1", TABLE1, TABLE1_UNITS)
+def test_paper_pivot_orders_rows_as_the_paper(tmp_path):
+    # runs in any order: the comparison table is in the paper's order, and its CSV keeps it
+    runs = synthetic_runs("table1", TABLE1, TABLE1_UNITS).sample(frac=1.0, random_state=3)
     comp = paper_comparison(runs, "table1", 42)
-    # as read back from the CSV, rows shuffled
-    shuffled = comp.sample(frac=1.0, random_state=3).reset_index(drop=True)
-    pivot = paper_pivot(shuffled)
+    comp.to_csv(tmp_path / "table1.csv", index=False)
+    pivot = paper_pivot(pd.read_csv(tmp_path / "table1.csv", dtype={"ours_rounded": str}))
     horizons = sorted(int(r[6:]) for r in TABLE1 if r.startswith("bfio_h"))
     assert list(pivot.index) == ["FCFS", "JSQ"] + [f"BF-IO (H={h})" for h in horizons]
     assert list(pivot.columns) == ["Avg imbalance", "Throughput", "TPOT", "Energy"]
@@ -213,3 +214,41 @@ def test_effective_window_is_stated_when_h_goes_beyond_it():
     assert "Effective lookahead" in md
     runs["fast_solver_horizon"] = runs["horizon"]  # no cut-off: nothing to say
     assert effective_window_note(runs) == ""
+
+
+def test_order_and_checks_read_the_stored_columns_not_the_key():
+    """Issue 28: the row order, the printed row a run is compared with and the check
+    come from the ``horizon`` and ``objective`` columns a run stores; the key is not parsed."""
+    from bfio.tables import REPORTED_ONLY, check_kind, stored_keys
+
+    runs = synthetic_runs("table2", TABLE2, TABLE2_UNITS, trace="burstgpt", workers=16, requests=100000)
+    lit = runs[runs["row"] == "bfio_h20"].assign(row="twenty_literal", objective="paper-literal")
+    opaque = runs[runs["row"] == "bfio_h0"].assign(row="a_late_one", horizon=30)
+    adm = runs[runs["row"] == "bfio_h0"].assign(row="bfio_h0_aging200", objective=None)  # a study row: no objective
+    runs = pd.concat([runs, lit, opaque, adm], ignore_index=True)
+    keys = stored_keys(runs)
+    assert keys["twenty_literal"] == (20, "paper-literal") and keys["a_late_one"] == (30, "default")
+    assert keys["fcfs"] is None and keys["bfio_h0_aging200"] is None
+    s = summarize(runs, 42)
+    assert list(s["row"]) == ["bfio_h0_aging200", "fcfs", "jsq_tokens", "bfio_h0", "bfio_h20", "twenty_literal",
+                              "a_late_one"]
+    assert list(s.columns) == list(summarize(synthetic_runs("table2", TABLE2, TABLE2_UNITS), 42).columns)
+    assert "objective" not in s  # the summary tables keep their columns (results byte-identical)
+    comp = paper_comparison(runs, "table2", 42).set_index(["row", "metric"])
+    cell = comp.loc[("twenty_literal", "throughput")]  # compared with the printed bfio_h20, reported only
+    assert cell["paper_printed"] == TABLE2["bfio_h20"]["throughput"] and cell["check"] == REPORTED_ONLY
+    assert comp.loc[("bfio_h20", "throughput"), "check"] == "equal or better"
+    assert comp.loc[("fcfs", "throughput"), "check"] == "exact to printed digits"
+    assert comp.loc[("a_late_one", "throughput"), "paper_printed"] == ""  # H = 30: not printed
+    assert (check_kind(None), check_kind("default"), check_kind("paper-literal")) == (
+        "exact to printed digits", "equal or better", REPORTED_ONLY)
+
+
+def test_runs_without_an_objective_column_read_as_the_default_objective():
+    """A runs table written before runs stored ``objective``: a row with a horizon is BF-IO's default."""
+    from bfio.tables import stored_keys
+
+    runs = synthetic_runs("table1", TABLE1, TABLE1_UNITS).drop(columns=["objective"])
+    assert stored_keys(runs) == {r: ((int(r[6:]), "default") if r.startswith("bfio_h") else None) for r in TABLE1}
+    comp = paper_comparison(runs, "table1", 42)
+    assert comp[comp["paper_printed"].astype(bool)]["ok"].all()

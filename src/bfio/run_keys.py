@@ -16,8 +16,12 @@ A row key is
 Keys are made by :func:`row_key` and read back by :func:`parse_bfio_row`,
 :func:`parse_admission_row` and :func:`bfio_row_options` only; tables and
 figures read the ``horizon`` and ``objective`` columns a run stores
-(:func:`bfio.experiments.run_one`), never the key. :func:`row_label` is the
-key's display label (``BF-IO (H=40)``).
+(:func:`bfio.experiments.run_one`; :func:`bfio.tables.stored_keys`), never
+the key. The one exception is a file that stores no objective: the
+per-experiment summaries (``results/tables/<experiment>_summary.csv``, which
+keep their columns so results stay byte-identical), whose objective the
+horizon-sweep figure reads from the key (:mod:`bfio.figures.horizon_sweep`).
+:func:`row_label` is the key's display label (``BF-IO (H=40)``).
 """
 
 from __future__ import annotations

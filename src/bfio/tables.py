@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.paper import TABLE_SETTINGS, at_least_as_good, compare_to_printed, matches_printed, round_like
-from bfio.run_keys import paper_row, parse_bfio_row
+from bfio.run_keys import row_key
 from bfio.errors import BfioError
 from bfio.student_t import t_quantile
 
@@ -108,11 +108,30 @@ def ci_text(mean: str, lo: str, hi: str, n) -> str:
     return f"{mean} [{lo}, {hi}]"
 
 
-def _row_order(rows) -> list[str]:
+def stored_keys(runs: pd.DataFrame) -> dict:
+    """Row -> ``(H, objective)`` of a BF-IO row, ``None`` for any other row, read
+    from the columns a run stores (``horizon`` and ``objective``,
+    :func:`bfio.experiments.run_one`), never from the row key (issue 28). A
+    BF-IO row is one with an objective (``default`` or ``paper-literal``);
+    the starvation study's admission rows store none and, like the baselines,
+    come first. A runs table without an ``objective`` column (written before
+    runs stored it) is read as the default objective wherever a horizon is
+    stored."""
+    if runs.empty or "row" not in runs:
+        return {}
+    first = runs.drop_duplicates("row")
+    horizon = pd.to_numeric(first.get("horizon", pd.Series(np.nan, index=first.index)), errors="coerce")
+    objective = first["objective"] if "objective" in first else horizon.where(horizon.isna(), "default")
+    return {str(r): (int(h), str(o)) if pd.notna(o) and pd.notna(h) else None
+            for r, h, o in zip(first["row"], horizon, objective)}
+
+
+def _row_order(rows, keys: dict) -> list[str]:
     """Baselines first, then BF-IO by horizon (numerically), the default objective
-    before ``paper-literal``."""
+    before ``paper-literal``; ``keys``: row -> ``(H, objective)`` or ``None``
+    (:func:`stored_keys`)."""
     def key(r):
-        p = parse_bfio_row(r)
+        p = keys.get(r)
         if p:
             return (1, p[0], p[1] != "default", r)
         return (0, 0, False, r)
@@ -144,7 +163,7 @@ def summarize(runs: pd.DataFrame, ref_seed: int, metrics=None, by=("row", "worke
     frame = pd.DataFrame(out)
     if frame.empty:
         return frame
-    order = {r: i for i, r in enumerate(_row_order(frame["row"]))}
+    order = {r: i for i, r in enumerate(_row_order(frame["row"], stored_keys(runs)))}
     frame = frame.sort_values(by=["row", "workers"], key=lambda c: c.map(order) if c.name == "row" else c)
     frame["horizon"] = frame["horizon"].astype("Int64")
     if "effective_horizon" in frame:
@@ -192,12 +211,20 @@ def row_label(row: str) -> str:
 REPORTED_ONLY = "reported only (paper-literal)"
 
 
-def check_kind(row: str) -> str:
-    """The tolerance the project applies to a paper cell."""
-    p = parse_bfio_row(row)
-    if p is None:
+def check_kind(objective: str | None) -> str:
+    """The tolerance the project applies to a paper cell of a row with BF-IO
+    ``objective`` (the stored column; ``None``: a baseline)."""
+    if objective is None:
         return "exact to printed digits"
-    return "equal or better" if p[1] == "default" else REPORTED_ONLY
+    return "equal or better" if objective == "default" else REPORTED_ONLY
+
+
+def _printed_keys(table: str) -> dict:
+    """Row -> ``(H, 'default')`` of the BF-IO rows the paper prints in ``table``
+    (:data:`bfio.paper.TABLE_SETTINGS`' ``horizons``), ``None`` for its baselines."""
+    setting = TABLE_SETTINGS[table]
+    bfio = {row_key("bfio", h): (int(h), "default") for h in setting["horizons"]}
+    return {row: bfio.get(row) for row in setting["values"]}
 
 
 def paper_comparison(runs: pd.DataFrame, table: str, ref_seed: int) -> pd.DataFrame:
@@ -216,14 +243,17 @@ def paper_comparison(runs: pd.DataFrame, table: str, ref_seed: int) -> pd.DataFr
     printed, units = setting["values"], setting["units"]
     summary = summarize(runs, ref_seed) if len(runs) else pd.DataFrame(columns=["row"])
     by_row = {r["row"]: r for r in summary.to_dict("records")}
-    rows = _row_order(list(printed) + list(by_row))
+    keys = {**_printed_keys(table), **stored_keys(runs)}
+    rows = _row_order(list(printed) + list(by_row), keys)
     out = []
     for row in rows:
         rec = by_row.get(row)
+        key = keys.get(row)
+        printed_row = row_key("bfio", key[0]) if key else row  # bfio_h40_literal is compared with bfio_h40
         for metric in (*PAPER_METRICS, *PRE_STEP_UNIT_OF):
             unit_metric = PRE_STEP_UNIT_OF.get(metric, metric)
             scale, unit = units[unit_metric]
-            paper = printed.get(paper_row(row), {}).get(metric) if metric in PAPER_METRICS else None
+            paper = printed.get(printed_row, {}).get(metric) if metric in PAPER_METRICS else None
             label, _, convention = METRIC_INFO[metric]
             cell = {"table": table, "row": row, "label": row_label(row), "metric": metric,
                     "metric_label": label, "unit": unit, "convention": convention,
@@ -237,7 +267,7 @@ def paper_comparison(runs: pd.DataFrame, table: str, ref_seed: int) -> pd.DataFr
                              "ci_hi": rec[f"{metric}_ci_hi"] / scale, "n_seeds": rec["n_seeds"]})
                 if paper is not None:
                     cell["rel_diff"] = v / (float(paper) * scale) - 1.0
-                    cell["check"] = check_kind(row)
+                    cell["check"] = check_kind(key[1] if key else None)
                     cell["vs_paper"] = compare_to_printed(v, paper, scale, metric)
                     kind = cell["check"]
                     cell["ok"] = (bool(at_least_as_good(v, paper, scale, metric)) if kind == "equal or better" else
@@ -254,12 +284,14 @@ def paper_comparison(runs: pd.DataFrame, table: str, ref_seed: int) -> pd.DataFr
 
 def paper_pivot(comp: pd.DataFrame, values: str = "ours_rounded") -> pd.DataFrame:
     """The paper's metrics of a :func:`paper_comparison` table (or its CSV) as
-    the paper lays them out: one row per policy in the paper's order (FCFS,
-    JSQ, then BF-IO by H ascending), one column per metric in table order."""
+    the paper lays them out: one row per policy in the order of the table
+    (:func:`paper_comparison` writes the paper's: FCFS, JSQ, then BF-IO by H
+    ascending; the table stores no horizon, and the row key is not parsed),
+    one column per metric in table order."""
     cells = comp[comp["metric"].isin(PAPER_METRICS)]
     if cells.empty:
         raise ValueError("paper_pivot: no paper metric in the table (expected a paper_comparison table)")
-    rows = _row_order(cells["row"])
+    rows = list(dict.fromkeys(cells["row"]))
     labels = [cells.loc[cells["row"] == r, "label"].iloc[0] for r in rows]
     metrics = [m for m in PAPER_METRICS if m in set(cells["metric"])]
     columns = [cells.loc[cells["metric"] == m, "metric_label"].iloc[0] for m in metrics]
@@ -439,6 +471,7 @@ def write_table(frame: pd.DataFrame, csv_path, md_path=None, markdown: str | Non
         Path(md_path).write_text(markdown)
 
 
-__all__ = ["distinct_runs", "mean_ci", "ratio_ci", "ci_text", "MIN_INTERVAL_SEEDS", "summarize", "paper_comparison",
+__all__ = ["distinct_runs", "mean_ci", "ratio_ci", "ci_text", "MIN_INTERVAL_SEEDS", "stored_keys", "summarize",
+           "paper_comparison",
            "paper_markdown", "summary_markdown", "energy_reduction",
            "write_table", "row_label", "is_paper_setting", "METRIC_INFO"]

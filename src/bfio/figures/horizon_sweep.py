@@ -26,15 +26,27 @@ def _err(sub, m, factor):
     return mean, np.where(np.isfinite(yerr), yerr, 0.0)
 
 
+def _objectives(summary: pd.DataFrame) -> pd.Series:
+    """The BF-IO objective of each row (``None``: not a BF-IO row): the stored
+    ``objective`` column when the frame has one. The summary tables
+    (:func:`bfio.tables.summarize`, ``results/tables/<experiment>_summary.csv``)
+    store no such column (adding one would change those files), so there it is
+    read from the row key (:func:`bfio.run_keys.parse_bfio_row`), the one thing
+    this figure takes from the key; ``H`` is the stored ``horizon``."""
+    if "objective" in summary:
+        return summary["objective"].where(summary["objective"].notna(), None)
+    return summary["row"].map(lambda r: (parse_bfio_row(r) or (None, None))[1])
+
+
 def _bfio_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    """BF-IO rows with their ``H`` and objective (:func:`bfio.run_keys.parse_bfio_row`).
+    """BF-IO rows with their ``H`` (the stored ``horizon``) and objective (:func:`_objectives`).
     ``H = 0`` is the same program under both objectives (a single offset, and
     every new request lives at least one step), so the default's ``H = 0`` row
     also starts the paper-literal curve when that curve has none of its own."""
-    parsed = summary["row"].map(parse_bfio_row)
-    bf = summary[parsed.notna()].copy()
-    bf["H"] = [p[0] for p in parsed[parsed.notna()]]
-    bf["objective"] = [p[1] for p in parsed[parsed.notna()]]
+    objective = _objectives(summary)
+    bf = summary[objective.notna()].copy()
+    bf["H"] = pd.to_numeric(bf["horizon"]).astype(int)
+    bf["objective"] = objective[objective.notna()]
     lit = bf[bf["objective"] == "paper-literal"]
     if len(lit) and not (lit["H"] == 0).any():
         h0 = bf[(bf["objective"] == "default") & (bf["H"] == 0)].assign(objective="paper-literal")
@@ -54,6 +66,7 @@ def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lo
     :func:`bfio.solvers.objective.effective_horizon`) is marked where some H
     goes beyond it: rows past it solve the same program."""
     bf = _bfio_rows(summary)
+    baselines = list(summary["row"][_objectives(summary).isna()])
     objectives = [o for o in ("default", "paper-literal") if (bf["objective"] == o).any()]
     ref_seed = int(summary["ref_seed"].iloc[0]) if "ref_seed" in summary else None
     h_eff = None
@@ -75,7 +88,7 @@ def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lo
                         label=f"{name}: mean, 95% CI (n={int(sub['n_seeds'].max())})", **line_style(k))
             ax.plot(sub["H"], sub[m] / factor, linestyle="none", marker="x", color="0.45", markersize=4,
                     label=f"seed {ref_seed}" if k == 0 else None)
-        for j, row in enumerate(r for r in summary["row"] if not parse_bfio_row(r)):
+        for j, row in enumerate(baselines):
             val = float(summary.loc[summary["row"] == row, m].iloc[0]) / factor
             st = line_style(j + len(objectives), markers=False)
             ax.axhline(val, color=st["color"], linestyle=st["linestyle"], linewidth=1.0,

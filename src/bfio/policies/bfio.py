@@ -75,7 +75,7 @@ from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaini
 from bfio.solvers import DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, solve
 from bfio.solvers.instance import (ADMISSION_HELP, ADMISSION_PATTERN, Instance, forced_mask, instance_of_call,
                                   parse_admission)
-from bfio.solvers.objective import OBJECTIVES, ObjectiveTerms, check_discount
+from bfio.solvers.objective import OBJECTIVES, ObjectiveTerms
 from bfio.profiles import predicted_loads
 from bfio.tracked_loads import TrackedLoads
 from bfio.solvers.placement import place_terms
@@ -211,7 +211,7 @@ class BFIO(Policy):
                               f"(got solver={self.solver!r})")
         self.objective = v["objective"]
         chosen = OBJECTIVES[self.objective]
-        self.discount = check_discount(chosen["discount"] if v["discount"] is None else v["discount"])
+        discount = chosen["discount"] if v["discount"] is None else v["discount"]  # in (0, 1]: the option's check
         new_requests = v["new_requests"]
         lifetimes = not self.predictor.probabilistic or getattr(self.predictor, "gives_lifetimes", False)
         if new_requests is None:  # the objective's model; predictors without o_hat_j keep new requests
@@ -220,11 +220,12 @@ class BFIO(Policy):
             raise ConfigError(f"new_requests: 'predicted' needs a point estimate o_hat_j of each new request "
                               f"(predictor oracle | noisy | none), got predictor={predictor!r}")
         self.new_requests = new_requests
-        v.update(discount=self.discount, new_requests=self.new_requests)  # resolved: the run's identity
         # the objective's terms, computed once (bfio.solvers.objective.ObjectiveTerms): the fast
         # solver's window 0..effective_horizon (offsets whose weight is negligible are left out)
         # and its weights; the exact backends see all H + 1; the lifetimes are bound per call
-        self._objective = ObjectiveTerms.build(self.horizon, self.discount, self.new_requests, fast=True)
+        self._objective = ObjectiveTerms.build(self.horizon, discount, self.new_requests, fast=True)
+        self.discount = self._objective.discount  # as a float, as build checked it
+        v.update(discount=self.discount, new_requests=self.new_requests)  # resolved: the run's identity
         self.capture = None  # optional callable(Instance) -> None, see capture_instances()
         self.reset(0, 0)
 

@@ -14,7 +14,8 @@ An :class:`Instance` holds what the integer program needs at one routing call
 
 - ``lifetimes[j]`` (optional): a newly admitted request ``j`` adds ``s_j + h``
   while ``h < l_j``; without lifetimes every new request persists over the window;
-- ``discount`` (``delta``, default 1): the weight ``delta^h`` of offset ``h``.
+- ``discount`` (``delta``, default :data:`~bfio.solvers.objective.UNDISCOUNTED`, 1):
+  the weight ``delta^h`` of offset ``h``.
 
 Exactly ``U = min(|R_wait|, sum_g cap_g)`` requests are admitted, and the
 objective is the discounted accumulated predicted imbalance
@@ -42,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from bfio.errors import BfioError, ConfigError
-from bfio.solvers.objective import ObjectiveTerms, check_discount
+from bfio.solvers.objective import UNDISCOUNTED, ObjectiveTerms, check_discount
 
 FORMAT = "bfio-instance/1"
 
@@ -108,7 +109,7 @@ class Instance:
     admission: str = "free"
     meta: dict = field(default_factory=dict)
     lifetimes: np.ndarray | None = None
-    discount: float = 1.0
+    discount: float = UNDISCOUNTED
 
     def __post_init__(self):
         for name, minimum in (("base", 0), ("free", 0), ("sizes", 1), ("ages", 0), ("lifetimes", 1)):
@@ -305,12 +306,13 @@ def instance_from_dict(data, path="<dict>") -> Instance:
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise InstanceError(path, "expected an object", "meta")
-    try:  # files written before the discount existed are delta = 1 (Eq. (IO) as printed)
-        discount = check_discount(data.get("discount", 1.0))
-    except ConfigError as e:
+    # files written before the discount existed are delta = 1 (Eq. (IO) as printed)
+    discount = data.get("discount", UNDISCOUNTED)
+    try:  # the Instance checks the discount (check_discount), the one check left to it here
+        return Instance(base=np.vstack(base), free=free, sizes=sizes, ages=ages, admission=admission, meta=meta,
+                        lifetimes=lifetimes, discount=discount)
+    except ConfigError as e:  # every other field is checked above, naming it
         raise InstanceError(path, str(e), "discount") from None
-    return Instance(base=np.vstack(base), free=free, sizes=sizes, ages=ages, admission=admission, meta=meta,
-                    lifetimes=lifetimes, discount=discount)
 
 
 #: The keys an instance file may hold (the format is closed, like the config):
@@ -344,7 +346,8 @@ def load_instance(path) -> Instance:
 
 
 def instance_from_state(state, decode_estimate: np.ndarray, horizon: int, admission: str = "free",
-                        meta: dict | None = None, new_requests: str = "persist", discount: float = 1.0) -> Instance:
+                        meta: dict | None = None, new_requests: str = "persist",
+                        discount: float = UNDISCOUNTED) -> Instance:
     """Build the Eq. (IO) instance of a routing call from a
     :class:`~bfio.policies.base.RoutingState` and a predictor's ``o_hat``
     (:func:`instance_of_call` with the objective's terms of ``horizon``,

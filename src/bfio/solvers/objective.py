@@ -84,10 +84,16 @@ from bfio.errors import ConfigError
 
 # Chosen by the objective study (docs/bfio.md, "Objective study"; workflow/rules/objective.smk).
 DEFAULT_DISCOUNT = 0.6
+#: ``delta = 1``: every offset weighs the same, Eq. (IO) as printed. The discount of
+#: the ``paper-literal`` objective and the default of the solver layer (an
+#: :class:`~bfio.solvers.instance.Instance`, an instance file written before the
+#: discount existed, :meth:`ObjectiveTerms.build`, :func:`offset_weights`); a
+#: BF-IO policy's default is its objective's (:data:`OBJECTIVES`).
+UNDISCOUNTED = 1.0
 NEW_REQUEST_MODELS = ("predicted", "persist")
 OBJECTIVES = {
     "default": {"discount": DEFAULT_DISCOUNT, "new_requests": "predicted"},
-    "paper-literal": {"discount": 1.0, "new_requests": "persist"},
+    "paper-literal": {"discount": UNDISCOUNTED, "new_requests": "persist"},
 }
 
 
@@ -111,7 +117,7 @@ def check_objective(value, key: str = "objective") -> str:
     return value
 
 
-def offset_weights(horizon: int, discount: float = 1.0) -> np.ndarray:
+def offset_weights(horizon: int, discount: float = UNDISCOUNTED) -> np.ndarray:
     """``w_h = delta^h`` for ``h = 0..H`` (float64; exactly ones for ``delta = 1``)."""
     h = np.arange(int(horizon) + 1, dtype=np.float64)
     if discount == 1.0:
@@ -207,7 +213,7 @@ class ObjectiveTerms:
     lifetimes: np.ndarray | None = None
 
     @classmethod
-    def build(cls, horizon: int, discount: float = 1.0, new_requests: str = "persist", decode_estimate=None,
+    def build(cls, horizon: int, discount: float = UNDISCOUNTED, new_requests: str = "persist", decode_estimate=None,
               waiting=None, *, fast: bool = False) -> ObjectiveTerms:
         """The terms of Eq. (IO) for window ``H = horizon``, discount ``delta`` and
         the ``new_requests`` model (validated: :class:`ConfigError` naming the
@@ -302,6 +308,6 @@ class ObjectiveTerms:
         return self.lifetimes, self.weights
 
 
-__all__ = ["DEFAULT_DISCOUNT", "NEW_REQUEST_MODELS", "OBJECTIVES", "NEGLIGIBLE_WEIGHT", "PERSIST", "check_discount",
-           "check_new_requests", "check_objective", "offset_weights", "effective_horizon", "request_profiles",
-           "imbalance_objective", "persisting", "ObjectiveTerms"]
+__all__ = ["DEFAULT_DISCOUNT", "UNDISCOUNTED", "NEW_REQUEST_MODELS", "OBJECTIVES", "NEGLIGIBLE_WEIGHT", "PERSIST",
+           "check_discount", "check_new_requests", "check_objective", "offset_weights", "effective_horizon",
+           "request_profiles", "imbalance_objective", "persisting", "ObjectiveTerms"]
