@@ -621,3 +621,48 @@ def test_time_scale_beyond_the_bound_is_refused():
 
     with pytest.raises(ConfigError, match="MAX_ARRIVAL_S"):
         replay_workload(np.array([5, 6]), np.array([1, 2]), np.array([0.0, 10.0]), time_scale=1e15)
+
+
+# -- issue 26 audit (second pass): the three items that still showed their defect ----------
+
+
+@pytest.mark.parametrize("name, text, needle", [
+    ("t.csv", "a,b,t\n5,3,1.5\n6,4,2.5\n7,2,x\n", r"row 2, field 't': value 'x' is neither"),
+    ("t.jsonl", '{"a": 5, "b": 3, "t": "0.5"}\n{"a": 5, "b": 3, "t": "abc"}\n', r"row 1, field 't': value 'abc'"),
+    ("u.csv", "a,b,t\n5,3,0.5\n6,4,2024-01-01T00:00:00\n", r"row 1.*is a timestamp while row 0 is seconds"),
+])
+def test_an_all_text_arrival_column_blames_the_bad_row(tmp_path, name, text, needle):
+    """Item 22: with pandas >= 3 an all-text column is dtype ``str``, not ``object``;
+    the row-by-row check must still run (it blamed row 0 before)."""
+    f = tmp_path / name
+    f.write_text(text)
+    with pytest.raises(TraceError, match=needle):
+        load_trace(str(f), prefill_col="a", decode_col="b", arrival_col="t")
+
+
+def test_a_symlink_loop_as_input_is_not_a_missing_file(tmp_path, capsys):
+    """Item 24: a trace path that is a symlink loop was reported as 'file does not exist'."""
+    a, b = tmp_path / "loopa.csv", tmp_path / "loopb.csv"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    with pytest.raises(TraceError, match="cannot be opened: Too many levels of symbolic links"):
+        load_trace(str(a), prefill_col="a", decode_col="b")
+    assert main(["simulate", "--trace", str(a), "--requests", "2", "--workers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "symbolic links" in err and "does not exist" not in err
+    from bfio.experiments import prepare_trace
+
+    with pytest.raises(TraceError, match="symbolic links"):
+        prepare_trace("longbench", a, tmp_path / "out.parquet", tmp_path / "out.json")
+
+
+@pytest.mark.parametrize("cols", [("a", "a", None), ("a", "b", "a"), ("a", "b", "b")])
+def test_one_column_for_two_roles_is_refused(small_trace, capsys, cols):
+    """Item 10: the same column for prefill and decode ran as if nothing were wrong."""
+    prefill, decode, arrival = cols
+    argv = ["simulate", "--trace", str(small_trace), "--prefill-col", prefill, "--decode-col", decode,
+            "--requests", "4", "--workers", "2"]
+    if arrival:
+        argv += ["--arrival-col", arrival]
+    assert main(argv) == 2
+    assert "columns are both" in capsys.readouterr().err

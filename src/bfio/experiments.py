@@ -29,6 +29,7 @@ from bfio.results_io import atomic_path, write_json
 from bfio.run import RunSpec, baselines
 from bfio.traces.registry import KNOWN_TRACES, TraceSpec, sha256_of, verify_sha256
 from bfio.traces import load_trace
+from bfio.traces.formats import unreadable
 
 
 def __getattr__(name: str):
@@ -139,8 +140,9 @@ def prepare_trace(name: str, source, out_table, out_stats, spec: TraceSpec | Non
     :func:`trace_specs`); its sha256 is verified only when pinned."""
     spec = spec or KNOWN_TRACES[name]
     source = Path(source)
-    if not source.exists():
-        raise TraceError(source, "file does not exist")
+    problem = unreadable(source)
+    if problem is not None:
+        raise TraceError(source, problem)
     if name in KNOWN_TRACES:
         digest = verify_sha256(source, spec.sha256, recovery="pipeline")
     else:

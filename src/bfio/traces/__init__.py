@@ -29,7 +29,7 @@ import pandas as pd
 
 from bfio.errors import ConfigError, TraceError
 from bfio.prefix import PrefixBlocks
-from bfio.traces.formats import read_table
+from bfio.traces.formats import read_table, unreadable
 from bfio.traces.registry import (  # noqa: F401  (re-exported: the names users import from bfio.traces)
     ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec, default_data_dir, resolve_trace, sha256_of, verify_sha256)
 from bfio.traces.validation import validate_columns, validate_hashes
@@ -80,12 +80,13 @@ def load_trace(name_or_path, prefill_col=None, decode_col=None, arrival_col=None
     (default the known trace's; required for a path).
     """
     path, spec = resolve_trace(name_or_path, data_dir)
-    if not path.exists():
+    problem = unreadable(path)
+    if problem is not None:
         hint = ""
-        if spec is not None:
+        if spec is not None and problem == "file does not exist":
             hint = (f"; trace '{spec.name}' is expected at {spec.relpath} under the data directory "
                     f"(set BFIO_DATA_DIR or --data-dir" + (f", or download it from {spec.url}" if spec.url else "") + ")")
-        raise TraceError(path, "file does not exist" + hint)
+        raise TraceError(path, problem + hint)
     if spec is not None and verify:
         verify_sha256(path, spec.sha256)
     prefill_col = prefill_col or (spec.prefill_col if spec else "input_length")
@@ -103,7 +104,14 @@ def load_trace(name_or_path, prefill_col=None, decode_col=None, arrival_col=None
         if isinstance(block_tokens, bool) or not isinstance(block_tokens, (int, np.integer)) or block_tokens < 1:
             raise ConfigError(f"block_tokens: the tokens per block of hash column '{hash_col}' must be an "
                               f"integer >= 1, got {block_tokens!r}")
-    columns = [c for c in (prefill_col, decode_col, arrival_col, hash_col) if c is not None]
+    roles = {"prefill": prefill_col, "decode": decode_col, "arrival": arrival_col, "hash": hash_col}
+    named = [(role, c) for role, c in roles.items() if c is not None]
+    for k, (role, c) in enumerate(named):
+        for other, c2 in named[k + 1:]:
+            if c == c2:
+                raise ConfigError(f"file {path}: the {role} and {other} columns are both '{c}'; each role "
+                                  f"needs its own column ({role}_col / {other}_col)")
+    columns = [c for _, c in named]
     frame = read_table(path, columns=columns)
     name = spec.name if spec else path.stem
     prefill, decode, arrival = validate_columns(frame, path, prefill_col, decode_col, arrival_col, arrival_unit)

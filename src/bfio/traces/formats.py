@@ -9,12 +9,25 @@ A file that cannot be read, or names a column or key twice, raises
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pandas as pd
 
 from bfio.errors import TraceError
+
+
+def unreadable(path: Path) -> str | None:
+    """Why ``path`` cannot be opened as a trace file (``None``: it can): missing,
+    a symlink loop or another error of the operating system, said as such."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return "file does not exist"
+    except OSError as e:  # e.g. ELOOP: a symlink loop is not a missing file
+        return f"cannot be opened: {e.strerror or e}"
+    return None
 
 
 def read_table(path: Path, columns=None) -> pd.DataFrame:

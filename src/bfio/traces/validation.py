@@ -114,7 +114,8 @@ def _is_numeric(value) -> bool:
 def _arrival_seconds(series: pd.Series, path: Path, col: str, unit: str = "s") -> np.ndarray:
     if series.dtype.kind == "b":
         raise TraceError(path, f"value {_fmt(series.iloc[0])} is neither seconds nor a timestamp", row=0, field=col)
-    if series.dtype == object:
+    if pd.api.types.is_object_dtype(series.dtype) or pd.api.types.is_string_dtype(series.dtype):
+        # text or mixed values (pandas >= 3 reads an all-text column as dtype str): row by row
         for row, v in enumerate(series):
             if isinstance(v, (bool, np.bool_)):
                 raise TraceError(path, f"value {v!r} is neither seconds nor a timestamp", row=row, field=col)
