@@ -159,5 +159,5 @@ def starvation_markdown(summary: pd.DataFrame, settings: dict, recommendation: d
     lines += [markdown_table(recommendation["candidates"], rec_cols), ""]
     pick = recommendation["admission"]
     lines += [f"**Recommendation: `admission: {pick}`.**" if pick else
-              "**No admission meets the bounds** (the library default stays; issue 30: design one that does).", ""]
+              "**No admission meets the bounds** (the library default stays; docs/studies.md, section 3).", ""]
     return "\n".join(lines)
