@@ -18,7 +18,6 @@ thin line with its own colour and marker (colour-blind palette).
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from bfio.figures.style import figure

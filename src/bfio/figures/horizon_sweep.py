@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.figures.style import figure, line_style, scale_for
+from bfio.figures.style import figure, line_style, plain_log_ticks, scale_for
 from bfio.run_keys import parse_bfio_row
 
 #: Metric -> (axis label, SI unit).
@@ -96,6 +96,7 @@ def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lo
         finite = vals[np.isfinite(vals) & (vals > 0)]
         if finite.size and finite.max() / finite.min() > LOG_SPAN:
             ax.set_yscale("log")
+            plain_log_ticks(ax.yaxis)
         if h_eff is not None:
             ax.axvline(h_eff, color=H_EFF_COLOR, linestyle=(0, (4, 2, 1, 2)), linewidth=1.2,
                        label=f"H_eff = {h_eff}: the default objective's reach (later H: same program)")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.horizon_sweep import _err
-from bfio.figures.style import figure, scale_for, series_style
+from bfio.figures.style import figure, plain_log_ticks, scale_for, series_style
 #: Panel rows: (metric, axis label, unit, log scale).
 PANELS = [("e2e_s_p99", "p99 end-to-end latency", "s", True), ("throughput_run", "whole-run throughput",
                                                                  "tokens/s", False)]
@@ -49,19 +49,6 @@ def coincident_groups(sub: pd.DataFrame, keys, metrics, rtol: float = 1e-9) -> l
     return groups
 
 
-def _plain_log_ticks(ax) -> None:
-    """Log-axis tick labels as plain numbers ("5", "20", "0.1"), not 5x10^0;
-    matplotlib still decides which minor ticks get a label."""
-    from matplotlib.ticker import LogFormatter
-
-    class PlainLogFormatter(LogFormatter):
-        def _num_to_string(self, x, vmin, vmax):
-            return f"{x:g}"
-
-    ax.yaxis.set_major_formatter(PlainLogFormatter(labelOnlyBase=False))
-    ax.yaxis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
-
-
 def plot_online_load(summary: pd.DataFrame, panels=PANELS):
     """Rows of ``panels`` against ``load`` for every Poisson setting of the
     online table: mean over seeds with 95% CI bars. Policies with identical
@@ -94,7 +81,7 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
                             label=labels[key], **styles[key])
             if log:
                 ax.set_yscale("log")
-                _plain_log_ticks(ax)
+                plain_log_ticks(ax.yaxis)
             ax.set_xlabel("offered load (x saturation throughput)")
             ax.set_ylabel(f"{label} ({u})")
             if i == 0:

@@ -10,9 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.horizon_sweep import _err
-from bfio.figures.online_load import _plain_log_ticks
-from bfio.figures.style import series_style
-from bfio.figures.style import figure, scale_for
+from bfio.figures.style import figure, plain_log_ticks, scale_for, series_style
 
 #: Panel rows: (metric, axis label, unit, log scale); ``vs_reference`` is the
 #: router's p99 e2e over the reference's, paired by seed.
@@ -70,7 +68,7 @@ def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panel
                             **styles[p])
             if log:
                 ax.set_yscale("log")
-                _plain_log_ticks(ax)
+                plain_log_ticks(ax.yaxis)
             ax.set_xticks(range(len(intervals)), [str(k) if k else "0 (exact)" for k in intervals])
             ax.set_xlim(-0.3, len(intervals) - 0.7)
             ax.set_xlabel("load report every k steps")

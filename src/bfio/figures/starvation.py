@@ -11,31 +11,14 @@ import numpy as np
 import pandas as pd
 
 from matplotlib.lines import Line2D
-from matplotlib.ticker import LogFormatter, NullFormatter
 
 from bfio.figures.style import SERIES_MARKERS as MARKERS
-from bfio.figures.style import figure, line_style, scale_for
+from bfio.figures.style import figure, line_style, plain_log_ticks, scale_for
+
+#: The reference rows' marker (FCFS), never an admission rule's.
+REFERENCE_MARKER = "*"
 
 PANELS = [("wait_s_p99", "p99 wait"), ("wait_s_max", "max wait")]
-
-
-class PlainLogFormatter(LogFormatter):
-    """Log-axis tick labels as plain numbers ("0.04", "20", "100"), never 4x10^-2."""
-
-    def _num_to_string(self, x, vmin, vmax):
-        return f"{x:g}"
-
-
-def _plain_log_ticks(axis) -> None:
-    """One tick format per log axis: plain numbers on the major ticks and, when an
-    axis spans less than two decades (few majors), on some minor ticks (matplotlib
-    picks which); otherwise minor ticks stay unlabelled."""
-    axis.set_major_formatter(PlainLogFormatter(labelOnlyBase=False))
-    lo, hi = axis.get_view_interval()
-    if lo > 0 and hi / lo < 100:
-        axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
-    else:
-        axis.set_minor_formatter(NullFormatter())
 
 
 def _horizon_label(horizons: dict) -> str:
@@ -50,7 +33,8 @@ def _horizon_label(horizons: dict) -> str:
 def plot_starvation(summary: pd.DataFrame):
     settings = list(dict.fromkeys(summary["setting"]))
     admissions = list(dict.fromkeys(summary.loc[summary["admission"] != "-", "admission"]))
-    marker = {a: MARKERS[k % len(MARKERS)] for k, a in enumerate(admissions)}
+    rule_markers = [m for m in MARKERS if m != REFERENCE_MARKER]  # the star is the references'
+    marker = {a: rule_markers[k % len(rule_markers)] for k, a in enumerate(admissions)}
     fig, axes = figure(len(PANELS), max(1, len(settings)), width=3.4 * max(1, len(settings)) + 0.4, height=6.2)
     horizons: dict[int, dict] = {}  # k-th horizon of each setting -> {setting: H}
     references: dict[str, Line2D] = {}
@@ -76,7 +60,7 @@ def plot_starvation(summary: pd.DataFrame):
                                 markersize=5)
             for r in s[s["admission"] == "-"].to_dict("records"):
                 ref = r["row"].upper() if r["row"] == "fcfs" else r["row"]
-                references[ref], = ax.plot([r["throughput_mean"] / xf], [r[f"{m}_mean"]], marker="*", color="0.5",
+                references[ref], = ax.plot([r["throughput_mean"] / xf], [r[f"{m}_mean"]], marker=REFERENCE_MARKER, color="0.5",
                                            markersize=9, linestyle="none", label=ref)
             ax.set_yscale("log")
             ax.set_xlabel(f"throughput ({xunit})")
@@ -85,7 +69,7 @@ def plot_starvation(summary: pd.DataFrame):
                 ax.set_title(f"{name}: {first['trace']}, G={first['workers']}")
     # one tick format per axis (after every point is drawn: the view decides it)
     for ax in axes.flat:
-        _plain_log_ticks(ax.yaxis)
+        plain_log_ticks(ax.yaxis)
     # legend: the lines (horizons: line style and filled / open markers), the
     # references, then the markers (admission rules), each saying what it encodes
     handles, labels = [], []

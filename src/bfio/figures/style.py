@@ -7,6 +7,7 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter, LogFormatter, NullFormatter
 import numpy as np
 
 #: Line styles in order of use: black solid, dark-gray dashed, gray dotted, light-gray dash-dot.
@@ -36,6 +37,26 @@ def series_colours(n: int) -> list:
 def series_style(i: int, n: int) -> dict:
     """Colour and marker of series ``i`` of ``n`` (:func:`series_colours`, :data:`SERIES_MARKERS`)."""
     return {"color": series_colours(n)[i], "marker": SERIES_MARKERS[i % len(SERIES_MARKERS)]}
+
+
+class PlainLogFormatter(LogFormatter):
+    """Log-axis labels as plain numbers ("5", "20", "0.1"), not 5x10^0."""
+
+    def _num_to_string(self, x, vmin, vmax):
+        return f"{x:g}"
+
+
+def plain_log_ticks(axis) -> None:
+    """One tick format per log axis (an ``Axis``: ``ax.yaxis``): plain numbers on
+    the major ticks and, when it spans less than two decades (few majors), on
+    some minor ticks (matplotlib picks which); otherwise minor ticks stay
+    unlabelled."""
+    axis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))  # every major tick, as placed
+    lo, hi = axis.get_view_interval()
+    if lo > 0 and hi / lo < 100:
+        axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+    else:
+        axis.set_minor_formatter(NullFormatter())
 
 
 def apply_style() -> None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import LogLocator, NullFormatter
 import numpy as np
 import pandas as pd
 
+from bfio.figures.style import plain_log_ticks
 from bfio.figures.style import save as save_figure
 from bfio.theory.checks import C2_PROOF
 
@@ -132,8 +133,10 @@ def thm2_snapshot(cells: pd.DataFrame, stem) -> list[str]:
         if hi > 10 * lo:  # a log axis only where the values span a decade: plain ticks otherwise
             ax.set_xscale("log")
             ax.set_yscale("log")
-            for axis in (ax.xaxis, ax.yaxis):  # minor labels (3x10^2, 4x10^2) collide
-                axis.set_minor_formatter(NullFormatter())
+            for axis in (ax.xaxis, ax.yaxis):  # labels at 1, 2, 5 x 10^k as plain numbers, not 10^3 alone
+                axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+                plain_log_ticks(axis)
+                axis.set_minor_formatter(NullFormatter())  # minor labels (300, 400) collide
         ax.set_xlabel(f"formula: snapshot {label}")
         ax.set_ylabel(f"measured: snapshot {label}")
         ax.grid(True, which="both", alpha=0.3)
