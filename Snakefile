@@ -36,15 +36,11 @@ include: "workflow/rules/simulate.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 # Studies beyond the paper (issue 6, docs/studies.md): the generic study
-# rules (every registered study, bfio.studies.registry: predictors,
-# starvation, plugins), and the online study's own stages.
+# rules run every registered study (bfio.studies.registry: online,
+# predictors, starvation, generality, the objective study, prefix cache,
+# plugins).
 include: "workflow/rules/studies_common.smk"
 include: "workflow/rules/studies.smk"
-include: "workflow/rules/online.smk"
-# The same comparison on every trace, backlog and trace replay (docs/generality.md).
-include: "workflow/rules/generality.smk"
-# BF-IO's objective: discount and new-request model (docs/bfio.md).
-include: "workflow/rules/objective.smk"
 
 
 # The theory checks live in their own rule file (another component); the
@@ -62,7 +58,4 @@ rule all:
     input:
         all_targets(),
         globals().get("THEORY_TARGETS", []),
-        ONLINE_TARGETS,
         STUDY_TARGETS,
-        GENERALITY_TARGETS,
-        OBJECTIVE_TARGETS,

@@ -62,7 +62,7 @@ def test_slurm_groups_are_closed_downstream():
     assert set(groups) <= _rules()
     assert set(slurm["group-components"]) == set(groups.values())
     # the rules feeding the un-grouped study jobs are never in "post"
-    for rule in ("objective_recommend", "objective_choose", "theory_thm1", "theory_slot", "theory_energy"):
+    for rule in ("study_product", "study_prepare", "study_simulate", "theory_thm1", "theory_slot", "theory_energy"):
         assert groups.get(rule) != "post", rule
 
 

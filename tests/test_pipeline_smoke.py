@@ -209,9 +209,10 @@ def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
     out = snakemake(work, "-n", *base, env={"PYTHONPATH": str(tmp_path / "src")})
     text = out.stdout + out.stderr
     # (fig_starvation takes its markers from figures/style.py now, not from online_load: not rerun)
-    for rule in ("fig_horizon_sweep", "fig_worker_sweep", "fig_online_load", "study_figure"):
+    for rule in ("fig_horizon_sweep", "fig_worker_sweep", "study_figure"):
         assert f"rule {rule}" in text, (rule, text[-3000:])
-    for rule in ("simulate", "fig_distributions", "fig_power_timeseries", "online_simulate"):
+    assert "figures/online_load.png" in text, text[-3000:]  # a study figure importing the helper
+    for rule in ("simulate", "fig_distributions", "fig_power_timeseries", "study_simulate", "study_prepare"):
         assert f"rule {rule}:" not in text and f"rule {rule}\n" not in text, (rule, text[-3000:])
 
 
@@ -309,11 +310,13 @@ def test_smoke_studies_beyond_the_paper(smoke, smoke_config):
 
 def test_smoke_study_figures_and_tables_do_not_rerun_simulations(smoke):
     work, base = smoke
-    forced = snakemake(work, "-n", *base, "-R", "fig_online_load", "study_figure", "study_table", "study_extra",
-                       "online_table", "online_routers_table", "fig_online_routers")
+    forced = snakemake(work, "-n", *base, "-R", "study_figure", "study_table", "study_extra")
     out = forced.stdout + forced.stderr
-    assert "fig_online_load" in out and "study_table" in out and "online_routers_table" in out
-    for rule in ("online_simulate", "study_simulate", "rule simulate"):
+    assert "study_figure" in out and "study_table" in out
+    for path in ("figures/online_load.png", "results/tables/online_routers.csv", "results/tables/online.csv",
+                 "results/tables/objective.csv", "figures/objective_study.png"):
+        assert path in out, path
+    for rule in ("study_prepare", "study_simulate", "rule simulate"):
         assert rule not in out, rule
 
 
@@ -355,10 +358,12 @@ def test_smoke_generality_table_and_figure(smoke, smoke_config):
 
 def test_smoke_generality_table_and_figure_do_not_rerun_simulations(smoke):
     work, base = smoke
-    forced = snakemake(work, "-n", *base, "-R", "generality_table", "fig_generality")
+    forced = snakemake(work, "-n", *base, "-R", "study_table", "study_figure",
+                       "results/studies/generality/runs.csv")
     out = forced.stdout + forced.stderr
-    assert "fig_generality" in out and "generality_table" in out
-    assert "generality_simulate" not in out
+    for path in ("results/tables/generality.csv", "figures/generality.png", "results/studies/generality/runs.csv"):
+        assert path in out, path
+    assert "study_simulate" not in out
 
 
 def test_first_look_never_touches_the_paper_outputs(smoke):

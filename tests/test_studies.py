@@ -60,3 +60,60 @@ def test_paired_effect_pairs_by_seed(pairs):
 def test_summarize_runs_rejects_unknown_metric():
     with pytest.raises(ConfigError, match="nope"):
         summarize_runs(pd.DataFrame({"row": ["a"], "seed": [1], "m": [1.0]}), ["row"], ["nope"])
+
+
+def test_every_builtin_study_runs_on_the_generic_rules_with_its_files():
+    """Issue 28: the online, generality and objective studies are generic studies;
+    their settings keep the files the pipeline wrote before (one runs file per
+    setting, the online saturation runs, the products and tables and figures)."""
+    from pathlib import Path
+
+    import yaml
+
+    from bfio.config import validate_config
+    from bfio.studies.registry import generic_studies, studies
+
+    repo = Path(__file__).resolve().parents[1]
+    config = validate_config(yaml.safe_load((repo / "config" / "config.yaml").read_text()),
+                             repo / "workflow" / "schemas" / "config.schema.yaml")
+    assert set(generic_studies()) == set(studies())
+    gen = studies()["generality"]
+    files = [gen.run_stem(k, v) for k, v in gen.settings(config).items()]
+    assert files[0] == f"{config['generality']['traces'][0]}/g{config['generality']['workers'][0]}_backlog"
+    assert "azure_conv/g16_replay" in files and files.index("azure_conv/g16_replay") > files.index(
+        "longbench_v1/g256_backlog")  # every backlog job first (the order of runs.csv)
+    assert [p.file for p in gen.products] == ["runs.csv"]
+    online = studies()["online"]
+    names = list(online.settings(config))
+    assert [online.run_stem(n, {}) for n in names] == [f"runs_{n}" for n in names]
+    assert [online.prepared_stem(n) for n in names] == [f"saturation_{n}" for n in names]
+    assert [t.name for t in online.tables] == ["online", "online_routers"]
+    assert {f.name: f.table for f in online.figures} == {"online_routers": "online_routers", "online_load": "online",
+                                                         "online_replay": "online"}
+    obj = studies()["objective_study"]
+    settings = obj.settings(config)
+    assert obj.directory == "objective" and [obj.run_stem(k, v) for k, v in settings.items()] == list(settings)
+    assert list(settings)[0] == f"choose_{config['objective_study']['choose']['traces'][0]}"
+    assert [p.file for p in obj.products] == ["choose.csv", "recommendation.json"]
+    confirm = [k for k, v in settings.items() if v["stage"] == "confirm"]
+    assert all(obj.needs(k, settings[k]) == ["recommendation.json"] for k in confirm)
+    assert {f.name: f.table for f in obj.figures} == {"objective_study": "objective", "discount_reach": None}
+
+
+def test_online_and_generality_checks_run_from_their_studies():
+    """The studies' own cross-checks (Study.validate) replace the config's hand-written ones."""
+    from pathlib import Path
+
+    import yaml
+
+    from bfio.config import validate_config
+
+    repo = Path(__file__).resolve().parents[1]
+    schema = repo / "workflow" / "schemas" / "config.schema.yaml"
+    base = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    bad = {**base, "generality": {**base["generality"], "targets": ["bfio_h40", "nope"]}}
+    with pytest.raises(ConfigError, match="generality.targets"):
+        validate_config(bad, schema)
+    bad = {**base, "online": {**base["online"], "reference": "vllm_dp"}}
+    with pytest.raises(ConfigError, match="online.reference"):
+        validate_config(bad, schema)

@@ -111,10 +111,9 @@ def validate_config(config: dict, schema) -> dict:
             raise ConfigError(f"config key 'figures.{key}': '{name}' is not an experiment (experiments: "
                               f"{', '.join(config['experiments']) or 'none'}); name one, or null for no figure")
     _check_policies(config)
-    for name, study in studies().items():
-        if study.validate is not None and (config.get(name) or {}).get("settings"):
+    for name, study in studies().items():  # each study's own cross-checks (bfio.studies.registry.Study.validate)
+        if study.validate is not None and study.active(config):
             study.validate(config[name], config)
-    _check_online_replay(config)
     _check_request_counts(config)
     return config
 
@@ -207,6 +206,11 @@ def _build_policy(key: str, policy: str, options: dict, dispatch: str | None = N
                           f"(it supports: {', '.join(pol.dispatch_modes)})")
 
 
+#: Build a policy from config options, errors naming the config key (a study's
+#: ``validate`` checks its rows with it).
+build_policy = _build_policy
+
+
 def policy_defaults(config: dict) -> dict[str, dict]:
     """Policy name -> the options the config sets for every row of that policy:
     ``policy_options.<name>`` and, for BF-IO, ``bfio`` (what :func:`bfio.run.resolve_row`
@@ -232,41 +236,6 @@ def _check_policies(config: dict) -> None:
             except ConfigError as e:
                 raise ConfigError(f"config key '{study}.variants.{label}': {e}") from None
             _build_policy(f"{study}.variants.{label}", policy, opts)
-    online = config.get("online") or {}
-    if online.get("poisson") or online.get("replay"):
-        variants = online.get("variants") or {}
-        for dispatch in ("central", "instant"):
-            for i, row in enumerate(online.get(dispatch) or []):
-                policy, opts = resolve_row(row, variants, bfio)
-                _build_policy(f"online.{dispatch}.{i}", policy, opts, dispatch=dispatch)
-        policy, opts = resolve_row(online.get("saturation_row", "fcfs"), variants, bfio)
-        _build_policy("online.saturation_row", policy, opts)
-        reference = online.get("reference", "bfio_h40")
-        if online.get("instant") and reference not in (online.get("central") or []):
-            raise ConfigError(f"config key 'online.reference': '{reference}' is not a central row of the online "
-                              f"study (central: {', '.join(online.get('central') or []) or 'none'}); the routers "
-                              "table compares every instant row with it")
-
-
-def _check_online_replay(config: dict) -> None:
-    """Trace replays need an arrival column, and never more rows than the trace
-    has (known traces pin their row count; extra traces are checked when the
-    job reads the file): no silent clipping."""
-    specs = trace_specs(config)
-    for i, s in enumerate((config.get("online") or {}).get("replay") or []):
-        spec = specs.get(s["trace"])
-        if spec is None:
-            continue  # reported by bfio.studies.report.check_settings
-        if spec.arrival_col is None:
-            with_arrivals = sorted(n for n, sp in specs.items() if sp.arrival_col)
-            raise ConfigError(f"config key 'online.replay.{i}.trace': trace '{s['trace']}' has no arrival column, "
-                              f"so it cannot be replayed (traces with arrival times: {', '.join(with_arrivals)}; "
-                              "an extra trace needs 'arrival_col')")
-        n = s.get("requests")
-        if n is not None and spec.rows is not None and n > spec.rows:
-            raise ConfigError(f"config key 'online.replay.{i}.requests': {n} requests, but trace '{s['trace']}' has "
-                              f"{spec.rows} rows (a replay uses the trace's own rows, no resampling; null replays "
-                              "them all)")
 
 
 #: Where a named run (config key ``run_name``) writes everything: its own
@@ -340,17 +309,6 @@ def _check_traces(config: dict) -> None:
         if t not in names:
             raise ConfigError(f"config key '{key}': unknown trace '{t}' (known: {', '.join(KNOWN_TRACES)}; "
                               "define others under 'extra_traces')")
-    gen = config.get("generality") or {}
-    if gen.get("traces"):
-        rows = gen["rows"]
-        for key in ("baseline", "targets"):
-            vals = gen[key] if isinstance(gen[key], list) else [gen[key]]
-            missing = [r for r in vals if r not in rows]
-            if missing:
-                raise ConfigError(f"config key 'generality.{key}': {missing} not in 'generality.rows' "
-                                  f"({', '.join(rows)})")
-        if gen["baseline"] in gen["targets"]:
-            raise ConfigError(f"config key 'generality.targets': contains the baseline '{gen['baseline']}'")
 
 
 def _check_references(config: dict) -> None:

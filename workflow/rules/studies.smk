@@ -1,49 +1,106 @@
 # The study protocol (issue 28, bfio.studies.registry): every registered
 # generic study (built-in or plugin) runs through these rules, with the
-# {study} wildcard naming its results directory, table or figure. One
-# simulation job per setting of config[<study>] (every row x seed), then the
-# table (and its extra JSON files), then the figure; plotting never reruns a
-# simulation. A new study is a module registering a Study plus its config
-# section: nothing here changes.
+# {study} wildcard naming its results directory and {table}/{figure} one of
+# its tables or figures. Per setting of the study (config[<study>]'s lists,
+# or what the study plans from its section): an optional preparatory stage
+# (study_prepare: e.g. the online study's saturation runs), then one
+# simulation job (study_simulate: every row x seed; it may read the runs of
+# other settings or a product, e.g. the generality study's replays read the
+# backlog runs, the objective study's confirm jobs its recommendation); the
+# products (study_product: files made from the runs of some settings, e.g.
+# every setting's runs in one file, the objective study's recommendation);
+# then the tables (and extra JSON files), then the figures, each of one table
+# and/or products; plotting never reruns a simulation. A new study is a module
+# registering a Study plus its config section: nothing here changes.
 
 
-rule study_simulate:
+rule study_prepare:
     input:
-        trace=study_trace,
+        trace=lambda wc: _trace_file(prepared_setting(wc)[2]),
     output:
-        "results/studies/{study}/runs_{setting}.csv",
+        "results/studies/{study}/{prepared}.json",
     params:
-        setting=lambda wc: STUDY_SETTINGS[by_directory(wc.study).name][wc.setting],
+        name=lambda wc: prepared_setting(wc)[1],
+        setting=lambda wc: prepared_setting(wc)[2],
         section=lambda wc: by_directory(wc.study).section(config),
         seeds=config["seeds"],
         slots=config["slots"],
         defaults=POLICY_DEFAULTS,
         code=lambda wc: study_sim_code(by_directory(wc.study)),
     wildcard_constraints:
-        study="|".join(s.directory for s in GENERIC_STUDIES.values()) or "NO_STUDY",
-        setting="[A-Za-z0-9_.-]+",
+        study=_alternatives(GENERIC_STUDIES[n].directory for n in STUDY_PREPARED_FILES),
+        prepared=_alternatives(p for files in STUDY_PREPARED_FILES.values() for p in files),
     log:
-        "logs/studies/{study}/runs_{setting}.log",
+        "logs/studies/{study}/{prepared}.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/study_prepare.py"
+
+
+rule study_simulate:
+    input:
+        unpack(study_run_inputs),
+    output:
+        "results/studies/{study}/{run}.csv",
+    params:
+        name=lambda wc: run_setting(wc)[1],
+        setting=lambda wc: run_setting(wc)[2],
+        section=lambda wc: by_directory(wc.study).section(config),
+        seeds=config["seeds"],
+        slots=config["slots"],
+        defaults=POLICY_DEFAULTS,
+        code=lambda wc: study_sim_code(by_directory(wc.study)),
+    wildcard_constraints:
+        study=_alternatives(s.directory for s in GENERIC_STUDIES.values()),
+        run=_alternatives(r for files in STUDY_RUN_FILES.values() for r in files),
+    log:
+        "logs/studies/{study}/{run}.log",
     conda:
         "../../environment.yml"
     script:
         "../scripts/study_simulate.py"
 
 
+rule study_product:
+    input:
+        study_product_inputs,
+    output:
+        "results/studies/{study}/{product}",
+    params:
+        section=lambda wc: study_section(by_directory(wc.study)),
+        code=lambda wc: study_sim_code(by_directory(wc.study)),
+    wildcard_constraints:
+        study=_alternatives(GENERIC_STUDIES[n].directory for n in STUDY_PRODUCTS),
+        product=_alternatives(f for files in STUDY_PRODUCTS.values() for f in files),
+    log:
+        "logs/studies/{study}/{product}.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/study_product.py"
+
+
 rule study_table:
     input:
-        runs=study_runs,
+        unpack(study_table_inputs),
     output:
-        csv="results/tables/{study}.csv",
-        md="results/tables/{study}.md",
+        csv=report(
+            "results/tables/{table}.csv",
+            caption="../report/study.rst",
+            category="Tables",
+            subcategory="Beyond the paper",
+        ),
+        md="results/tables/{table}.md",
     params:
-        settings=lambda wc: STUDY_SETTINGS[by_table(wc.study).name],
-        section=lambda wc: config[by_table(wc.study).name],
-        code=lambda wc: study_table_code(by_table(wc.study)),
+        caption=lambda wc: study_table_caption(by_table(wc.table), wc.table),
+        settings=lambda wc: STUDY_SETTINGS[by_table(wc.table).name],
+        section=lambda wc: study_section(by_table(wc.table)),
+        code=lambda wc: study_table_code(by_table(wc.table)),
     wildcard_constraints:
-        study="|".join(s.table for s in GENERIC_STUDIES.values()) or "NO_STUDY",
+        table=_alternatives(t.name for s in GENERIC_STUDIES.values() for t in s.tables),
     log:
-        "logs/tables/{study}.log",
+        "logs/tables/{table}.log",
     conda:
         "../../environment.yml"
     script:
@@ -52,18 +109,18 @@ rule study_table:
 
 rule study_extra:
     input:
-        runs=study_runs,
+        unpack(study_table_inputs),
     output:
-        "results/tables/{study}_{extra}.json",
+        "results/tables/{table}_{extra}.json",
     params:
-        settings=lambda wc: STUDY_SETTINGS[by_table(wc.study).name],
-        section=lambda wc: config[by_table(wc.study).name],
-        code=lambda wc: study_table_code(by_table(wc.study)),
+        settings=lambda wc: STUDY_SETTINGS[by_table(wc.table).name],
+        section=lambda wc: study_section(by_table(wc.table)),
+        code=lambda wc: study_table_code(by_table(wc.table)),
     wildcard_constraints:
-        study="|".join(s.table for s in GENERIC_STUDIES.values() if s.extra_outputs) or "NO_STUDY",
-        extra="|".join(sorted({e for s in GENERIC_STUDIES.values() for e in s.extra_outputs})) or "NO_EXTRA",
+        table=_alternatives(s.table for s in GENERIC_STUDIES.values() if s.extra_outputs),
+        extra=_alternatives(e for s in GENERIC_STUDIES.values() for e in s.extra_outputs),
     log:
-        "logs/tables/{study}_{extra}.log",
+        "logs/tables/{table}_{extra}.log",
     conda:
         "../../environment.yml"
     script:
@@ -72,7 +129,7 @@ rule study_extra:
 
 rule study_figure:
     input:
-        lambda wc: f"results/tables/{by_figure(wc.figure).table}.csv",
+        unpack(study_figure_inputs),
     output:
         pdf="figures/{figure}.pdf",
         png=report(
@@ -83,10 +140,11 @@ rule study_figure:
             labels={"figure": "{figure}"},
         ),
     params:
-        caption=lambda wc: study_caption(by_figure(wc.figure)),
-        code=lambda wc: figure_code_of(by_figure(wc.figure)),
+        options=lambda wc: by_figure(wc.figure).figure_named(wc.figure).plot_options(study_section(by_figure(wc.figure))),
+        caption=lambda wc: study_caption(by_figure(wc.figure).figure_named(wc.figure)),
+        code=lambda wc: figure_code_of(by_figure(wc.figure), by_figure(wc.figure).figure_named(wc.figure)),
     wildcard_constraints:
-        figure="|".join(s.figure for s in GENERIC_STUDIES.values() if s.figure) or "NO_FIGURE",
+        figure=_alternatives(f.name for s in GENERIC_STUDIES.values() for f in s.figures),
     log:
         "logs/figures/{figure}.log",
     conda:

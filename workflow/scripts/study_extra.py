@@ -8,6 +8,6 @@ from bfio.studies.registry import by_table
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821
     runs = pd.concat([pd.read_csv(p) for p in sm.input.runs], ignore_index=True)
-    extras = by_table(sm.wildcards.study).extras(runs, dict(sm.params.section), dict(sm.params.settings))
+    extras = by_table(sm.wildcards.table).extras(runs, dict(sm.params.section), dict(sm.params.settings))
     write_json(extras[sm.wildcards.extra], sm.output[0])
-    log.info("%s_%s written", sm.wildcards.study, sm.wildcards.extra)
+    log.info("%s_%s written", sm.wildcards.table, sm.wildcards.extra)

@@ -82,7 +82,7 @@ import numpy as np
 
 from bfio.errors import ConfigError
 
-# Chosen by the objective study (docs/bfio.md, "Objective study"; workflow/rules/objective.smk).
+# Chosen by the objective study (docs/bfio.md, "Objective study"; bfio.studies.objective_study).
 DEFAULT_DISCOUNT = 0.6
 #: ``delta = 1``: every offset weighs the same, Eq. (IO) as printed. The discount of
 #: the ``paper-literal`` objective and the default of the solver layer (an

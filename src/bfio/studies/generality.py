@@ -40,7 +40,7 @@ import pandas as pd
 
 from bfio.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec, run_batch
-from bfio.studies.registry import Study, register_study
+from bfio.studies.registry import Figure, Study, Table, register_study
 
 #: Per arrival mode: the metric columns behind the table's unified metrics.
 MODE_METRICS = {
@@ -129,13 +129,15 @@ def _unify(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def generality_runs(trace: str, workers: int, arrival: str, study: dict, seeds, slots: int, frame: pd.DataFrame,
-                    backlog_runs: pd.DataFrame | None = None, bfio_defaults: dict | None = None):
-    """``[(case, offered load, RunSpec), ...]`` of one job (trace, G, arrival job)."""
+                    backlog_runs: pd.DataFrame | None = None, bfio_defaults: dict | None = None,
+                    defaults: dict | None = None):
+    """``[(case, offered load, RunSpec), ...]`` of one job (trace, G, arrival job);
+    ``defaults``: the config's per-policy options (:func:`bfio.config.policy_defaults`)."""
     rows, k = list(study["rows"]), float(study["requests_per_slot"])
     if arrival == "backlog":
         n = backlog_requests(workers, slots, k)
         return [("backlog", float("nan"), RunSpec.make(trace, n, workers, slots, row, seed, "backlog",
-                                                        bfio_defaults=bfio_defaults))
+                                                        bfio_defaults=bfio_defaults, defaults=defaults))
                 for row in rows for seed in seeds]
     if arrival != "replay":
         raise ConfigError(f"arrival: expected one of {', '.join(ARRIVAL_JOBS)}, got {arrival!r}")
@@ -145,25 +147,120 @@ def generality_runs(trace: str, workers: int, arrival: str, study: dict, seeds, 
     sat = saturation_rps(backlog_runs, study["baseline"], float(frame["decode_tokens"].mean()))
     n = replay_requests(workers, slots, k, len(frame), float(study["replay"]["max_fraction"]),
                         study["replay"].get("max_requests"))
-    return [(case, load, RunSpec.make(trace, n, workers, slots, row, seed, spec, bfio_defaults=bfio_defaults))
+    return [(case, load, RunSpec.make(trace, n, workers, slots, row, seed, spec, bfio_defaults=bfio_defaults,
+                                               defaults=defaults))
             for case, spec, load in replay_cases(study, rate, sat) for row in rows for seed in seeds]
 
 
 def run_generality(trace: str, workers: int, arrival: str, study: dict, seeds, slots: int, frame: pd.DataFrame,
                    backlog_runs: pd.DataFrame | None = None, bfio_defaults: dict | None = None,
-                   log=None) -> pd.DataFrame:
+                   log=None, defaults: dict | None = None) -> pd.DataFrame:
     """Run one job of the study; one row per run with ``case``, ``offered_load``
     and the unified metrics (see :func:`_unify`)."""
-    planned = generality_runs(trace, workers, arrival, study, seeds, slots, frame, backlog_runs, bfio_defaults)
+    planned = generality_runs(trace, workers, arrival, study, seeds, slots, frame, backlog_runs, bfio_defaults,
+                              defaults)
     df = run_batch([r for _, _, r in planned], {trace: frame}, show_progress=False, log=log)
     df.insert(0, "case", [c for c, _, _ in planned])
     df.insert(1, "offered_load", [x for _, x, _ in planned])
     return _unify(df)
 
 
+# --------------------------------------------------------------------------- the study protocol
+
+def setting_name(trace: str, workers: int, arrival: str) -> str:
+    return f"{trace}_g{int(workers)}_{arrival}"
+
+
+def plan(config: dict) -> dict:
+    """The study's jobs as settings, by name: a backlog job per trace and G, then
+    (when the section has replay cases) a replay job per trace with arrival
+    times and G; ``slots``: the section's, when it sets one."""
+    from bfio.config import trace_specs
+
+    gen = config.get("generality") or {}
+    traces, workers = list(gen.get("traces") or []), [int(g) for g in gen.get("workers") or []]
+    replay = gen.get("replay") or {}
+    specs = trace_specs(config) if traces else {}
+    replay_traces = [t for t in traces if (replay.get("time_scales") or replay.get("loads"))
+                     and specs.get(t) is not None and specs[t].arrival_col]
+    extra = {"slots": int(gen["slots"])} if gen.get("slots") else {}
+    out = {}
+    for arrival, names in (("backlog", traces), ("replay", replay_traces)):
+        for t in names:
+            for g in workers:
+                out[setting_name(t, g, arrival)] = {"trace": t, "workers": g, "arrival": arrival, **extra}
+    return out
+
+
+def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prior=None):
+    backlog = None
+    if setting["arrival"] == "replay":
+        backlog = (prior or {})[setting_name(setting["trace"], setting["workers"], "backlog")]
+    return run_generality(setting["trace"], int(setting["workers"]), setting["arrival"], section, seeds, slots,
+                          frame, backlog_runs=backlog, log=log, defaults=defaults)
+
+
+def _tabulate(runs, section, settings, inputs=()):
+    import json
+
+    from bfio.studies.generality_report import generality_markdown, generality_table
+
+    stats = {}
+    for t, p in zip(section["traces"], inputs):
+        with open(p) as f:
+            stats[t] = json.load(f)
+    table = generality_table(runs, stats, section["baseline"], list(section["targets"]))
+    seeds = [int(s) for s in dict.fromkeys(runs["seed"])]  # the config's seeds, in its order
+    return table, generality_markdown(table, list(section["targets"]), section["description"], seeds)
+
+
+def _validate(section: dict, config: dict) -> None:
+    rows = section["rows"]
+    for key in ("baseline", "targets"):
+        vals = section[key] if isinstance(section[key], list) else [section[key]]
+        missing = [r for r in vals if r not in rows]
+        if missing:
+            raise ConfigError(f"config key 'generality.{key}': {missing} not in 'generality.rows' "
+                              f"({', '.join(rows)})")
+    if section["baseline"] in section["targets"]:
+        raise ConfigError(f"config key 'generality.targets': contains the baseline '{section['baseline']}'")
+
+
+TABLE_CAPTION = """Generality table (``docs/generality.md``): per trace, arrival case and G, the
+imbalance ratio FCFS / BF-IO, throughput gain and energy-per-token saving of
+BF-IO over FCFS, paired by seed with 95% intervals over seeds
+{{ config["seeds"] }}, with the trace's mean prompt and decode
+lengths and the offered load."""
+
+GENERALITY_CAPTION = """Generality across traces (study beyond the paper, ``docs/generality.md``):
+BF-IO ({{ config["generality"]["targets"][0] }}) against
+{{ config["generality"]["baseline"] }} on every trace of
+{{ config["generality"]["traces"] }} at
+G = {{ config["generality"]["workers"] }}: imbalance ratio (top, log
+scale), throughput gain (middle) and energy-per-token saving (bottom). Left:
+backlog (the paper's saturated convention, N = k G B with
+k = {{ config["generality"]["requests_per_slot"] }}); right: the
+trace's own timestamps (native, and loads relative to the FCFS saturation
+rate). Paired by seed, mean over seeds {{ config["seeds"] }} with 95%
+interval bars."""
+
 STUDY = register_study(Study(
     name="generality", description="the same comparison on every trace, backlog and trace replay (docs/generality.md)",
-    settings_groups=(), generic=False, modules=("studies/generality.py", "studies/generality_report.py")))
+    settings_groups=(), plan=plan,
+    run_file=lambda name, s: f"{s['trace']}/g{int(s['workers'])}_{s['arrival']}",
+    needs=lambda name, s: [setting_name(s["trace"], s["workers"], "backlog")] if s["arrival"] == "replay" else [],
+    simulate=_simulate, merged_runs=True, validate=_validate,
+    sim_keys=("rows", "requests_per_slot", "baseline", "replay"),
+    tables=(Table("generality", _tabulate, caption=TABLE_CAPTION),),
+    table_inputs=lambda config: [f"results/traces/{t}.stats.json" for t in config["generality"]["traces"]],
+    figures=(Figure("generality", plot="bfio.figures.generality:plot_generality",
+                    # the figure shows the first target
+                    options=lambda section: {"target": section["targets"][0]},
+                    caption=GENERALITY_CAPTION),),
+    modules=("studies/generality.py",), table_modules=("studies/generality_report.py",),
+    figure_modules=("figures/generality.py",),
+))
 
 __all__ = ["MODE_METRICS", "ARRIVAL_JOBS", "study_slots", "backlog_requests", "replay_requests", "native_rate",
-           "saturation_rps", "replay_cases", "generality_runs", "run_generality", "STUDY"]
+           "saturation_rps", "replay_cases", "generality_runs", "run_generality", "setting_name", "plan",
+           "STUDY"]

@@ -32,7 +32,7 @@ import pandas as pd
 from bfio.errors import ConfigError
 from bfio.solvers.objective import OBJECTIVES, check_discount, check_new_requests
 from bfio.run import RunSpec, run_batch
-from bfio.studies.registry import Study, register_study
+from bfio.studies.registry import Figure, Product, Study, Table, register_study
 
 KEY_COLUMNS = ("discount", "new_requests")
 
@@ -69,9 +69,9 @@ def confirm_variants(confirm: dict, chosen: dict) -> dict:
     return out
 
 
-def _runs(trace, requests, workers, slots, variants, seeds, bfio_defaults):
+def _runs(trace, requests, workers, slots, variants, seeds, bfio_defaults, defaults=None):
     return [RunSpec.make(trace, requests, workers, slots, row, seed, variants=variants,
-                          bfio_defaults=bfio_defaults)
+                          bfio_defaults=bfio_defaults, defaults=defaults)
             for row in variants for seed in seeds]
 
 
@@ -80,16 +80,21 @@ def _strip(variants: dict) -> dict:
 
 
 def run_objective_runs(trace: str, frame: pd.DataFrame, workers: int, slots: int, per_slot: float,
-                       variants: dict, seeds, bfio_defaults=None, log=None) -> pd.DataFrame:
+                       variants: dict, seeds, bfio_defaults=None, log=None, defaults=None) -> pd.DataFrame:
     """Simulate every variant on ``trace`` at ``G = workers``; one row per run with
-    ``discount``, ``new_requests``, ``horizon`` (and ``objective_name`` if given)."""
+    ``discount``, ``new_requests``, ``horizon`` (the options the run's policy resolved)
+    and ``objective_name`` (if given); ``defaults``: the config's per-policy options."""
     requests = max(1, int(round(per_slot * workers * slots)))
-    runs = _runs(trace, requests, workers, slots, _strip(variants), seeds, bfio_defaults)
+    runs = _runs(trace, requests, workers, slots, _strip(variants), seeds, bfio_defaults, defaults)
     out = run_batch(runs, {trace: frame}, show_progress=False, log=log)
-    cols = pd.DataFrame([{"discount": variants[r]["discount"], "new_requests": variants[r]["new_requests"],
-                          "horizon": variants[r]["horizon"],
-                          **({"objective_name": variants[r]["objective_name"]}
-                             if "objective_name" in variants[r] else {})} for r in out["row"]])
+    # the study's columns are the runs' resolved options (what the policy ran with), and the
+    # objective's name (a label of the study, not an option)
+    resolved = [run.resolved_options for run in runs]
+    cols = pd.DataFrame([{"discount": float(v["discount"]), "new_requests": str(v["new_requests"]),
+                          "horizon": int(v["horizon"]),
+                          **({"objective_name": variants[run.row]["objective_name"]}
+                             if "objective_name" in variants[run.row] else {})}
+                         for run, v in zip(runs, resolved)])
     return pd.concat([out, cols], axis=1)
 
 
@@ -184,9 +189,95 @@ def objective_markdown(scored: pd.DataFrame, rec: dict, confirm: pd.DataFrame, t
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- the study protocol
+# Its stages on the generic study rules (bfio.studies.registry): the choose jobs
+# (one setting per trace) -> two products of their runs (choose.csv, and
+# recommendation.json, which every confirm job needs) -> the confirm jobs (one
+# setting per trace and G) -> the table (the confirm runs and both products) ->
+# two figures (the table and choose.csv; choose.csv alone).
+
+def _is_choose(name, setting) -> bool:
+    return setting["stage"] == "choose"
+
+
+def _is_confirm(name, setting) -> bool:
+    return setting["stage"] == "confirm"
+
+
+def plan(config: dict) -> dict:
+    """The study's jobs as settings, by name (= their runs file): ``choose_<trace>``
+    for every choose trace, then ``confirm_<trace>_g<G>`` for every confirm trace
+    and G (none without choose traces). Each carries its stage's config, so a
+    choose job reruns only when ``choose`` changes."""
+    section = config.get("objective_study") or {}
+    choose, confirm = section.get("choose") or {}, section.get("confirm") or {}
+    if not choose.get("traces"):
+        return {}
+    out = {f"choose_{t}": {"stage": "choose", "trace": t, "choose": choose} for t in choose["traces"]}
+    for t in confirm.get("traces") or []:
+        for g in confirm.get("workers") or []:
+            out[f"confirm_{t}_g{int(g)}"] = {"stage": "confirm", "trace": t, "workers": int(g), "confirm": confirm}
+    return out
+
+
+def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prior=None):
+    if setting["stage"] == "choose":
+        choose = setting["choose"]
+        return run_objective_runs(setting["trace"], frame, int(choose["workers"]), slots,
+                                  float(choose["requests_per_slot"]), choose_variants(choose), list(choose["seeds"]),
+                                  log=log, defaults=defaults)
+    confirm = setting["confirm"]
+    return run_objective_runs(setting["trace"], frame, int(setting["workers"]), slots,
+                              float(confirm["requests_per_slot"]),
+                              confirm_variants(confirm, prior["recommendation.json"]), seeds, log=log,
+                              defaults=defaults)
+
+
+def _recommendation(runs: pd.DataFrame, section: dict) -> dict:
+    return recommend(runs, float(section["choose"]["max_throughput_cost_pct"]))
+
+
+def _table(runs, section, settings, choose, recommendation):
+    confirm = summarize_confirm(runs)
+    return confirm, objective_markdown(scores(choose), recommendation, confirm, section["description"])
+
+
+def plot_study(table, choose):
+    from bfio.figures.objective_study import plot_objective_study
+
+    return plot_objective_study(choose, table)
+
+
+STUDY_CAPTION = """BF-IO objective study (issue 11). Left: for every offset discount delta and new-request model, the
+mean over traces other than the paper's two (seeds, H > 0) of the imbalance divided by the best
+imbalance of its cell; 1 means best everywhere. Right: the paired ratio paper-literal / default
+imbalance against the lookahead H, with 95% intervals over seeds (above 1: the default balances
+better)."""
+
+REACH_CAPTION = """How far ahead should BF-IO look? For each trace of the objective study's grid and each offset
+discount delta, BF-IO at the grid's longest window H (new requests with their predicted lifetime)
+relative to the same trace and seed at H = 0, against the lookahead's reach (the window's total
+weight, about 1 / (1 - delta) steps; delta = 1 weighs all H + 1 offsets). Thin lines: traces (colour
+and marker); thick line: mean over traces and seeds with its 95% interval (bootstrap). Dashed: the
+library's default discount and its effective window H_eff."""
+
 STUDY = register_study(Study(
     name="objective_study", description="BF-IO's objective: discount and new-request model (docs/bfio.md)",
-    settings_groups=(), generic=False, modules=("studies/objective_study.py",)))
+    directory="objective", settings_groups=(), plan=plan, sim_keys=(), simulate=_simulate,
+    run_file=lambda name, setting: name,
+    needs=lambda name, setting: ["recommendation.json"] if setting["stage"] == "confirm" else [],
+    products=(Product("choose.csv", settings=_is_choose),
+              Product("recommendation.json", make=_recommendation, settings=_is_choose)),
+    tables=(Table("objective", _table, settings=_is_confirm,
+                  products=(("choose", "choose.csv"), ("recommendation", "recommendation.json"))),),
+    figures=(Figure("objective_study", "bfio.studies.objective_study:plot_study", table="objective",
+                    products=(("choose", "choose.csv"),), caption=STUDY_CAPTION,
+                    modules=("figures/objective_study.py",)),
+             Figure("discount_reach", "bfio.figures.discount_reach:plot_discount_reach", table=None,
+                    products=(("choose", "choose.csv"),), caption=REACH_CAPTION,
+                    modules=("figures/discount_reach.py",))),
+    modules=("studies/objective_study.py",),
+    figure_modules=("figures/objective_study.py", "figures/discount_reach.py")))
 
 __all__ = ["label", "variant", "choose_variants", "confirm_variants", "run_objective_runs", "scores", "recommend",
-           "summarize_confirm", "objective_markdown", "STUDY"]
+           "summarize_confirm", "objective_markdown", "plan", "STUDY"]

@@ -26,7 +26,7 @@ import pandas as pd
 
 from bfio.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec, run_batch, simulate_run
-from bfio.studies.registry import Study, register_study
+from bfio.studies.registry import Figure, Study, Table, register_study
 
 def saturation_rate(result, requests: int) -> float:
     """Requests/s of a backlog run: requests finished within the metric window
@@ -40,13 +40,14 @@ def saturation_rate(result, requests: int) -> float:
 
 
 def measure_saturation(frame: pd.DataFrame, setting: dict, seeds, slots: int, row: str,
-                       variants=None, bfio_defaults=None, log=None) -> dict:
+                       variants=None, bfio_defaults=None, log=None, defaults=None) -> dict:
     """Saturation throughput of a setting under ``row``: mean over ``seeds`` of
     :func:`saturation_rate` on backlog runs; also tokens/s (paper convention)."""
     per_seed, tokens = [], []
     for seed in seeds:
         run = RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
-                            arrival="backlog", variants=variants, bfio_defaults=bfio_defaults)
+                            arrival="backlog", variants=variants, bfio_defaults=bfio_defaults,
+                           defaults=defaults)
         result = simulate_run(run, frame)
         per_seed.append(saturation_rate(result, len(result.requests)))
         tokens.append(float(result.metrics["throughput"]))
@@ -78,7 +79,8 @@ def report_interval(options: dict) -> int:
 
 
 def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, seeds, slots: int,
-                bfio_defaults=None, native_rps: float | None = None) -> tuple[list[RunSpec], list[dict]]:
+                bfio_defaults=None, native_rps: float | None = None,
+                defaults=None) -> tuple[list[RunSpec], list[dict]]:
     """The runs of one setting and, per run, its extra columns (``load``,
     ``offered_rps``, ``saturation_rps``, ``report_interval``).
 
@@ -106,7 +108,7 @@ def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, se
                 for seed in seeds:
                     runs.append(RunSpec.make(setting["trace"], setting.get("requests"), setting["workers"], slots,
                                               row, seed, arrival=arrival, dispatch=dispatch, variants=variants,
-                                              bfio_defaults=bfio_defaults))
+                                              bfio_defaults=bfio_defaults, defaults=defaults))
                     extra.append({"load": load, "offered_rps": load * saturation_rps,
                                   "saturation_rps": saturation_rps,
                                   "report_interval": report_interval(runs[-1].policy_options)})
@@ -114,11 +116,12 @@ def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, se
 
 
 def run_online(name: str, setting: dict, kind: str, saturation_rps: float, study: dict, seeds, slots: int,
-               frame: pd.DataFrame, bfio_defaults=None, log=None) -> pd.DataFrame:
+               frame: pd.DataFrame, bfio_defaults=None, log=None, defaults=None) -> pd.DataFrame:
     """Simulate every run of setting ``name``; one row per run with ``setting``,
     ``kind``, ``load``, ``offered_rps``, ``saturation_rps`` and the metrics."""
     native = trace_rate(frame) if kind == "replay" else None
-    runs, extra = online_runs(setting, kind, saturation_rps, study, seeds, slots, bfio_defaults, native_rps=native)
+    runs, extra = online_runs(setting, kind, saturation_rps, study, seeds, slots, bfio_defaults, native_rps=native,
+                              defaults=defaults)
     out = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log)
     out = pd.concat([out, pd.DataFrame(extra)], axis=1)
     out.insert(0, "kind", kind)
@@ -126,9 +129,140 @@ def run_online(name: str, setting: dict, kind: str, saturation_rps: float, study
     return out
 
 
+# --------------------------------------------------------------------------- the study protocol
+
+#: The section's lists of settings, by arrival kind.
+KINDS = ("poisson", "replay")
+
+
+def plan(config: dict) -> dict:
+    """The settings of ``online.poisson`` and ``online.replay`` by name, each with
+    its ``kind`` (names unique, traces known: :func:`bfio.studies.report.check_settings`)."""
+    from bfio.studies.report import check_settings
+
+    section = config.get("online") or {}
+    kind = {s["name"]: k for k in KINDS for s in section.get(k) or []}
+    return {name: {**s, "kind": kind[name]} for name, s in check_settings(config, "online", KINDS).items()}
+
+
+def _prepare(name, setting, section, seeds, slots, frame, defaults, log):
+    """The preparatory stage: the setting's saturation throughput (a replay setting
+    measures it on ``saturation_requests`` rows)."""
+    s = dict(setting)
+    if s["kind"] == "replay":
+        s["requests"] = s["saturation_requests"]
+    sat = measure_saturation(frame, s, seeds, slots, section["saturation_row"], variants=section.get("variants") or {},
+                             log=log, defaults=defaults)
+    log.info("saturation %.4g requests/s (%.4g tokens/s)", sat["saturation_rps"], sat["saturation_tokens_per_s"])
+    return {"setting": name, **sat}
+
+
+def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prepared):
+    kind = setting["kind"]
+    keys = ["central", "instant"] + (["loads"] if kind == "poisson" else [])
+    study = {**{k: section[k] for k in keys}, "variants": section.get("variants") or {}}
+    run_setting = {k: v for k, v in setting.items() if k != "kind"}
+    return run_online(name, run_setting, kind, prepared["saturation_rps"], study, seeds, slots, frame, log=log,
+                      defaults=defaults)
+
+
+def _online_table(runs, section, settings):
+    from bfio.studies.online_summary import online_markdown, summarize_online
+
+    summary = summarize_online(runs)
+    return summary, online_markdown(summary, settings, section["description"])
+
+
+def _routers_table(runs, section, settings):
+    from bfio.studies.routers_summary import routers_markdown, summarize_routers
+
+    summary = summarize_routers(runs, section["reference"])
+    return summary, routers_markdown(summary, settings)
+
+
+def _validate(section: dict, config: dict) -> None:
+    """Every row builds its policy (with its dispatch), the reference is a central
+    row, and trace replays need an arrival column and never more rows than the
+    trace has (known traces pin their row count; extra traces are checked when
+    the job reads the file): no silent clipping."""
+    from bfio.config import build_policy, trace_specs
+    from bfio.run import resolve_row
+
+    bfio = config.get("bfio") or {}
+    variants = section.get("variants") or {}
+    for dispatch in ("central", "instant"):
+        for i, row in enumerate(section.get(dispatch) or []):
+            policy, opts = resolve_row(row, variants, bfio)
+            build_policy(f"online.{dispatch}.{i}", policy, opts, dispatch=dispatch)
+    policy, opts = resolve_row(section.get("saturation_row", "fcfs"), variants, bfio)
+    build_policy("online.saturation_row", policy, opts)
+    reference = section.get("reference", "bfio_h40")
+    if section.get("instant") and reference not in (section.get("central") or []):
+        raise ConfigError(f"config key 'online.reference': '{reference}' is not a central row of the online "
+                          f"study (central: {', '.join(section.get('central') or []) or 'none'}); the routers "
+                          "table compares every instant row with it")
+    specs = trace_specs(config)
+    for i, s in enumerate(section.get("replay") or []):
+        spec = specs.get(s["trace"])
+        if spec is None:
+            continue  # reported by bfio.studies.report.check_settings
+        if spec.arrival_col is None:
+            with_arrivals = sorted(n for n, sp in specs.items() if sp.arrival_col)
+            raise ConfigError(f"config key 'online.replay.{i}.trace': trace '{s['trace']}' has no arrival column, "
+                              f"so it cannot be replayed (traces with arrival times: {', '.join(with_arrivals)}; "
+                              "an extra trace needs 'arrival_col')")
+        n = s.get("requests")
+        if n is not None and spec.rows is not None and n > spec.rows:
+            raise ConfigError(f"config key 'online.replay.{i}.requests': {n} requests, but trace '{s['trace']}' has "
+                              f"{spec.rows} rows (a replay uses the trace's own rows, no resampling; null replays "
+                              "them all)")
+
+
+ROUTERS_CAPTION = """Production data-parallel routers (issue 18, ``docs/online.md``): p99 end-to-end
+latency of every instant-dispatch row of the online study
+({{ config["online"]["instant"] }}), top: over that of the reference
+row **{{ config["online"]["reference"] }}** (central pool), paired by
+seed (1 = as fast, log scale); bottom: in seconds (log scale; black line and
+gray band: the reference, mean and 95% CI). Against the interval *k* of the
+load reports the router sees (0 = the exact state; ``report_interval``), at the
+load closest to {{ config["online"]["figure_load"] }} of saturation in
+each setting. Mean over seeds {{ config["seeds"] }} with 95% CI bars."""
+
+LOAD_CAPTION = """Online arrivals (study beyond the paper, ``docs/studies.md``): p99 end-to-end
+latency (s, log scale) and whole-run throughput (tokens/s) against the offered
+load, i.e. the Poisson arrival rate as a fraction of the cluster's saturation
+throughput (requests/s measured by backlog runs of
+**{{ config["online"]["saturation_row"] }}**), for loads
+{{ config["online"]["loads"] }}. Solid lines: central pool
+({{ config["online"]["central"] }}); dashed: instant dispatch to a
+worker queue on arrival ({{ config["online"]["instant"] }}). Mean over
+seeds {{ config["seeds"] }} with 95% CI bars."""
+
+REPLAY_CAPTION = """Online arrivals, trace replay (study beyond the paper, ``docs/studies.md``):
+the trace's own timestamps (a window of rows at a seeded offset), natively and
+compressed in time; p50 and p99 end-to-end latency and p99 queue wait (s, log
+scale) per policy. The panel title gives the offered load as a fraction of the
+saturation throughput. Mean over seeds {{ config["seeds"] }} with 95%
+CI bars."""
+
 STUDY = register_study(Study(
     name="online", description="online arrivals, instant dispatch and production routers (docs/online.md)",
-    settings_groups=("poisson", "replay"), generic=False,
-    modules=("studies/online.py", "studies/online_summary.py", "studies/routers_summary.py")))
+    settings_groups=KINDS, plan=plan, prepare=_prepare, prepare_file="saturation_{setting}", simulate=_simulate,
+    validate=_validate, sim_keys=("saturation_row", "central", "instant", "loads", "variants"),
+    tables=(Table("online", _online_table),
+            # production routers (issue 18): instant rows, report intervals, vs online.reference
+            Table("online_routers", _routers_table, when=lambda section: bool(section.get("instant")))),
+    figures=(Figure("online_routers", "bfio.figures.online_routers:plot_online_routers", table="online_routers",
+                    options=lambda section: {"load": float(section["figure_load"])}, caption=ROUTERS_CAPTION,
+                    when=lambda section: bool(section.get("instant")), modules=("figures/online_routers.py",)),
+             Figure("online_load", "bfio.figures.online_load:plot_online_load", table="online",
+                    caption=LOAD_CAPTION, when=lambda section: bool(section.get("poisson")),
+                    modules=("figures/online_load.py",)),
+             Figure("online_replay", "bfio.figures.online_replay:plot_online_replay", table="online",
+                    caption=REPLAY_CAPTION, when=lambda section: bool(section.get("replay")),
+                    modules=("figures/online_replay.py",))),
+    modules=("studies/online.py",), table_modules=("studies/online_summary.py", "studies/routers_summary.py"),
+    figure_modules=("figures/online_routers.py", "figures/online_load.py", "figures/online_replay.py")))
 
-__all__ = ["saturation_rate", "measure_saturation", "trace_rate", "report_interval", "online_runs", "run_online", "STUDY"]
+__all__ = ["saturation_rate", "measure_saturation", "trace_rate", "report_interval", "online_runs", "run_online", "plan",
+           "STUDY"]

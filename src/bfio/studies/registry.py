@@ -3,55 +3,190 @@ registers a :class:`Study` plus one config section.
 
 A :class:`Study` says how its config section's *settings* (one simulation job
 each) become runs and a runs table (``simulate``), how the runs of every
-setting become its table (``tabulate``) and its figure (``plot``). The
-pipeline's generic rules (``workflow/rules/studies.smk``: ``study_simulate``,
-``study_table``, ``study_figure``, with a ``{study}`` wildcard) and scripts
-(``workflow/scripts/study_*.py``), the workflow profiles' resources, the
-config's validation (trace references, policy variants) and the report read
-this registry, never a hand list.
+setting become its tables (:class:`Table`: ``tabulate``) and its figures
+(:class:`Figure`: ``plot`` of one table). The pipeline's generic rules
+(``workflow/rules/studies.smk``: ``study_prepare``, ``study_simulate``,
+``study_product``, ``study_table``, ``study_extra``, ``study_figure``, with a
+``{study}`` wildcard naming the results directory and ``{table}``/``{figure}``
+wildcards) and scripts (``workflow/scripts/study_*.py``), the workflow profiles'
+resources, the config's validation (trace references, policy variants, the
+study's own ``validate``) and the report read this registry, never a hand list.
 
 Files of a study (``name``):
 
-- ``results/studies/<directory>/runs_<setting>.csv`` (rule ``study_simulate``);
-- ``results/tables/<table>.csv`` and ``.md`` (rule ``study_table``);
-- ``results/tables/<table>_<name>.json`` for each of ``extra_outputs`` (rule ``study_extra``);
-- ``figures/<figure>.pdf`` and ``.png`` (rule ``study_figure``), when it has a figure.
+- ``results/studies/<directory>/<prepared>.json`` for each setting, when the study
+  has a preparatory stage (``prepare``: e.g. the online study's saturation runs;
+  rule ``study_prepare``; ``<prepared>`` is :attr:`prepare_file` of the setting name);
+- ``results/studies/<directory>/<run>.csv`` for each setting (rule ``study_simulate``;
+  ``<run>`` is ``runs_<setting>`` or :attr:`run_file` of the setting);
+- ``results/studies/<directory>/<product>`` (``.csv`` or ``.json``) for each of its
+  :class:`Product` files, made from the runs of some settings (rule ``study_product``;
+  ``runs.csv``: every setting's runs in one file, when :attr:`merged_runs`);
+- ``results/tables/<table>.csv`` and ``.md`` for each of its tables (rule ``study_table``);
+- ``results/tables/<table>_<name>.json`` for each of ``extra_outputs`` (rule ``study_extra``;
+  ``<table>``: the study's first table);
+- ``figures/<figure>.pdf`` and ``.png`` for each of its figures (rule ``study_figure``).
+
+A study's settings are its config section's lists ``settings_groups`` (entries
+with a ``name`` and a ``trace``), or what :attr:`plan` derives from the config
+(the generality study: every trace x G x arrival job). A setting's simulation may
+read the runs of other settings or a product (:attr:`needs`: the generality
+study's replays read the backlog runs of the same trace and G; the objective
+study's confirm jobs read the recommendation made from every choose job) and the
+result of its preparatory stage. So a study's stages are: an optional
+preparatory stage per setting, the simulation of each setting (in the order its
+``needs`` impose), the products (each a function of the runs of some settings),
+the tables, the figures.
 
 The built-in studies register in their modules under :mod:`bfio.studies`
 (read on first use of the registry); others are plugins (:mod:`bfio.plugins`).
-Studies with stages of their own (the objective and generality studies, the
-online study with its saturation runs) keep their rule files and register
-their config section (``settings_groups``, ``variants``) only, with
-``generic=False``.
+A study with ``generic=False`` registers its config section only (validation,
+variants) and brings its own rules.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from bfio.errors import ConfigError
 
 
+def _resolve(plot):
+    """``plot``, or the callable named ``"module:function"`` (imported now)."""
+    if isinstance(plot, str):
+        import importlib
+
+        module, name = plot.split(":")
+        return getattr(importlib.import_module(module), name)
+    return plot
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of a study: ``results/tables/<name>.csv`` and ``.md``.
+    ``tabulate(runs, section, settings) -> (table, markdown)`` (``section``: the
+    whole config section; with :attr:`Study.table_inputs`, also ``inputs=``: the
+    paths of those files); ``when(section) -> bool``: written only then (``None``:
+    always); ``caption``: its report caption; ``settings``: whose runs it reads;
+    ``products``: :class:`Product` files given to ``tabulate`` as keywords."""
+
+    name: str
+    tabulate: Callable
+    when: Callable | None = None
+    #: its report caption (a Jinja template of ``config``; ``""``: the study's description)
+    caption: str = ""
+    #: ``settings(setting_name, setting) -> bool``: whose runs it reads (``None``: every setting's)
+    settings: Callable | None = None
+    #: ``((keyword, product file), ...)``: products (:class:`Product`) given to ``tabulate`` by keyword
+    products: tuple[tuple[str, str], ...] = ()
+
+    def wanted(self, section: dict) -> bool:
+        return self.when is None or bool(self.when(section))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a study: ``figures/<name>.pdf`` and ``.png``, drawn by
+    ``plot(table, **options(section))`` from the study's table ``table`` (``""``:
+    its first). ``plot``: a callable, or ``"module:function"`` read when the
+    figure is drawn (a study module need not import its figure code, which sits
+    above it); ``caption``: its report caption (a Jinja template of ``config``);
+    ``modules``: its figure modules (rerun triggers; default the study's
+    ``figure_modules``); ``when(section) -> bool``: drawn only then; ``products``:
+    :class:`Product` files given to ``plot`` as keywords (``table=None``: the
+    figure reads products only, ``plot(**products, **options)``)."""
+
+    name: str
+    plot: Callable | str
+    table: str | None = ""
+    caption: str = ""
+    options: Callable | None = None
+    when: Callable | None = None
+    modules: tuple[str, ...] = ()
+    #: ``((keyword, product file), ...)``: products (:class:`Product`) given to ``plot`` by keyword
+    products: tuple[tuple[str, str], ...] = ()
+
+    def wanted(self, section: dict) -> bool:
+        return self.when is None or bool(self.when(section))
+
+    def plot_options(self, section: dict) -> dict:
+        """The keyword arguments of :attr:`plot` from the config section."""
+        return dict(self.options(section)) if self.options is not None else {}
+
+    def draw(self, table, options: dict | None = None, products: dict | None = None):
+        """The figure of ``table`` (``options``: :meth:`plot_options`; ``products``:
+        keyword -> the product's content; ``table`` ``None`` for a figure of products only)."""
+        kwargs = {**(products or {}), **(options or {})}
+        plot = _resolve(self.plot)
+        return plot(**kwargs) if self.table is None else plot(table, **kwargs)
+
+
+@dataclass(frozen=True)
+class Product:
+    """A stage after the simulations: the file ``results/studies/<directory>/<file>``
+    (``.csv``: a data frame; ``.json``: a JSON object) made by ``make(runs,
+    section)`` from the runs of the settings ``settings(setting_name, setting)``
+    selects (``None``: every setting; ``make`` ``None``: those runs in one file).
+    Tables and figures read products (``products=``), and a setting's simulation
+    may need one (:attr:`Study.needs`): e.g. the objective study's recommendation,
+    made from every choose run, read by every confirm run."""
+
+    file: str
+    make: Callable | None = None
+    settings: Callable | None = None
+
+    def __post_init__(self):
+        if not self.file.endswith((".csv", ".json")):
+            raise TypeError(f"product {self.file}: a product is a .csv or a .json file")
+
+    def selects(self, setting_name: str, setting: dict) -> bool:
+        return self.settings is None or bool(self.settings(setting_name, setting))
+
+    def build(self, runs, section: dict):
+        """The product's content (a data frame or a JSON object)."""
+        return runs if self.make is None else self.make(runs, section)
+
+
 @dataclass(frozen=True)
 class Study:
-    """One study: its config section ``name``, where its files go and its three
-    steps. ``simulate(setting_name, setting, section, seeds, slots, frame,
-    defaults, log) -> DataFrame`` runs one setting (``section``: the config section;
-    ``defaults``: the config's per-policy options, :func:`bfio.config.policy_defaults`);
-    ``tabulate(runs, section, settings) -> (table, markdown)`` summarizes every
-    setting's runs (``section``: the whole config section); ``extras(runs, section,
-    settings) -> {name: JSON object}`` gives the files
-    ``results/tables/<table>_<name>.json`` of ``extra_outputs``; ``plot(table) -> Figure``
-    (a callable, or ``"module:function"`` read when the figure is drawn: a study
-    module need not import its figure code, which sits above it);
-    ``caption``: the figure's report caption (a Jinja template of ``config``).
+    """One study: its config section ``name``, where its files go and its steps.
+
+    ``simulate(setting_name, setting, section, seeds, slots, frame, defaults, log)
+    -> DataFrame`` runs one setting (``section``: the config section without its
+    settings; ``defaults``: the config's per-policy options,
+    :func:`bfio.config.policy_defaults`), with keyword ``prior={setting name:
+    runs}`` when the study declares :attr:`needs` and ``prepared=<JSON object>``
+    when it declares :attr:`prepare`. ``tabulate``/``table`` and
+    ``plot``/``figure``/``caption``: its first (or only) table and figure
+    (:class:`Table`, :class:`Figure`); ``tables`` and ``figures``: more of them.
+    ``extras(runs, section, settings) -> {name: JSON object}`` gives the files
+    ``results/tables/<table>_<name>.json`` of ``extra_outputs``.
+
+    Stages and files: ``plan(config) -> {setting name: setting}``: settings
+    derived from the config instead of the lists ``settings_groups``;
+    ``run_file(setting_name, setting) -> str``: the setting's runs file under
+    ``results/studies/<directory>/`` without ``.csv`` (default
+    ``runs_<setting>``); ``needs(setting_name, setting) -> [setting names]``:
+    settings whose runs this setting's simulation reads; ``prepare(setting_name,
+    setting, section, seeds, slots, frame, defaults, log) -> JSON object``: a
+    preparatory stage per setting, written to ``prepare_file`` (``{setting}``
+    replaced by its name) and given to ``simulate``; ``table_inputs(config) ->
+    [paths]``: more inputs of its tables (``tabulate(..., inputs=paths)``);
+    ``merged_runs``: also write every setting's runs to
+    ``results/studies/<directory>/runs.csv`` (a :class:`Product`); ``products``:
+    files made from the runs of some settings (:class:`Product`: a stage after the
+    simulations, which tables, figures and other settings read; ``needs`` may
+    name a product file); ``sim_keys``: the keys of the
+    section the simulations (and the preparatory stage) read.
+
     ``schema``: the JSON schema of the config section (a plugin's; the built-in
     studies' sections are in ``workflow/schemas/config.schema.yaml``).
     ``validate(section, config)``: cross-checks of the section run when the config
-    loads. ``modules``, ``table_modules``, ``figure_modules``: the package modules (relative
-    to ``src/bfio``) whose code the simulations, the table and the figure depend on
-    (rerun triggers: editing a figure never reruns a simulation)."""
+    loads (when the study has settings). ``modules``, ``table_modules``,
+    ``figure_modules``: the package modules (relative to ``src/bfio``) whose code
+    the simulations, the tables and the figures depend on (rerun triggers:
+    editing a figure never reruns a simulation)."""
 
     name: str
     description: str
@@ -73,36 +208,99 @@ class Study:
     #: ``validate(section, config)``: the section's own cross-checks when the config
     #: loads (raise :class:`ConfigError` naming the key); ``None``: the schema suffices
     validate: Callable | None = None
+    tables: tuple[Table, ...] = field(default=())
+    figures: tuple[Figure, ...] = field(default=())
+    plan: Callable | None = None
+    run_file: Callable | None = None
+    needs: Callable | None = None
+    prepare: Callable | None = None
+    prepare_file: str = "prepared_{setting}"
+    table_inputs: Callable | None = None
+    merged_runs: bool = False
+    products: tuple[Product, ...] = field(default=())
+    #: the keys of the config section the simulations read (``None``: every key but
+    #: the settings and the description), so editing a table's or a figure's key
+    #: reruns no simulation
+    sim_keys: tuple[str, ...] | None = None
 
     def __post_init__(self):
-        if self.generic and not (self.simulate and self.tabulate):
-            raise TypeError(f"study {self.name}: a generic study needs simulate and tabulate")
-        for attr in ("directory", "table"):
-            if not getattr(self, attr):
-                object.__setattr__(self, attr, self.name)
+        tables = tuple(self.tables)
+        if self.tabulate is not None:
+            tables = (Table(self.table or self.name, self.tabulate),) + tables
+        if not self.table:
+            object.__setattr__(self, "table", tables[0].name if tables else self.name)
+        if not self.directory:
+            object.__setattr__(self, "directory", self.name)
+        figures = tuple(self.figures)
+        if self.figure:
+            figures = (Figure(self.figure, self.plot, self.table, self.caption),) + figures
+        figures = tuple(f if f.table or f.table is None else
+                        Figure(f.name, f.plot, self.table, f.caption, f.options, f.when, f.modules, f.products)
+                        for f in figures)
+        object.__setattr__(self, "tables", tables)
+        object.__setattr__(self, "figures", figures)
+        products = tuple(self.products)
+        if self.merged_runs and not any(p.file == "runs.csv" for p in products):
+            products = (Product("runs.csv"),) + products
+        object.__setattr__(self, "products", products)
+        files = {p.file for p in products}
+        for what, kw in [*((f"table {t.name}", t.products) for t in tables),
+                         *((f"figure {f.name}", f.products) for f in figures)]:
+            missing = [file for _, file in kw if file not in files]
+            if missing:
+                raise TypeError(f"study {self.name}: {what} reads {missing}, not products of the study")
+        if self.generic and not (self.simulate and tables):
+            raise TypeError(f"study {self.name}: a generic study needs simulate and a table (tabulate)")
+        names = {t.name for t in tables}
+        for f in figures:
+            if f.table is not None and f.table not in names:
+                raise TypeError(f"study {self.name}: figure {f.name} reads table {f.table!r}, not one of its "
+                                f"tables ({', '.join(sorted(names)) or 'none'})")
 
     def draw(self, table):
-        """The study's figure of ``table`` (:attr:`plot`, imported now if named by path)."""
-        plot = self.plot
-        if isinstance(plot, str):
-            import importlib
+        """The study's first figure of ``table`` (its plot imported now if named by path)."""
+        return self.figures[0].draw(table)
 
-            module, name = plot.split(":")
-            plot = getattr(importlib.import_module(module), name)
-        return plot(table)
+    def product_named(self, file: str) -> Product:
+        return next(p for p in self.products if p.file == file)
+
+    def table_named(self, name: str) -> Table:
+        return next(t for t in self.tables if t.name == name)
+
+    def figure_named(self, name: str) -> Figure:
+        return next(f for f in self.figures if f.name == name)
 
     def settings(self, config: dict) -> dict:
-        """The section's settings by name (names unique, traces known;
+        """The section's settings by name (:attr:`plan`'s, or the lists
+        ``settings_groups`` with names unique and traces known:
         :func:`bfio.studies.report.check_settings`)."""
+        if self.plan is not None:
+            return dict(self.plan(config))
         from bfio.studies.report import check_settings
 
         return check_settings(config, self.name, self.settings_groups)
 
+    def active(self, config: dict) -> bool:
+        """Whether the config gives the study anything to run."""
+        if self.plan is not None:
+            return bool(self.plan(config))
+        section = config.get(self.name) or {}
+        return any(section.get(g) for g in self.settings_groups)
+
+    def run_stem(self, setting_name: str, setting: dict) -> str:
+        """The setting's runs file under ``results/studies/<directory>/``, without ``.csv``."""
+        return self.run_file(setting_name, setting) if self.run_file is not None else f"runs_{setting_name}"
+
+    def prepared_stem(self, setting_name: str) -> str:
+        """The setting's preparatory file under ``results/studies/<directory>/``, without ``.json``."""
+        return self.prepare_file.format(setting=setting_name)
+
     def section(self, config: dict) -> dict:
         """The config section without its settings and description (what every
-        setting's runs share)."""
+        setting's runs share; only :attr:`sim_keys` when given)."""
         skip = {*self.settings_groups, "description"}
-        return {k: v for k, v in (config.get(self.name) or {}).items() if k not in skip}
+        section = {k: v for k, v in (config.get(self.name) or {}).items() if k not in skip}
+        return section if self.sim_keys is None else {k: v for k, v in section.items() if k in self.sim_keys}
 
 
 _REGISTRY: dict[str, Study] = {}
@@ -141,13 +339,19 @@ def by_directory(directory: str) -> Study:
 
 
 def by_table(table: str) -> Study:
-    """The generic study writing ``results/tables/<table>.csv``."""
-    return _generic_by("table", table, f"results/tables/{table}.csv")
+    """The generic study writing ``results/tables/<table>.csv`` (one of its tables)."""
+    for s in generic_studies().values():
+        if any(t.name == table for t in s.tables):
+            return s
+    raise ConfigError(f"no generic study writes results/tables/{table}.csv")
 
 
 def by_figure(figure: str) -> Study:
-    """The generic study drawing ``figures/<figure>.png``."""
-    return _generic_by("figure", figure, f"figures/{figure}.png")
+    """The generic study drawing ``figures/<figure>.png`` (one of its figures)."""
+    for s in generic_studies().values():
+        if any(f.name == figure for f in s.figures):
+            return s
+    raise ConfigError(f"no generic study draws figures/{figure}.png")
 
 
 #: Built-in study modules (registration order: the order of the report).
@@ -172,4 +376,4 @@ def _load() -> None:
         raise
 
 
-__all__ = ["Study", "register_study", "studies", "generic_studies", "by_directory", "by_table", "by_figure"]
+__all__ = ["Study", "Table", "Figure", "Product", "register_study", "studies", "generic_studies", "by_directory", "by_table", "by_figure"]

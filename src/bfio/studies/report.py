@@ -104,6 +104,17 @@ def setting_sections(summary, columns, heading=backlog_heading) -> list[str]:
     return lines
 
 
+def read_product(path):
+    """A study product (:class:`bfio.studies.registry.Product`): a data frame
+    (``.csv``) or a JSON object (``.json``)."""
+    if str(path).endswith(".json"):
+        import json
+
+        with open(path) as f:
+            return json.load(f)
+    return pd.read_csv(path)
+
+
 def read_frames(paths: dict) -> dict:
     """trace name -> canonical trace table (``results/traces/<trace>.parquet``)."""
     from bfio.experiments import read_trace_table
@@ -120,5 +131,5 @@ def _paper_settings() -> dict:
 #: The paper's settings by trace: (N, G) (Section 6.2; Table 1 and Table 2).
 PAPER_SETTINGS = _paper_settings()
 
-__all__ = ["setting_slots", "check_settings", "scale_note", "fmt", "ci_cell", "markdown_table", "read_frames",
+__all__ = ["setting_slots", "check_settings", "scale_note", "fmt", "ci_cell", "markdown_table", "read_product", "read_frames",
            "PAPER_SETTINGS"]

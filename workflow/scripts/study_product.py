@@ -1,0 +1,18 @@
+"""A product of a registered study: a file made from the runs of some of its
+settings, e.g. every setting's runs in one file (rule study_product)."""
+import pandas as pd
+
+from bfio.progress import script_log
+from bfio.results_io import write_json
+from bfio.studies.registry import by_directory
+
+with script_log(snakemake.log[0]) as log:  # noqa: F821
+    sm = snakemake  # noqa: F821
+    product = by_directory(sm.wildcards.study).product_named(sm.wildcards.product)
+    runs = pd.concat([pd.read_csv(p) for p in sm.input], ignore_index=True)
+    out = product.build(runs, dict(sm.params.section))
+    if product.file.endswith(".csv"):
+        out.to_csv(sm.output[0], index=False)
+    else:
+        write_json(out, sm.output[0])
+    log.info("%s from %d runs of %d settings", product.file, len(runs), len(sm.input))
