@@ -16,13 +16,17 @@ PANELS = [("e2e_s_p99", "p99 end-to-end latency", "s", True), ("throughput_run",
                                                                  "tokens/s", False)]
 
 
-def policy_styles(keys) -> dict:
+def policy_styles(keys, highlight=()) -> dict:
     """(row, dispatch) -> matplotlib kwargs: a colour of the colour-blind palette
     and a marker per policy (:func:`bfio.figures.style.series_style`), solid
-    lines for the central pool and dashed for instant dispatch."""
+    lines for the central pool and dashed for instant dispatch. Keys in
+    ``highlight`` (BF-IO's rows) take the palette's first colours and a thick line
+    drawn on top; the others a thin one."""
     keys = list(keys)
-    return {(row, dispatch): {**series_style(i, len(keys)), "linestyle": "-" if dispatch == "central" else "--"}
-            for i, (row, dispatch) in enumerate(keys)}
+    order = [k for k in keys if k in highlight] + [k for k in keys if k not in highlight]
+    return {key: {**series_style(i, len(order)), "linestyle": "-" if key[1] == "central" else "--",
+                  "linewidth": 2.2 if key in highlight else 1.0, "zorder": 3 if key in highlight else 2}
+            for i, key in enumerate(order)}
 
 
 def coincident_groups(sub: pd.DataFrame, keys, metrics, rtol: float = 1e-9) -> list[list]:
@@ -53,7 +57,7 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
     """Rows of ``panels`` against ``load`` for every Poisson setting of the
     online table: mean over seeds with 95% CI bars. Policies with identical
     results share one line, labelled ``A = B``."""
-    from bfio.studies.online_summary import policy_label
+    from bfio.studies.online_summary import record_label
 
     sub = summary[summary["arrival_mode"] == "poisson"]
     if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers
@@ -63,8 +67,11 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
                        height=2.6 * len(panels) + 0.9)
     keys = list(dict.fromkeys(zip(sub["row"], sub["dispatch"])))
     groups = coincident_groups(sub, keys, [m for m, *_ in panels])
-    styles = policy_styles([g[0] for g in groups])
-    labels = {g[0]: " = ".join(policy_label(*k) for k in g) for g in groups}
+    policies = dict(zip(zip(sub["row"], sub["dispatch"]), sub["policy"] if "policy" in sub else sub["row"]))
+    styles = policy_styles([g[0] for g in groups],
+                           highlight={g[0] for g in groups if str(policies.get(g[0], "")).startswith("bfio")})
+    records = {k: r for r in sub.to_dict("records") for k in [(r["row"], r["dispatch"])]}
+    labels = {g[0]: " = ".join(record_label(records[k]) for k in g) for g in groups}
     for j, name in enumerate(settings):
         s = sub[sub["setting"] == name]
         first = s.iloc[0]
@@ -77,8 +84,7 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
                 if p.empty or f"{m}_mean" not in p:
                     continue
                 mean, yerr = _err(p, m, factor)
-                ax.errorbar(p["load"], mean, yerr=yerr, capsize=2, markersize=4, linewidth=1.1,
-                            label=labels[key], **styles[key])
+                ax.errorbar(p["load"], mean, yerr=yerr, capsize=2, markersize=4, label=labels[key], **styles[key])
             if log:
                 ax.set_yscale("log")
                 plain_log_ticks(ax.yaxis)
@@ -92,7 +98,7 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
     fig.legend(handles, legend_labels, loc="lower center", ncol=ncol, fontsize=7, bbox_to_anchor=(0.5, 0.0))
     merged = any(len(g) > 1 for g in groups)
     fig.suptitle(f"Poisson arrivals: mean over {n} seeds, 95% CI bars (solid: central pool, dashed: instant "
-                 "dispatch)" + ("\n'A = B': identical results, drawn as one line" if merged else ""), fontsize=9)
+                 "dispatch; thick: BF-IO)" + ("\n'A = B': identical results, drawn as one line" if merged else ""), fontsize=9)
     rows = int(np.ceil(len(legend_labels) / ncol))
     fig.tight_layout(rect=(0, min(0.4, (0.15 + 0.17 * rows) / fig.get_figheight()), 1, 0.93 if merged else 0.97))
     return fig

@@ -25,12 +25,14 @@ SERIES_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p"]
 
 
 def series_colours(n: int) -> list:
-    """``n`` colours of seaborn's colour-blind-safe palette (cycled past its 10),
+    """``n`` colours of seaborn's colour-blind-safe palette (past its 10, its hues darker, then cycled),
     for figures with many series; each series also gets its own marker
     (:data:`SERIES_MARKERS`), so the figure stays legible in grayscale."""
     import seaborn as sns
 
     base = sns.color_palette("colorblind", 10)
+    if n > len(base):  # then the same hues, darker, before any colour repeats
+        base = base + sns.color_palette("dark", 10)
     return [base[i % len(base)] for i in range(n)]
 
 

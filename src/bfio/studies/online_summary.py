@@ -40,7 +40,7 @@ ONLINE_GROUP = ["setting", "trace", "requests", "workers", "slots", "arrival_mod
 
 #: Columns of the online runs that a row determines, carried into the summary
 #: when present (runs written before issue 18 have neither).
-ONLINE_ROW_COLUMNS = ["policy", "report_interval"]
+ONLINE_ROW_COLUMNS = ["policy", "report_interval", "horizon"]
 
 
 def summarize_online(runs: pd.DataFrame, metrics=None) -> pd.DataFrame:
@@ -55,11 +55,12 @@ def summarize_online(runs: pd.DataFrame, metrics=None) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None = None) -> str:
+def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None = None, horizon=None) -> str:
     """``'vLLM DP (instant)'``, ``'BF-IO (H=40) (central)'``, ``'BF-IO (H=40, aging:200) (central)'``;
     a row with lagging load reports (``report_interval`` k > 0, the row's
-    registry ``policy`` given): ``'vLLM DP, reports every 10 steps (instant)'``."""
-    from bfio.run_keys import parse_admission_row, parse_bfio_row
+    registry ``policy`` given): ``'vLLM DP, reports every 10 steps (instant)'``; a
+    BF-IO variant row with its stored ``horizon``: ``'BF-IO (H=40) (instant)'``."""
+    from bfio.run_keys import parse_admission_row, parse_bfio_row, row_key
     from bfio.tables import row_label
 
     adm = parse_admission_row(row)
@@ -69,6 +70,8 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
 
     k = 0 if report_interval is None or pd.isna(report_interval) else int(report_interval)
     if policy and isinstance(policy, str) and row not in registered() and not parse_bfio_row(row):
+        if policy == "bfio" and horizon is not None and not pd.isna(horizon):
+            return f"{row_label(row_key('bfio', int(horizon)))} ({dispatch})"
         row = policy  # a variant row: shown by its policy's label
     if k > 0:
         return f"{row_label(row)}, reports every {k} steps ({dispatch})"
@@ -77,7 +80,7 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
 
 def record_label(r) -> str:
     """:func:`policy_label` of a summary record (with its ``report_interval`` and ``policy`` when present)."""
-    return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"))
+    return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"), r.get("horizon"))
 
 
 def online_markdown(summary: pd.DataFrame, settings: dict, title: str = "Online arrivals vs production routers") -> str:
