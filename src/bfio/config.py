@@ -15,6 +15,8 @@ from pathlib import Path
 from bfio.errors import ConfigError
 from bfio.paper import TABLE_SETTINGS
 from bfio.traces.registry import ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec
+from bfio.traces.registry import trace_specs  # noqa: F401  (re-exported: bfio.config.trace_specs)
+from bfio.policies import check_policy_options
 from bfio.experiments import experiment_rows
 from bfio.studies.registry import studies
 from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.config.trace_references)
@@ -184,33 +186,6 @@ def _registry_enums(schema: dict) -> dict:
     return schema
 
 
-def _build_policy(key: str, policy: str, options: dict, dispatch: str | None = None) -> None:
-    """Build ``policy`` with ``options`` as a job would, so the policy's own
-    checks run when the config loads; errors name ``key`` (and the option)."""
-    from bfio.policies import available, make_policy
-
-    if policy not in available():
-        raise ConfigError(f"config key '{key}': unknown policy '{policy}' (available: {', '.join(available())})")
-    try:
-        pol = make_policy(policy, **options)
-    except TypeError as e:
-        bad = [k for k in options if f"'{k}'" in str(e)]
-        where = f"{key}.{bad[0]}" if bad else key
-        raise ConfigError(f"config key '{where}': not an option of policy '{policy}' ({e})") from None
-    except ConfigError as e:
-        opt = str(e).split(":", 1)[0]
-        where = f"{key}.{opt}" if opt in options else key
-        raise ConfigError(f"config key '{where}': {e}") from None
-    if dispatch is not None and dispatch not in getattr(pol, "dispatch_modes", ("central",)):
-        raise ConfigError(f"config key '{key}': policy '{policy}' does not support {dispatch} dispatch "
-                          f"(it supports: {', '.join(pol.dispatch_modes)})")
-
-
-#: Build a policy from config options, errors naming the config key (a study's
-#: ``validate`` checks its rows with it).
-build_policy = _build_policy
-
-
 def policy_defaults(config: dict) -> dict[str, dict]:
     """Policy name -> the options the config sets for every row of that policy:
     ``policy_options.<name>`` and, for BF-IO, ``bfio`` (what :func:`bfio.run.resolve_row`
@@ -224,9 +199,9 @@ def _check_policies(config: dict) -> None:
     from bfio.run import resolve_row
 
     bfio = config.get("bfio") or {}
-    _build_policy("bfio", "bfio", dict(bfio))
+    check_policy_options("bfio", "bfio", dict(bfio))
     for name, options in (config.get("policy_options") or {}).items():
-        _build_policy(f"policy_options.{name}", name, dict(options))
+        check_policy_options(f"policy_options.{name}", name, dict(options))
     for study in studies():
         section = config.get(study) or {}
         variants = section.get("variants") or {}
@@ -235,7 +210,7 @@ def _check_policies(config: dict) -> None:
                 policy, opts = resolve_row(label, variants, bfio)
             except ConfigError as e:
                 raise ConfigError(f"config key '{study}.variants.{label}': {e}") from None
-            _build_policy(f"{study}.variants.{label}", policy, opts)
+            check_policy_options(f"{study}.variants.{label}", policy, opts)
 
 
 #: Where a named run (config key ``run_name``) writes everything: its own
@@ -282,17 +257,6 @@ def named_run(config: dict, user_config: dict | None, cwd=None) -> str | None:
     config.clear()
     config.update(new)
     return str(cwd / NAMED_RUN_DIR / name)
-
-
-def trace_specs(config: dict) -> dict[str, TraceSpec]:
-    """Every trace name the config may use: :data:`~bfio.traces.registry.KNOWN_TRACES`
-    plus the ``extra_traces`` entries (``relpath`` is the configured path)."""
-    out = dict(KNOWN_TRACES)
-    for name, e in (config.get("extra_traces") or {}).items():
-        out[name] = TraceSpec(name, str(e["path"]), e.get("sha256"), e["prefill_col"], e["decode_col"],
-                              e.get("arrival_col"), description=e.get("description") or f"extra trace {e['path']}",
-                              arrival_unit=e.get("arrival_unit", "s"))
-    return out
 
 
 def _check_traces(config: dict) -> None:

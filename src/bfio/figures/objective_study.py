@@ -70,4 +70,10 @@ def plot_objective_study(choose_runs: pd.DataFrame, confirm: pd.DataFrame, title
     return fig
 
 
-__all__ = ["plot_objective_study"]
+def plot_study_figure(table, choose):
+    """The study protocol's call (``Figure(table="objective")`` with the ``choose``
+    product): the confirm table and the choose scores, in this module's order."""
+    return plot_objective_study(choose, table)
+
+
+__all__ = ["plot_objective_study", "plot_study_figure"]

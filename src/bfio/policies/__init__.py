@@ -153,5 +153,28 @@ def _load_builtin() -> None:
         raise
 
 
+
+def check_policy_options(key: str, policy: str, options: dict, dispatch: str | None = None) -> None:
+    """Build ``policy`` with ``options`` as a job would, so the policy's own
+    checks run when a config loads; errors name the config ``key`` (and the
+    option), and a ``dispatch`` the policy does not support."""
+    if policy not in available():
+        raise ConfigError(f"config key '{key}': unknown policy '{policy}' (available: {', '.join(available())})")
+    try:
+        pol = make_policy(policy, **options)
+    except TypeError as e:
+        bad = [k for k in options if f"'{k}'" in str(e)]
+        where = f"{key}.{bad[0]}" if bad else key
+        raise ConfigError(f"config key '{where}': not an option of policy '{policy}' ({e})") from None
+    except ConfigError as e:
+        opt = str(e).split(":", 1)[0]
+        where = f"{key}.{opt}" if opt in options else key
+        raise ConfigError(f"config key '{where}': {e}") from None
+    if dispatch is not None and dispatch not in getattr(pol, "dispatch_modes", ("central",)):
+        raise ConfigError(f"config key '{key}': policy '{policy}' does not support {dispatch} dispatch "
+                          f"(it supports: {', '.join(pol.dispatch_modes)})")
+
+
 __all__ = ["DispatchState", "Policy", "RoutingState", "register", "available", "registered", "baselines",
-           "supporting", "policy_label", "row_pattern", "make_policy", "policy_class", "policy_options", "KEYED_ROWS"]
+           "supporting", "policy_label", "row_pattern", "make_policy", "policy_class", "policy_options", "KEYED_ROWS",
+           "check_policy_options"]

@@ -175,7 +175,7 @@ def plan(config: dict) -> dict:
     """The study's jobs as settings, by name: a backlog job per trace and G, then
     (when the section has replay cases) a replay job per trace with arrival
     times and G; ``slots``: the section's, when it sets one."""
-    from bfio.config import trace_specs
+    from bfio.traces.registry import trace_specs
 
     gen = config.get("generality") or {}
     traces, workers = list(gen.get("traces") or []), [int(g) for g in gen.get("workers") or []]

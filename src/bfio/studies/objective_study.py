@@ -242,12 +242,6 @@ def _table(runs, section, settings, choose, recommendation):
     return confirm, objective_markdown(scores(choose), recommendation, confirm, section["description"])
 
 
-def plot_study(table, choose):
-    from bfio.figures.objective_study import plot_objective_study
-
-    return plot_objective_study(choose, table)
-
-
 STUDY_CAPTION = """BF-IO objective study (issue 11). Left: for every offset discount delta and new-request model, the
 mean over traces other than the paper's two (seeds, H > 0) of the imbalance divided by the best
 imbalance of its cell; 1 means best everywhere. Right: the paired ratio paper-literal / default
@@ -270,7 +264,7 @@ STUDY = register_study(Study(
               Product("recommendation.json", make=_recommendation, settings=_is_choose)),
     tables=(Table("objective", _table, settings=_is_confirm,
                   products=(("choose", "choose.csv"), ("recommendation", "recommendation.json"))),),
-    figures=(Figure("objective_study", "bfio.studies.objective_study:plot_study", table="objective",
+    figures=(Figure("objective_study", "bfio.figures.objective_study:plot_study_figure", table="objective",
                     products=(("choose", "choose.csv"),), caption=STUDY_CAPTION,
                     modules=("figures/objective_study.py",)),
              Figure("discount_reach", "bfio.figures.discount_reach:plot_discount_reach", table=None,

@@ -193,7 +193,8 @@ def _validate(section: dict, config: dict) -> None:
     row, and trace replays need an arrival column and never more rows than the
     trace has (known traces pin their row count; extra traces are checked when
     the job reads the file): no silent clipping."""
-    from bfio.config import build_policy, trace_specs
+    from bfio.policies import check_policy_options
+    from bfio.traces.registry import trace_specs
     from bfio.run import resolve_row
 
     bfio = config.get("bfio") or {}
@@ -201,9 +202,9 @@ def _validate(section: dict, config: dict) -> None:
     for dispatch in ("central", "instant"):
         for i, row in enumerate(section.get(dispatch) or []):
             policy, opts = resolve_row(row, variants, bfio)
-            build_policy(f"online.{dispatch}.{i}", policy, opts, dispatch=dispatch)
+            check_policy_options(f"online.{dispatch}.{i}", policy, opts, dispatch=dispatch)
     policy, opts = resolve_row(section.get("saturation_row", "fcfs"), variants, bfio)
-    build_policy("online.saturation_row", policy, opts)
+    check_policy_options("online.saturation_row", policy, opts)
     reference = section.get("reference", "bfio_h40")
     if section.get("instant") and reference not in (section.get("central") or []):
         raise ConfigError(f"config key 'online.reference': '{reference}' is not a central row of the online "

@@ -205,3 +205,14 @@ def locate_known_trace(spec: TraceSpec, data_dir, download_dir, mode: str = "aut
     if spec.url and (mode == "auto" or fetched.exists()):
         return fetched
     return None
+
+
+def trace_specs(config: dict) -> dict[str, TraceSpec]:
+    """Every trace name the config may use: :data:`~bfio.traces.registry.KNOWN_TRACES`
+    plus the ``extra_traces`` entries (``relpath`` is the configured path)."""
+    out = dict(KNOWN_TRACES)
+    for name, e in (config.get("extra_traces") or {}).items():
+        out[name] = TraceSpec(name, str(e["path"]), e.get("sha256"), e["prefill_col"], e["decode_col"],
+                              e.get("arrival_col"), description=e.get("description") or f"extra trace {e['path']}",
+                              arrival_unit=e.get("arrival_unit", "s"))
+    return out
