@@ -131,6 +131,7 @@ class VllmDPKV(InstantPolicy):
 
     name = "vllm_dp_kv"
     label = "vLLM DP (#49204)"
+    dispatch_modes = ("instant",)  # a front end's rule; without queues it would be jsq_requests
     options = InstantPolicy.options + (
         Option("kv_tokens_per_rank", int, KV_TOKENS_PER_RANK,
                "vllm_dp_kv: a rank's KV-cache budget in tokens, the denominator of its kv_cache_usage "
