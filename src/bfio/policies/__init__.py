@@ -153,7 +153,6 @@ def _load_builtin() -> None:
         raise
 
 
-
 def check_policy_options(key: str, policy: str, options: dict, dispatch: str | None = None) -> None:
     """Build ``policy`` with ``options`` as a job would, so the policy's own
     checks run when a config loads; errors name the config ``key`` (and the

@@ -11,6 +11,13 @@ import numpy as np
 from numba import njit
 
 
+def rotating_argmin(score: np.ndarray, start: int) -> int:
+    """The first minimum of ``score`` scanning the workers from ``start`` (wrapping),
+    with a strict ``<``: the engines' rotating tie-break (vLLM's ``eng_start_index``)."""
+    G = score.shape[0]
+    return (start + int(np.argmin(np.roll(score, -start)))) % G
+
+
 @njit(cache=True)
 def greedy_argmin(key, weights):
     """Bind request ``j`` (in order) to the worker with the smallest ``key``

@@ -37,7 +37,7 @@ from bfio.policies import register
 from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
 from bfio.policies.options import Option
 from bfio.prefix import KV_TOKENS_PER_RANK
-from bfio.policies.instant import greedy_argmin
+from bfio.policies.instant import greedy_argmin, rotating_argmin
 from bfio.policies.jsq import JSQRequests
 
 #: vLLM's weight of a waiting request relative to a running one.
@@ -83,8 +83,7 @@ class VllmDPRotating(VllmDP):
         G = key.shape[0]
         out = np.empty(requests.shape[0], dtype=np.int64)
         for j in range(requests.shape[0]):
-            scan = (self._start + np.arange(G)) % G
-            g = int(scan[np.argmin(key[scan])])  # the first minimum in scan order
+            g = rotating_argmin(key, self._start % G)
             self._start += 1
             out[j] = g
             key[g] += WAITING_WEIGHT
@@ -161,8 +160,7 @@ class VllmDPKV(InstantPolicy):
         out = np.empty(requests.shape[0], dtype=np.int64)
         for j in range(requests.shape[0]):
             score = np.maximum(inflight, waiting + running) + waiting * pressure
-            scan = (self._start + np.arange(G)) % G
-            g = int(scan[np.argmin(score[scan])])  # the first minimum in scan order (strict <)
+            g = rotating_argmin(score, self._start)
             self._start = (self._start + 1) % G
             out[j] = g
             waiting[g] += 1.0

@@ -78,13 +78,6 @@ def report_interval(options: dict) -> int:
     return int(options.get("report_interval", 0) or 0)
 
 
-def row_horizon(run: RunSpec) -> float:
-    """A BF-IO run's lookahead ``H`` (its resolved option), NaN for other policies:
-    stored with the runs so tables and figures label rows from it, never from the
-    row's name."""
-    return float(run.resolved_options["horizon"]) if run.policy == "bfio" else float("nan")
-
-
 def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, seeds, slots: int,
                 bfio_defaults=None, native_rps: float | None = None,
                 defaults=None) -> tuple[list[RunSpec], list[dict]]:
@@ -119,7 +112,9 @@ def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, se
                     extra.append({"load": load, "offered_rps": load * saturation_rps,
                                   "saturation_rps": saturation_rps,
                                   "report_interval": report_interval(runs[-1].policy_options),
-                                  "horizon": row_horizon(runs[-1])})
+                                  # BF-IO's H (RunSpec.horizon), stored so tables and figures label
+                                  # rows from it, not from the row's name; NaN for other policies
+                                  "horizon": float("nan") if runs[-1].horizon is None else float(runs[-1].horizon)})
     return runs, extra
 
 

@@ -46,7 +46,7 @@ variants) and brings its own rules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from bfio.errors import ConfigError
@@ -234,9 +234,7 @@ class Study:
         figures = tuple(self.figures)
         if self.figure:
             figures = (Figure(self.figure, self.plot, self.table, self.caption),) + figures
-        figures = tuple(f if f.table or f.table is None else
-                        Figure(f.name, f.plot, self.table, f.caption, f.options, f.when, f.modules, f.products)
-                        for f in figures)
+        figures = tuple(f if f.table or f.table is None else replace(f, table=self.table) for f in figures)
         object.__setattr__(self, "tables", tables)
         object.__setattr__(self, "figures", figures)
         products = tuple(self.products)

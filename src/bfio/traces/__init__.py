@@ -29,7 +29,7 @@ import pandas as pd
 
 from bfio.errors import ConfigError, TraceError
 from bfio.prefix import PrefixBlocks
-from bfio.traces.formats import read_table, unreadable
+from bfio.traces.formats import MISSING, read_table, unreadable
 from bfio.traces.registry import (  # noqa: F401  (re-exported: the names users import from bfio.traces)
     ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec, default_data_dir, resolve_trace, sha256_of, verify_sha256)
 from bfio.traces.validation import validate_columns, validate_hashes
@@ -83,7 +83,7 @@ def load_trace(name_or_path, prefill_col=None, decode_col=None, arrival_col=None
     problem = unreadable(path)
     if problem is not None:
         hint = ""
-        if spec is not None and problem == "file does not exist":
+        if spec is not None and problem == MISSING:
             hint = (f"; trace '{spec.name}' is expected at {spec.relpath} under the data directory "
                     f"(set BFIO_DATA_DIR or --data-dir" + (f", or download it from {spec.url}" if spec.url else "") + ")")
         raise TraceError(path, problem + hint)

@@ -18,13 +18,18 @@ import pandas as pd
 from bfio.errors import TraceError
 
 
+#: :func:`unreadable`'s answer for a path with nothing behind it.
+MISSING = "file does not exist"
+
+
 def unreadable(path: Path) -> str | None:
-    """Why ``path`` cannot be opened as a trace file (``None``: it can): missing,
-    a symlink loop or another error of the operating system, said as such."""
+    """Why ``path`` cannot be opened as a trace file (``None``: it can): missing
+    (:data:`MISSING`), a symlink loop or another error of the operating system,
+    said as such."""
     try:
         os.stat(path)
     except FileNotFoundError:
-        return "file does not exist"
+        return MISSING
     except OSError as e:  # e.g. ELOOP: a symlink loop is not a missing file
         return f"cannot be opened: {e.strerror or e}"
     return None
