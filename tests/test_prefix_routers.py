@@ -88,24 +88,56 @@ def test_sgl_cache_aware_follows_its_thresholds():
     assert counts.max() < n and (counts > 0).all()
 
 
-def test_bfio_weighs_a_cache_hit_against_the_prefill_barrier():
-    """Rank 0 holds the first half of a prompt's blocks. BF-IO binds the prompt there
-    while no rank has a prefill backlog (the hit halves the work), and to the idle
-    rank when rank 0 has the largest backlog: its half raises the barrier every
-    rank waits at, the whole prompt on rank 1 raises nothing."""
+def _term(backlog, slots=None, cached=8, soon=None, requests=(1,)):
+    """A :class:`PrefillTerm` over ``len(backlog)`` ranks of 4 slots for prompts of 16 blocks of 256 tokens: rank 0's
+    cache holds the first ``cached`` blocks, rank ``g`` has ``backlog[g]`` prefill
+    tokens queued; ``soon``: a request prefilling on rank 0 (its blocks are coming)."""
     from bfio.prefill import CacheView, Prefill
     from bfio.solvers.dispatch import PrefillTerm
 
     bt = 256
     blocks = PrefixBlocks.from_lists([list(range(16))] * 3, bt)
     w = Workload(np.full(3, 16 * bt), np.full(3, 10), blocks=blocks)
-    st = Prefill(PrefillModel(cache_blocks=1000), w, 2, 4)
-    st.caches[0].insert(blocks.blocks_of(0)[:8])
+    st = Prefill(PrefillModel(cache_blocks=1000), w, len(backlog), 4)
+    if cached:
+        st.caches[0].insert(blocks.blocks_of(0)[:cached])
+    grid = np.full((len(backlog), 4), -1) if slots is None else slots
+    if soon is not None:
+        grid[0, 0] = soon
+        st.left[soon] = 16 * bt
+    view = CacheView(st, grid, np.asarray(backlog), 1.005e-7)
+    return PrefillTerm(view, np.asarray(requests), w.prefill, grid.shape[1])
+
+
+def test_bfio_weighs_a_cache_hit_against_the_prefill_barrier():
+    """Rank 0 holds the first half of a prompt's blocks. BF-IO binds the prompt there
+    while no rank has a prefill backlog (the hit halves the work), and to the idle
+    rank when rank 0 has the largest backlog: its half raises the barrier every
+    rank waits at, the whole prompt on rank 1 raises nothing."""
+    now = np.zeros(2, dtype=np.int64)
+    for backlog, expect in (((0, 0), 0), ((40_000, 0), 1)):
+        assert int(np.argmin(_term(backlog).cost(0, 2, now))) == expect
+
+
+def test_bfio_counts_a_prompt_being_prefilled_only_for_a_request_that_waits_behind_it():
+    """Request 0 is prefilling on rank 0 (no block computed yet). Request 1, the same
+    prompt, admitted at once beside it cannot hit those blocks (the cache is matched
+    at admission); admitted after a wait, it finds them computed."""
     slots = np.full((2, 4), -1)
-    for backlog, expect in ((0, 0), (40_000, 1)):
-        view = CacheView(st, slots, np.array([backlog, 0]), 1.005e-7)
-        term = PrefillTerm(view, np.array([1]), w.prefill)
-        assert int(np.argmin(term.cost(0, 2))) == expect
+    term = _term((0, 0), slots=slots, cached=0, soon=0)
+    at_once = term.cost(0, 2, np.array([0, 0]))
+    later = term.cost(0, 2, np.array([3, 3]))
+    assert at_once[0] > at_once[1]  # rank 0 has request 0's backlog ahead and no hit
+    assert later[0] < later[1]  # the blocks are computed when request 1 enters
+
+
+def test_bfio_prefers_the_shorter_prefill_wait_when_the_barrier_is_equal():
+    """No cache hit anywhere and neither rank 1 nor rank 2 would raise the largest
+    backlog (rank 0's): the request goes where fewer prefill tokens are ahead of its
+    first token, rank 2 (1,000) rather than rank 1 (3,000)."""
+    cost = _term((10_000, 3_000, 1_000), cached=0).cost(0, 3, np.zeros(3, dtype=np.int64))
+    assert int(np.argmin(cost)) == 2
+    assert cost[1] > cost[2]
 
 
 def test_the_study_section_is_checked_when_the_config_loads():

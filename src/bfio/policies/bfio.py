@@ -385,7 +385,7 @@ class BFIO(Policy):
         requests = np.asarray(requests)
         term = None
         if state.prefill is not None:  # the prefill barrier and the prefix caches (issue 32)
-            term = PrefillTerm(state.prefill, requests, state.workload.prefill)
+            term = PrefillTerm(state.prefill, requests, state.workload.prefill, state.slots)
         out = bind(loads, release, requests, state.workload.prefill, lifetimes,
                    np.asarray(self._objective.weights, dtype=float), term)
         self._times.append(time.perf_counter() - t0)

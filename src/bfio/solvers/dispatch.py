@@ -74,7 +74,7 @@ def bind(loads: np.ndarray, release: list[list[int]], requests: np.ndarray, size
         envelope = np.maximum(others, loads + add)
         J = (G * envelope - (loads.sum(axis=0)[None, :] + add)) @ weights
         if prefill is not None:
-            J = J + prefill.cost(k, G)
+            J = J + prefill.cost(k, G, entry)
         # ties (the request raises the envelope nowhere, or enters beyond the window
         # everywhere): the earliest admission, then the least weighted predicted load
         best = np.flatnonzero(J <= J.min() + 1e-9 * max(1.0, abs(J.min())))
@@ -89,34 +89,56 @@ def bind(loads: np.ndarray, release: list[list[int]], requests: np.ndarray, size
 
 
 class PrefillTerm:
-    """BF-IO's prefix-cache term (issue 32): binding request ``k`` to rank ``g``
-    adds its uncached prompt tokens ``u_g`` (its prompt less what ``g``'s prefix
-    cache holds) to ``g``'s prefill backlog ``P_g``. Ranks prefill in lockstep,
-    so the barrier pays for the largest backlog: raising ``max_g P_g`` by ``d``
-    tokens costs ``token_s d`` seconds of every rank (:mod:`bfio.prefill`), which
-    in ``J``'s units (a rise of the KV envelope by one token for one step costs
-    ``G`` and ``t_l`` seconds) is ``G (token_s / t_l) d``. Below the largest
-    backlog the tokens are not free under load: later arrivals fill the other
-    ranks up to it, so each token adds ``1 / G`` of a step's chunk to every
-    rank's wait, ``(token_s / t_l) u_g`` in ``J``'s units. The cost is the sum:
-    ``(token_s / t_l) (G d + u_g)``. A cache hit lowers ``u_g`` (and maybe ``d``):
-    affinity is worth the prefill it saves, weighed against the barrier it raises."""
+    """BF-IO's prefix-cache term (issue 32), in ``J``'s units (one unit: ``t_l``
+    seconds of one rank idle at the barrier; ``scale = token_s / t_l`` converts a
+    prefill token). Binding request ``k`` to rank ``g`` adds its uncached prompt
+    tokens ``u_g`` to ``g``'s prefill backlog ``P_g``:
 
-    def __init__(self, view, requests: np.ndarray, sizes: np.ndarray):
+    - **the barrier**: ranks prefill in lockstep, so raising ``max_g P_g`` by ``d``
+      tokens costs ``token_s d`` seconds of every rank (:mod:`bfio.prefill`),
+      ``G scale d``;
+    - **the work**: below the largest backlog the tokens are not free under load
+      (later arrivals fill the other ranks up to it): each adds ``1 / G`` of a
+      step's chunk to every rank's wait, ``scale u_g``;
+    - **the request's own wait**: its first token comes after ``P_g + u_g`` tokens
+      of ``g``'s prefill; each of those prefill-bound steps (about ``chunk token_s``
+      seconds) its slot holds without decoding, ``1 / B`` of the rank's decode, so
+      ``scale (P_g + u_g) / B``. It separates ranks the barrier cannot (a lightly
+      loaded cluster, where no binding raises the largest backlog).
+
+    The cost is ``scale (G d + u_g + (P_g + u_g) / B)``. ``u_g`` is the prompt less
+    what ``g`` will hold of it when the request is admitted there: its computed
+    blocks if it enters a free slot at once (a prompt still being prefilled cannot
+    serve a request admitted beside it: the cache is matched at admission), or
+    also the blocks of the prompts queued or prefilling ahead of it when it waits
+    for a slot (``CacheView.expected_tokens``). A cache hit lowers ``u_g`` (and
+    maybe ``d``): affinity is worth the prefill it saves, weighed against the
+    barrier it raises and the wait behind the rank's backlog."""
+
+    def __init__(self, view, requests: np.ndarray, sizes: np.ndarray, slots: int):
         self.view = view  # bfio.prefill.CacheView
         self.requests = requests
         self.sizes = sizes
+        self.slots = int(slots)
         self.pending = np.asarray(view.pending, dtype=np.float64).copy()
         self.scale = view.token_s / view.decode_token_s if view.decode_token_s > 0 else 0.0
         self._u = None
 
-    def cost(self, k: int, G: int) -> np.ndarray:
-        """Per rank, the ``J``-equivalent cost of the prefill request ``k`` adds there
-        (its prompt less what the rank will hold of it: ``CacheView.expected_tokens``)."""
+    def held(self, i: int, entry: np.ndarray) -> np.ndarray:
+        """Per rank, the tokens of request ``i``'s prompt the rank will hold when it
+        admits ``i`` at window offset ``entry[g]`` (class docstring)."""
+        now = self.view.cached_tokens(i)
+        if not (entry > 0).any():
+            return now
+        return np.where(entry > 0, self.view.expected_tokens(i), now)
+
+    def cost(self, k: int, G: int, entry: np.ndarray) -> np.ndarray:
+        """Per rank, the ``J``-equivalent cost of request ``k``'s prefill there (class
+        docstring); ``entry[g]``: the offset at which ``g``'s queue would admit it."""
         i = int(self.requests[k])
-        self._u = self.sizes[i] - self.view.expected_tokens(i).astype(np.float64)
+        self._u = self.sizes[i] - self.held(i, entry).astype(np.float64)
         rise = np.maximum(0.0, self.pending + self._u - self.pending.max())
-        return self.scale * (G * rise + self._u)
+        return self.scale * (G * rise + self._u + (self.pending + self._u) / self.slots)
 
     def bound(self, k: int, g: int) -> None:
         self.pending[g] += self._u[g]
