@@ -167,6 +167,15 @@ def test_grpo_rollouts_share_the_first_prompt_within_a_group_only():
         assert first[s] == first[lead] and arrive[s] == arrive[lead]
         if s % 4 == 0 and s > 0:
             assert not set(first[s]) & set(first[s - 4])  # other groups share nothing
+    # staggered streams: member m starts m gaps after its group, the rest unchanged
+    g = session_requests(pool_s, pool_o, sessions=12, turns=3, seed=4, block_tokens=64, group_size=4,
+                         think_time_s=2.0, stream_gap_s=0.5)
+    start = {int(s): g.workload.arrival_s[i] for i, (s, k) in enumerate(zip(g.session, g.turn)) if k == 0}
+    for s in range(12):
+        assert start[s] == pytest.approx(arrive[s - s % 4] + 0.5 * (s % 4))
+    assert sorted(g.workload.prefill.tolist()) == sorted(w.prefill.tolist())
+    with pytest.raises(ConfigError, match="stream_gap_s"):
+        session_requests(pool_s, pool_o, sessions=4, turns=1, seed=0, group_size=2, stream_gap_s=-1.0)
     # group_size 1 is the plain sessions draw
     a = session_requests(pool_s, pool_o, sessions=5, turns=2, seed=9)
     b = session_requests(pool_s, pool_o, sessions=5, turns=2, seed=9, group_size=1)

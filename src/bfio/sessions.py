@@ -131,7 +131,8 @@ class SessionRequests:
 
 def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, block_tokens: int = 512,
                      session_rate_per_s: float | None = None, think_time_s: float = 30.0,
-                     first_hash: int = 0, name: str = "sessions", group_size: int = 1) -> SessionRequests:
+                     first_hash: int = 0, name: str = "sessions", group_size: int = 1,
+                     stream_gap_s: float = 0.0) -> SessionRequests:
     """``sessions * turns`` requests of multi-turn chat sessions.
 
     Turn 0's prompt is a user message; turn ``k``'s prompt is turn ``k-1``'s
@@ -159,7 +160,10 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
     members share turn 0's prompt (its length and block hashes: one prompt
     sampled ``group_size`` times) and start together; their outputs, later
     messages and think times are their own. ``group_size = 1`` (the default)
-    draws exactly the sessions above.
+    draws exactly the sessions above. ``stream_gap_s``: member ``m`` of a group
+    (``0..group_size-1``) starts ``m stream_gap_s`` after the group (0, the
+    default: together), as rollout workers that submit a group's streams one
+    after another do (the staggered starts of tpu-inference PR #3307's run).
     """
     m_pool = _pool(prefill, "prefill", MAX_PREFILL)
     o_pool = _pool(decode, "decode", MAX_DECODE)
@@ -168,9 +172,10 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
     seed = _nonneg_int(seed, "seed")
     bt = _count(block_tokens, "block_tokens")
     rate = _rate(session_rate_per_s, "session_rate_per_s")
-    if isinstance(think_time_s, bool) or not isinstance(think_time_s, (int, float, np.number)) \
-            or not math.isfinite(think_time_s) or think_time_s < 0:
-        raise ConfigError(f"think_time_s: expected a finite number >= 0 of seconds, got {think_time_s!r}")
+    for key, value in (("think_time_s", think_time_s), ("stream_gap_s", stream_gap_s)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+                or not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{key}: expected a finite number >= 0 of seconds, got {value!r}")
     first_hash = _nonneg_int(first_hash, "first_hash")
     group_size = _count(group_size, "group_size")
     _total(sessions * turns, "sessions * turns")
@@ -183,7 +188,7 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
         else np.zeros((sessions, turns - 1))
     leader = np.arange(sessions) - np.arange(sessions) % group_size  # each group's first session
     message[:, 0] = message[leader, 0]
-    start = start[leader]
+    start = start[leader] + (np.arange(sessions) - leader) * float(stream_gap_s)
 
     # prompt lengths: s_0 = m_0, s_k = s_{k-1} + o_{k-1} + m_k (exact in Python ints, then bounded)
     prompt = np.cumsum(message.astype(object), axis=1)
@@ -229,8 +234,10 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
 
 def multi_turn_sessions(prefill, decode, sessions: int, turns: int, seed: int, *, block_tokens: int = 512,
                         session_rate_per_s: float | None = None, think_time_s: float = 30.0,
-                        first_hash: int = 0, name: str = "sessions", group_size: int = 1) -> Workload:
+                        first_hash: int = 0, name: str = "sessions", group_size: int = 1,
+                        stream_gap_s: float = 0.0) -> Workload:
     """The workload of :func:`session_requests` (same arguments, same result)."""
     return session_requests(prefill, decode, sessions, turns, seed, block_tokens=block_tokens,
                             session_rate_per_s=session_rate_per_s, think_time_s=think_time_s,
-                            first_hash=first_hash, name=name, group_size=group_size).workload
+                            first_hash=first_hash, name=name, group_size=group_size,
+                            stream_gap_s=stream_gap_s).workload

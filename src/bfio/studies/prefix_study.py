@@ -97,7 +97,7 @@ def generated_requests(setting: dict, frame: pd.DataFrame, seed: int):
                             int(setting["turns"]), seed, block_tokens=GENERATED_BLOCK_TOKENS,
                             session_rate_per_s=setting.get("session_rate_per_s"),
                             think_time_s=float(setting.get("think_time_s", 30.0)), name=kind,
-                            group_size=group)
+                            group_size=group, stream_gap_s=float(setting.get("stream_gap_s", 0.0)))
 
 
 def run_prefix_study(name: str, setting: dict, section: dict, seeds, slots: int, frame: pd.DataFrame,
@@ -121,7 +121,9 @@ def run_prefix_study(name: str, setting: dict, section: dict, seeds, slots: int,
 
             def extra(run, result):
                 r = requests_of(run.seed)
-                return group_pinning(r.session // size, r.turn >= 1, result.requests["queue_worker"].to_numpy())
+                worker = result.requests["queue_worker"].to_numpy()
+                every = group_pinning(r.session // size, np.ones(r.turn.shape[0], dtype=bool), worker)
+                return group_pinning(r.session // size, r.turn >= 1, worker) | {"pinned_share_all": every["pinned_share"]}
 
     out = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log, workload_of=workload_of,
                     extra=extra)

@@ -1,13 +1,14 @@
 """The prefix-cache study's table (issue 32): per setting and router, the means
 over seeds with 95% intervals of TTFT, decode TPOT, end-to-end latency,
 throughput and cache hit rate; and whether any router dominates BF-IO on
-(throughput, p99 TTFT), with BF-IO's lead or trail against each."""
+(throughput, p99 TTFT), with BF-IO's lead or trail against each, paired by seed
+(the routers of one seed serve the same requests) with 95% intervals."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bfio.studies.aggregate import summarize_runs
+from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.tables import MIN_INTERVAL_SEEDS
 
 #: the table's metrics, in column order: (column, header, format)
@@ -19,8 +20,12 @@ METRICS = [("throughput_run", "throughput (tok/s)", "{:,.0f}"), ("ttft_s_p50", "
 SUBJECT = "bfio"
 
 
+#: BF-IO's lead against a router, paired by seed: (metric, effect, column prefix)
+LEADS = [("throughput_run", "gain_pct", "lead_throughput_pct"), ("ttft_s_p99", "saving_pct", "lead_ttft_p99_pct")]
+
 #: GRPO settings' extra columns: how each router spreads a group's later turns
-PINNING = [("group_ranks", "ranks per group", "{:.2f}"), ("pinned_share", "groups on one rank", "{:.0%}")]
+PINNING = [("group_ranks", "ranks per group", "{:.2f}"), ("pinned_share", "groups on one rank", "{:.0%}"),
+           ("pinned_share_all", "groups on one rank, all turns", "{:.0%}")]
 
 
 def router_label(row: str) -> str:
@@ -35,17 +40,37 @@ def _metrics(runs: pd.DataFrame) -> list:
 
 
 def summarize_prefix(runs: pd.DataFrame) -> pd.DataFrame:
-    """Means and 95% intervals per (setting, router), with ``dominated_by`` on BF-IO's rows."""
+    """Means and 95% intervals per (setting, router); on each other router's row
+    BF-IO's paired lead against it (``lead_throughput_pct_*``, ``lead_ttft_p99_pct_*``:
+    + = BF-IO better); on BF-IO's rows ``dominated_by`` (routers better on both
+    means) and ``dominated_by_significant`` (better on both beyond the intervals)."""
     summary = summarize_runs(runs, ["setting", "workload", "row"], [m for m, _, _ in _metrics(runs)])
     summary["dominated_by"] = ""
+    summary["dominated_by_significant"] = ""
     for setting, grp in summary.groupby("setting", sort=False):
         me = grp[grp["row"] == SUBJECT]
         if me.empty:
             continue
+        mine = runs[runs["setting"] == setting]
+        for idx, r in grp[grp["row"] != SUBJECT].iterrows():
+            for metric, effect, col in LEADS:
+                lead = paired_effect(mine, ["setting"], r["row"], SUBJECT, metric, effect).iloc[0]
+                for part in ("mean", "ci_lo", "ci_hi"):
+                    summary.loc[idx, f"{col}_{part}"] = lead[f"{effect}_{part}"]
+        grp = summary.loc[grp.index]
+        others = grp[grp["row"] != SUBJECT]
         thr, ttft = float(me["throughput_run_mean"].iloc[0]), float(me["ttft_s_p99_mean"].iloc[0])
-        better = grp[(grp["row"] != SUBJECT) & (grp["throughput_run_mean"] > thr) & (grp["ttft_s_p99_mean"] < ttft)]
+        better = others[(others["throughput_run_mean"] > thr) & (others["ttft_s_p99_mean"] < ttft)]
+        surely = others[(others["lead_throughput_pct_ci_hi"] < 0) & (others["lead_ttft_p99_pct_ci_hi"] < 0)]
         summary.loc[me.index, "dominated_by"] = ", ".join(better["row"]) or "none"
+        summary.loc[me.index, "dominated_by_significant"] = ", ".join(surely["row"]) or "none"
     return summary
+
+
+def _lead(r: pd.Series, col: str) -> str:
+    """BF-IO's lead on one metric against row ``r``: mean and 95% interval (paired)."""
+    mean, lo, hi = (r[f"{col}_{p}"] for p in ("mean", "ci_lo", "ci_hi"))
+    return f"{mean:+.1f}%" + ("" if pd.isna(lo) else f" [{lo:+.1f}, {hi:+.1f}]")
 
 
 def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> str:
@@ -67,14 +92,14 @@ def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> 
             lines.append(f"| {router_label(r['row'])} | " + " | ".join(cells) + " |")
         me = grp[grp["row"] == SUBJECT]
         if not me.empty:
-            thr, ttft = float(me["throughput_run_mean"].iloc[0]), float(me["ttft_s_p99_mean"].iloc[0])
-            leads = [f"{router_label(r['row'])}: throughput {100 * (thr / r['throughput_run_mean'] - 1):+.1f}%, "
-                     f"p99 TTFT {100 * (1 - ttft / r['ttft_s_p99_mean']):+.1f}%"
-                     for _, r in grp.iterrows() if r["row"] != SUBJECT]
-            lines += ["", "BF-IO against each router (+: BF-IO better): " + "; ".join(leads) + ".",
-                      f"Routers better than BF-IO on both throughput and p99 TTFT: {me['dominated_by'].iloc[0]}."]
+            leads = [f"{router_label(r['row'])}: throughput {_lead(r, 'lead_throughput_pct')}, "
+                     f"p99 TTFT {_lead(r, 'lead_ttft_p99_pct')}" for _, r in grp.iterrows() if r["row"] != SUBJECT]
+            lines += ["", "BF-IO against each router, paired by seed (+: BF-IO better; mean [95% interval]): "
+                      + "; ".join(leads) + ".",
+                      f"Routers better than BF-IO on both throughput and p99 TTFT: {me['dominated_by'].iloc[0]}; "
+                      f"beyond the 95% intervals on both: {me['dominated_by_significant'].iloc[0]}."]
         lines.append("")
     return "\n".join(lines)
 
 
-__all__ = ["METRICS", "PINNING", "SUBJECT", "router_label", "summarize_prefix", "prefix_markdown"]
+__all__ = ["METRICS", "LEADS", "PINNING", "SUBJECT", "router_label", "summarize_prefix", "prefix_markdown"]
