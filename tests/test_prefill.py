@@ -124,3 +124,44 @@ def test_throughput_counts_output_tokens_only(policy):
     assert int(r.series["active"].sum()) == int(w.decode.sum())
     r0 = simulate(w, 3, 4, policy, show_progress=False)
     assert int(r0.series["active"].sum()) == int(w.decode.sum())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 4), st.integers(1, 8), st.integers(1, 6000))
+def test_a_rank_spends_its_chunk_on_the_oldest_admissions_first(seed, G, B, chunk):
+    """allot_chunks on random slot layouts: at most ``chunk`` tokens a rank, no request
+    more than it needs, and a request cut short (or left out) only when every older
+    one on its rank got all it needs: slot positions play no part."""
+    from bfio.prefill import allot_chunks
+
+    rng = np.random.default_rng(seed)
+    n = G * B
+    slots = np.where(rng.random((G, B)) < 0.7, rng.permutation(n).reshape(G, B), -1)
+    left = np.where(rng.random(n) < 0.6, rng.integers(1, 4000, n), 0)
+    order = rng.permutation(n)
+    take = np.full((G, B), -7, dtype=np.int64)
+    pmax = allot_chunks(slots, left, order, chunk, take)
+    sums = take.sum(axis=1)
+    assert pmax == sums.max() and (sums <= chunk).all()
+    for g in range(G):
+        mine = [(order[i], i, take[g, b]) for b, i in enumerate(slots[g]) if i >= 0 and left[i] > 0]
+        assert all(take[g, b] == 0 for b, i in enumerate(slots[g]) if i < 0 or left[i] == 0)
+        mine.sort()
+        short = False
+        for _, i, got in mine:
+            assert 0 <= got <= left[i]
+            assert not (short and got > 0)  # nothing for a newer one once an older one was cut short
+            short = short or got < left[i]
+        assert sums[g] == min(chunk, sum(left[i] for _, i, _ in mine))
+
+
+def test_a_long_prompt_admitted_first_is_not_overtaken_by_a_later_one_in_a_lower_slot():
+    """One rank of two slots: request 0 (short) in slot 0 finishes, request 1 (a long
+    prompt) prefills in slot 1, request 2 arrives later and takes slot 0: request 1,
+    admitted first, keeps the chunk until its prefill ends (vLLM serves running
+    requests in admission order), so its first token comes before request 2's."""
+    w = with_arrivals(Workload(np.array([10, 8000, 3000]), np.array([1, 5, 5])), np.array([0.0, 0.0, 0.05]))
+    res = simulate(w, 1, 2, "fcfs", entry="arrivals", prefill=PrefillModel(chunk_tokens=2048), show_progress=False)
+    q = res.requests
+    assert q.loc[1, "worker"] == 0 and q.loc[2, "start_s"] > q.loc[1, "start_s"]
+    assert q.loc[1, "ttft_s"] + q.loc[1, "arrival_s"] < q.loc[2, "ttft_s"] + q.loc[2, "arrival_s"]

@@ -13,7 +13,9 @@ vLLM's and SGLang's chunked prefill do:
   resident at once (at most ``s_i - 1``: the last prompt token is always
   computed, it yields the first output token), the rest is ``left_i``;
 - each step, each rank spends at most ``chunk_tokens`` prefill tokens on its
-  requests with ``left_i > 0`` (:func:`prefill_step`, slots in order); a
+  requests with ``left_i > 0``, oldest admission first (:func:`prefill_step`;
+  vLLM's scheduler and SGLang's chunked prefill serve their running requests
+  in admission order); a
   request whose prefill ends in a step emits its first token at that step's end
   (its time to first token, TTFT), then decodes one token a step as in the
   paper; its prompt's blocks enter the rank's cache;
@@ -81,26 +83,56 @@ def cached_tokens(matched_blocks: int, block_tokens: int, prompt: int) -> int:
 
 
 @njit(cache=True)
-def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
-                 clock0, step, overhead, t_l, token_s, pre_max, loads, active, completed, n_completed, prefilled):
-    """One step with chunked prefill (module docstring), from the clock ``clock0``
-    and the pre-step loads' maximum ``pre_max``. Invariants: each rank computes at
-    most ``chunk`` prefill tokens; a request decodes only once ``left_i = 0`` at
-    the step's start; ``loads[g]`` afterwards is the resident tokens
-    ``sum (s_i - left_i + tau_i)`` of the requests still active. Requests whose
-    prefill ended are written to ``prefilled`` (their count returned). Returns
-    ``(dt, completions, prefill ended, max_g P_g, output tokens of the step)``."""
+def allot_chunks(slot_request, left, order, chunk, take):
+    """Each rank's prefill chunk of one step: its requests with ``left_i > 0`` in
+    admission order (``order[i]``: request ``i``'s admission rank, smaller first)
+    take what they still need until ``chunk`` tokens are spent; ``take[g, b]`` the
+    tokens slot ``b`` computes. Invariant: ``sum_b take[g, b] <= chunk`` and
+    ``take[g, b] <= left_i``; an older request is never cut short for a newer one.
+    Returns ``max_g sum_b take[g, b]``."""
     G, B = slot_request.shape
-    # 1. the chunk each rank computes: its prefilling requests in slot order
     pmax = 0
+    waiting = np.empty(B, dtype=np.int64)
     for g in range(G):
-        budget = chunk
+        n = 0
         for b in range(B):
+            take[g, b] = 0
             i = slot_request[g, b]
-            if i >= 0 and left[i] > 0 and budget > 0:
-                budget -= min(left[i], budget)
+            if i >= 0 and left[i] > 0:  # insert slot b by admission order
+                k = n
+                while k > 0 and order[slot_request[g, waiting[k - 1]]] > order[i]:
+                    waiting[k] = waiting[k - 1]
+                    k -= 1
+                waiting[k] = b
+                n += 1
+        budget = chunk
+        for k in range(n):
+            if budget == 0:
+                break
+            b = waiting[k]
+            got = min(left[slot_request[g, b]], budget)
+            take[g, b] = got
+            budget -= got
         if chunk - budget > pmax:
             pmax = chunk - budget
+    return pmax
+
+
+@njit(cache=True)
+def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
+                 clock0, step, overhead, t_l, token_s, pre_max, loads, active, completed, n_completed, prefilled,
+                 order, take):
+    """One step with chunked prefill (module docstring), from the clock ``clock0``
+    and the pre-step loads' maximum ``pre_max``. Invariants: each rank computes at
+    most ``chunk`` prefill tokens, oldest admission first (:func:`allot_chunks`);
+    a request decodes only once ``left_i = 0`` at the step's start; ``loads[g]``
+    afterwards is the resident tokens ``sum (s_i - left_i + tau_i)`` of the
+    requests still active. Requests whose prefill ended are written to
+    ``prefilled`` (their count returned). Returns ``(dt, completions, prefill
+    ended, max_g P_g, output tokens of the step)``."""
+    G, B = slot_request.shape
+    # 1. the chunk each rank computes: its prefilling requests, oldest admission first
+    pmax = allot_chunks(slot_request, left, order, chunk, take)
     dt = overhead + t_l * pre_max + token_s * pmax
     clock = clock0 + dt
     # 2. apply: decode a token where the prefill was done, compute the chunks
@@ -108,7 +140,6 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
     ended = 0
     tokens = 0  # output tokens of the step: decoding requests and prefills that ended
     for g in range(G):
-        budget = chunk
         total = 0
         n = 0
         for b in range(B):
@@ -116,9 +147,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
             if i < 0:
                 continue
             if left[i] > 0:
-                take = min(left[i], budget)
-                budget -= take
-                left[i] -= take
+                left[i] -= take[g, b]
                 if left[i] == 0:  # the last chunk yields the first token
                     tokens += 1
                     generated[i] = 1
@@ -147,7 +176,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
 @njit(cache=True)
 def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
                      loads, active, completed, n_completed, clock, step, overhead, t_l, token_s, p_idle, p_max,
-                     gamma, series, n_rows, record_loads, load_rows, prefilled):
+                     gamma, series, n_rows, record_loads, load_rows, prefilled, order, take):
     """One step of the loop with prefill (:func:`prefill_step`) and its row of the
     per-step series (:func:`bfio.kernels.write_row`), as ``run_steps`` writes a
     step without prefill. Returns ``(clock, step, n_completed, n_rows, prefill ended)``."""
@@ -159,7 +188,7 @@ def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, fini
     step += 1
     dt, done, ended, _, tokens = prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step,
                                       first_token, clock, step, overhead, t_l, token_s, pre[0], loads, active,
-                                      completed, n_completed, prefilled)
+                                      completed, n_completed, prefilled, order, take)
     clock += dt
     post = load_stats(loads, p_idle, p_max, gamma)
     # the series' "active" is the step's output tokens (every active request's, in the
@@ -182,6 +211,10 @@ class Prefill:
         self.cached = np.zeros(n, dtype=np.int64)
         self.first_token = np.full(n, np.nan)
         self.prefilled = np.empty(workers * slots, dtype=np.int64)
+        #: per request its admission rank (the prefill order of a rank's requests)
+        self.order = np.zeros(n, dtype=np.int64)
+        self._admissions = 0
+        self.take = np.zeros((workers, slots), dtype=np.int64)  # scratch: a step's chunks (allot_chunks)
         self.blocks = None
         self.caches: list[PrefixCache] | None = None
         if model.cache_blocks is not None:
@@ -194,7 +227,9 @@ class Prefill:
     def admitted(self, ids: np.ndarray, worker_of: np.ndarray, loads: np.ndarray) -> None:
         """Requests ``ids`` were seated (their loads counted ``s_i``): look their
         prompts up in their rank's cache; what is not cached is left to compute
-        and not yet resident."""
+        and not yet resident. ``ids`` come in admission order (their prefill order)."""
+        self.order[ids] = self._admissions + np.arange(ids.shape[0])
+        self._admissions += int(ids.shape[0])
         if self.caches is not None:
             bt = self.blocks.block_tokens
             for i in ids.tolist():
@@ -213,7 +248,7 @@ class Prefill:
             slot_request, prefill, decode, generated, self.left, self.model.chunk_tokens, finish, finish_step,
             self.first_token, loads, active, completed, n_completed, clock, step, overhead, t_l,
             self.model.token_s, p_idle, p_max, gamma, series.buf, series.n, record_loads, series.load_rows,
-            self.prefilled)
+            self.prefilled, self.order, self.take)
         if self.caches is not None:
             for i in self.prefilled[:ended].tolist():
                 self.caches[worker_of[i]].insert(self.blocks.blocks_of(i))
