@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bfio.closed_loop import FollowUps
 from bfio.errors import ConfigError
 from bfio.limits import MAX_ARRIVAL_S, MAX_DECODE, MAX_PREFILL, MAX_REQUESTS
 from bfio.prefix import PrefixBlocks, blocks_needed
@@ -132,7 +133,7 @@ class SessionRequests:
 def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, block_tokens: int = 512,
                      session_rate_per_s: float | None = None, think_time_s: float = 30.0,
                      first_hash: int = 0, name: str = "sessions", group_size: int = 1,
-                     stream_gap_s: float = 0.0) -> SessionRequests:
+                     stream_gap_s: float = 0.0, closed_loop: bool = False) -> SessionRequests:
     """``sessions * turns`` requests of multi-turn chat sessions.
 
     Turn 0's prompt is a user message; turn ``k``'s prompt is turn ``k-1``'s
@@ -164,6 +165,12 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
     (``0..group_size-1``) starts ``m stream_gap_s`` after the group (0, the
     default: together), as rollout workers that submit a group's streams one
     after another do (the staggered starts of tpu-inference PR #3307's run).
+
+    ``closed_loop=True``: turn ``k`` is sent its think time after turn ``k-1``
+    *completes* in the simulation, not after it arrived (the workload's
+    ``follow_ups``, :mod:`bfio.closed_loop`); its ``arrival_s`` entry keeps the
+    open-loop time, which only orders the requests. Everything else (lengths,
+    hashes, think times, order) is the open-loop draw of the same arguments.
     """
     m_pool = _pool(prefill, "prefill", MAX_PREFILL)
     o_pool = _pool(decode, "decode", MAX_DECODE)
@@ -227,17 +234,27 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
     order = np.argsort(arrival.reshape(-1), kind="stable")
     session_of = np.repeat(np.arange(sessions, dtype=np.int64), turns)
     turn_of = np.tile(np.arange(turns, dtype=np.int64), sessions)
+    follow_ups = None
+    if closed_loop:  # turn k (k >= 1) follows turn k-1 of its session, in the sorted order
+        place = np.empty_like(order)
+        place[order] = np.arange(order.size)
+        flat = np.arange(sessions * turns).reshape(sessions, turns)
+        after = np.full(order.size, -1, dtype=np.int64)
+        gap = np.zeros(order.size)
+        after[place[flat[:, 1:]].reshape(-1)] = place[flat[:, :-1]].reshape(-1)
+        gap[place[flat[:, 1:]].reshape(-1)] = think.reshape(-1)
+        follow_ups = FollowUps(after, gap)
     workload = Workload(prompt.reshape(-1)[order], out.reshape(-1)[order], arrival.reshape(-1)[order], name=name,
-                        blocks=blocks.take(order))
+                        blocks=blocks.take(order), follow_ups=follow_ups)
     return SessionRequests(workload, session_of[order], turn_of[order])
 
 
 def multi_turn_sessions(prefill, decode, sessions: int, turns: int, seed: int, *, block_tokens: int = 512,
                         session_rate_per_s: float | None = None, think_time_s: float = 30.0,
                         first_hash: int = 0, name: str = "sessions", group_size: int = 1,
-                        stream_gap_s: float = 0.0) -> Workload:
+                        stream_gap_s: float = 0.0, closed_loop: bool = False) -> Workload:
     """The workload of :func:`session_requests` (same arguments, same result)."""
     return session_requests(prefill, decode, sessions, turns, seed, block_tokens=block_tokens,
                             session_rate_per_s=session_rate_per_s, think_time_s=think_time_s,
                             first_hash=first_hash, name=name, group_size=group_size,
-                            stream_gap_s=stream_gap_s).workload
+                            stream_gap_s=stream_gap_s, closed_loop=closed_loop).workload

@@ -34,6 +34,7 @@ import pandas as pd
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
 from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
+from bfio.closed_loop import ClosedLoopArrivals
 from bfio.kernels import admit_assigned, admit_queues, enqueue, run_steps
 from bfio.prefill import CacheView, Prefill, PrefillModel
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
@@ -86,6 +87,11 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     in the step and, with ``cache_blocks`` and a workload with ``blocks``,
     per-rank prefix caches; adds TTFT and cache metrics. ``None`` (the default)
     is the paper's step loop, unchanged.
+
+    A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
+    is a closed loop: a request that follows another arrives ``think_s`` after that
+    one completes (the steps then run one at a time while such a release is
+    pending). With ``entry="backlog"`` arrival times, and so follow-ups, are not read.
     """
     t_wall = time.perf_counter()
     if not isinstance(workload, Workload):
@@ -159,6 +165,9 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     admitted_buf = np.empty(max(1, min(N, G * B)), dtype=np.int64)
 
     chunked = Prefill(prefill, workload, G, B) if prefill is not None else None
+    loop = None  # closed-loop arrivals (bfio.closed_loop)
+    if entry == "arrivals" and workload.follow_ups is not None:
+        loop = ClosedLoopArrivals(workload.arrival_s, workload.follow_ups)
 
     state = {"pool": np.empty(0, dtype=np.int64), "next": 0, "clock": 0.0, "step": 0, "finished": 0,
              "queued": 0, "idle_s": 0.0}
@@ -168,22 +177,30 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         return state["queued"] if instant else int(state["pool"].shape[0])
 
     def top_up():
-        nxt = state["next"]
-        if nxt >= N:
-            return
-        if entry == "backlog":
-            need = pool_target - waiting()
-            if need <= 0:
+        if loop is not None:
+            new = loop.due(state["clock"])
+            if new.size == 0:
                 return
-            stop = min(N, nxt + need)
+            enter_step[new] = state["step"]
+            enter_clock[new] = loop.time[new]
+            state["next"] += int(new.size)  # requests entered so far
         else:
-            stop = int(workload.arrival_s.searchsorted(state["clock"], side="right"))
-            if stop <= nxt:
+            nxt = state["next"]
+            if nxt >= N:
                 return
-        new = np.arange(nxt, stop, dtype=np.int64)
-        enter_step[nxt:stop] = state["step"]
-        enter_clock[nxt:stop] = state["clock"] if entry == "backlog" else workload.arrival_s[nxt:stop]
-        state["next"] = stop
+            if entry == "backlog":
+                need = pool_target - waiting()
+                if need <= 0:
+                    return
+                stop = min(N, nxt + need)
+            else:
+                stop = int(workload.arrival_s.searchsorted(state["clock"], side="right"))
+                if stop <= nxt:
+                    return
+            new = np.arange(nxt, stop, dtype=np.int64)
+            enter_step[nxt:stop] = state["step"]
+            enter_clock[nxt:stop] = state["clock"] if entry == "backlog" else workload.arrival_s[nxt:stop]
+            state["next"] = stop
         if instant:
             bind(new)
         else:
@@ -220,6 +237,16 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
             if chunked is not None:
                 chunked.admitted(admitted.copy(), worker_of, loads)
         return n
+
+    def next_arrival() -> float:
+        """The next arrival still to come (``entry="arrivals"``, some request not entered)."""
+        if loop is None:
+            return float(workload.arrival_s[state["next"]])
+        t = loop.next_time()
+        if t is None:  # cannot be: a request not entered follows one not completed, which is active
+            raise PolicyError(f"closed loop: no arrival to come at step {state['step']} with "
+                              f"{N - state['next']} requests not entered")
+        return t
 
     def route() -> int:
         if instant:
@@ -259,7 +286,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     while finished < N:
         if not active.any():
             if entry == "arrivals" and waiting() == 0 and state["next"] < N:
-                nxt_arrival = float(workload.arrival_s[state["next"]])
+                nxt_arrival = next_arrival()
                 if nxt_arrival > state["clock"]:
                     state["idle_s"] += nxt_arrival - state["clock"]
                     state["clock"] = nxt_arrival
@@ -278,8 +305,10 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         if fast_forward and waiting() == 0:
             if state["next"] >= N:
                 until = np.inf
+            elif loop is not None and loop.unreleased:
+                until = -np.inf  # a completion may release an arrival before the next known one
             elif entry == "arrivals":
-                until = float(workload.arrival_s[state["next"]])
+                until = next_arrival()
         series.reserve()
         if chunked is None:
             clock, step, n_done, series.n = run_steps(
@@ -296,6 +325,9 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
         state["finished"] = finished
         if done:
             bar.update(done)
+            if loop is not None:
+                ids = completed[finished - done:finished]
+                loop.completed(ids, finish[ids])
         if route() > 0:
             last_admission_step = state["step"]
     bar.close()

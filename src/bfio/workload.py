@@ -16,6 +16,7 @@ import numpy as np
 
 from bfio.errors import ConfigError
 from bfio.limits import MAX_DECODE, MAX_PREFILL
+from bfio.closed_loop import FollowUps
 from bfio.prefix import PrefixBlocks, check_blocks_cover
 
 #: How requests arrive (CLI ``--arrival-mode``, the studies' ``arrival.mode``):
@@ -68,7 +69,11 @@ class Workload:
     ``prefill`` (``s``) and ``decode`` (``o``) are int64 arrays; ``arrival_s``
     is an optional float array of arrival times in seconds (online mode);
     ``blocks`` optionally the prompts' KV-block hashes (:mod:`bfio.prefix`,
-    prefix caching), ``ceil(s_i / blocks.block_tokens)`` per request.
+    prefix caching), ``ceil(s_i / blocks.block_tokens)`` per request;
+    ``follow_ups`` optionally the requests sent when an earlier one completes
+    (:mod:`bfio.closed_loop`: closed-loop sessions; their ``arrival_s`` entries
+    are then only their place in the index order, the simulator reads their
+    arrival from the completion they follow).
     """
 
     prefill: np.ndarray
@@ -76,6 +81,7 @@ class Workload:
     arrival_s: np.ndarray | None = None
     name: str = "workload"
     blocks: PrefixBlocks | None = None
+    follow_ups: FollowUps | None = None
 
     def __post_init__(self):
         s = token_lengths(self.prefill, "prefill", MAX_PREFILL)
@@ -102,6 +108,15 @@ class Workload:
                 raise ConfigError("blocks: expected bfio.prefix.PrefixBlocks or None, got "
                                   f"{type(self.blocks).__name__}")
             check_blocks_cover(self.blocks, s, "blocks")
+        if self.follow_ups is not None:
+            if not isinstance(self.follow_ups, FollowUps):
+                raise ConfigError("follow_ups: expected bfio.closed_loop.FollowUps or None, got "
+                                  f"{type(self.follow_ups).__name__}")
+            if len(self.follow_ups) != s.shape[0]:
+                raise ConfigError(f"follow_ups: need one entry per request ({s.shape[0]}), got {len(self.follow_ups)}")
+            if self.arrival_s is None:
+                raise ConfigError("follow_ups: closed-loop requests need arrival_s (the arrivals of the "
+                                  "requests that follow none)")
 
     def __len__(self) -> int:
         return int(self.prefill.shape[0])
@@ -171,9 +186,9 @@ def poisson_arrivals(n: int, rate_per_s: float, seed: int) -> np.ndarray:
 
 
 def with_arrivals(workload: Workload, arrival_s) -> Workload:
-    """The same requests (and prefix blocks) with the given arrival times (index order kept)."""
+    """The same requests (prefix blocks and follow-ups) with the given arrival times (index order kept)."""
     return Workload(workload.prefill, workload.decode, np.asarray(arrival_s, dtype=float), name=workload.name,
-                    blocks=workload.blocks)
+                    blocks=workload.blocks, follow_ups=workload.follow_ups)
 
 
 def replay_workload(prefill, decode, arrival_s, n: int | None = None, seed: int | None = None,

@@ -1,6 +1,7 @@
 """Prefix-cache study: cache hit rate against p99 TTFT, and against throughput,
-one point per router (mean over seeds, 95% intervals as error bars), one column
-per setting (``results/tables/prefix_cache.csv``)."""
+one point per router (mean over seeds, 95% intervals as error bars), one pair
+of panels (TTFT above throughput) per setting, at most ``COLUMNS`` settings a
+row (``results/tables/prefix_cache.csv``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pandas as pd
 from bfio.figures.style import figure, series_style
 
 PANELS = [("ttft_s_p99", "p99 TTFT (s)"), ("throughput_run", "throughput (tokens/s)")]
+#: settings per row of panel pairs
+COLUMNS = 4
 
 
 def plot_prefix_tradeoff(summary: pd.DataFrame):
@@ -16,11 +19,17 @@ def plot_prefix_tradeoff(summary: pd.DataFrame):
 
     settings = list(dict.fromkeys(summary["setting"]))
     routers = list(dict.fromkeys(summary["row"]))
-    fig, axes = figure(len(PANELS), max(1, len(settings)), width=2.9 * max(1, len(settings)) + 0.6, height=5.4)
+    cols = max(1, min(COLUMNS, len(settings)))
+    bands = max(1, -(-len(settings) // cols))
+    fig, axes = figure(len(PANELS) * bands, cols, width=3.4 * cols + 0.6, height=2.7 * len(PANELS) * bands + 0.8)
+    for ax in axes.flat:
+        ax.set_visible(False)
     for j, setting in enumerate(settings):
         s = summary[summary["setting"] == setting]
+        band, col = divmod(j, cols)
         for i, (m, label) in enumerate(PANELS):
-            ax = axes[i, j]
+            ax = axes[len(PANELS) * band + i, col]
+            ax.set_visible(True)
             for k, router in enumerate(routers):
                 r = s[s["row"] == router]
                 if r.empty:
@@ -34,12 +43,13 @@ def plot_prefix_tradeoff(summary: pd.DataFrame):
                             yerr=[[r[f"{m}_mean"] - r[f"{m}_ci_lo"]], [r[f"{m}_ci_hi"] - r[f"{m}_mean"]]],
                             linestyle="none", markersize=8 if bold else 5, markeredgecolor="black" if bold else None,
                             label=router_label(router) if (i, j) == (0, 0) else None, **st)
-            ax.set_xlabel("cache hit rate (% of prompt tokens)")
+            if i == len(PANELS) - 1:
+                ax.set_xlabel("cache hit rate (% of prompt tokens)")
             ax.set_ylabel(label)
             if i == 0:
                 ax.set_title(setting)
     fig.legend(loc="lower center", ncol=min(4, len(routers)), bbox_to_anchor=(0.5, 0.0))
-    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    fig.tight_layout(rect=(0, 0.8 / fig.get_figheight(), 1, 1))
     return fig
 
 

@@ -15,6 +15,10 @@ capacity derived from ``kv_tokens_per_rank``) and every seed. Settings name a
   times for ``turns`` turns, lengths drawn from ``trace``;
 - ``sessions``: multi-turn chat sessions (``group_size`` 1).
 
+With ``closed_loop: true`` a rollout's or session's turn is sent its think time
+after the previous turn completes in the simulation (:mod:`bfio.closed_loop`),
+as an RL rollout or a chat user does; otherwise (open loop) after it arrived.
+
 One row per run: the run's identity, ``setting`` and every metric (TTFT,
 decode TPOT, end-to-end latency, throughput, cache hit rate). The table
 (:mod:`bfio.studies.prefix_summary`) has means with 95% intervals and, per
@@ -97,7 +101,8 @@ def generated_requests(setting: dict, frame: pd.DataFrame, seed: int):
                             int(setting["turns"]), seed, block_tokens=GENERATED_BLOCK_TOKENS,
                             session_rate_per_s=setting.get("session_rate_per_s"),
                             think_time_s=float(setting.get("think_time_s", 30.0)), name=kind,
-                            group_size=group, stream_gap_s=float(setting.get("stream_gap_s", 0.0)))
+                            group_size=group, stream_gap_s=float(setting.get("stream_gap_s", 0.0)),
+                            closed_loop=bool(setting.get("closed_loop", False)))
 
 
 def run_prefix_study(name: str, setting: dict, section: dict, seeds, slots: int, frame: pd.DataFrame,
