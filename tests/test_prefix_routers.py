@@ -102,7 +102,7 @@ def test_sgl_cache_aware_follows_its_thresholds():
     assert counts.max() < n and (counts > 0).all()
 
 
-def _term(backlog, slots=None, cached=8, soon=None, requests=(1,)):
+def _term(backlog, slots=None, cached=8, soon=None, requests=(1,), per_rank=4):
     """A :class:`PrefillTerm` over ``len(backlog)`` ranks of 4 slots for prompts of 16 blocks of 256 tokens: rank 0's
     cache holds the first ``cached`` blocks, rank ``g`` has ``backlog[g]`` prefill
     tokens queued; ``soon``: a request prefilling on rank 0 (its blocks are coming)."""
@@ -112,10 +112,10 @@ def _term(backlog, slots=None, cached=8, soon=None, requests=(1,)):
     bt = 256
     blocks = PrefixBlocks.from_lists([list(range(16))] * 3, bt)
     w = Workload(np.full(3, 16 * bt), np.full(3, 10), blocks=blocks)
-    st = Prefill(PrefillModel(cache_blocks=1000), w, len(backlog), 4)
+    st = Prefill(PrefillModel(cache_blocks=1000), w, len(backlog), per_rank)
     if cached:
         st.caches[0].insert(blocks.blocks_of(0)[:cached])
-    grid = np.full((len(backlog), 4), -1) if slots is None else slots
+    grid = np.full((len(backlog), per_rank), -1) if slots is None else slots
     if soon is not None:
         grid[0, 0] = soon
         st.left[soon] = 16 * bt
@@ -152,6 +152,19 @@ def test_bfio_prefers_the_shorter_prefill_wait_when_the_barrier_is_equal():
     cost = _term((10_000, 3_000, 1_000), cached=0).cost(0, 3, np.zeros(3, dtype=np.int64))
     assert int(np.argmin(cost)) == 2
     assert cost[1] > cost[2]
+
+
+def test_bfio_does_not_park_a_cached_prompt_behind_a_long_prefill_while_the_others_idle():
+    """Rank 0 holds 15 of the prompt's 16 blocks but has the only prefill backlog
+    (200,000 tokens): the other ranks idle at its barrier, so computing the whole
+    prompt on rank 1 is free there and its first token comes ~50x sooner. When
+    every rank is as backlogged (a saturated cluster) the hit is worth its saved
+    work and the prompt goes to rank 0."""
+    now = np.zeros(3, dtype=np.int64)
+    lone = _term((200_000, 0, 0), cached=15, per_rank=72).cost(0, 3, now)
+    assert int(np.argmin(lone)) in (1, 2)
+    full = _term((200_000, 200_000, 200_000), cached=15, per_rank=72).cost(0, 3, now)
+    assert int(np.argmin(full)) == 0
 
 
 def test_the_study_section_is_checked_when_the_config_loads():

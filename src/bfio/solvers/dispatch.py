@@ -97,16 +97,19 @@ class PrefillTerm:
     - **the barrier**: ranks prefill in lockstep, so raising ``max_g P_g`` by ``d``
       tokens costs ``token_s d`` seconds of every rank (:mod:`bfio.prefill`),
       ``G scale d``;
-    - **the work**: below the largest backlog the tokens are not free under load
-      (later arrivals fill the other ranks up to it): each adds ``1 / G`` of a
-      step's chunk to every rank's wait, ``scale u_g``;
+    - **the work**: below the largest backlog the tokens are free while the other
+      ranks would idle at the barrier anyway, and not free once later arrivals
+      fill them up to it, when each adds ``1 / G`` of a step's chunk to every
+      rank's wait. The term counts the share the others would fill, the
+      backlogs' fill ``f = mean_g P_g / max_g P_g`` (1 with no backlog):
+      ``f scale u_g``;
     - **the request's own wait**: its first token comes after ``P_g + u_g`` tokens
       of ``g``'s prefill; each of those prefill-bound steps (about ``chunk token_s``
       seconds) its slot holds without decoding, ``1 / B`` of the rank's decode, so
       ``scale (P_g + u_g) / B``. It separates ranks the barrier cannot (a lightly
       loaded cluster, where no binding raises the largest backlog).
 
-    The cost is ``scale (G d + u_g + (P_g + u_g) / B)``. ``u_g`` is the prompt less
+    The cost is ``scale (G d + f u_g + (P_g + u_g) / B)``. ``u_g`` is the prompt less
     what ``g`` will hold of it when the request is admitted there: its computed
     blocks if it enters a free slot at once (a prompt still being prefilled cannot
     serve a request admitted beside it: the cache is matched at admission), or
@@ -138,7 +141,9 @@ class PrefillTerm:
         i = int(self.requests[k])
         self._u = self.sizes[i] - self.held(i, entry).astype(np.float64)
         rise = np.maximum(0.0, self.pending + self._u - self.pending.max())
-        return self.scale * (G * rise + self._u + (self.pending + self._u) / self.slots)
+        top = self.pending.max()
+        fill = self.pending.mean() / top if top > 0 else 1.0
+        return self.scale * (G * rise + fill * self._u + (self.pending + self._u) / self.slots)
 
     def bound(self, k: int, g: int) -> None:
         self.pending[g] += self._u[g]
