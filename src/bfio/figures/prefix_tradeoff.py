@@ -11,7 +11,7 @@ from bfio.figures.style import figure, series_style
 
 PANELS = [("ttft_s_p99", "p99 TTFT (s)"), ("throughput_run", "throughput (tokens/s)")]
 #: settings per row of panel pairs
-COLUMNS = 4
+COLUMNS = 5
 
 
 def plot_prefix_tradeoff(summary: pd.DataFrame):
