@@ -252,3 +252,19 @@ def test_readme_quick_start_uses_files_it_creates_and_the_tables_admission():
         if args.policy == "bfio" and args.trace == t2["trace"] and args.workers == t2["workers"]:
             # the Table 2 row: the tables' admission, not the library default
             assert args.admission == PAPER_BFIO_OPTIONS["admission"]
+
+
+def test_simulate_with_prefill_and_prefix_caches_reports_ttft_and_hits(data_dir, capsys):
+    """The prefill flags turn the model on (issue 32): the JSON carries the run's
+    prefill parameters, TTFT and the cache hit rate, the text summary a prefill line;
+    without the flags neither appears."""
+    base = ["simulate", "--trace", "mooncake", "--requests", "300", "--workers", "4", "--policy", "cache_first",
+            "--arrival-mode", "trace", "--dispatch", "instant", "--data-dir", str(data_dir)]
+    assert main(base + ["--prefill-chunk-tokens", "1024", "--prefix-cache-blocks", "500", "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ttft_s_p99"] >= out["ttft_s_p50"] > 0 and 0 < out["cache_hit_rate"] < 1
+    assert main(base + ["--prefill-chunk-tokens", "1024", "--prefix-cache-blocks", "500"]) == 0
+    text = capsys.readouterr().out
+    assert "prefill: TTFT p50/p99=" in text and "prefix-cache hit rate=" in text
+    assert main([a if a != "cache_first" else "vllm_dp" for a in base]) == 0  # cache_first needs the model
+    assert "prefill:" not in capsys.readouterr().out

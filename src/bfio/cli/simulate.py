@@ -217,6 +217,10 @@ def cmd_simulate(args) -> int:
               f"{m['queue_wait_s_p99']:.4g} s, TPOT p99={m['tpot_s_p99']:.4g} s/tok, e2e p99={m['e2e_s_p99']:.4g} s; "
               f"whole run: AvgImbalance={m['avg_imbalance_run']:.4g}, throughput={m['throughput_run']:.4g} tok/s, "
               f"energy={m['energy_j_run']:.4g} J")
+        if "ttft_s_p99" in m:  # the prefill model (issue 32)
+            hit = f", prefix-cache hit rate={m['cache_hit_rate']:.1%}" if "cache_hit_rate_blocks" in m else ""
+            print(f"  prefill: TTFT p50/p99={m['ttft_s_p50']:.4g}/{m['ttft_s_p99']:.4g} s, decode TPOT="
+                  f"{m['tpot_decode_s_mean']:.4g} s/tok, prompt tokens computed={m['prefill_tokens_computed']:,}{hit}")
     return 0
 
 
