@@ -62,8 +62,17 @@ def _resolve(plot):
     return plot
 
 
+class _Wanted:
+    """``wanted(section)``: a table or figure whose ``when(section)`` is unset or true."""
+
+    when: Callable | None
+
+    def wanted(self, section: dict) -> bool:
+        return self.when is None or bool(self.when(section))
+
+
 @dataclass(frozen=True)
-class Table:
+class Table(_Wanted):
     """One table of a study: ``results/tables/<name>.csv`` and ``.md``.
     ``tabulate(runs, section, settings) -> (table, markdown)`` (``section``: the
     whole config section; with :attr:`Study.table_inputs`, also ``inputs=``: the
@@ -81,12 +90,9 @@ class Table:
     #: ``((keyword, product file), ...)``: products (:class:`Product`) given to ``tabulate`` by keyword
     products: tuple[tuple[str, str], ...] = ()
 
-    def wanted(self, section: dict) -> bool:
-        return self.when is None or bool(self.when(section))
-
 
 @dataclass(frozen=True)
-class Figure:
+class Figure(_Wanted):
     """One figure of a study: ``figures/<name>.pdf`` and ``.png``, drawn by
     ``plot(table, **options(section))`` from the study's table ``table`` (``""``:
     its first). ``plot``: a callable, or ``"module:function"`` read when the
@@ -106,9 +112,6 @@ class Figure:
     modules: tuple[str, ...] = ()
     #: ``((keyword, product file), ...)``: products (:class:`Product`) given to ``plot`` by keyword
     products: tuple[tuple[str, str], ...] = ()
-
-    def wanted(self, section: dict) -> bool:
-        return self.when is None or bool(self.when(section))
 
     def plot_options(self, section: dict) -> dict:
         """The keyword arguments of :attr:`plot` from the config section."""
