@@ -221,3 +221,26 @@ def test_the_table_names_the_routers_that_dominate_bfio():
     text = prefix_markdown(summary, {}, "t")
     assert "Routers better than BF-IO on both throughput and p99 TTFT: a, d; beyond the 95% intervals on both: a." \
         in text
+
+
+def test_the_study_rows_carry_the_peak_kv_and_the_pinning(tmp_path):
+    """One small GRPO setting through the study's runner: every row has the peak KV of
+    any rank over the budget (the largest pre-step load of the run's series, read
+    independently here) and the GRPO pinning columns."""
+    import pandas as pd
+
+    from bfio.run import simulate_run
+    from bfio.studies.prefix_study import generated_requests, prefix_runs, run_prefix_study
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"prefill_tokens": rng.integers(600, 3000, 50), "decode_tokens": rng.integers(5, 80, 50)})
+    setting = {"name": "g", "workload": "grpo", "trace": "azure_conv", "workers": 2, "groups": 2, "group_size": 4,
+               "turns": 2, "think_time_s": 1.0}
+    section = {"routers": ["vllm_dp", "bfio"], "horizon": 10,
+               "prefill": {"chunk_tokens": 1024, "token_s": 1e-4, "kv_tokens_per_rank": 50_000}}
+    rows = run_prefix_study("g", setting, section, [1], 8, frame)
+    assert {"kv_peak_share", "group_ranks", "pinned_share", "pinned_share_all"} <= set(rows.columns)
+    run = prefix_runs(setting, section, [1], 8)[0]
+    res = simulate_run(run, workload=generated_requests(setting, frame, 1).workload)
+    peak = max(int(x) for x in res.series["max_load_pre"])
+    assert rows.loc[rows["row"] == "vllm_dp", "kv_peak_share"].item() == pytest.approx(peak / 50_000)

@@ -89,6 +89,14 @@ def group_pinning(group: np.ndarray, later: np.ndarray, worker: np.ndarray) -> d
     return {"group_ranks": float(counts.mean()), "pinned_share": float((counts == 1).mean())}
 
 
+def kv_peak(result, budget: int) -> dict:
+    """``kv_peak_share``: the largest resident KV of any rank at any step (tokens
+    counted per request, as the step time reads them) over the rank's KV budget.
+    The model does not bound a rank's KV (``docs/prefix_cache.md``, "Not modelled
+    yet"); above 1 a real engine would have queued or preempted requests."""
+    return {"kv_peak_share": float(result.series["max_load_pre"].max()) / budget}
+
+
 def generated_requests(setting: dict, frame: pd.DataFrame, seed: int):
     """The GRPO or session requests of ``setting`` and ``seed`` (lengths from
     ``frame``): a :class:`bfio.sessions.SessionRequests`."""
@@ -109,7 +117,8 @@ def run_prefix_study(name: str, setting: dict, section: dict, seeds, slots: int,
                      log=None, defaults=None) -> pd.DataFrame:
     """Simulate every router and seed of setting ``name``; one row per run."""
     runs = prefix_runs(setting, section, seeds, slots, defaults)
-    workload_of = extra = None
+    budget = int(section["prefill"]["kv_tokens_per_rank"])
+    workload_of = pinning = None
     if setting.get("workload", "trace") != "trace":
         cache: dict = {}
 
@@ -124,11 +133,14 @@ def run_prefix_study(name: str, setting: dict, section: dict, seeds, slots: int,
         if setting["workload"] == "grpo":
             size = int(setting["group_size"])
 
-            def extra(run, result):
+            def pinning(run, result):
                 r = requests_of(run.seed)
                 worker = result.requests["queue_worker"].to_numpy()
                 every = group_pinning(r.session // size, np.ones(r.turn.shape[0], dtype=bool), worker)
                 return group_pinning(r.session // size, r.turn >= 1, worker) | {"pinned_share_all": every["pinned_share"]}
+
+    def extra(run, result):
+        return kv_peak(result, budget) | (pinning(run, result) if pinning is not None else {})
 
     out = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log, workload_of=workload_of,
                     extra=extra)
@@ -194,4 +206,5 @@ over seeds {{ config["seeds"] }} with 95% intervals; chunked prefill of
 {{ config["prefix_study"]["prefill"]["chunk_tokens"] }} tokens per rank and step.""",
 ))
 
-__all__ = ["WORKLOADS", "WORKLOAD_KEYS", "validate_section", "prefill_params", "prefix_runs", "group_pinning", "generated_requests", "run_prefix_study", "STUDY"]
+__all__ = ["WORKLOADS", "WORKLOAD_KEYS", "validate_section", "prefill_params", "prefix_runs", "group_pinning", "kv_peak",
+           "generated_requests", "run_prefix_study", "STUDY"]

@@ -26,6 +26,9 @@ LEADS = [("throughput_run", "gain_pct", "lead_throughput_pct"), ("ttft_s_p99", "
 #: GRPO settings' extra columns: how each router spreads a group's later turns
 PINNING = [("group_ranks", "ranks per group", "{:.2f}"), ("pinned_share", "groups on one rank", "{:.0%}"),
            ("pinned_share_all", "groups on one rank, all turns", "{:.0%}")]
+#: columns a run may carry (``bfio.studies.prefix_study``: the peak KV of any rank over its
+#: budget, and the GRPO settings' pinning), shown where a setting has them
+OPTIONAL = [("kv_peak_share", "peak KV / budget", "{:.0%}")] + PINNING
 
 
 def router_label(row: str) -> str:
@@ -36,7 +39,7 @@ def router_label(row: str) -> str:
 
 
 def _metrics(runs: pd.DataFrame) -> list:
-    return METRICS + [p for p in PINNING if p[0] in runs and runs[p[0]].notna().any()]
+    return METRICS + [p for p in OPTIONAL if p[0] in runs and runs[p[0]].notna().any()]
 
 
 def summarize_prefix(runs: pd.DataFrame) -> pd.DataFrame:
@@ -78,7 +81,7 @@ def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> 
     throughput and on p99 TTFT against each router, and the routers dominating it."""
     lines = [f"# {description}", ""]
     for setting, grp in summary.groupby("setting", sort=False):
-        metrics = METRICS + [p for p in PINNING if f"{p[0]}_mean" in grp and grp[f"{p[0]}_mean"].notna().any()]
+        metrics = METRICS + [p for p in OPTIONAL if f"{p[0]}_mean" in grp and grp[f"{p[0]}_mean"].notna().any()]
         lines += [f"## {setting} ({grp['workload'].iloc[0]}, {int(grp['n_seeds'].max())} seeds; mean ± half "
                   f"the 95% interval, none below {MIN_INTERVAL_SEEDS} seeds)", "",
                   "| router | " + " | ".join(h for _, h, _ in metrics) + " |",
@@ -102,4 +105,4 @@ def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> 
     return "\n".join(lines)
 
 
-__all__ = ["METRICS", "LEADS", "PINNING", "SUBJECT", "router_label", "summarize_prefix", "prefix_markdown"]
+__all__ = ["METRICS", "LEADS", "PINNING", "OPTIONAL", "SUBJECT", "router_label", "summarize_prefix", "prefix_markdown"]
