@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from bfio.errors import ConfigError
-from bfio.policies import make_policy
 from bfio.policies.sglang_prefix_match import PREFIX_TOKENS, prefix_rank
 from bfio.prefill import PrefillModel
 from bfio.prefix import PrefixBlocks

@@ -31,10 +31,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from bfio.closed_loop import ClosedLoopArrivals
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
 from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
-from bfio.closed_loop import ClosedLoopArrivals
 from bfio.kernels import admit_assigned, admit_queues, enqueue, run_steps
 from bfio.prefill import CacheView, Prefill, PrefillModel
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
