@@ -263,6 +263,11 @@ def test_simulate_with_prefill_and_prefix_caches_reports_ttft_and_hits(data_dir,
     assert main(base + ["--prefill-chunk-tokens", "1024", "--prefix-cache-blocks", "500", "--json", "-"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ttft_s_p99"] >= out["ttft_s_p50"] > 0 and 0 < out["cache_hit_rate"] < 1
+    assert main(base + ["--prefill-chunk-tokens", "1024", "--prefix-cache-blocks", "500", "--kv-tokens", "150000",
+                        "--json", "-"]) == 0
+    bounded = json.loads(capsys.readouterr().out)
+    assert bounded["prefill"]["kv_tokens"] == 150_000 and out["prefill"]["kv_tokens"] is None
+    assert bounded["ttft_s_p99"] > out["ttft_s_p99"]  # prompts wait for KV memory
     assert main(base + ["--prefill-chunk-tokens", "1024", "--prefix-cache-blocks", "500"]) == 0
     text = capsys.readouterr().out
     assert "prefill: TTFT p50/p99=" in text and "prefix-cache hit rate=" in text

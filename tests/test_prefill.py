@@ -165,3 +165,45 @@ def test_a_long_prompt_admitted_first_is_not_overtaken_by_a_later_one_in_a_lower
     q = res.requests
     assert q.loc[1, "worker"] == 0 and q.loc[2, "start_s"] > q.loc[1, "start_s"]
     assert q.loc[1, "ttft_s"] + q.loc[1, "arrival_s"] < q.loc[2, "ttft_s"] + q.loc[2, "arrival_s"]
+
+
+def test_kv_memory_bounds_admission_and_an_idle_rank_always_admits():
+    """Prompts of 600 tokens on ranks of 1,000 KV tokens and 8 slots: a second prompt
+    never fits beside a running one, so each rank runs one request at a time (no two
+    on a rank overlap); without the bound the slots fill up. A 1,000-token prompt fits
+    an idle rank."""
+    n = 24
+    w = with_arrivals(Workload(np.full(n, 600), np.full(n, 20)), np.zeros(n))
+    kw = dict(entry="arrivals", dispatch="instant", show_progress=False)
+    bounded = simulate(w, 2, 8, "round_robin", prefill=PrefillModel(chunk_tokens=4096, kv_tokens=1000), **kw)
+    q = bounded.requests.sort_values(["worker", "start_s"])
+    for _, r in q.groupby("worker"):
+        assert (r["start_s"].to_numpy()[1:] >= r["finish_s"].to_numpy()[:-1]).all()
+    free = simulate(w, 2, 8, "round_robin", prefill=PrefillModel(chunk_tokens=4096), **kw).requests
+    assert (free["start_s"] == 0).sum() == 16  # every slot at once
+    one = with_arrivals(Workload(np.array([1000]), np.array([3])), np.zeros(1))
+    assert simulate(one, 1, 2, "round_robin", prefill=PrefillModel(kv_tokens=1000), **kw).requests["finish_s"].notna().all()
+
+
+def test_kv_memory_counts_the_prompt_still_to_compute():
+    """Two 3,000-token prompts on a rank of 5,000 KV tokens with a chunk of 1,000: the
+    first's uncomputed tokens are not resident yet but are committed, so the second
+    waits until the first completes, not only until its KV fits today."""
+    w = with_arrivals(Workload(np.array([3000, 3000]), np.array([2, 2])), np.array([0.0, 0.0]))
+    res = simulate(w, 1, 4, "round_robin", prefill=PrefillModel(chunk_tokens=1000, kv_tokens=5000),
+                   entry="arrivals", dispatch="instant", show_progress=False).requests
+    assert res.loc[1, "start_s"] >= res.loc[0, "finish_s"]
+
+
+def test_kv_memory_errors_name_the_key_and_the_request():
+    w = with_arrivals(Workload(np.array([500, 2000, 3000]), np.array([2, 2, 2])), np.zeros(3))
+    with pytest.raises(ConfigError, match=r"prefill\.kv_tokens: request 1's prompt of 2,000 tokens exceeds .* "
+                                          r"\(2 such requests\)"):
+        simulate(w, 2, 4, "round_robin", prefill=PrefillModel(kv_tokens=1500), entry="arrivals",
+                 dispatch="instant", show_progress=False)
+    with pytest.raises(ConfigError, match=r"prefill\.kv_tokens: the KV bound of admission is modelled for "
+                                          r"dispatch='instant'"):
+        simulate(w, 2, 4, "fcfs", prefill=PrefillModel(kv_tokens=5000), entry="arrivals", show_progress=False)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ConfigError, match="prefill.kv_tokens"):
+            PrefillModel(kv_tokens=bad)

@@ -55,11 +55,17 @@ DEFAULT_TOKEN_S = 1.0e-4
 class PrefillModel:
     """The step model with prefill (module docstring). ``cache_blocks``: each
     rank's prefix-cache capacity in blocks (``None``: no prefix cache; the
-    workload's ``blocks`` are then ignored)."""
+    workload's ``blocks`` are then ignored). ``kv_tokens``: each rank's KV memory
+    in tokens (``None``: unbounded, as in the paper): a rank seats the head of its
+    queue only while the tokens its running requests hold or will hold (their
+    prompts and generated tokens, a shared prefix counted per request) plus the
+    head's prompt fit (an idle rank always seats it), as vLLM's scheduler waits
+    for free KV blocks; decode growth is not preempted (``docs/prefix_cache.md``)."""
 
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS
     token_s: float = DEFAULT_TOKEN_S
     cache_blocks: int | None = None
+    kv_tokens: int | None = None
 
     def __post_init__(self):
         c = self.chunk_tokens
@@ -71,6 +77,9 @@ class PrefillModel:
         b = self.cache_blocks
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1):
             raise ConfigError(f"prefill.cache_blocks: must be an integer >= 1 (blocks per rank) or null, got {b!r}")
+        k = self.kv_tokens
+        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
+            raise ConfigError(f"prefill.kv_tokens: must be an integer >= 1 (KV tokens per rank) or null, got {k!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -215,6 +224,16 @@ class Prefill:
         self.order = np.zeros(n, dtype=np.int64)
         self._admissions = 0
         self.take = np.zeros((workers, slots), dtype=np.int64)  # scratch: a step's chunks (allot_chunks)
+        #: per rank, the prompt tokens its running requests have still to compute
+        self.reserve = np.zeros(workers, dtype=np.int64)
+        #: the KV bound of admission (0: none; :class:`PrefillModel` ``kv_tokens``)
+        self.kv_cap = int(model.kv_tokens or 0)
+        if self.kv_cap:
+            big = np.flatnonzero(workload.prefill > self.kv_cap)
+            if big.size:
+                i = int(big[0])
+                raise ConfigError(f"prefill.kv_tokens: request {i}'s prompt of {int(workload.prefill[i]):,} tokens "
+                                  f"exceeds a rank's KV memory of {self.kv_cap:,} tokens ({big.size} such requests)")
         self.blocks = None
         self.caches: list[PrefixCache] | None = None
         if model.cache_blocks is not None:
@@ -239,6 +258,12 @@ class Prefill:
         left = self.prefill[ids] - self.cached[ids]
         self.left[ids] = left
         np.subtract.at(loads, worker_of[ids], left)
+        np.add.at(self.reserve, worker_of[ids], left)
+
+    def committed(self, loads: np.ndarray) -> np.ndarray:
+        """Per rank, the KV tokens its running requests hold or will hold once their
+        prefill is done (what the KV bound of admission reads)."""
+        return loads + self.reserve
 
     def step(self, slot_request, prefill, decode, generated, finish, finish_step, loads, active, completed,
              n_completed, clock, step, overhead, t_l, p_idle, p_max, gamma, series, record_loads, worker_of):
@@ -249,6 +274,7 @@ class Prefill:
             self.first_token, loads, active, completed, n_completed, clock, step, overhead, t_l,
             self.model.token_s, p_idle, p_max, gamma, series.buf, series.n, record_loads, series.load_rows,
             self.prefilled, self.order, self.take)
+        self.reserve -= self.take.sum(axis=1)
         if self.caches is not None:
             for i in self.prefilled[:ended].tolist():
                 self.caches[worker_of[i]].insert(self.blocks.blocks_of(i))

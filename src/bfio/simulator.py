@@ -165,6 +165,10 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     admitted_buf = np.empty(max(1, min(N, G * B)), dtype=np.int64)
 
     chunked = Prefill(prefill, workload, G, B) if prefill is not None else None
+    if chunked is not None and chunked.kv_cap and not instant:
+        raise ConfigError("prefill.kv_tokens: the KV bound of admission is modelled for dispatch='instant' (per-rank "
+                          "queues); central dispatch lets the pool policy choose admissions")
+    no_memory = np.zeros(G, dtype=np.int64)  # admit_queues' KV tokens when admission is not bounded
     loop = None  # closed-loop arrivals (bfio.closed_loop)
     if entry == "arrivals" and workload.follow_ups is not None:
         loop = ClosedLoopArrivals(workload.arrival_s, workload.follow_ups)
@@ -227,8 +231,10 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     def admit_from_queues() -> int:
         if state["queued"] == 0:
             return 0
+        kv_cap = chunked.kv_cap if chunked is not None else 0
+        committed = chunked.committed(loads) if kv_cap else no_memory
         n = int(admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, s, loads, active,
-                             worker_of, admitted_buf))
+                             worker_of, admitted_buf, kv_cap, committed))
         if n:
             admitted = admitted_buf[:n]
             start[admitted] = state["clock"]

@@ -70,6 +70,9 @@ def add_parser(subparsers) -> None:
                     help=f"seconds per computed prompt token on the slowest rank (default {DEFAULT_TOKEN_S:g})")
     pf.add_argument("--prefix-cache-blocks", type=positive_int, metavar="N",
                     help="per-rank prefix cache of N blocks (needs a trace with block hashes, e.g. mooncake)")
+    pf.add_argument("--kv-tokens", type=positive_int, metavar="N",
+                    help="per-rank KV memory of N tokens: a rank admits a prompt only while it fits (needs "
+                         "--dispatch instant; default unbounded)")
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
     add_policy_options(s)
@@ -184,9 +187,11 @@ def cmd_simulate(args) -> int:
     arrival = ArrivalSpec(mode, rate=args.arrival_rate if mode == "poisson" else None,
                           time_scale=(args.time_scale or 1.0) if mode == "trace" else 1.0)
     prefill = {k: v for k, v in (("chunk_tokens", args.prefill_chunk_tokens), ("token_s", args.prefill_token_s),
-                                 ("cache_blocks", args.prefix_cache_blocks)) if v is not None}
+                                 ("cache_blocks", args.prefix_cache_blocks), ("kv_tokens", args.kv_tokens))
+               if v is not None}
     if prefill:
-        prefill = {"chunk_tokens": DEFAULT_CHUNK_TOKENS, "token_s": DEFAULT_TOKEN_S, "cache_blocks": None, **prefill}
+        prefill = {"chunk_tokens": DEFAULT_CHUNK_TOKENS, "token_s": DEFAULT_TOKEN_S, "cache_blocks": None,
+                   "kv_tokens": None, **prefill}
     spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
                    args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())))
     result = simulate_run(spec, trace.to_frame(), show_progress=None)

@@ -44,11 +44,12 @@ GENERATED_BLOCK_TOKENS = 512
 
 def prefill_params(section: dict, block_tokens: int) -> tuple:
     """The runs' :class:`~bfio.prefill.PrefillModel` parameters: the section's chunk
-    and token cost, and a cache of ``kv_tokens_per_rank`` tokens in blocks."""
+    and token cost, a KV memory of ``kv_tokens_per_rank`` tokens bounding admission,
+    and a cache of that many tokens in blocks."""
     p = section["prefill"]
-    blocks = cache_capacity_blocks(int(p["kv_tokens_per_rank"]), block_tokens)
+    kv = int(p["kv_tokens_per_rank"])
     return tuple(sorted({"chunk_tokens": int(p["chunk_tokens"]), "token_s": float(p["token_s"]),
-                         "cache_blocks": blocks}.items()))
+                         "cache_blocks": cache_capacity_blocks(kv, block_tokens), "kv_tokens": kv}.items()))
 
 
 def _variants(section: dict) -> dict:
