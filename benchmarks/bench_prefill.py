@@ -40,7 +40,8 @@ def main():
     moon = replay_workload(m.prefill, m.decode, m.arrival_s, blocks=m.blocks, name="mooncake")
     b = load_trace("burstgpt")
     burst = draw_workload(b.prefill, b.decode, 20_000, 42)
-    cache = PrefillModel(cache_blocks=cache_capacity_blocks(480_000, 512))
+    # the prefix study's model: caches and a KV memory of 480,000 tokens a rank
+    cache = PrefillModel(cache_blocks=cache_capacity_blocks(480_000, 512), kv_tokens=480_000)
     cases = [("mooncake replay, G=8", moon, 8, "vllm_dp", {}, dict(entry="arrivals", dispatch="instant"), cache),
              ("mooncake replay, G=8", moon, 8, "bfio", {"horizon": 20}, dict(entry="arrivals", dispatch="instant"),
               cache),
