@@ -68,11 +68,11 @@ def test_tables_and_the_horizon_figure_read_stored_columns():
     assert "parse_bfio_row" not in source and "paper_row" not in source
     summary = pd.DataFrame({"row": ["fcfs", "x_late", "x_early", "x_lit"], "horizon": [None, 30, 5, 5],
                             "objective": [None, "default", "default", "paper-literal"]})
-    bf = horizon_sweep._bfio_rows(summary)
+    bf = horizon_sweep._bfio_rows(summary, horizon_sweep._objectives(summary))
     assert list(zip(bf["row"], bf["H"], bf["objective"])) == [("x_early", 5, "default"), ("x_late", 30, "default"),
                                                               ("x_lit", 5, "paper-literal")]
     # a summary table as written (no objective column): H stored, the objective from the key
     table = pd.DataFrame({"row": ["fcfs", "bfio_h20", "bfio_h20_literal"], "horizon": [None, 20, 20]})
-    bf = horizon_sweep._bfio_rows(table)
+    bf = horizon_sweep._bfio_rows(table, horizon_sweep._objectives(table))
     assert list(zip(bf["row"], bf["H"], bf["objective"])) == [("bfio_h20", 20, "default"),
                                                               ("bfio_h20_literal", 20, "paper-literal")]

@@ -38,12 +38,11 @@ def _objectives(summary: pd.DataFrame) -> pd.Series:
     return summary["row"].map(lambda r: (parse_bfio_row(r) or (None, None))[1])
 
 
-def _bfio_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    """BF-IO rows with their ``H`` (the stored ``horizon``) and objective (:func:`_objectives`).
+def _bfio_rows(summary: pd.DataFrame, objective: pd.Series) -> pd.DataFrame:
+    """BF-IO rows with their ``H`` (the stored ``horizon``) and ``objective`` (:func:`_objectives`).
     ``H = 0`` is the same program under both objectives (a single offset, and
     every new request lives at least one step), so the default's ``H = 0`` row
     also starts the paper-literal curve when that curve has none of its own."""
-    objective = _objectives(summary)
     bf = summary[objective.notna()].copy()
     bf["H"] = pd.to_numeric(bf["horizon"]).astype(int)
     bf["objective"] = objective[objective.notna()]
@@ -65,8 +64,9 @@ def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lo
     ``effective_horizon``: the fast solver's cut-off,
     :func:`bfio.solvers.objective.effective_horizon`) is marked where some H
     goes beyond it: rows past it solve the same program."""
-    bf = _bfio_rows(summary)
-    baselines = list(summary["row"][_objectives(summary).isna()])
+    objective = _objectives(summary)
+    bf = _bfio_rows(summary, objective)
+    baselines = list(summary["row"][objective.isna()])
     objectives = [o for o in ("default", "paper-literal") if (bf["objective"] == o).any()]
     ref_seed = int(summary["ref_seed"].iloc[0]) if "ref_seed" in summary else None
     h_eff = None
