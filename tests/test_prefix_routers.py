@@ -243,3 +243,58 @@ def test_the_study_rows_carry_the_peak_kv_and_the_pinning(tmp_path):
     res = simulate_run(run, workload=generated_requests(setting, frame, 1).workload)
     peak = max(int(x) for x in res.series["max_load_pre"])
     assert rows.loc[rows["row"] == "vllm_dp", "kv_peak_share"].item() == pytest.approx(peak / 50_000)
+
+
+def test_central_bfio_places_its_admitted_requests_with_the_cache_term():
+    """Central dispatch: the solver's choice of which requests to admit stands, but
+    each admitted prompt is placed again with the prefix-cache term (issue 32): a
+    prompt whose blocks rank 1 holds moves there from the solver's rank 0, two
+    prompts that share nothing stay where the solver put them, and a rank without
+    a free slot is never chosen."""
+    from bfio.policies import RoutingState, make_policy
+    from bfio.prefill import CacheView, Prefill
+
+    bt = 256
+    blocks = PrefixBlocks.from_lists([list(range(16)), list(range(100, 116)), list(range(200, 216))], bt)
+    w = Workload(np.full(3, 16 * bt), np.full(3, 10), blocks=blocks)
+    st = Prefill(PrefillModel(cache_blocks=1000), w, 2, 4)
+    st.caches[1].insert(blocks.blocks_of(0))
+    policy = make_policy("bfio", horizon=20)
+    window = policy._objective.window
+    grid = np.full((2, 4), -1)
+
+    def state(pool, free):
+        return RoutingState(step=1, clock=0.0, workers=2, slots=4, pool=np.asarray(pool), free=np.asarray(free),
+                            loads=np.zeros(2, dtype=np.int64), active=4 - np.asarray(free), workload=w,
+                            slot_request=grid, generated=np.zeros(3, dtype=np.int64),
+                            enter_step=np.zeros(3, dtype=np.int64),
+                            prefill=CacheView(st, grid, np.zeros(2, dtype=np.int64), 1.005e-7))
+
+    base = np.zeros((2, window + 1))
+    moved = policy._place_prefill(state([0], [4, 4]), np.array([0]), base, w.decode, window)
+    assert moved.tolist() == [1]
+    kept = policy._place_prefill(state([1, 2], [4, 4]), np.array([0, 1]), base, w.decode, window)
+    assert sorted(kept.tolist()) == [0, 1]
+    full = policy._place_prefill(state([0], [4, 0]), np.array([0]), base, w.decode, window)
+    assert full.tolist() == [0]  # rank 1 holds the prefix but has no free slot
+
+
+def test_central_bfio_with_caches_completes_and_finds_more_hits_than_without_the_term():
+    """GRPO rollouts (shared group prompts) under central BF-IO: every prompt token is
+    counted once, and the cache term's placement finds more prefix hits than the
+    cache-blind placement of the same admissions."""
+    from bfio.policies.bfio import BFIO
+
+    r = _grpo_rollouts(groups=4, think=2.0)
+    model = PrefillModel(chunk_tokens=2048, token_s=1e-4, cache_blocks=100_000)
+    kw = dict(prefill=model, entry="arrivals", show_progress=False, policy_options={"horizon": 20})
+    res = simulate(r.workload, 4, 16, "bfio", **kw)
+    q = res.requests
+    assert res.metrics["prefill_tokens_computed"] + int(q["cached_tokens"].sum()) == int(r.workload.prefill.sum())
+    original = BFIO._place_prefill
+    try:
+        BFIO._place_prefill = lambda self, state, assign, *a: assign  # the solver's placement alone
+        blind = simulate(r.workload, 4, 16, "bfio", **kw)
+    finally:
+        BFIO._place_prefill = original
+    assert res.metrics["cache_hit_rate"] > blind.metrics["cache_hit_rate"]

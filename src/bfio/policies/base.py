@@ -59,6 +59,9 @@ class RoutingState:
     enter_step: np.ndarray
     completed: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     idle_s: float = 0.0  # of ``clock``: time with no request active (online arrivals)
+    #: with the prefill step model (:class:`bfio.prefill.CacheView`, no queues): each
+    #: rank's prefill backlog and a probe of its prefix cache; ``None`` without it
+    prefill: object | None = None
 
     @property
     def mean_step_s(self) -> float:

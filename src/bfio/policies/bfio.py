@@ -319,10 +319,33 @@ class BFIO(Policy):
             if self.admission_mode == "aging" and U < n:
                 self._forced += int(forced.sum())
             assign = self._place(base, free, sizes, forced, U, terms, step_s)
+        if state.prefill is not None and est is not None:  # the prefill barrier and the prefix caches
+            assign = self._place_prefill(state, assign, base, est, window)
         if tracker is not None:
             placed = assign >= 0
             tracker.admitted(state.step, state.pool[placed], assign[placed], state.workload.prefill, est)
         return assign
+
+    def _place_prefill(self, state: RoutingState, assign: np.ndarray, base: np.ndarray, est: np.ndarray,
+                       window: int) -> np.ndarray:
+        """Central dispatch with the prefill model (issue 32): the requests the solver
+        admitted (its choice of *which* to admit stands) are placed again one at a
+        time, oldest first, each on the worker with a free slot where the discounted
+        imbalance ``J`` plus the prefix-cache term (:class:`~bfio.solvers.dispatch.PrefillTerm`)
+        is smallest, as instant dispatch binds an arrival (:func:`~bfio.solvers.dispatch.bind`)."""
+        picked = np.flatnonzero(assign >= 0)
+        if picked.size == 0:
+            return assign
+        requests = state.pool[picked]
+        lifetimes = np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
+        free = np.asarray(state.free, dtype=np.int64).copy()
+        release = [[0] * int(f) if f > 0 else [window + 1] for f in free.tolist()]
+        term = PrefillTerm(state.prefill, requests, state.workload.prefill, state.slots)
+        to = bind(np.asarray(base, dtype=float).copy(), release, requests, state.workload.prefill, lifetimes,
+                  np.asarray(self._objective.weights, dtype=float), term, free=free)
+        out = assign.copy()
+        out[picked] = to
+        return out
 
     def _place(self, base, free, sizes, forced, U, terms, step_s) -> np.ndarray:
         assign, refreshed = place_terms(base, free, sizes, forced, U, terms, self.placement, LOCAL_SEARCH_ROUNDS,

@@ -48,11 +48,14 @@ def queue_profiles(base: np.ndarray, release: list[list[int]], queues: list[np.n
 
 
 def bind(loads: np.ndarray, release: list[list[int]], requests: np.ndarray, sizes: np.ndarray,
-         lifetimes: np.ndarray, weights: np.ndarray, prefill: PrefillTerm | None = None) -> np.ndarray:
+         lifetimes: np.ndarray, weights: np.ndarray, prefill: PrefillTerm | None = None,
+         free: np.ndarray | None = None) -> np.ndarray:
     """The worker of each of ``requests`` (arrival order): the one whose queue,
     with the request appended, gives the smallest ``J = sum_h w_h (G max_g L_g(h)
     - sum_g L_g(h))``, plus, with ``prefill``, the cost of the prefill barrier it
-    raises (:class:`PrefillTerm`); ``loads`` and ``release`` are updated with each binding."""
+    raises (:class:`PrefillTerm`); ``loads`` and ``release`` are updated with each binding.
+    ``free`` (central admission, each worker's free slots): only a worker with a free
+    slot left is chosen, and it loses one (updated in place)."""
     G, W1 = loads.shape
     h = np.arange(W1)
     out = np.empty(requests.shape[0], dtype=np.int64)
@@ -75,12 +78,16 @@ def bind(loads: np.ndarray, release: list[list[int]], requests: np.ndarray, size
         J = (G * envelope - (loads.sum(axis=0)[None, :] + add)) @ weights
         if prefill is not None:
             J = J + prefill.cost(k, G, entry)
+        if free is not None:
+            J = np.where(free > 0, J, np.inf)
         # ties (the request raises the envelope nowhere, or enters beyond the window
         # everywhere): the earliest admission, then the least weighted predicted load
         best = np.flatnonzero(J <= J.min() + 1e-9 * max(1.0, abs(J.min())))
         best = best[entry[best] == entry[best].min()]
         g = int(best[np.argmin(((loads + add)[best]) @ weights)])
         out[k] = g
+        if free is not None:
+            free[g] -= 1
         loads[g] += add[g]
         heapq.heapreplace(release[g], int(entry[g]) + life)
         if prefill is not None:
