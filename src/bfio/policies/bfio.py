@@ -326,6 +326,11 @@ class BFIO(Policy):
             tracker.admitted(state.step, state.pool[placed], assign[placed], state.workload.prefill, est)
         return assign
 
+    def _new_lifetimes(self, est: np.ndarray, window: int) -> np.ndarray:
+        """The steps a newly placed request is modelled to stay (the objective's new-request
+        model): its predicted length (``new_requests: predicted``) or the whole window (``persist``)."""
+        return np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
+
     def _place_prefill(self, state: RoutingState, assign: np.ndarray, base: np.ndarray, est: np.ndarray,
                        window: int) -> np.ndarray:
         """Central dispatch with the prefill model (issue 32): the requests the solver
@@ -337,7 +342,7 @@ class BFIO(Policy):
         if picked.size == 0:
             return assign
         requests = state.pool[picked]
-        lifetimes = np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
+        lifetimes = self._new_lifetimes(est, window)
         free = np.asarray(state.free, dtype=np.int64).copy()
         release = [[0] * int(f) if f > 0 else [window + 1] for f in free.tolist()]
         term = PrefillTerm(state.prefill, requests, state.workload.prefill, state.slots)
@@ -403,7 +408,7 @@ class BFIO(Policy):
             while i >= 0:
                 queues[g].append(i)
                 i = int(state.queue_next[i])
-        lifetimes = np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
+        lifetimes = self._new_lifetimes(est, window)
         loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
         requests = np.asarray(requests)
         term = None
