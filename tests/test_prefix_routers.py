@@ -116,8 +116,8 @@ def _term(backlog, slots=None, cached=8, soon=None, requests=(1,), per_rank=4):
         st.caches[0].insert(blocks.blocks_of(0)[:cached])
     grid = np.full((len(backlog), per_rank), -1) if slots is None else slots
     if soon is not None:
-        grid[0, 0] = soon
-        st.left[soon] = 16 * bt
+        grid[0, 0] = soon  # seated on rank 0, nothing of its prompt computed yet
+        st.admitted(np.array([soon]), np.zeros(3, dtype=np.int64), np.zeros(len(backlog), dtype=np.int64))
     view = CacheView(st, grid, np.asarray(backlog), 1.005e-7)
     return PrefillTerm(view, np.asarray(requests), w.prefill, grid.shape[1])
 

@@ -320,9 +320,8 @@ class CacheView:
         self._pending_blocks: list[set] | None = None
         #: seconds a step spends per resident KV token of the slowest rank (``t_l``)
         self.decode_token_s = float(decode_token_s)
-        running = np.where(slot_request >= 0, state.left[np.maximum(slot_request, 0)], 0).sum(axis=1)
-        #: per rank, prefill tokens queued or still to compute
-        self.pending = np.asarray(queued_tokens, dtype=np.int64) + running
+        #: per rank, prefill tokens queued or still to compute (:attr:`Prefill.reserve`)
+        self.pending = np.asarray(queued_tokens, dtype=np.int64) + state.reserve
         self.token_s = state.model.token_s
 
     def _soon(self) -> list[set]:
