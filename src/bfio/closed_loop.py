@@ -61,11 +61,6 @@ class FollowUps:
     def __len__(self) -> int:
         return int(self.after.shape[0])
 
-    @property
-    def dependent(self) -> int:
-        """How many requests follow another."""
-        return int((self.after >= 0).sum())
-
 
 class ClosedLoopArrivals:
     """The arrivals of one run with :class:`FollowUps`: requests that follow none

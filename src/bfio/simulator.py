@@ -272,7 +272,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
                           free=free, loads=loads, active=active, workload=workload,
                           slot_request=slot_request, generated=generated, enter_step=enter_step,
                           completed=completed[:state["finished"]], idle_s=state["idle_s"],
-                          prefill=None if chunked is None else CacheView(chunked, slot_request, no_memory, t_l))
+                          prefill=None if chunked is None else CacheView(chunked, slot_request, q_tokens, t_l))
         t0 = time.perf_counter()
         assign = np.asarray(policy.route(rs))
         route_times.append(time.perf_counter() - t0)
