@@ -123,9 +123,11 @@ class VllmDPKV(InstantPolicy):
     completions it streams); ``waiting``, ``running`` and the KV usage come from
     the router's view (exact, or the last report plus its own dispatches);
     ``kv_cache_usage_g = L_g / kv_tokens_per_rank``, the resident KV tokens of
-    the running requests over the rank's KV budget. The simulator does not
-    enforce that budget (the paper's model has no preemption), so a usage above
-    1 means a real engine would be KV-bound; the score keeps its formula there.
+    the running requests over the rank's KV budget. That budget is this option,
+    not the prefill model's ``kv_tokens`` (which bounds admission); without the
+    latter the simulator does not enforce it (the paper's model has no
+    preemption), so a usage above 1 means a real engine would be KV-bound; the
+    score keeps its formula there.
     """
 
     name = "vllm_dp_kv"

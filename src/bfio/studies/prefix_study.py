@@ -93,8 +93,9 @@ def group_pinning(group: np.ndarray, later: np.ndarray, worker: np.ndarray) -> d
 def kv_peak(result, budget: int) -> dict:
     """``kv_peak_share``: the largest resident KV of any rank at any step (tokens
     counted per request, as the step time reads them) over the rank's KV budget.
-    The model does not bound a rank's KV (``docs/prefix_cache.md``, "Not modelled
-    yet"); above 1 a real engine would have queued or preempted requests."""
+    The budget bounds admission only (:class:`bfio.prefill.PrefillModel` ``kv_tokens``);
+    decode growth is not preempted, so above 1 a real engine would have preempted
+    requests (``docs/prefix_cache.md``, "Not modelled yet")."""
     return {"kv_peak_share": float(result.series["max_load_pre"].max()) / budget}
 
 
