@@ -63,26 +63,47 @@ def starving_workload(n=2000, seed=3):
 
 
 def test_default_admission_bounds_the_starvation_free_admission_allows():
-    """The library default (the starvation study's pick, docs/studies.md section 3)
-    admits a request once it has waited DEFAULT_ADMISSION's N steps; ``free`` does not."""
-    from bfio.policies.bfio import DEFAULT_ADMISSION
+    """The library default (issue 40: ``drain:N`` with the fast solver) places a request
+    that waited N steps once a slot frees after 2N steps at the latest; ``free`` lets it
+    wait longer. An exact
+    backend, which cannot drain, defaults to ``aging:200``."""
+    from bfio.policies.bfio import DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
     from bfio.solvers.instance import parse_admission
 
     mode, n_steps = parse_admission(DEFAULT_ADMISSION)
-    assert mode == "aging"
+    assert mode == "drain"
     w = starving_workload()
     free = simulate(w, 2, 4, "bfio", policy_options={"horizon": 5, "admission": "free"})
     default = simulate(w, 2, 4, "bfio", policy_options={"horizon": 5})
     assert free.metrics["wait_steps_max"] > 2 * n_steps  # the workload does starve under free
-    assert default.metrics["wait_steps_max"] <= n_steps
+    # past its deadline 2N a request takes the first free slot (tests/test_drain_admission.py)
+    assert default.metrics["wait_steps_max"] <= 2 * n_steps + int(np.max(w.decode))
     assert make_policy("bfio").describe()["admission"] == DEFAULT_ADMISSION
+    assert make_policy("bfio", solver="highs").describe()["admission"] == DEFAULT_EXACT_ADMISSION
+    assert parse_admission(DEFAULT_EXACT_ADMISSION)[0] == "aging"
 
 
-def test_default_admission_is_one_the_starvation_study_measures():
-    from bfio.policies.bfio import DEFAULT_ADMISSION
+def test_default_admission_is_the_starvation_studys_proposal():
+    """The default is the admission the starvation study judges as the proposed
+    default (its table says whether it meets issue 40's rule)."""
+    from bfio.policies.bfio import DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     assert DEFAULT_ADMISSION in cfg["starvation"]["admissions"]
+    assert DEFAULT_EXACT_ADMISSION in cfg["starvation"]["admissions"]
+    assert cfg["starvation"]["proposed_default"] == DEFAULT_ADMISSION
+
+
+def test_default_horizon_reaches_the_default_objectives_window():
+    """Issue 40: ``--policy bfio`` looks ahead by default, at least as far as the
+    default discount weighs (the fast solver's effective window)."""
+    from bfio.solvers.objective import OBJECTIVES, effective_horizon
+
+    policy = make_policy("bfio")
+    reach = effective_horizon(10**6, OBJECTIVES["default"]["discount"])
+    assert policy.horizon >= reach > 0
+    assert policy.describe()["horizon"] == policy.horizon
+    assert policy.describe().get("placement", "greedy") == "auto"
 
 
 def test_noisy_predictor_model():

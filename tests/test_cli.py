@@ -250,8 +250,9 @@ def test_readme_quick_start_uses_files_it_creates_and_the_tables_admission():
             assert f"cat > {args.trace} <<" in text, args.trace
         t2 = TABLE_SETTINGS["table2"]
         if args.policy == "bfio" and args.trace == t2["trace"] and args.workers == t2["workers"]:
-            # the Table 2 row: the tables' admission, not the library default
+            # the Table 2 row: the tables' admission and placement, not the library defaults
             assert args.admission == PAPER_BFIO_OPTIONS["admission"]
+            assert args.placement == PAPER_BFIO_OPTIONS["placement"]
 
 
 def test_simulate_with_prefill_and_prefix_caches_reports_ttft_and_hits(data_dir, capsys):

@@ -72,7 +72,7 @@ from bfio.policies.drain import plan_drain
 from bfio.solvers.dispatch import PrefillTerm, bind, queue_profiles
 from bfio.policies.options import Option
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaining, make_predictor
-from bfio.solvers import DEFAULT_PLACEMENT, DEFAULT_TIME_LIMIT_S, SolverError, solve
+from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT, SolverError, solve
 from bfio.solvers.instance import (ADMISSION_HELP, ADMISSION_PATTERN, Instance, forced_mask, instance_of_call,
                                   parse_admission)
 from bfio.solvers.objective import OBJECTIVES, ObjectiveTerms
@@ -82,8 +82,22 @@ from bfio.solvers.placement import place_terms
 from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
 
 MAX_HORIZON = 100_000
-# Default admission rule: the starvation study's recommendation (docs/studies.md, section 3).
-DEFAULT_ADMISSION = "aging:200"
+#: Default admission rule with the fast solver (issue 40): ``drain:100`` meets the rule
+#: for a default admission (whole-run throughput at most 0.5% below ``free`` and the
+#: longest wait at most 10x ``free``'s p99 wait, on every setting of the starvation and
+#: online studies; ``results/tables/starvation.md``, docs/studies.md section 3).
+DEFAULT_ADMISSION = "drain:100"
+#: Default admission with an exact backend, which cannot drain (drain reserves workers
+#: from the fast solver's predicted loads): ``aging:200``, the same bound on waits.
+DEFAULT_EXACT_ADMISSION = "aging:200"
+#: Default placement of the fast solver (issue 40): the greedy while its modelled cost is
+#: within 5% of the decode step, else the heap (``bfio.solvers.placement``).
+DEFAULT_PLACEMENT = "auto"
+#: Default lookahead H (issue 40): at least the default objective's reach
+#: (``bfio.solvers.objective.effective_horizon`` of its discount: 13), so the default
+#: looks ahead as far as the objective weighs; every H >= 13 routes the same way with
+#: the fast solver (docs/bfio.md), and H = 20 keeps the exact backends' programs small.
+DEFAULT_HORIZON = 20
 LOCAL_SEARCH_ROUNDS = 4
 
 
@@ -121,14 +135,15 @@ def _new_request_models():
 #: names, defaults and help are written (the CLI flags, the config schema's
 #: ``bfio`` section and :meth:`BFIO.describe` derive from it).
 OPTIONS = (
-    Option("horizon", int, 0, "lookahead window H", minimum=0, maximum=MAX_HORIZON),
+    Option("horizon", int, DEFAULT_HORIZON, "lookahead window H", minimum=0, maximum=MAX_HORIZON),
     Option("solver", str, "fast", "solver backend of Eq. (IO) (bfio.solvers)", choices=_solvers),
-    Option("admission", str, DEFAULT_ADMISSION,
+    Option("admission", str, None,
            "which waiting requests are admitted: aging:N admits requests waiting N or more steps first, the rest "
            "free; drain:N reserves a worker for a request waiting N steps and places it when it fits, by 2N at the latest "
            "(solver fast); free is Eq. (IO) as in the paper's tables; fifo admits the oldest U (docs/studies.md, "
            "section 3)",
            pattern=ADMISSION_PATTERN, pattern_help=ADMISSION_HELP,
+           derived=f"{DEFAULT_ADMISSION} with solver fast, {DEFAULT_EXACT_ADMISSION} with an exact solver",
            metavar="RULE"),
     Option("on_solver_error", str, "fail", "when an exact solver errors: fail, or fall back gurobi -> highs -> fast",
            choices=("fail", "fallback"), applies_with=("solver", ("highs", "gurobi"))),
@@ -169,7 +184,7 @@ OPTIONS = (
            "solver fast: greedy (fill plus local search) | heap (largest-that-fits on a heap of pivots, "
            "O(U (log G + H_eff)) per call) | auto (the greedy while its modelled cost is within 5% of the decode "
            "step, else the heap; docs/bfio.md 'Production scale')", choices=_placements,
-           applies_with=("solver", ("fast",)), identity="non-default"),
+           applies_with=("solver", ("fast",)), identity="non-default", identity_omits=GREEDY_PLACEMENT),
 )
 
 
@@ -197,6 +212,8 @@ class BFIO(Policy):
             raise ConfigError(f"solver: predictor={predictor!r} gives expected (fractional) loads, which only "
                               f"solver='fast' accepts (got solver={self.solver!r}); the exact backends prove "
                               "optimality of integer J: use solver='fast' or predictor oracle | noisy | none")
+        if v["admission"] is None:
+            v["admission"] = DEFAULT_ADMISSION if self.solver == "fast" else DEFAULT_EXACT_ADMISSION
         self.admission = v["admission"]
         self.admission_mode, self.aging_steps = parse_admission(self.admission)
         if self.admission_mode == "drain" and self.solver != "fast":

@@ -66,6 +66,10 @@ class Option:
     applies_with: tuple[str, tuple] | None = None
     identity: str = "always"
     metavar: str | None = None
+    #: with ``identity="non-default"``: the value left out of a run's identity when it
+    #: is not the default (an option whose default changed keeps earlier runs' identities;
+    #: ``None``: the default)
+    identity_omits: Any = None
 
     def __post_init__(self):
         if self.type not in _TYPE_NAMES:
@@ -179,7 +183,8 @@ def identity(cls, values: dict) -> dict:
             continue
         if o.identity != "always" and not o.applies(values):
             continue
-        if o.identity == "non-default" and values[o.name] == o.default:
+        if o.identity == "non-default" and values[o.name] == (o.default if o.identity_omits is None
+                                                               else o.identity_omits):
             continue
         out[o.name] = values[o.name]
     return out

@@ -52,20 +52,82 @@ def run_starvation(name: str, setting: dict, study: dict, seeds, slots: int, fra
     return out
 
 
-def _recommendation(runs: pd.DataFrame, section: dict):
+def online_rows(section: dict) -> dict[str, str]:
+    """``starvation.online_rows`` as admission -> the online study's row."""
+    return {e["admission"]: e["row"] for e in section.get("online_rows") or []}
+
+
+def _online_effects(section: dict, inputs) -> pd.DataFrame | None:
+    """The online study's runs (``inputs``: its runs files) as
+    :func:`bfio.studies.starvation_summary.online_admission_effects`, when
+    ``starvation.online_rows`` names its rows; else ``None``."""
+    from bfio.studies.starvation_summary import online_admission_effects
+
+    rows = online_rows(section)
+    if not rows or not inputs:
+        return None
+    online = pd.concat([pd.read_csv(p) for p in inputs], ignore_index=True)
+    return online_admission_effects(online, rows, section.get("cost_metric", "throughput"))
+
+
+def _recommendation(runs: pd.DataFrame, section: dict, inputs=()):
     from bfio.studies.starvation_summary import recommend_admission, summarize_starvation
 
     summary = summarize_starvation(runs)
-    return summary, recommend_admission(summary, section["max_throughput_cost_pct"], by=section["recommend_by"],
-                                        max_wait_vs_free_p99=section.get("max_wait_vs_free_p99"),
-                                        cost_metric=section.get("cost_metric", "throughput"))
+    online = _online_effects(section, inputs)
+    return summary, online, recommend_admission(
+        summary, section["max_throughput_cost_pct"], by=section["recommend_by"],
+        max_wait_vs_free_p99=section.get("max_wait_vs_free_p99"), cost_metric=section.get("cost_metric", "throughput"),
+        online=online, proposed=section.get("proposed_default"))
 
 
-def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
+def _tabulate(runs: pd.DataFrame, section: dict, settings: dict, inputs=()):
     from bfio.studies.starvation_summary import starvation_markdown
 
-    summary, rec = _recommendation(runs, section)
-    return summary, starvation_markdown(summary, settings, rec, section["description"])
+    summary, online, rec = _recommendation(runs, section, inputs)
+    return summary, starvation_markdown(summary, settings, rec, section["description"], online=online)
+
+
+def validate_section(section: dict, config: dict) -> None:
+    """``starvation.proposed_default`` is one of the study's admissions; every row of
+    ``starvation.online_rows`` is a central row of the online study that runs BF-IO
+    with the admission it is listed under (``free`` among them)."""
+    from bfio.config import policy_defaults
+    from bfio.errors import ConfigError
+    from bfio.run import resolve_row
+
+    proposed = section.get("proposed_default")
+    if proposed is not None and proposed not in (section.get("admissions") or []):
+        raise ConfigError(f"config key 'starvation.proposed_default': {proposed!r} is not one of "
+                          f"starvation.admissions ({', '.join(section.get('admissions') or [])})")
+    rows = online_rows(section)
+    if not rows:
+        return
+    if len(rows) != len(section.get("online_rows") or []):
+        raise ConfigError("config key 'starvation.online_rows': an admission is listed twice")
+    if "free" not in rows:
+        raise ConfigError("config key 'starvation.online_rows': needs 'free' (the reference of the cost)")
+    online = config.get("online") or {}
+    central = online.get("central") or []
+    for adm, row in rows.items():
+        key = f"config key 'starvation.online_rows.{adm}'"
+        if row not in central:
+            raise ConfigError(f"{key}: row {row!r} is not in online.central ({', '.join(central) or 'empty'})")
+        policy, opts = resolve_row(row, online.get("variants") or {}, defaults=policy_defaults(config))
+        got = opts.get("admission")
+        if policy != "bfio" or got != adm:
+            raise ConfigError(f"{key}: row {row!r} runs {policy} with admission {got!r}, not BF-IO with {adm!r}")
+
+
+def _online_run_files(config: dict) -> list[str]:
+    """The online study's runs files, when ``starvation.online_rows`` reads them."""
+    from bfio.studies.registry import studies
+
+    if not (config.get("starvation") or {}).get("online_rows"):
+        return []
+    online = studies()["online"]
+    return [f"results/studies/{online.directory}/{online.run_stem(k, v)}.csv"
+            for k, v in online.settings(config).items()]
 
 
 STUDY = register_study(Study(
@@ -74,7 +136,8 @@ STUDY = register_study(Study(
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_starvation(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
     tabulate=_tabulate, plot="bfio.figures.starvation:plot_starvation",
-    extras=lambda runs, section, settings: {"recommendation": _recommendation(runs, section)[1]},
+    extras=lambda runs, section, settings, inputs=(): {"recommendation": _recommendation(runs, section, inputs)[2]},
+    table_inputs=_online_run_files, validate=validate_section, sim_keys=("admissions", "references"),
     extra_outputs=("recommendation",),
     modules=("studies/starvation.py",), table_modules=("studies/starvation_summary.py",), figure_modules=("figures/starvation.py",),
     caption="""Starvation and fairness (study beyond the paper, ``docs/studies.md``): p99 and

@@ -64,8 +64,46 @@ def summarize_starvation(runs: pd.DataFrame, baseline_admission: str = "free") -
 RECOMMEND_BY = ("wait_steps_max", "wait_steps_p99", "wait_s_max", "wait_s_p99")
 
 
+#: Columns of :func:`online_admission_effects`, one row per online setting, load and admission.
+ONLINE_EFFECT_COLUMNS = ("setting", "load", "admission", "row", "cost_pct", "wait_steps_max", "free_wait_steps_p99",
+                         "wait_vs_free_p99")
+
+
+def online_admission_effects(online: pd.DataFrame, rows: dict[str, str], cost_metric: str) -> pd.DataFrame:
+    """The online study's side of the admission rule (issue 40): for every setting
+    and load of the online runs ``online`` and every admission of ``rows``
+    (admission -> the online study's central row that runs BF-IO with it; ``free``
+    among them), the mean over seeds of the paired ``cost_metric`` cost against the
+    ``free`` row (%, positive = slower), the mean longest wait (steps), ``free``'s
+    mean p99 wait and their ratio. A row of ``rows`` missing from the runs is an
+    error naming it (the study was run without it)."""
+    if "free" not in rows:
+        raise ConfigError("starvation.online_rows: needs the 'free' admission's row (the reference of the cost)")
+    missing = [r for r in rows.values() if r not in set(online["row"])]
+    if missing:
+        raise ConfigError(f"starvation.online_rows: row(s) {', '.join(missing)} not in the online study's runs "
+                          "(online.central)")
+    central = online[online["dispatch"] == "central"] if "dispatch" in online else online
+    out = []
+    for (setting, load), grp in central.groupby(["setting", central["load"].round(6)], sort=False):
+        base = grp[grp["row"] == rows["free"]].set_index("seed")
+        for adm, row in rows.items():
+            mine = grp[grp["row"] == row].set_index("seed")
+            seeds = mine.index.intersection(base.index)
+            if seeds.empty:
+                continue
+            gain = mine.loc[seeds, cost_metric] / base.loc[seeds, cost_metric] - 1.0
+            p99 = float(base.loc[seeds, "wait_steps_p99"].mean())
+            wmax = float(mine.loc[seeds, "wait_steps_max"].mean())
+            out.append({"setting": setting, "load": float(load), "admission": adm, "row": row,
+                        "cost_pct": float(-100.0 * gain.mean()), "wait_steps_max": wmax,
+                        "free_wait_steps_p99": p99, "wait_vs_free_p99": wmax / p99 if p99 > 0 else float("nan")})
+    return pd.DataFrame(out, columns=list(ONLINE_EFFECT_COLUMNS))
+
+
 def recommend_admission(summary: pd.DataFrame, max_cost_pct: float, by: str = "wait_steps_max",
-                        max_wait_vs_free_p99: float | None = None, cost_metric: str = "throughput") -> dict:
+                        max_wait_vs_free_p99: float | None = None, cost_metric: str = "throughput",
+                        online: pd.DataFrame | None = None, proposed: str | None = None) -> dict:
     """The admission with the smallest worst-case ``by`` (mean over seeds, worst
     over every setting and H) among those whose mean throughput cost against
     ``free`` (on ``cost_metric``, :data:`COST_METRICS`) stays within ``max_cost_pct``
@@ -78,6 +116,13 @@ def recommend_admission(summary: pd.DataFrame, max_cost_pct: float, by: str = "w
     candidate has its worst cost, worst p99/max waits in steps and seconds and
     ``worst_wait_vs_free_p99`` (its max wait over ``free``'s p99 wait, worst case);
     ``admission`` is None when no candidate meets the bounds.
+
+    ``online`` (:func:`online_admission_effects`): the online study's settings
+    and loads count too, for the admissions it ran (issue 40: "on every setting of
+    the online and starvation studies"); a candidate's worst cost and worst wait
+    ratio are then over both studies (``worst_online_*`` beside them).
+    ``proposed``: the admission proposed as the library default; the result says
+    whether it meets the bounds (``proposed_passes``), whatever the pick.
     """
     if by not in RECOMMEND_BY:
         raise ConfigError(f"starvation.recommend_by: expected one of {', '.join(RECOMMEND_BY)}, got {by!r}")
@@ -102,6 +147,16 @@ def recommend_admission(summary: pd.DataFrame, max_cost_pct: float, by: str = "w
         base = free_p99.reindex(pd.MultiIndex.from_frame(grp[keys])).to_numpy(dtype=float)
         ratio = grp["wait_steps_max_mean"].to_numpy(dtype=float) / base
         rec["worst_wait_vs_free_p99"] = float(np.nanmax(ratio)) if np.isfinite(ratio).any() else float("nan")
+        if online is not None:
+            mine = online[online["admission"] == adm]
+            rec["online_cases"] = int(len(mine))
+            rec["worst_online_cost_pct"] = float(mine["cost_pct"].max()) if len(mine) else float("nan")
+            rec["worst_online_wait_vs_free_p99"] = (float(mine["wait_vs_free_p99"].max()) if len(mine)
+                                                    else float("nan"))
+            if len(mine):
+                rec["worst_cost_pct"] = max(rec["worst_cost_pct"], rec["worst_online_cost_pct"])
+                rec["worst_wait_vs_free_p99"] = float(np.nanmax([rec["worst_wait_vs_free_p99"],
+                                                                 rec["worst_online_wait_vs_free_p99"]]))
         rec["eligible"] = bool(rec["worst_cost_pct"] <= max_cost_pct
                                and (max_wait_vs_free_p99 is None
                                     or rec["worst_wait_vs_free_p99"] <= max_wait_vs_free_p99))
@@ -112,12 +167,22 @@ def recommend_admission(summary: pd.DataFrame, max_cost_pct: float, by: str = "w
                  f" and whose longest wait is <= {max_wait_vs_free_p99:g}x the p99 wait of 'free' (same setting "
                  "and horizon)")
     over = "the whole run" if cost_metric == "throughput_run" else "the metric window"
-    return {"admission": best["admission"] if best else None, "max_cost_pct": float(max_cost_pct), "by": by,
-            "max_wait_vs_free_p99": max_wait_vs_free_p99, "cost_metric": cost_metric,
-            "criterion": (f"smallest worst-case {by} (mean over seeds, worst over settings and horizons) among "
-                          f"admissions whose mean throughput cost vs 'free' (over {over}) is <= {max_cost_pct:g}% "
-                          f"in every setting and horizon{wait_rule}"),
-            "candidates": cands}
+    where = ("every setting and horizon of this study and every setting and load of the online study"
+             if online is not None else "every setting and horizon")
+    out = {"admission": best["admission"] if best else None, "max_cost_pct": float(max_cost_pct), "by": by,
+           "max_wait_vs_free_p99": max_wait_vs_free_p99, "cost_metric": cost_metric,
+           "criterion": (f"smallest worst-case {by} (mean over seeds, worst over settings and horizons) among "
+                         f"admissions whose mean throughput cost vs 'free' (over {over}) is <= {max_cost_pct:g}% "
+                         f"in {where}{wait_rule}"),
+           "candidates": cands}
+    if proposed is not None:
+        known = {c["admission"]: c for c in cands}
+        if proposed not in known:
+            raise ConfigError(f"starvation.proposed_default: {proposed!r} is not among the study's admissions "
+                              f"({', '.join(known)})")
+        out["proposed"] = proposed
+        out["proposed_passes"] = known[proposed]["eligible"]
+    return out
 
 
 def _starvation_label(r) -> str:
@@ -129,7 +194,8 @@ def _starvation_label(r) -> str:
 
 
 def starvation_markdown(summary: pd.DataFrame, settings: dict, recommendation: dict,
-                        title: str = "Starvation and fairness of BF-IO admission rules") -> str:
+                        title: str = "Starvation and fairness of BF-IO admission rules",
+                        online: pd.DataFrame | None = None) -> str:
     n = int(summary["n_seeds"].max()) if len(summary) else 0
     lines = [f"# {title}{scale_note(settings, PAPER_SETTINGS)}", "",
              f"Backlog mode (paper convention). Mean [95% CI] over {n} seeds (Student t). Wait = pool entry to "
@@ -155,9 +221,30 @@ def starvation_markdown(summary: pd.DataFrame, settings: dict, recommendation: d
                 ("worst p99 wait (s)", lambda c: fmt(c["worst_wait_s_p99"])),
                 ("worst max wait (s)", lambda c: fmt(c["worst_wait_s_max"])),
                 ("worst max wait / free's p99", lambda c: fmt(c["worst_wait_vs_free_p99"])),
+                *([("online cases", lambda c: str(c.get("online_cases", 0))),
+                   ("worst online cost (%)", lambda c: fmt(c.get("worst_online_cost_pct", float("nan")))),
+                   ("worst online max wait / free's p99",
+                    lambda c: fmt(c.get("worst_online_wait_vs_free_p99", float("nan"))))]
+                  if online is not None else []),
                 ("within the bounds", lambda c: "yes" if c["eligible"] else "no")]
     lines += [markdown_table(recommendation["candidates"], rec_cols), ""]
+    if online is not None and len(online):
+        lines += ["### The online study's settings (central dispatch, BF-IO H=40)", "",
+                  f"Per setting and load: mean over seeds of the paired {COST_LABELS[metric]} against the `free` "
+                  "row and the longest wait (steps) over `free`'s p99 wait.", ""]
+        lines += [markdown_table(online.to_dict("records"),
+                                 [("setting", lambda r: r["setting"]), ("load", lambda r: fmt(r["load"])),
+                                  ("admission", lambda r: r["admission"]), ("cost (%)", lambda r: fmt(r["cost_pct"])),
+                                  ("max wait (steps)", lambda r: fmt(r["wait_steps_max"])),
+                                  ("free's p99 wait (steps)", lambda r: fmt(r["free_wait_steps_p99"])),
+                                  ("ratio", lambda r: fmt(r["wait_vs_free_p99"]))]), ""]
     pick = recommendation["admission"]
-    lines += [f"**Recommendation: `admission: {pick}`.**" if pick else
-              "**No admission meets the bounds** (the library default stays; docs/studies.md, section 3).", ""]
+    lines += [f"Smallest worst-case {recommendation['by']} within the bounds: `admission: {pick}`." if pick else
+              "**No admission meets the bounds** (docs/studies.md, section 3).", ""]
+    if "proposed" in recommendation:
+        prop = recommendation["proposed"]
+        lines += [f"**Proposed library default `{prop}`: "
+                  + ("meets the rule; it is the library's default admission (`bfio.policies.bfio.DEFAULT_ADMISSION`)."
+                     if recommendation["proposed_passes"] else
+                     "does not meet the rule; it cannot be the library's default admission.") + "**", ""]
     return "\n".join(lines)
