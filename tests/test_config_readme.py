@@ -246,8 +246,8 @@ def _declare(policy: str, option: str, default):
 
 
 @pytest.mark.parametrize("edit, expected", [
-    (_readme_says("none (policy: `aging:200`)", "none (policy: `free`)"),
-     ["bfio.admission: the policy declares default `aging:200`, config/README.md gives none (policy: `free`)"]),
+    (_readme_says("none (policy: `auto`)", "none (policy: `greedy`)"),
+     ["bfio.placement: the policy declares default `auto`, config/README.md gives none (policy: `greedy`)"]),
     (_declare("bfio", "time_limit_s", 30.0),
      ["bfio.time_limit_s: the policy declares default `30.0`, config/README.md gives none (policy: `10`)"]),
     (_readme_says("| none (the objective's) | Offset discount", "| none (policy: `0.6`) | Offset discount"),
