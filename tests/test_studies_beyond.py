@@ -22,7 +22,8 @@ from bfio.studies.report import check_settings, ci_cell, scale_note
 from bfio.studies.starvation import admission_label, run_starvation, starvation_runs, starvation_variants
 from bfio.studies.online_summary import ONLINE_METRICS, online_markdown, summarize_online
 from bfio.studies.predictor_summary import predictor_markdown, summarize_predictors
-from bfio.studies.starvation_summary import recommend_admission, starvation_markdown, summarize_starvation
+from bfio.studies.starvation_summary import (online_admission_effects, recommend_admission, starvation_markdown,
+                                            summarize_starvation)
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -226,6 +227,50 @@ def test_recommend_admission_respects_the_cost_bound():
     assert "admission: aging:200" in md
     with pytest.raises(ConfigError, match="recommend_by"):
         recommend_admission(summary, 1.0, by="nope")
+
+
+def _online_frame(costs: dict, loads=(0.5, 1.1), seeds=(1, 2, 3), base=500.0):
+    """Synthetic online runs: BF-IO rows per admission with a whole-run throughput
+    cost (%) at the highest load only, and a longest wait of 50 steps against free's
+    p99 of 10."""
+    rows = []
+    for load in loads:
+        for seed in seeds:
+            for adm, cost in costs.items():
+                c = cost if load == max(loads) else 0.0
+                rows.append({"setting": "o", "kind": "poisson", "load": load, "dispatch": "central",
+                             "row": f"bfio_h40_{adm.replace(':', '')}", "seed": seed,
+                             "throughput_run": base * (1 + 0.01 * seed) * (1 - c / 100),
+                             "wait_steps_p99": 10.0, "wait_steps_max": 10.0 if adm == "free" else 50.0})
+    return pd.DataFrame(rows)
+
+
+def test_the_online_study_counts_in_the_admission_rule():
+    """Issue 40: an admission within the cost bound on the starvation settings but
+    1.5% slower over the whole run at one online load is not within the bounds, and
+    the proposed default says so; the online ratio of longest wait to free's p99 is
+    the worst over loads."""
+    runs = _starvation_frame({"free": 0.0, "drain:100": 0.2}, {"free": 100.0, "drain:100": 40.0})
+    summary = summarize_starvation(runs)
+    rows = {"free": "bfio_h40_free", "drain:100": "bfio_h40_drain100"}
+    fine = online_admission_effects(_online_frame({"free": 0.0, "drain:100": 0.3}), rows, "throughput_run")
+    slow = online_admission_effects(_online_frame({"free": 0.0, "drain:100": 1.5}), rows, "throughput_run")
+    assert len(fine) == 4 and set(fine["load"]) == {0.5, 1.1}
+    d = slow[slow["admission"] == "drain:100"].set_index("load")
+    assert d.loc[1.1, "cost_pct"] == pytest.approx(1.5, rel=1e-6) and d.loc[0.5, "cost_pct"] == pytest.approx(0.0)
+    assert d.loc[1.1, "wait_vs_free_p99"] == pytest.approx(5.0)
+    alone = recommend_admission(summary, 0.5, max_wait_vs_free_p99=10, proposed="drain:100")
+    ok = recommend_admission(summary, 0.5, max_wait_vs_free_p99=10, online=fine, proposed="drain:100")
+    bad = recommend_admission(summary, 0.5, max_wait_vs_free_p99=10, online=slow, proposed="drain:100")
+    assert alone["proposed_passes"] and ok["proposed_passes"] and not bad["proposed_passes"]
+    cand = {c["admission"]: c for c in bad["candidates"]}["drain:100"]
+    assert cand["worst_cost_pct"] == pytest.approx(1.5, rel=1e-6) and cand["online_cases"] == 2
+    md = starvation_markdown(summary, {"s": {"trace": "t", "requests": 10, "workers": 2}}, bad, online=slow)
+    assert "does not meet the rule" in md and "online study's settings" in md
+    with pytest.raises(ConfigError, match="online_rows"):
+        online_admission_effects(_online_frame({"free": 0.0}), rows, "throughput_run")
+    with pytest.raises(ConfigError, match="proposed_default"):
+        recommend_admission(summary, 0.5, proposed="aging:7")
 
 
 @settings(max_examples=30, deadline=None)
@@ -449,7 +494,8 @@ def test_the_config_takes_the_admission_rules_from_their_registry():
         cfg["starvation"] = {**cfg.get("starvation", {}), **kw}
         return validate_config(cfg, schema)
 
-    ok = with_starvation(admissions=["free", "drain:5", "aging:7"], cost_metric="throughput_run")
+    ok = with_starvation(admissions=["free", "drain:5", "aging:7"], cost_metric="throughput_run",
+                         proposed_default="drain:5")
     assert ok["starvation"]["admissions"] == ["free", "drain:5", "aging:7"]
     for bad in (["drain:0"], ["drain:05"], ["queue:5"]):
         with pytest.raises(ConfigError, match="starvation.admissions"):
