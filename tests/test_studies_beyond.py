@@ -267,6 +267,10 @@ def test_the_online_study_counts_in_the_admission_rule():
     assert cand["worst_cost_pct"] == pytest.approx(1.5, rel=1e-6) and cand["online_cases"] == 2
     md = starvation_markdown(summary, {"s": {"trace": "t", "requests": 10, "workers": 2}}, bad, online=slow)
     assert "does not meet the rule" in md and "online study's settings" in md
+    idle = _online_frame({"free": 0.0, "drain:100": 0.0})
+    idle["wait_steps_p99"] = 0.0  # below saturation nothing waits: free's p99 is floored at one step
+    ratio = online_admission_effects(idle, rows, "throughput_run").set_index("admission")["wait_vs_free_p99"]
+    assert ratio["drain:100"].max() == pytest.approx(50.0) and ratio["free"].max() == pytest.approx(10.0)
     with pytest.raises(ConfigError, match="online_rows"):
         online_admission_effects(_online_frame({"free": 0.0}), rows, "throughput_run")
     with pytest.raises(ConfigError, match="proposed_default"):

@@ -64,6 +64,11 @@ def summarize_starvation(runs: pd.DataFrame, baseline_admission: str = "free") -
 RECOMMEND_BY = ("wait_steps_max", "wait_steps_p99", "wait_s_max", "wait_s_p99")
 
 
+#: The floor of ``free``'s p99 wait in the rule's ratio (steps): a routing call happens
+#: once a step, so a request may wait one step whatever the router; below saturation
+#: ``free``'s p99 wait is 0 steps and the ratio would otherwise be undefined.
+WAIT_FLOOR_STEPS = 1.0
+
 #: Columns of :func:`online_admission_effects`, one row per online setting, load and admission.
 ONLINE_EFFECT_COLUMNS = ("setting", "load", "admission", "row", "cost_pct", "wait_steps_max", "free_wait_steps_p99",
                          "wait_vs_free_p99")
@@ -75,8 +80,9 @@ def online_admission_effects(online: pd.DataFrame, rows: dict[str, str], cost_me
     (admission -> the online study's central row that runs BF-IO with it; ``free``
     among them), the mean over seeds of the paired ``cost_metric`` cost against the
     ``free`` row (%, positive = slower), the mean longest wait (steps), ``free``'s
-    mean p99 wait and their ratio. A row of ``rows`` missing from the runs is an
-    error naming it (the study was run without it)."""
+    mean p99 wait and their ratio (``free``'s p99 floored at :data:`WAIT_FLOOR_STEPS`).
+    A row of ``rows`` missing from the runs is an error naming it (the study was run
+    without it)."""
     if "free" not in rows:
         raise ConfigError("starvation.online_rows: needs the 'free' admission's row (the reference of the cost)")
     missing = [r for r in rows.values() if r not in set(online["row"])]
@@ -97,7 +103,7 @@ def online_admission_effects(online: pd.DataFrame, rows: dict[str, str], cost_me
             wmax = float(mine.loc[seeds, "wait_steps_max"].mean())
             out.append({"setting": setting, "load": float(load), "admission": adm, "row": row,
                         "cost_pct": float(-100.0 * gain.mean()), "wait_steps_max": wmax,
-                        "free_wait_steps_p99": p99, "wait_vs_free_p99": wmax / p99 if p99 > 0 else float("nan")})
+                        "free_wait_steps_p99": p99, "wait_vs_free_p99": wmax / max(p99, WAIT_FLOOR_STEPS)})
     return pd.DataFrame(out, columns=list(ONLINE_EFFECT_COLUMNS))
 
 
@@ -145,7 +151,7 @@ def recommend_admission(summary: pd.DataFrame, max_cost_pct: float, by: str = "w
         for m in RECOMMEND_BY:
             rec[f"worst_{m}"] = float(grp[f"{m}_mean"].max()) if f"{m}_mean" in grp else float("nan")
         base = free_p99.reindex(pd.MultiIndex.from_frame(grp[keys])).to_numpy(dtype=float)
-        ratio = grp["wait_steps_max_mean"].to_numpy(dtype=float) / base
+        ratio = grp["wait_steps_max_mean"].to_numpy(dtype=float) / np.maximum(base, WAIT_FLOOR_STEPS)
         rec["worst_wait_vs_free_p99"] = float(np.nanmax(ratio)) if np.isfinite(ratio).any() else float("nan")
         if online is not None:
             mine = online[online["admission"] == adm]
@@ -165,7 +171,7 @@ def recommend_admission(summary: pd.DataFrame, max_cost_pct: float, by: str = "w
     best = min(ok, key=lambda c: (c[f"worst_{by}"], c["worst_cost_pct"])) if ok else None
     wait_rule = ("" if max_wait_vs_free_p99 is None else
                  f" and whose longest wait is <= {max_wait_vs_free_p99:g}x the p99 wait of 'free' (same setting "
-                 "and horizon)")
+                 f"and horizon or load; that p99 at least {WAIT_FLOOR_STEPS:g} step, the routing period)")
     over = "the whole run" if cost_metric == "throughput_run" else "the metric window"
     where = ("every setting and horizon of this study and every setting and load of the online study"
              if online is not None else "every setting and horizon")
