@@ -14,7 +14,7 @@ lookahead predictor) plus ``s_j + h`` for every request admitted to ``g`` while
 
 Options (all keyword, validated; errors name the option):
 
-- ``horizon`` (``H``, default 0): lookahead window length;
+- ``horizon`` (``H``, default 20, :data:`DEFAULT_HORIZON`): lookahead window length;
 - ``predictor``: ``oracle`` (default) | ``noisy`` | ``none`` | ``empirical`` |
   ``geometric`` (:mod:`bfio.predictors`; the last two are oracle-free: they learn
   the decode-length distribution from completed requests and give expected,
@@ -24,18 +24,18 @@ Options (all keyword, validated; errors name the option):
 - ``solver``: ``fast`` (default) | ``highs`` | ``gurobi`` (:mod:`bfio.solvers`); an exact
   backend reports its solves (count, mean time) every 30 s on stderr, quiet when ``CI``
   is set (:class:`bfio.progress.CallProgress`);
-- ``admission``: ``aging:200`` (default, :data:`DEFAULT_ADMISSION`) |
-  ``aging:N`` (requests waiting ``N`` or more steps are admitted first, the rest
-  free) | ``drain:N`` (a request waiting ``N`` steps reserves the worker where it
-  raises ``J`` least, which takes only the smallest requests until it fits there
-  without raising the envelope, at the latest at ``2 N`` steps; ``solver = fast``;
-  :mod:`bfio.policies.drain`) | ``free`` (Eq. (IO) as stated; the paper's tables, see
-  :data:`bfio.paper.PAPER_BFIO_OPTIONS`) | ``fifo`` (oldest ``U`` admitted,
-  placement optimized). The default came from the starvation study
-  (``docs/studies.md``, section 3): ``free`` lets a few requests wait thousands
-  of steps; ``aging:200`` bounds every wait at 200 steps, for 1.32% throughput
-  at worst with the default objective (the study's 1% rule now picks ``free``;
-  the bound on waits was kept);
+- ``admission``: ``drain:100`` (default with ``solver = fast``, :data:`DEFAULT_ADMISSION`;
+  ``aging:200`` with an exact backend, :data:`DEFAULT_EXACT_ADMISSION`) | ``aging:N``
+  (requests waiting ``N`` or more steps are admitted first, the rest free) | ``drain:N``
+  (a request waiting ``N`` steps reserves the worker where it raises ``J`` least, which
+  takes only the smallest requests until it fits there without raising the envelope, at
+  the latest at ``2 N`` steps; ``solver = fast``; :mod:`bfio.policies.drain`) | ``free``
+  (Eq. (IO) as stated; the paper's tables, see :data:`bfio.paper.PAPER_BFIO_OPTIONS`) |
+  ``fifo`` (oldest ``U`` admitted, placement optimized). The default is issue 40's
+  decision (``docs/studies.md``, section 3): an admission that bounds the wait is judged
+  by its whole-run throughput against ``free`` (at most 0.5% lower) and its longest wait
+  (at most 10x ``free``'s p99 wait) on every setting of the starvation and online
+  studies; ``free`` lets a few requests wait thousands of steps;
 - ``on_solver_error``: ``fail`` (default) | ``fallback`` (gurobi -> highs -> fast);
 - ``time_limit_s`` (default 10): time limit per exact solve;
 - ``objective``: ``default`` | ``paper-literal``
@@ -49,10 +49,12 @@ Options (all keyword, validated; errors name the option):
   with a point predictor) | ``persist`` (it adds ``s_j + h`` at every offset; always
   the case for predictors that know nothing of new requests: ``none`` and the
   oracle-free ones);
-- ``placement`` (``solver = fast`` only): ``greedy`` (default,
-  :mod:`bfio.solvers.fast`) | ``heap`` (:mod:`bfio.solvers.heap`: largest-that-fits
-  on a heap of headrooms, ``O(U (log G + H_eff))`` per call, for large clusters;
-  ``shard_workers`` does not apply to it). Registry: :data:`bfio.solvers.PLACEMENTS`;
+- ``placement`` (``solver = fast`` only): ``auto`` (default, :data:`DEFAULT_PLACEMENT`:
+  the greedy while its modelled cost is within 5% of the decode step, else the heap) |
+  ``greedy`` (:mod:`bfio.solvers.fast`; the paper's experiments) | ``heap``
+  (:mod:`bfio.solvers.heap`: largest-that-fits on a heap of headrooms,
+  ``O(U (log G + H_eff))`` per call, for large clusters; ``shard_workers`` does not
+  apply to it). Registry: :data:`bfio.solvers.PLACEMENTS`;
 - ``shard_workers`` (default 256, :data:`bfio.solvers.shards.DEFAULT_SHARD_WORKERS`;
   ``solver = fast`` only): a routing call with more workers with free slots is
   split into shards of at most this many (:mod:`bfio.solvers.shards`); 0 never splits.
