@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bfio.capacity import IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
 
@@ -31,10 +32,11 @@ ONLINE_METRICS = {
     "throughput_run": ("throughput", "tokens/s"),
     "avg_imbalance_run": ("avg imbalance", "tokens"),
     "energy_j_run": ("energy", "J"),
+    IMBALANCE_SHARE: ("busy time lost to imbalance", "share"),
 }
 #: Columns of the Markdown table (the CSV has every metric).
 MARKDOWN_METRICS = ("queue_wait_s_p99", "tpot_s_p50", "e2e_s_p50", "e2e_s_p99", "throughput_run",
-                    "avg_imbalance_run", "energy_j_run")
+                    "avg_imbalance_run", "energy_j_run", IMBALANCE_SHARE)
 ONLINE_GROUP = ["setting", "trace", "requests", "workers", "slots", "arrival_mode", "load", "time_scale", "dispatch", "row"]
 
 
@@ -46,7 +48,7 @@ ONLINE_ROW_COLUMNS = ["policy", "report_interval", "horizon"]
 def summarize_online(runs: pd.DataFrame, metrics=None) -> pd.DataFrame:
     """Mean and 95% CI over seeds per (setting, load, dispatch, row)."""
     metrics = list(metrics or ONLINE_METRICS)
-    runs = runs.copy()
+    runs = with_imbalance_share(runs)
     runs["load"] = runs["load"].round(6)
     out = summarize_runs(runs, ONLINE_GROUP + [c for c in ONLINE_ROW_COLUMNS if c in runs.columns], metrics)
     order = {"central": 0, "instant": 1}

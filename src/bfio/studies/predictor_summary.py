@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bfio.capacity import IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, scale_note, setting_sections
 
@@ -19,7 +20,8 @@ from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, scale_note,
 PREDICTOR_METRICS = {"avg_imbalance": ("avg imbalance", "tokens"), "throughput": ("throughput", "tokens/s"),
                      "tpot": ("TPOT", "s/token"), "energy_j": ("energy", "J"),
                      "avg_imbalance_run": ("avg imbalance, whole run", "tokens"),
-                     "throughput_run": ("throughput, whole run", "tokens/s")}
+                     "throughput_run": ("throughput, whole run", "tokens/s"),
+                     IMBALANCE_SHARE: ("busy time lost to imbalance", "share")}
 PREDICTOR_GROUP = ["setting", "trace", "requests", "workers", "slots", "row", "predictor", "remaining", "noise",
                    "horizon"]
 #: How each error model's level reads in labels and on the figure's axis.
@@ -30,6 +32,7 @@ def summarize_predictors(runs: pd.DataFrame, oracle_row: str, fcfs_row: str | No
     """Mean and 95% CI per (setting, row), plus paired effects over seeds:
     ``imbalance_vs_oracle_pct`` (imbalance above the oracle's, %) and
     ``throughput_vs_fcfs_pct`` (throughput gain over FCFS, %) when those rows ran."""
+    runs = with_imbalance_share(runs)
     summary = summarize_runs(runs, PREDICTOR_GROUP, [m for m in PREDICTOR_METRICS if m in runs.columns])
     key = ["setting", "row"]
     effects = []

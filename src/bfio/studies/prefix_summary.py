@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bfio.capacity import IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.tables import MIN_INTERVAL_SEEDS
 
@@ -15,7 +16,7 @@ from bfio.tables import MIN_INTERVAL_SEEDS
 METRICS = [("throughput_run", "throughput (tok/s)", "{:,.0f}"), ("ttft_s_p50", "TTFT p50 (s)", "{:.2f}"),
            ("ttft_s_p99", "TTFT p99 (s)", "{:.2f}"), ("tpot_decode_s_mean", "TPOT (s)", "{:.3f}"),
            ("e2e_s_p50", "e2e p50 (s)", "{:.2f}"), ("e2e_s_p99", "e2e p99 (s)", "{:.2f}"),
-           ("cache_hit_rate", "hit rate", "{:.1%}")]
+           ("cache_hit_rate", "hit rate", "{:.1%}"), (IMBALANCE_SHARE, "lost to imbalance", "{:.1%}")]
 #: the row whose domination the table reports
 SUBJECT = "bfio"
 
@@ -47,6 +48,7 @@ def summarize_prefix(runs: pd.DataFrame) -> pd.DataFrame:
     BF-IO's paired lead against it (``lead_throughput_pct_*``, ``lead_ttft_p99_pct_*``:
     + = BF-IO better); on BF-IO's rows ``dominated_by`` (routers better on both
     means) and ``dominated_by_significant`` (better on both beyond the intervals)."""
+    runs = with_imbalance_share(runs)
     summary = summarize_runs(runs, ["setting", "workload", "row"], [m for m, _, _ in _metrics(runs)])
     summary["dominated_by"] = ""
     summary["dominated_by_significant"] = ""

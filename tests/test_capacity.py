@@ -1,0 +1,76 @@
+"""The model's capacity and the step time lost to imbalance (issue 44, ``bfio.capacity``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from bfio.capacity import capacity, imbalance_share, imbalance_share_of_runs, request_work
+from bfio.constants import PaperConstants
+from bfio.errors import ConfigError
+from bfio.simulator import simulate
+from bfio.workload import Workload
+
+
+def test_request_work_sums_the_gating_loads():
+    # prompt 5, decode 3: loads 5, 6, 7 at the three steps it decodes
+    assert request_work(np.array([5]), np.array([3]))[0] == 18.0
+    assert request_work(np.array([7]), np.array([1]))[0] == 7.0
+
+
+def test_identical_requests_run_at_the_capacity():
+    """When every request is the same, every router is balanced and a long backlog
+    run's rate is the capacity."""
+    n, s, o, G, B = 4000, 100, 10, 2, 4
+    w = Workload(prefill=np.full(n, s), decode=np.full(n, o))
+    cap = capacity(w.prefill, w.decode, G, B)
+    r = simulate(w, G, B, "fcfs")
+    rate = n / r.metrics["makespan_s"]
+    assert rate == pytest.approx(cap.requests_per_s, rel=1e-9)  # 500 full rounds: no partial one
+    assert cap.tokens_per_s == pytest.approx(cap.requests_per_s * o)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.integers(1, 6),
+       st.sampled_from(["fcfs", "jsq_tokens", "round_robin", "bfio"]))
+def test_no_router_beats_the_capacity(seed, workers, slots, policy):
+    """Sum over steps of ``C + t_l max L`` is at least ``steps C + t_l work / G`` and a
+    run takes at least ``sum o / (G B)`` steps, so no backlog run of any router
+    finishes its requests faster than the capacity of its own draw."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 120))
+    w = Workload(prefill=rng.integers(1, 3000, n), decode=rng.integers(1, 200, n))
+    r = simulate(w, workers, slots, policy, seed=seed)
+    cap = capacity(w.prefill, w.decode, workers, slots)
+    assert n / r.metrics["makespan_s"] <= cap.requests_per_s * (1 + 1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["fcfs", "jsq_tokens", "bfio"]))
+def test_imbalance_share_is_the_step_time_above_the_balanced_step(seed, policy):
+    """``share x sum dt`` is what the run's steps took beyond ``steps C + t_l work / G``."""
+    rng = np.random.default_rng(seed)
+    n, G, B = 300, 4, 8
+    w = Workload(prefill=rng.integers(1, 5000, n), decode=rng.integers(1, 300, n))
+    r = simulate(w, G, B, policy, seed=seed)
+    c = PaperConstants()
+    share = imbalance_share(r.series, G)
+    busy = float(r.series["dt"].sum())
+    balanced = r.steps * c.overhead(B) + c.token_latency_s * r.metrics["work_total"] / G
+    assert 0.0 <= share < 1.0
+    assert share * busy == pytest.approx(busy - balanced, rel=1e-9, abs=1e-12)
+    row = pd.DataFrame([{**r.metrics, "workers": G}])
+    assert imbalance_share_of_runs(row).iloc[0] == pytest.approx(share, rel=1e-12)
+
+
+def test_a_balanced_run_loses_nothing_and_errors_name_the_argument():
+    assert imbalance_share({"dt": [0.1, 0.2], "imbalance_pre": [0, 0]}, 4) == 0.0
+    assert np.isnan(imbalance_share({"dt": [], "imbalance_pre": []}, 4))
+    with pytest.raises(ConfigError, match="workers"):
+        capacity([1], [1], 0, 4)
+    with pytest.raises(ConfigError, match="decode"):
+        capacity([1, 2], [0, 3], 2, 4)
+    with pytest.raises(ConfigError, match="one length"):
+        capacity([1, 2], [3], 2, 4)
