@@ -1,0 +1,128 @@
+"""Goodput: the highest request rate a router sustains within latency targets (issue 44).
+
+Serving teams size a deployment on goodput, not on a latency at one load: the
+highest Poisson arrival rate at which the p99 time to first token (TTFT) and
+the p99 time per output token (TPOT) stay within service-level objectives
+(:class:`SLO`). :func:`goodput` finds it by bisection over the rate, each probe
+a run (or several seeds) of the simulator, with the model's capacity
+(:func:`bfio.capacity.capacity`, the rate no router can sustain beyond) as the
+upper end of the search and reported beside the result.
+
+TTFT: with the prefill step model (:mod:`bfio.prefill`) the runs carry
+``ttft_s_p99``; the paper's step loop has no prefill, so a request's first
+token comes with its first decode step and TTFT is its queue wait plus that
+step: the goodput then reads ``queue_wait_s_p99`` (the step, milliseconds, is
+far below any TTFT target) and says so in :attr:`GoodputResult.ttft_metric`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from bfio.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SLO:
+    """Latency targets a rate must meet: p99 TTFT and p99 TPOT in seconds. The
+    defaults are MLPerf Inference's Llama 2 70B server-scenario limits (v4.0:
+    p99 TTFT 2 s, p99 TPOT 200 ms; MLCommons), an interactive-chat target."""
+
+    ttft_p99_s: float = 2.0
+    tpot_p99_s: float = 0.2
+
+    def __post_init__(self):
+        for name in ("ttft_p99_s", "tpot_p99_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value)
+                                                                                      and value > 0):
+                raise ConfigError(f"slo.{name}: expected a finite number > 0 (seconds), got {value!r}")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One rate tried: its mean p99 TTFT and TPOT over the seeds and whether it met the SLO."""
+
+    rate: float
+    ttft_p99_s: float
+    tpot_p99_s: float
+    meets: bool
+
+
+@dataclass(frozen=True)
+class GoodputResult:
+    """The bisection's outcome: ``goodput_rps`` (the highest rate found to meet the
+    SLO, 0 when even ``low`` fails), ``capacity_rps`` (the search's upper end),
+    ``at_capacity`` (the SLO holds at the capacity itself: the goodput is the
+    capacity, and the runs are a transient there), the ``ttft_metric`` read and
+    every :class:`Probe` in order."""
+
+    goodput_rps: float
+    capacity_rps: float
+    at_capacity: bool
+    ttft_metric: str
+    probes: tuple[Probe, ...] = field(default=())
+
+    @property
+    def share_of_capacity(self) -> float:
+        return self.goodput_rps / self.capacity_rps
+
+
+def ttft_metric(metrics: dict) -> str:
+    """The p99 TTFT key of a run's metrics: ``ttft_s_p99`` (prefill model) or
+    ``queue_wait_s_p99`` (the paper's step loop, see the module docstring)."""
+    if "ttft_s_p99" in metrics and metrics["ttft_s_p99"] is not None:
+        return "ttft_s_p99"
+    if "queue_wait_s_p99" in metrics:
+        return "queue_wait_s_p99"
+    raise ConfigError("goodput: the runs carry neither ttft_s_p99 nor queue_wait_s_p99 (arrivals needed)")
+
+
+def probe(run_at: Callable[[float], Sequence[dict]], rate: float, slo: SLO) -> tuple[Probe, str]:
+    """Run ``run_at(rate)`` (the metrics of one run per seed) and judge the means of
+    their p99 TTFT and TPOT against ``slo``."""
+    runs = list(run_at(rate))
+    if not runs:
+        raise ConfigError("goodput: run_at returned no runs")
+    key = ttft_metric(runs[0])
+    ttft = float(np.mean([r[key] for r in runs]))
+    tpot = float(np.mean([r["tpot_s_p99"] for r in runs]))
+    return Probe(rate, ttft, tpot, bool(ttft <= slo.ttft_p99_s and tpot <= slo.tpot_p99_s)), key
+
+
+def goodput(run_at: Callable[[float], Sequence[dict]], capacity_rps: float, slo: SLO | None = None,
+            low_share: float = 0.05, rel_tol: float = 0.01, max_probes: int = 20) -> GoodputResult:
+    """The highest rate in ``[low_share, 1] x capacity_rps`` whose runs meet ``slo``,
+    to within ``rel_tol`` of the capacity, by bisection (latencies grow with the
+    rate, so the rates that meet the SLO are an interval from below). ``run_at(rate)``
+    gives the metrics of the runs at ``rate`` (one per seed, the same seeds at
+    every rate, so the probes are paired)."""
+    slo = slo or SLO()
+    if not (isinstance(capacity_rps, (int, float)) and math.isfinite(capacity_rps) and capacity_rps > 0):
+        raise ConfigError(f"goodput: capacity_rps must be a finite number > 0, got {capacity_rps!r}")
+    if not 0 < low_share < 1 or not 0 < rel_tol < 1 or max_probes < 2:
+        raise ConfigError("goodput: needs 0 < low_share < 1, 0 < rel_tol < 1 and max_probes >= 2")
+    probes: list[Probe] = []
+    top, key = probe(run_at, capacity_rps, slo)
+    probes.append(top)
+    if top.meets:
+        return GoodputResult(capacity_rps, capacity_rps, True, key, tuple(probes))
+    lo = low_share * capacity_rps
+    first, _ = probe(run_at, lo, slo)
+    probes.append(first)
+    if not first.meets:
+        return GoodputResult(0.0, capacity_rps, False, key, tuple(probes))
+    hi = capacity_rps
+    while hi - lo > rel_tol * capacity_rps and len(probes) < max_probes:
+        mid = 0.5 * (lo + hi)
+        p, _ = probe(run_at, mid, slo)
+        probes.append(p)
+        lo, hi = (mid, hi) if p.meets else (lo, mid)
+    return GoodputResult(lo, capacity_rps, False, key, tuple(probes))
+
+
+__all__ = ["SLO", "Probe", "GoodputResult", "goodput", "probe", "ttft_metric"]

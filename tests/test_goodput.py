@@ -1,0 +1,75 @@
+"""Goodput by bisection over the arrival rate (issue 44, ``bfio.goodput``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bfio.capacity import capacity
+from bfio.errors import ConfigError
+from bfio.goodput import SLO, goodput
+from bfio.simulator import simulate
+from bfio.workload import Workload
+
+
+def _fake(threshold: float, calls: list):
+    """Runs whose p99 TTFT crosses 2 s exactly at ``threshold`` requests/s."""
+    def run_at(rate):
+        calls.append(rate)
+        return [{"queue_wait_s_p99": 2.0 * rate / threshold, "tpot_s_p99": 0.01}]
+    return run_at
+
+
+def test_bisection_finds_the_threshold_within_the_tolerance():
+    calls = []
+    r = goodput(_fake(37.0, calls), capacity_rps=100.0, rel_tol=0.005)
+    assert r.goodput_rps <= 37.0 < r.goodput_rps + 0.5 + 1e-9
+    assert not r.at_capacity and r.ttft_metric == "queue_wait_s_p99"
+    assert [p.rate for p in r.probes] == calls and calls[0] == 100.0
+    assert all(p.meets == (p.rate <= 37.0) for p in r.probes)
+    assert r.share_of_capacity == pytest.approx(r.goodput_rps / 100.0)
+
+
+def test_the_ends_of_the_search():
+    assert goodput(_fake(500.0, []), capacity_rps=100.0).at_capacity  # meets at capacity: that is the goodput
+    none = goodput(_fake(1.0, []), capacity_rps=100.0, low_share=0.05)
+    assert none.goodput_rps == 0.0 and len(none.probes) == 2
+    tpot = goodput(lambda rate: [{"queue_wait_s_p99": 0.0, "tpot_s_p99": rate / 1000}], 1000.0, SLO(tpot_p99_s=0.2))
+    assert tpot.goodput_rps == pytest.approx(200.0, abs=10.0)  # the TPOT target binds
+
+
+def test_the_targets_and_arguments_are_checked():
+    with pytest.raises(ConfigError, match="slo.ttft_p99_s"):
+        SLO(ttft_p99_s=0)
+    with pytest.raises(ConfigError, match="slo.tpot_p99_s"):
+        SLO(tpot_p99_s=float("nan"))
+    with pytest.raises(ConfigError, match="capacity_rps"):
+        goodput(_fake(1.0, []), capacity_rps=float("inf"))
+    with pytest.raises(ConfigError, match="neither"):
+        goodput(lambda rate: [{"tpot_s_p99": 0.1}], 10.0)
+
+
+def test_goodput_of_simulated_runs_is_a_met_rate_below_the_capacity():
+    """On one small cluster the goodput is at most the model's capacity, the runs at
+    that rate meet the targets and a rate within the tolerance above it does not."""
+    rng = np.random.default_rng(3)
+    n, G, B = 600, 4, 8
+    prefill, decode = rng.integers(10, 4000, n), rng.integers(5, 200, n)
+    cap = capacity(prefill, decode, G, B).requests_per_s
+    slo = SLO(ttft_p99_s=0.3, tpot_p99_s=0.05)
+
+    def run_at(rate):
+        out = []
+        for seed in (0, 1):
+            gaps = np.random.default_rng(seed).exponential(1.0 / rate, n)
+            w = Workload(prefill=prefill, decode=decode, arrival_s=np.cumsum(gaps))
+            out.append(simulate(w, G, B, "jsq_tokens", entry="arrivals", seed=seed).metrics)
+        return out
+
+    r = goodput(run_at, cap, slo, rel_tol=0.02)
+    assert 0 < r.goodput_rps < cap and not r.at_capacity
+    met = [p for p in r.probes if p.meets]
+    failed = [p for p in r.probes if not p.meets]
+    assert max(p.rate for p in met) == r.goodput_rps
+    assert min(p.rate for p in failed) <= r.goodput_rps + 0.02 * cap + 1e-9
+    assert all(p.ttft_p99_s <= slo.ttft_p99_s for p in met)
