@@ -356,7 +356,8 @@ def by_figure(figure: str) -> Study:
 
 
 #: Built-in study modules (registration order: the order of the report).
-BUILTIN_MODULES = ("online", "predictor_study", "starvation", "generality", "objective_study", "prefix_study")
+BUILTIN_MODULES = ("online", "predictor_study", "starvation", "generality", "objective_study", "prefix_study",
+                   "goodput_study")
 
 
 def _load() -> None:

@@ -1,0 +1,103 @@
+"""Study: goodput against the model's capacity (issue 44, ``docs/studies.md``).
+
+For every setting of the config key ``goodput`` (trace, N, G, B) and every
+router of ``goodput.central`` (the central pool) and ``goodput.instant``
+(bound at arrival, as the engines' data-parallel routers), the highest Poisson
+arrival rate whose runs meet p99 TTFT and p99 TPOT targets (``goodput.slo``),
+found by bisection (:func:`bfio.goodput.goodput`) between a small share of the
+model's capacity (:func:`bfio.capacity.capacity` of the trace's lengths) and
+the capacity itself. Every probe runs every seed (the same seeds at every
+rate, so probes are paired) and judges the means of the seeds' p99s.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from bfio.capacity import capacity
+from bfio.goodput import SLO, goodput
+from bfio.run import ArrivalSpec, RunSpec, run_batch
+from bfio.studies.registry import Study, register_study
+from bfio.studies.online import report_interval
+
+
+def router_rows(section: dict) -> list[tuple[str, str]]:
+    """``(dispatch, row)`` of every router of the section, central first."""
+    return [(d, row) for d in ("central", "instant") for row in section.get(d) or []]
+
+
+def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, frame: pd.DataFrame, log=None,
+                defaults=None) -> pd.DataFrame:
+    """One row per router of setting ``name``: its goodput (requests/s), the
+    capacity, their ratio, whether the SLO held at the capacity itself, the TTFT
+    metric read and every probe (rate, mean p99 TTFT and TPOT, met) as JSON."""
+    slo = SLO(**(section.get("slo") or {}))
+    cap = capacity(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), setting["workers"], slots)
+    variants = section.get("variants") or {}
+    out = []
+    for dispatch, row in router_rows(section):
+        def run_at(rate, dispatch=dispatch, row=row):
+            runs = [RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
+                                 arrival=ArrivalSpec("poisson", rate=float(rate)), dispatch=dispatch,
+                                 variants=variants, defaults=defaults) for seed in seeds]
+            return run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log).to_dict("records")
+
+        res = goodput(run_at, cap.requests_per_s, slo, rel_tol=section.get("rel_tol", 0.02))
+        spec = RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seeds[0],
+                            dispatch=dispatch, variants=variants, defaults=defaults)
+        out.append({"setting": name, "trace": setting["trace"], "requests": setting["requests"],
+                    "workers": setting["workers"], "slots": slots, "row": row, "dispatch": dispatch,
+                    "policy": spec.policy, "report_interval": report_interval(spec.policy_options),
+                    "goodput_rps": res.goodput_rps, "capacity_rps": res.capacity_rps,
+                    "goodput_share": res.share_of_capacity, "at_capacity": res.at_capacity,
+                    "ttft_metric": res.ttft_metric, "ttft_slo_s": slo.ttft_p99_s, "tpot_slo_s": slo.tpot_p99_s,
+                    "n_seeds": len(seeds),
+                    "probes": json.dumps([[p.rate, p.ttft_p99_s, p.tpot_p99_s, p.meets] for p in res.probes])})
+        if log is not None:
+            log.info("goodput %s %s %s: %.4g req/s (%.1f%% of capacity %.4g)", name, dispatch, row,
+                     res.goodput_rps, 100 * res.share_of_capacity, res.capacity_rps)
+    return pd.DataFrame(out)
+
+
+def validate_section(section: dict, config: dict) -> None:
+    """Every router row builds its policy with its dispatch (errors name the key);
+    at least one router."""
+    from bfio.config import policy_defaults
+    from bfio.errors import ConfigError
+    from bfio.policies import check_policy_options
+    from bfio.run import resolve_row
+
+    rows = router_rows(section)
+    if not rows:
+        raise ConfigError("config key 'goodput': needs at least one router in goodput.central or goodput.instant")
+    variants = section.get("variants") or {}
+    for dispatch in ("central", "instant"):
+        for i, row in enumerate(section.get(dispatch) or []):
+            key = f"goodput.{dispatch}.{i}"
+            try:
+                policy, opts = resolve_row(row, variants, defaults=policy_defaults(config))
+            except ConfigError as e:
+                raise ConfigError(f"config key '{key}': {e}") from None
+            check_policy_options(key, policy, opts, dispatch=dispatch)
+
+
+def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
+    from bfio.studies.goodput_summary import goodput_markdown, summarize_goodput
+
+    summary = summarize_goodput(runs)
+    return summary, goodput_markdown(summary, settings, section["description"])
+
+
+STUDY = register_study(Study(
+    name="goodput", description="goodput within p99 TTFT and TPOT targets, against the model's capacity",
+    table="goodput",
+    simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_goodput(
+        name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
+    tabulate=_tabulate,
+    modules=("studies/goodput_study.py", "goodput.py", "capacity.py"), table_modules=("studies/goodput_summary.py",),
+    sim_keys=("central", "instant", "variants", "slo", "rel_tol"), validate=validate_section,
+))
+
+__all__ = ["router_rows", "run_goodput", "STUDY"]
