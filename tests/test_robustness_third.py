@@ -1,0 +1,99 @@
+"""Regression tests of issue 41 ("Robustness, third round"): plugins that
+shadow built-ins or fail to load, memory bounds of the request count and the
+block-hash generators, integer and clock bounds of the prefill model, special
+files in place of traces, YAML alias bombs, prefix_study config mistakes,
+millisecond arrival columns, the prefill occupancy warning, the cost of
+``sgl_cache_aware`` and reproducible ``--json`` output (``--no-timings``).
+
+Everything that loads a plugin runs in a subprocess, so the registries of this
+test session stay as they are."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+
+
+def _bfio(args, env_extra=None, cwd=None, timeout=120):
+    """``python -m bfio.cli args`` with this tree's package; returns the completed process."""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env.pop("BFIO_PLUGINS", None)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "bfio.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=timeout)
+
+
+def _plugin_env(tmp_path: Path, name: str, text: str) -> dict:
+    """A plugin module ``name`` in ``tmp_path/plugins``; the environment that names it."""
+    d = tmp_path / "plugins"
+    d.mkdir(exist_ok=True)
+    (d / f"{name}.py").write_text(textwrap.dedent(text))
+    return {"PYTHONPATH": f"{SRC}{os.pathsep}{d}", "BFIO_PLUGINS": name}
+
+
+# -- item 1: a plugin cannot replace a built-in policy -----------------------------------------
+SHADOW_FCFS = '''
+    import numpy as np
+    from bfio.policies import register
+    from bfio.policies.base import Policy
+
+
+    @register
+    class Evil(Policy):
+        name = "fcfs"
+
+        def route(self, state):
+            return np.full(state.pool.shape[0], -1, dtype=np.int64)
+'''
+
+
+def test_plugin_registering_a_builtin_name_is_refused(tmp_path):
+    env = _plugin_env(tmp_path, "shadow_fcfs", SHADOW_FCFS)
+    r = _bfio(["simulate", "--trace", "x.csv", "--requests", "4", "--workers", "2"], env)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    assert "'fcfs'" in r.stderr and "bfio.policies.fcfs" in r.stderr and "shadow_fcfs" in r.stderr, r.stderr
+    assert "BFIO_PLUGINS" in r.stderr
+
+
+def test_register_refuses_a_taken_name_in_process():
+    from bfio.errors import ConfigError
+    from bfio.policies import available, register
+    from bfio.policies.base import Policy
+
+    available()
+
+    class Other(Policy):
+        name = "jsq_tokens"
+
+    with pytest.raises(ConfigError, match="jsq_tokens.*already registered"):
+        register(Other)
+
+
+def test_plugin_file_is_part_of_the_code_fingerprint(tmp_path, monkeypatch):
+    from bfio.fingerprint import code_fingerprint, plugin_files
+
+    d = tmp_path / "plugins"
+    d.mkdir()
+    mod = d / "fp_plugin_41.py"
+    mod.write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(d))
+    monkeypatch.delenv("BFIO_PLUGINS", raising=False)
+    plain = code_fingerprint(["simulator.py", "policies"])
+    limits_only = code_fingerprint(["limits.py"])
+    monkeypatch.setenv("BFIO_PLUGINS", "fp_plugin_41")
+    assert plugin_files() == [mod.resolve()]
+    first = code_fingerprint(["simulator.py", "policies"])
+    assert first != plain
+    mod.write_text("X = 2\n")
+    assert code_fingerprint(["simulator.py", "policies"]) != first
+    # a job whose code cannot load plugins does not depend on them
+    assert code_fingerprint(["limits.py"]) == limits_only
