@@ -97,3 +97,32 @@ def test_plugin_file_is_part_of_the_code_fingerprint(tmp_path, monkeypatch):
     assert code_fingerprint(["simulator.py", "policies"]) != first
     # a job whose code cannot load plugins does not depend on them
     assert code_fingerprint(["limits.py"]) == limits_only
+
+
+# -- item 5: a broken plugin is one line naming it, --help included -----------------------------
+@pytest.mark.parametrize("name, text, words", [
+    ("nosuchmod", None, ["cannot be imported", "No module named 'nosuchmod'"]),
+    ("raises_41", "raise RuntimeError('boom')\n", ["RuntimeError: boom"]),
+    ("syntax_41", "def f(:\n", ["syntax error", "line 1"]),
+    (".relative", None, ["not an absolute module name"]),
+])
+def test_broken_plugin_is_one_line_even_for_help(tmp_path, name, text, words):
+    env = _plugin_env(tmp_path, name, text) if text is not None else {"BFIO_PLUGINS": name}
+    for args in (["--help"], ["traces"]):
+        r = _bfio(args, env)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr, r.stderr
+        assert f"plugin '{name}'" in r.stderr and "BFIO_PLUGINS" in r.stderr, r.stderr
+        for w in words:
+            assert w in r.stderr, r.stderr
+
+
+def test_plugin_is_not_found_in_the_current_directory(tmp_path):
+    (tmp_path / "cwd_plugin_41.py").write_text("raise RuntimeError('imported from the working directory')\n")
+    r = _bfio(["traces"], {"BFIO_PLUGINS": "cwd_plugin_41"}, cwd=tmp_path)
+    assert r.returncode == 2 and "No module named 'cwd_plugin_41'" in r.stderr, r.stderr
+    assert "not in the current directory" in r.stderr
+    # named on PYTHONPATH explicitly, the same directory is searched
+    r = _bfio(["traces"], {"BFIO_PLUGINS": "cwd_plugin_41", "PYTHONPATH": f"{SRC}{os.pathsep}{tmp_path}"},
+              cwd=tmp_path)
+    assert "imported from the working directory" in r.stderr
