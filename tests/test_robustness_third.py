@@ -126,3 +126,22 @@ def test_plugin_is_not_found_in_the_current_directory(tmp_path):
     r = _bfio(["traces"], {"BFIO_PLUGINS": "cwd_plugin_41", "PYTHONPATH": f"{SRC}{os.pathsep}{tmp_path}"},
               cwd=tmp_path)
     assert "imported from the working directory" in r.stderr
+
+
+# -- item 2: the request bound fits the documented memory ---------------------------------------
+def test_request_bound_fits_the_documented_memory():
+    from bfio.limits import BYTES_PER_REQUEST, MAX_REQUESTS, MEMORY_BUDGET
+
+    assert MEMORY_BUDGET <= 16 * 2 ** 30
+    assert MAX_REQUESTS * BYTES_PER_REQUEST <= MEMORY_BUDGET
+    assert BYTES_PER_REQUEST >= 250  # measured: 248 (backlog) to 254 (poisson, instant, prefill) bytes
+
+
+@pytest.mark.parametrize("value", [str(2 ** 27), str(2 ** 26 + 1)])
+def test_request_count_above_the_memory_bound_is_refused(tmp_path, capsys, value):
+    from bfio.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "--trace", str(tmp_path / "t.csv"), "--requests", value, "--workers", "2"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--requests" in err and "GiB" in err, err

@@ -28,10 +28,24 @@ from __future__ import annotations
 MAX_PREFILL = 2 ** 31
 MAX_DECODE = 2 ** 24
 MAX_SLOTS = 2 ** 21
-#: Requests of one run (workload draw, ``--requests``, any config key ``requests``):
-#: the simulator keeps about 15 arrays of 8 bytes per request, so 2^27 requests
-#: are about 16 GB, within this project's machines (24 GiB).
-MAX_REQUESTS = 2 ** 27
+#: Memory a run may need at its bound, in bytes: 16 GiB, leaving a third of this
+#: project's machines (24 GiB) to the interpreter, the libraries (about 0.24 GiB
+#: measured) and the operating system.
+MEMORY_BUDGET = 16 * 2 ** 30
+#: Peak memory per request of a simulation, in bytes, rounded up from the
+#: measurement (issue 41, item 2): ``/usr/bin/time -v bfio simulate`` on a
+#: 1000-row trace at 1M, 2M and 4M requests (G = 1000, B = 72) grows by 248 bytes a
+#: request (backlog, central dispatch; the result tables included) and 254 bytes
+#: (Poisson arrivals, instant dispatch, the prefill model), linear in N on a base
+#: of 0.24 GiB. A cluster's ``G x B`` slot arrays cost about 10 bytes a slot (20 MB
+#: at :data:`MAX_SLOTS`), negligible beside it.
+BYTES_PER_REQUEST = 256
+#: Requests of one run (workload draw, ``--requests``, any config key ``requests``),
+#: refused above this before anything is allocated: 2^26 requests (67,108,864) take
+#: at most ``2^26 * 256`` bytes = 16 GiB (:data:`MEMORY_BUDGET`), plus 0.24 GiB of
+#: base. (2^27 requests, the bound before, need about 32 GiB and died of a
+#: MemoryError on a 24 GiB machine.)
+MAX_REQUESTS = MEMORY_BUDGET // BYTES_PER_REQUEST
 #: Arrival times, in seconds after the first arrival (traces, Poisson draws,
 #: ``time_scale``): at 10^9 s (31.7 years) a float64 clock still resolves
 #: 0.1 microseconds, far below a decode step; beyond it latencies lose digits.
@@ -42,4 +56,4 @@ MAX_NOISE_HIGH = 100.0
 #: A window shorter than this many steps is flagged in ``SimulationResult.warnings``.
 MIN_WINDOW_STEPS = 10
 
-__all__ = ["MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]
+__all__ = ["MEMORY_BUDGET", "BYTES_PER_REQUEST", "MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]

@@ -31,8 +31,19 @@ def request_count(text: str) -> int:
 
     v = positive_int(text)
     if v > MAX_REQUESTS:
-        raise argparse.ArgumentTypeError(f"{v:,} exceeds the bound of {MAX_REQUESTS:,} requests (bfio.limits)")
+        raise argparse.ArgumentTypeError(request_bound_message(v))
     return v
+
+
+def request_bound_message(n: int) -> str:
+    """Why ``n`` requests are refused: the bound and the memory they would need."""
+    from bfio.limits import BYTES_PER_REQUEST, MAX_REQUESTS, MEMORY_BUDGET
+
+    return (f"{n:,} requests exceed the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS): a run needs about "
+            f"{BYTES_PER_REQUEST} bytes a request, {n * BYTES_PER_REQUEST / 2 ** 30:,.1f} GiB here, above the "
+            f"{MEMORY_BUDGET / 2 ** 30:.0f} GiB budget")
+
+
 seed_int = _int_at_least(0, "non-negative seed")
 nonneg_int = _int_at_least(0, "non-negative")
 
