@@ -145,3 +145,73 @@ def test_request_count_above_the_memory_bound_is_refused(tmp_path, capsys, value
         main(["simulate", "--trace", str(tmp_path / "t.csv"), "--requests", value, "--workers", "2"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "--requests" in err and "GiB" in err, err
+
+
+# -- item 3: the session and GRPO generators bound their block hashes up front --------------------
+def test_session_hashes_beyond_the_memory_bound_are_refused_at_once():
+    import time
+
+    from bfio.errors import ConfigError
+    from bfio.sessions import session_requests
+
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"block hashes.*GiB.*MAX_BLOCK_HASHES"):
+        session_requests([1000], [1000], sessions=1, turns=2000, seed=0, block_tokens=1)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_grpo_hashes_beyond_the_memory_bound_are_refused_at_once():
+    from bfio.errors import ConfigError
+    from bfio.sessions import grpo_groups
+
+    with pytest.raises(ConfigError, match=r"group_size.*block hashes.*GiB"):
+        grpo_groups([100000], [10], groups=1, group_size=100000, seed=0, block_tokens=1)
+
+
+def test_hash_bound_is_memory_based():
+    from bfio.limits import BYTES_PER_HASH, MAX_BLOCK_HASHES, MEMORY_BUDGET
+
+    assert BYTES_PER_HASH >= 41  # measured: 41 bytes a hash at the peak of session_requests, 25 of grpo_groups
+    assert MAX_BLOCK_HASHES * BYTES_PER_HASH <= MEMORY_BUDGET
+
+
+def test_small_generated_workloads_are_unchanged():
+    from bfio.sessions import grpo_groups, session_requests
+
+    w = grpo_groups([700, 1500], [5, 9], groups=3, group_size=4, seed=1, block_tokens=512).blocks
+    assert w.hashes.size == int(sum(w.count(i) for i in range(len(w))))
+    s = session_requests([700, 1500], [5, 9], sessions=3, turns=3, seed=1, block_tokens=512)
+    assert len(s.workload.blocks) == 9
+
+
+def _prefix_config(setting: dict, prefill: dict | None = None) -> dict:
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    cfg["prefix_study"] = {"settings": [{"name": "x", "trace": "azure_conv", "workers": 2, **setting}],
+                           **({"prefill": prefill} if prefill else {})}
+    return cfg
+
+
+def test_prefix_study_with_too_many_hashes_fails_when_the_config_loads():
+    from bfio.config import validate_config
+    from bfio.errors import ConfigError
+
+    cfg = _prefix_config({"workload": "sessions", "sessions": 1000, "turns": 2000})
+    with pytest.raises(ConfigError, match=r"prefix_study\.settings\.0\.turns.*block hashes"):
+        validate_config(cfg, REPO / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def test_pinned_longest_lengths_match_the_traces():
+    from bfio.traces import load_trace
+    from bfio.traces.registry import KNOWN_TRACES, default_data_dir
+
+    checked = 0
+    for name, spec in KNOWN_TRACES.items():
+        if not (default_data_dir() / spec.relpath).is_file():
+            continue
+        frame = load_trace(name, verify=False).to_frame()
+        assert spec.longest == (int(frame["prefill_tokens"].max()), int(frame["decode_tokens"].max())), name
+        checked += 1
+    if not checked:
+        pytest.skip("no known trace in the data directory")

@@ -46,6 +46,17 @@ BYTES_PER_REQUEST = 256
 #: base. (2^27 requests, the bound before, need about 32 GiB and died of a
 #: MemoryError on a 24 GiB machine.)
 MAX_REQUESTS = MEMORY_BUDGET // BYTES_PER_REQUEST
+#: Peak memory per prompt block hash of a generated workload, in bytes, rounded up
+#: from the measurement (issue 41, item 3): ``tracemalloc`` peaks of
+#: :func:`bfio.sessions.session_requests` (one array per request, then joined and
+#: reordered) at 32M and 64M hashes are 41 bytes a hash, of
+#: :func:`bfio.sessions.grpo_groups` at 10M and 20M hashes 25 bytes; the run then
+#: keeps 8 bytes a hash.
+BYTES_PER_HASH = 48
+#: Block hashes of one generated workload, counted from the sizes before any is
+#: made: 357,913,941 (16 GiB, :data:`MEMORY_BUDGET`, at 48 bytes a hash). With
+#: requests the bound is on the sum, :func:`memory_estimate`.
+MAX_BLOCK_HASHES = MEMORY_BUDGET // BYTES_PER_HASH
 #: Arrival times, in seconds after the first arrival (traces, Poisson draws,
 #: ``time_scale``): at 10^9 s (31.7 years) a float64 clock still resolves
 #: 0.1 microseconds, far below a decode step; beyond it latencies lose digits.
@@ -56,4 +67,13 @@ MAX_NOISE_HIGH = 100.0
 #: A window shorter than this many steps is flagged in ``SimulationResult.warnings``.
 MIN_WINDOW_STEPS = 10
 
-__all__ = ["MEMORY_BUDGET", "BYTES_PER_REQUEST", "MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]
+
+
+def memory_estimate(requests: int, hashes: int = 0) -> int:
+    """Bytes a run of ``requests`` requests with ``hashes`` prompt block hashes
+    needs at its peak (:data:`BYTES_PER_REQUEST`, :data:`BYTES_PER_HASH`), beyond
+    the interpreter's 0.24 GiB; at most :data:`MEMORY_BUDGET` for an accepted run."""
+    return int(requests) * BYTES_PER_REQUEST + int(hashes) * BYTES_PER_HASH
+
+
+__all__ = ["BYTES_PER_HASH", "MAX_BLOCK_HASHES", "memory_estimate", "MEMORY_BUDGET", "BYTES_PER_REQUEST", "MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]

@@ -176,11 +176,42 @@ def validate_section(section: dict, config: dict) -> None:
             if key not in st:
                 raise ConfigError(f"config key 'prefix_study.settings.{i}.{key}': workload '{st['workload']}' "
                                   "needs it")
+        if st["workload"] != "trace":
+            _check_generated_size(i, st)
         spec = specs.get(st["trace"])
         if st["workload"] == "trace" and not (spec is not None and spec.hash_col and spec.arrival_col):
             raise ConfigError(f"config key 'prefix_study.settings.{i}.trace': trace '{st['trace']}' has no block "
                               "hashes and arrival times to replay (known traces with both: "
                               f"{', '.join(n for n, sp in specs.items() if sp.hash_col and sp.arrival_col)})")
+
+
+def _check_generated_size(i: int, setting: dict) -> None:
+    """A generated setting's requests within :data:`bfio.limits.MAX_REQUESTS` and
+    its block hashes within the memory budget (:func:`bfio.sessions.check_block_hashes`),
+    the hashes bounded from the longest prompt and output of its known trace
+    (``TraceSpec.longest``; an extra trace's are checked by the generator in the job)."""
+    from bfio.errors import ConfigError
+    from bfio.limits import MAX_REQUESTS
+    from bfio.sessions import check_block_hashes, session_hash_bound
+    from bfio.traces.registry import KNOWN_TRACES
+
+    grpo = setting["workload"] == "grpo"
+    sessions = int(setting["groups"]) * int(setting["group_size"]) if grpo else int(setting["sessions"])
+    turns = int(setting["turns"])
+    requests = sessions * turns
+    where = f"prefix_study.settings.{i}"
+    if requests > MAX_REQUESTS:
+        what = "groups x group_size x turns" if grpo else "sessions x turns"
+        raise ConfigError(f"config key '{where}.{'group_size' if grpo else 'sessions'}': {what} = {requests:,} "
+                          f"requests exceed the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS)")
+    spec = KNOWN_TRACES.get(setting["trace"])
+    if spec is not None and spec.longest is not None:
+        hashes = session_hash_bound(sessions, turns, *spec.longest, GENERATED_BLOCK_TOKENS)
+        check_block_hashes(requests, hashes, f"config key '{where}.turns'",
+                           f"the bound takes trace '{spec.name}''s longest prompt and output "
+                           f"({spec.longest[0]:,} and {spec.longest[1]:,} tokens) in blocks of "
+                           f"{GENERATED_BLOCK_TOKENS} tokens; use fewer turns, "
+                           f"{'groups or a smaller group_size' if grpo else 'sessions'}", at_most=True)
 
 
 def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
