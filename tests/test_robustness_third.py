@@ -215,3 +215,51 @@ def test_pinned_longest_lengths_match_the_traces():
         checked += 1
     if not checked:
         pytest.skip("no known trace in the data directory")
+
+
+# -- item 4: prefill sizes are bounded before they reach numba -----------------------------------
+@pytest.mark.parametrize("flag, value", [
+    ("--prefill-chunk-tokens", "18446744073709551616"),
+    ("--prefill-chunk-tokens", "9223372036854775808"),
+    ("--kv-tokens", "99999999999999999999"),
+    ("--prefix-cache-blocks", "9223372036854775808"),
+])
+def test_huge_prefill_sizes_are_refused_naming_the_flag(tmp_path, capsys, flag, value):
+    from bfio.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "--trace", str(tmp_path / "t.csv"), "--requests", "4", "--workers", "2", flag, value])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and flag in err and "bfio.limits.MAX_RANK_TOKENS" in err, err
+
+
+@pytest.mark.parametrize("field", ["chunk_tokens", "kv_tokens", "cache_blocks"])
+def test_prefill_model_refuses_sizes_beyond_the_bound(field):
+    from bfio.errors import ConfigError
+    from bfio.limits import MAX_RANK_TOKENS
+    from bfio.prefill import PrefillModel
+
+    assert MAX_RANK_TOKENS < 2 ** 53
+    PrefillModel(**{field: MAX_RANK_TOKENS})
+    with pytest.raises(ConfigError, match=f"prefill.{field}.*MAX_RANK_TOKENS"):
+        PrefillModel(**{field: MAX_RANK_TOKENS + 1})
+
+
+@pytest.mark.parametrize("key", ["chunk_tokens", "kv_tokens_per_rank"])
+def test_prefix_study_prefill_sizes_are_bounded_in_the_config(key):
+    from bfio.config import validate_config
+    from bfio.errors import ConfigError
+
+    cfg = _prefix_config({"workload": "trace", "trace": "mooncake", "requests": 10}, {key: 2 ** 63})
+    with pytest.raises(ConfigError, match=rf"prefix_study\.prefill\.{key}"):
+        validate_config(cfg, REPO / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def test_schema_prefill_maxima_are_the_library_bound():
+    import yaml
+
+    from bfio.limits import MAX_RANK_TOKENS
+
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    prefill = schema["properties"]["prefix_study"]["properties"]["prefill"]["properties"]
+    assert prefill["chunk_tokens"]["maximum"] == prefill["kv_tokens_per_rank"]["maximum"] == MAX_RANK_TOKENS

@@ -40,6 +40,14 @@ MEMORY_BUDGET = 16 * 2 ** 30
 #: of 0.24 GiB. A cluster's ``G x B`` slot arrays cost about 10 bytes a slot (20 MB
 #: at :data:`MAX_SLOTS`), negligible beside it.
 BYTES_PER_REQUEST = 256
+#: Integer sizes of the prefill model (issue 41, item 4): a rank's prefill chunk
+#: per step (``--prefill-chunk-tokens``, ``prefill.chunk_tokens``), its KV memory
+#: (``--kv-tokens``, ``kv_tokens_per_rank``) and its prefix cache in blocks
+#: (``--prefix-cache-blocks``). A rank holds at most ``B <= MAX_SLOTS`` requests of
+#: at most ``MAX_PREFILL + MAX_DECODE`` tokens, so a larger value means nothing
+#: more; this one, ``2^52 + 2^45``, keeps every sum of them exact in float64
+#: (``< 2^53``) and far from int64 overflow in the step kernels.
+MAX_RANK_TOKENS = MAX_SLOTS * (MAX_PREFILL + MAX_DECODE)
 #: Requests of one run (workload draw, ``--requests``, any config key ``requests``),
 #: refused above this before anything is allocated: 2^26 requests (67,108,864) take
 #: at most ``2^26 * 256`` bytes = 16 GiB (:data:`MEMORY_BUDGET`), plus 0.24 GiB of
@@ -76,4 +84,4 @@ def memory_estimate(requests: int, hashes: int = 0) -> int:
     return int(requests) * BYTES_PER_REQUEST + int(hashes) * BYTES_PER_HASH
 
 
-__all__ = ["BYTES_PER_HASH", "MAX_BLOCK_HASHES", "memory_estimate", "MEMORY_BUDGET", "BYTES_PER_REQUEST", "MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]
+__all__ = ["MAX_RANK_TOKENS", "BYTES_PER_HASH", "MAX_BLOCK_HASHES", "memory_estimate", "MEMORY_BUDGET", "BYTES_PER_REQUEST", "MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]

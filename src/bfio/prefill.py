@@ -68,6 +68,13 @@ class PrefillModel:
     kv_tokens: int | None = None
 
     def __post_init__(self):
+        from bfio.limits import MAX_RANK_TOKENS
+
+        for field in ("chunk_tokens", "cache_blocks", "kv_tokens"):
+            v = getattr(self, field)
+            if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > MAX_RANK_TOKENS:
+                raise ConfigError(f"prefill.{field}: {v:,} exceeds the bound of {MAX_RANK_TOKENS:,} "
+                                  "(bfio.limits.MAX_RANK_TOKENS: what a rank of the largest cluster can hold)")
         c = self.chunk_tokens
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
             raise ConfigError(f"prefill.chunk_tokens: must be an integer >= 1 (tokens per rank and step), got {c!r}")

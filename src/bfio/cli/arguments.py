@@ -44,6 +44,18 @@ def request_bound_message(n: int) -> str:
             f"{MEMORY_BUDGET / 2 ** 30:.0f} GiB budget")
 
 
+def rank_tokens(text: str) -> int:
+    """argparse type: a prefill size of one rank (tokens or blocks) in
+    ``1..MAX_RANK_TOKENS`` (:mod:`bfio.limits`), so it fits the step kernels' int64."""
+    from bfio.limits import MAX_RANK_TOKENS
+
+    v = positive_int(text)
+    if v > MAX_RANK_TOKENS:
+        raise argparse.ArgumentTypeError(f"{v:,} exceeds the bound of {MAX_RANK_TOKENS:,} "
+                                         "(bfio.limits.MAX_RANK_TOKENS: what a rank of the largest cluster can hold)")
+    return v
+
+
 seed_int = _int_at_least(0, "non-negative seed")
 nonneg_int = _int_at_least(0, "non-negative")
 

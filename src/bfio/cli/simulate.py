@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from bfio.cli.arguments import policy_name, positive_float, positive_int, request_count, seed_int
+from bfio.cli.arguments import policy_name, positive_float, positive_int, rank_tokens, request_count, seed_int
 from bfio.traces.registry import KNOWN_TRACES
 from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
@@ -64,13 +64,13 @@ def add_parser(subparsers) -> None:
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
     pf = s.add_argument_group("prefill and prefix caches (issue 32, docs/prefix_cache.md; off unless one is given)")
-    pf.add_argument("--prefill-chunk-tokens", type=positive_int, metavar="N",
+    pf.add_argument("--prefill-chunk-tokens", type=rank_tokens, metavar="N",
                     help=f"chunked prefill: prompt tokens a rank computes per step (default {DEFAULT_CHUNK_TOKENS})")
     pf.add_argument("--prefill-token-s", type=positive_float, metavar="S",
                     help=f"seconds per computed prompt token on the slowest rank (default {DEFAULT_TOKEN_S:g})")
-    pf.add_argument("--prefix-cache-blocks", type=positive_int, metavar="N",
+    pf.add_argument("--prefix-cache-blocks", type=rank_tokens, metavar="N",
                     help="per-rank prefix cache of N blocks (needs a trace with block hashes, e.g. mooncake)")
-    pf.add_argument("--kv-tokens", type=positive_int, metavar="N",
+    pf.add_argument("--kv-tokens", type=rank_tokens, metavar="N",
                     help="per-rank KV memory of N tokens: a rank admits a prompt only while it fits (needs "
                          "--dispatch instant; default unbounded)")
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
