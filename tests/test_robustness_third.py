@@ -263,3 +263,32 @@ def test_schema_prefill_maxima_are_the_library_bound():
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     prefill = schema["properties"]["prefix_study"]["properties"]["prefill"]["properties"]
     assert prefill["chunk_tokens"]["maximum"] == prefill["kv_tokens_per_rank"]["maximum"] == MAX_RANK_TOKENS
+
+
+# -- item 6: a FIFO or a device in place of a known trace is refused before hashing ---------------
+def _special_data_dir(tmp_path: Path, kind: str) -> Path:
+    from bfio.traces.registry import KNOWN_TRACES
+
+    target = tmp_path / "data" / KNOWN_TRACES["longbench"].relpath
+    target.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "device":
+        target.symlink_to("/dev/zero")
+    else:
+        target.write_text('[{"input_length": 5, "output_length": 3}]')
+    return tmp_path / "data"
+
+
+@pytest.mark.parametrize("kind, words", [("fifo", "not a regular file"), ("device", "not a regular file"),
+                                         ("short", "expected the pinned 546,843")])
+def test_special_file_in_place_of_a_known_trace_is_refused(tmp_path, kind, words):
+    data = _special_data_dir(tmp_path, kind)
+    r = _bfio(["simulate", "--trace", "longbench", "--data-dir", str(data), "--requests", "4", "--workers", "2"],
+              timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "longbench_data_8000.json" in r.stderr and words in r.stderr, r.stderr
+    r = _bfio(["traces", "--data-dir", str(data)], timeout=60)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("longbench "))
+    assert ("NOT-A-FILE" if kind != "short" else "CHECKSUM-MISMATCH") in line, r.stdout

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from bfio.errors import ChecksumError
+from bfio.errors import ChecksumError, TraceError
 
 PAPER_TRACE_SOURCE = (
     "https://raw.githubusercontent.com/Echoscd/Load-Balancing-Release/"
@@ -135,6 +136,9 @@ TRACE_ALIASES = {"burst": "burstgpt", "longbench_v2": "longbench"}
 
 
 def sha256_of(path) -> str:
+    """The sha256 of the regular file ``path``; a named pipe or a device (which
+    would block or never end) is a :class:`~bfio.errors.TraceError` naming it."""
+    check_regular(path)
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -178,9 +182,44 @@ CHECKSUM_RECOVERY = {
 }
 
 
-def verify_sha256(path, expected: str, recovery: str = "cli") -> str:
+def special_kind(st: os.stat_result) -> str:
+    """What a file of status ``st`` that is not a regular file is, as errors say it."""
+    m = st.st_mode
+    return ("a named pipe (FIFO)" if stat.S_ISFIFO(m) else "a device" if stat.S_ISCHR(m) or stat.S_ISBLK(m)
+            else "a directory" if stat.S_ISDIR(m) else "a socket" if stat.S_ISSOCK(m) else "a special file")
+
+
+def check_regular(path) -> os.stat_result:
+    """The status of ``path``, a :class:`~bfio.errors.TraceError` naming it unless
+    it is a regular file (checked before anything reads it: a named pipe blocks,
+    ``/dev/zero`` never ends)."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceError(path, f"is not a regular file ({special_kind(st)}); a trace must be a regular file")
+    return st
+
+
+def pinned_status(path, spec: TraceSpec) -> str | None:
+    """Why ``path`` cannot be known trace ``spec``'s pinned file without hashing it
+    (``None``: it may be): not a regular file, or not the pinned size."""
+    try:
+        st = check_regular(path)
+    except TraceError as e:
+        return str(e).split(": ", 1)[1]
+    if spec.size is not None and st.st_size != spec.size:
+        return f"size is {st.st_size:,} bytes, expected the pinned {spec.size:,}"
+    return None
+
+
+def verify_sha256(path, expected: str, recovery: str = "cli", size: int | None = None) -> str:
     """The sha256 of ``path``, refused unless it is ``expected``; the error says
-    how to recover (:data:`CHECKSUM_RECOVERY`, by who reads the file)."""
+    how to recover (:data:`CHECKSUM_RECOVERY`, by who reads the file). Before
+    reading: ``path`` must be a regular file (a named pipe or ``/dev/zero`` would
+    block or never end) of ``size`` bytes when the size is pinned."""
+    st = check_regular(path)
+    if size is not None and st.st_size != size:
+        raise ChecksumError(path, f"size is {st.st_size:,} bytes, expected the pinned {size:,} (of sha256 {expected}); "
+                                  f"the file is not the pinned trace (if it is {CHECKSUM_RECOVERY[recovery]})")
     actual = sha256_of(path)
     if actual != expected:
         raise ChecksumError(path, f"sha256 is {actual}, expected {expected}; the file is not the pinned trace "
