@@ -292,3 +292,31 @@ def test_special_file_in_place_of_a_known_trace_is_refused(tmp_path, kind, words
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("longbench "))
     assert ("NOT-A-FILE" if kind != "short" else "CHECKSUM-MISMATCH") in line, r.stdout
+
+
+# -- item 7: YAML aliases do not make config validation explode ---------------------------------
+def _alias_bomb(levels: int) -> str:
+    lines = ["theory:", "  l0: &l0 [1, 2, 3, 4, 5, 6, 7, 8, 9]"]
+    for k in range(1, levels + 1):
+        lines.append(f"  l{k}: &l{k} [" + ", ".join([f"*l{k - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_alias_bomb_in_the_config_is_validated_at_once():
+    import time
+
+    import yaml
+
+    from bfio.config import validate_config
+
+    validate_config(yaml.safe_load((REPO / "config" / "smoke.yaml").read_text()),
+                    REPO / "workflow" / "schemas" / "config.schema.yaml")  # the imports, once
+    cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    bomb = yaml.safe_load(_alias_bomb(7))
+    cfg.setdefault("theory", {}).update(bomb["theory"])
+    t0 = time.perf_counter()
+    try:
+        validate_config(cfg, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    except Exception as e:  # refusing it is fine too, if it names the section and is quick
+        assert "theory" in str(e)
+    assert time.perf_counter() - t0 < 1.0
