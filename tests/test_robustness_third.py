@@ -320,3 +320,44 @@ def test_alias_bomb_in_the_config_is_validated_at_once():
     except Exception as e:  # refusing it is fine too, if it names the section and is quick
         assert "theory" in str(e)
     assert time.perf_counter() - t0 < 1.0
+
+
+# -- item 8: prefix_study mistakes fail when the config loads, naming the key ---------------------
+GRPO = {"workload": "grpo", "groups": 2, "group_size": 2, "turns": 2}
+
+
+@pytest.mark.parametrize("setting, prefill, key", [
+    ({"workload": "trace", "trace": "mooncake", "requests": 10}, {"kv_tokens_per_rank": 1},
+     r"prefix_study\.prefill\.kv_tokens_per_rank"),
+    (GRPO, {"kv_tokens_per_rank": 100}, r"prefix_study\.prefill\.kv_tokens_per_rank"),
+    (GRPO, {"token_s": float("nan")}, r"prefix_study\.prefill\.token_s"),
+    (GRPO, {"token_s": float("inf")}, r"prefix_study\.prefill\.token_s"),
+    ({**GRPO, "think_time_s": float("nan")}, None, r"prefix_study\.settings\.0\.think_time_s"),
+    ({**GRPO, "stream_gap_s": float("inf")}, None, r"prefix_study\.settings\.0\.stream_gap_s"),
+    ({**GRPO, "groups": 2 ** 20, "group_size": 2 ** 10}, None, r"prefix_study\.settings\.0\.group_size"),
+    ({**GRPO, "workers": 2 ** 20, "slots": 72}, None, r"prefix_study\.settings\.0\.workers"),
+    ({**GRPO, "name": "a" * 260}, None, r"prefix_study\.settings\.0\.name"),
+    ({**GRPO, "requests": 100}, None, r"prefix_study\.settings\.0\.requests.*grpo"),
+    ({**GRPO, "time_scale": 0.5}, None, r"prefix_study\.settings\.0\.time_scale.*grpo"),
+    ({**GRPO, "sessions": 5}, None, r"prefix_study\.settings\.0\.sessions.*grpo"),
+    ({"workload": "sessions", "sessions": 3, "turns": 2, "group_size": 4}, None,
+     r"prefix_study\.settings\.0\.group_size.*sessions"),
+    ({"workload": "trace", "trace": "mooncake", "turns": 3}, None, r"prefix_study\.settings\.0\.turns.*trace"),
+])
+def test_prefix_study_mistakes_fail_when_the_config_loads(setting, prefill, key):
+    from bfio.config import validate_config
+    from bfio.errors import ConfigError
+
+    cfg = _prefix_config(setting, prefill)
+    with pytest.raises(ConfigError, match=key):
+        validate_config(cfg, REPO / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def test_prefix_study_setting_defaults_are_the_schema_defaults():
+    import yaml
+
+    from bfio.studies.prefix_study import SETTING_DEFAULTS
+
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    props = schema["properties"]["prefix_study"]["properties"]["settings"]["items"]["properties"]
+    assert SETTING_DEFAULTS == {k: v["default"] for k, v in props.items() if "default" in v and k != "description"}
