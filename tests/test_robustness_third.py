@@ -361,3 +361,79 @@ def test_prefix_study_setting_defaults_are_the_schema_defaults():
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     props = schema["properties"]["prefix_study"]["properties"]["settings"]["items"]["properties"]
     assert SETTING_DEFAULTS == {k: v["default"] for k, v in props.items() if "default" in v and k != "description"}
+
+
+# -- item 9: --arrival-unit and --hash-col for a trace given by path ------------------------------
+def _ms_trace(tmp_path: Path, col: str = "t_ms", scale: float = 1000.0) -> Path:
+    p = tmp_path / "own.csv"
+    rows = [f"{10 + i % 7},{3 + i % 5},{i * 0.5 * scale:g}" for i in range(40)]
+    p.write_text(f"input_length,output_length,{col}\n" + "\n".join(rows) + "\n")
+    return p
+
+
+def _replay(trace: Path, col: str, *extra: str):
+    return _bfio(["simulate", "--trace", str(trace), "--requests", "40", "--workers", "2", "--arrival-mode",
+                  "trace", "--arrival-col", col, "--json", "-", "--no-timings", *extra])
+
+
+def test_millisecond_column_by_name_is_refused_with_seconds_assumed(tmp_path):
+    r = _replay(_ms_trace(tmp_path), "t_ms")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "--arrival-unit" in r.stderr and "t_ms" in r.stderr, r.stderr
+
+
+def test_arrival_unit_ms_reads_milliseconds(tmp_path):
+    import json
+
+    ms = _replay(_ms_trace(tmp_path), "t_ms", "--arrival-unit", "ms")
+    d = tmp_path / "s"
+    d.mkdir()
+    s = _replay(_ms_trace(d, "t", 1.0), "t")
+    assert ms.returncode == 0 and s.returncode == 0, (ms.stderr, s.stderr)
+    a, b = json.loads(ms.stdout), json.loads(s.stdout)
+    for k in ("queue_wait_s_p99", "e2e_s_p99", "throughput_run", "steps"):
+        assert a[k] == b[k], k
+
+
+def test_millisecond_values_under_a_neutral_name_warn(tmp_path):
+    p = tmp_path / "own.csv"
+    rows = [f"{10 + i % 7},{3 + i % 5},{i * 3.6e6:.0f}" for i in range(40)]  # an hour apart, in ms
+    p.write_text("input_length,output_length,timestamp\n" + "\n".join(rows) + "\n")
+    r = _replay(p, "timestamp")
+    assert r.returncode == 0, r.stderr
+    assert "warning" in r.stderr and "milliseconds" in r.stderr and "--arrival-unit" in r.stderr, r.stderr
+
+
+def test_hash_col_gives_a_path_trace_a_prefix_cache(tmp_path):
+    import json
+
+    p = tmp_path / "own.jsonl"
+    p.write_text("\n".join(json.dumps({"input_length": 1000, "output_length": 3, "ts": i * 0.1,
+                                       "h": [1, 2] if i % 2 else [1, 3]}) for i in range(30)) + "\n")
+    base = ["simulate", "--trace", str(p), "--requests", "30", "--workers", "2", "--dispatch", "instant",
+            "--policy", "vllm_dp", "--arrival-mode", "trace", "--arrival-col", "ts", "--prefix-cache-blocks", "8",
+            "--json", "-", "--no-timings"]
+    r = _bfio(base + ["--hash-col", "h", "--block-tokens", "512"])
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["cache_hit_rate"] > 0
+    r = _bfio(base + ["--hash-col", "h"])
+    assert r.returncode == 2 and "--block-tokens" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("flag", [["--arrival-unit", "ms"], ["--hash-col", "x", "--block-tokens", "16"]])
+def test_trace_format_flags_are_for_paths_only(flag):
+    r = _bfio(["simulate", "--trace", "longbench", "--requests", "4", "--workers", "2", *flag])
+    assert r.returncode == 2 and flag[0] in r.stderr and "path" in r.stderr, r.stderr
+
+
+# -- --no-timings: byte-identical --json output --------------------------------------------------
+def test_no_timings_gives_byte_identical_json(tmp_path):
+    p = _ms_trace(tmp_path, "t", 1.0)
+    args = ["simulate", "--trace", str(p), "--requests", "40", "--workers", "2", "--policy", "bfio",
+            "--horizon", "5", "--json", "-"]
+    a, b = _bfio(args + ["--no-timings"]), _bfio(args + ["--no-timings"])
+    assert a.returncode == b.returncode == 0, a.stderr
+    assert a.stdout == b.stdout
+    for key in ("wall_s", "route_s_", "solver_s_"):
+        assert key not in a.stdout
+    assert "wall_s" in _bfio(args).stdout

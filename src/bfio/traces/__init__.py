@@ -58,6 +58,7 @@ class Trace:
             df["arrival_s"] = self.arrival_s
         if self.blocks is not None:
             df["block_hashes"] = [self.blocks.blocks_of(i).tolist() for i in range(len(self.blocks))]
+            df.attrs["block_tokens"] = self.blocks.block_tokens  # a trace given by path has no registry entry
         return df
 
 
