@@ -263,6 +263,9 @@ def test_schema_prefill_maxima_are_the_library_bound():
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     prefill = schema["properties"]["prefix_study"]["properties"]["prefill"]["properties"]
     assert prefill["chunk_tokens"]["maximum"] == prefill["kv_tokens_per_rank"]["maximum"] == MAX_RANK_TOKENS
+    from bfio.limits import MAX_TOKEN_S
+
+    assert prefill["token_s"]["maximum"] == MAX_TOKEN_S
 
 
 # -- item 6: a FIFO or a device in place of a known trace is refused before hashing ---------------
@@ -437,3 +440,29 @@ def test_no_timings_gives_byte_identical_json(tmp_path):
     for key in ("wall_s", "route_s_", "solver_s_"):
         assert key not in a.stdout
     assert "wall_s" in _bfio(args).stdout
+
+
+# -- item 10: the prefill step time keeps the clock meaningful -----------------------------------
+@pytest.mark.parametrize("value", ["1e300", "1.5"])
+def test_absurd_prefill_token_time_is_refused(tmp_path, capsys, value):
+    from bfio.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "--trace", str(tmp_path / "t.csv"), "--requests", "4", "--workers", "2",
+              "--prefill-token-s", value])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--prefill-token-s" in err and "MAX_TOKEN_S" in err, err
+
+
+def test_prefill_token_time_bound_in_library_and_config():
+    from bfio.config import validate_config
+    from bfio.errors import ConfigError
+    from bfio.limits import MAX_TOKEN_S
+    from bfio.prefill import PrefillModel
+
+    PrefillModel(token_s=MAX_TOKEN_S)
+    with pytest.raises(ConfigError, match="prefill.token_s.*MAX_TOKEN_S"):
+        PrefillModel(token_s=MAX_TOKEN_S * 2)
+    cfg = _prefix_config({"workload": "trace", "trace": "mooncake", "requests": 10}, {"token_s": 1e300})
+    with pytest.raises(ConfigError, match=r"prefix_study\.prefill\.token_s"):
+        validate_config(cfg, REPO / "workflow" / "schemas" / "config.schema.yaml")

@@ -48,6 +48,12 @@ BYTES_PER_REQUEST = 256
 #: more; this one, ``2^52 + 2^45``, keeps every sum of them exact in float64
 #: (``< 2^53``) and far from int64 overflow in the step kernels.
 MAX_RANK_TOKENS = MAX_SLOTS * (MAX_PREFILL + MAX_DECODE)
+#: Seconds per computed prompt token on a rank (``--prefill-token-s``,
+#: ``prefix_study.prefill.token_s``; issue 41, item 10): 10^4 times the default
+#: (1e-4 s, a 7B model on an A100). Slower hardware is not meaningful, and
+#: with prompts of at most ``MAX_PREFILL`` tokens a step stays below 2^31 s, so
+#: the clock, energy and throughput stay finite (``1e300`` gave an infinite energy).
+MAX_TOKEN_S = 1.0
 #: Requests of one run (workload draw, ``--requests``, any config key ``requests``),
 #: refused above this before anything is allocated: 2^26 requests (67,108,864) take
 #: at most ``2^26 * 256`` bytes = 16 GiB (:data:`MEMORY_BUDGET`), plus 0.24 GiB of
@@ -84,4 +90,4 @@ def memory_estimate(requests: int, hashes: int = 0) -> int:
     return int(requests) * BYTES_PER_REQUEST + int(hashes) * BYTES_PER_HASH
 
 
-__all__ = ["MAX_RANK_TOKENS", "BYTES_PER_HASH", "MAX_BLOCK_HASHES", "memory_estimate", "MEMORY_BUDGET", "BYTES_PER_REQUEST", "MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]
+__all__ = ["MAX_TOKEN_S", "MAX_RANK_TOKENS", "BYTES_PER_HASH", "MAX_BLOCK_HASHES", "memory_estimate", "MEMORY_BUDGET", "BYTES_PER_REQUEST", "MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]

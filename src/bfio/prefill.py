@@ -68,7 +68,7 @@ class PrefillModel:
     kv_tokens: int | None = None
 
     def __post_init__(self):
-        from bfio.limits import MAX_RANK_TOKENS
+        from bfio.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
 
         for field in ("chunk_tokens", "cache_blocks", "kv_tokens"):
             v = getattr(self, field)
@@ -81,6 +81,9 @@ class PrefillModel:
         t = self.token_s
         if isinstance(t, bool) or not isinstance(t, (int, float, np.number)) or not math.isfinite(t) or t < 0:
             raise ConfigError(f"prefill.token_s: must be a finite number >= 0 (seconds per prefill token), got {t!r}")
+        if t > MAX_TOKEN_S:
+            raise ConfigError(f"prefill.token_s: {t:g} s per prompt token exceeds the bound of {MAX_TOKEN_S:g} s "
+                              "(bfio.limits.MAX_TOKEN_S)")
         b = self.cache_blocks
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1):
             raise ConfigError(f"prefill.cache_blocks: must be an integer >= 1 (blocks per rank) or null, got {b!r}")

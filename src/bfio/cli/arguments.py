@@ -71,6 +71,18 @@ def positive_float(text: str) -> float:
     return v
 
 
+def token_seconds(text: str) -> float:
+    """argparse type: seconds per prompt token, finite, > 0 and at most
+    ``MAX_TOKEN_S`` (:mod:`bfio.limits`), so the simulated clock stays finite."""
+    from bfio.limits import MAX_TOKEN_S
+
+    v = positive_float(text)
+    if v > MAX_TOKEN_S:
+        raise argparse.ArgumentTypeError(f"{text} s per token exceeds the bound of {MAX_TOKEN_S:g} s "
+                                         "(bfio.limits.MAX_TOKEN_S: 10^4 times the default)")
+    return v
+
+
 def policy_name(text: str) -> str:
     """argparse type: a registered policy (:func:`bfio.policies.registered`);
     anything else, the empty name included, is a usage error listing them."""

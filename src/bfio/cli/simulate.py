@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 import sys
 
-from bfio.cli.arguments import policy_name, positive_float, positive_int, rank_tokens, request_count, seed_int
+from bfio.cli.arguments import (policy_name, positive_float, positive_int, rank_tokens, request_count, seed_int,
+                                token_seconds)
 from bfio.traces.registry import KNOWN_TRACES
 from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
@@ -79,7 +80,7 @@ def add_parser(subparsers) -> None:
     pf = s.add_argument_group("prefill and prefix caches (issue 32, docs/prefix_cache.md; off unless one is given)")
     pf.add_argument("--prefill-chunk-tokens", type=rank_tokens, metavar="N",
                     help=f"chunked prefill: prompt tokens a rank computes per step (default {DEFAULT_CHUNK_TOKENS})")
-    pf.add_argument("--prefill-token-s", type=positive_float, metavar="S",
+    pf.add_argument("--prefill-token-s", type=token_seconds, metavar="S",
                     help=f"seconds per computed prompt token on the slowest rank (default {DEFAULT_TOKEN_S:g})")
     pf.add_argument("--prefix-cache-blocks", type=rank_tokens, metavar="N",
                     help="per-rank prefix cache of N blocks (needs a trace with block hashes, e.g. mooncake)")
@@ -211,6 +212,7 @@ def cmd_simulate(args) -> int:
     spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
                    args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())))
     result = simulate_run(spec, trace.to_frame(), show_progress=None)
+    check_finite_clock(result)
     summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
                "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}
     from bfio.solvers import warn_fallbacks
@@ -255,6 +257,18 @@ _MS_CAMEL = re.compile(r"[a-z](Ms|Millis)$")
 #: Arrivals read as seconds that span more than this look like milliseconds (a day
 #: of a trace in ms spans 2.7 years as seconds): a loud warning.
 MS_SPAN_WARN_S = 14 * 86400
+
+
+def check_finite_clock(result) -> None:
+    """A run whose clock, energy or throughput overflowed writes nothing: the
+    step-time parameters were beyond anything meaningful."""
+    import math
+
+    bad = [k for k in ("energy_j_run", "throughput_run", "e2e_s_p99") if isinstance(result.metrics.get(k), float)
+           and math.isinf(result.metrics[k])]
+    if bad:
+        raise ConfigError(f"the simulated clock overflowed ({bad[0]} = {result.metrics[bad[0]]}); "
+                          "check --prefill-token-s and the step-time profile (nothing was written)")
 
 
 def check_path_flags(args) -> None:
