@@ -466,3 +466,21 @@ def test_prefill_token_time_bound_in_library_and_config():
     cfg = _prefix_config({"workload": "trace", "trace": "mooncake", "requests": 10}, {"token_s": 1e300})
     with pytest.raises(ConfigError, match=r"prefix_study\.prefill\.token_s"):
         validate_config(cfg, REPO / "workflow" / "schemas" / "config.schema.yaml")
+
+
+# -- item 11: the "cluster never full" warning counts prefilling requests ------------------------
+def test_never_full_warning_counts_prefilling_requests():
+    import numpy as np
+
+    from bfio.prefill import PrefillModel
+    from bfio.simulator import simulate
+    from bfio.workload import Workload
+
+    n = 60
+    w = Workload(np.full(n, 100_000), np.full(n, 2), name="long_prompts")
+    r = simulate(w, 1, 12, "fcfs", prefill=PrefillModel(chunk_tokens=2048))
+    assert not [x for x in r.warnings if "never full" in x], r.warnings
+    # too few requests for the slots: still said, counting seated requests
+    w = Workload(np.full(5, 100_000), np.full(5, 2), name="few")
+    r = simulate(w, 1, 12, "fcfs", prefill=PrefillModel(chunk_tokens=2048))
+    assert any("at most 5 of G * B = 12 slots" in x and "prefilling or decoding" in x for x in r.warnings), r.warnings

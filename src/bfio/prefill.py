@@ -234,6 +234,9 @@ class Prefill:
         self.order = np.zeros(n, dtype=np.int64)
         self._admissions = 0
         self.take = np.zeros((workers, slots), dtype=np.int64)  # scratch: a step's chunks (allot_chunks)
+        #: the most slots seated in any step (prefilling or decoding): the series' ``active``
+        #: counts output tokens, which a prefilling request does not emit
+        self.busy_peak = 0
         #: per rank, the prompt tokens its running requests have still to compute
         self.reserve = np.zeros(workers, dtype=np.int64)
         #: the KV bound of admission (0: none; :class:`PrefillModel` ``kv_tokens``)
@@ -285,6 +288,8 @@ class Prefill:
             self.model.token_s, p_idle, p_max, gamma, series.buf, series.n, record_loads, series.load_rows,
             self.prefilled, self.order, self.take)
         self.reserve -= self.take.sum(axis=1)
+        # slots seated in the step: prefilling and decoding requests, those retired in it included
+        self.busy_peak = max(self.busy_peak, int(active.sum()) + (n_done - n_completed))
         if self.caches is not None:
             for i in self.prefilled[:ended].tolist():
                 self.caches[worker_of[i]].insert(self.blocks.blocks_of(i))
