@@ -484,3 +484,65 @@ def test_never_full_warning_counts_prefilling_requests():
     w = Workload(np.full(5, 100_000), np.full(5, 2), name="few")
     r = simulate(w, 1, 12, "fcfs", prefill=PrefillModel(chunk_tokens=2048))
     assert any("at most 5 of G * B = 12 slots" in x and "prefilling or decoding" in x for x in r.warnings), r.warnings
+
+
+# -- item 12: sgl_cache_aware's cost per request does not grow with G ---------------------------
+def _shared_prefix_workload(n: int, seed: int = 0):
+    from bfio.sessions import session_requests
+
+    return session_requests([300, 900, 2000], [5, 20], sessions=max(1, n // 4), turns=4, seed=seed,
+                            block_tokens=64, think_time_s=0.5, session_rate_per_s=20.0).workload
+
+
+def test_sgl_cache_aware_routes_as_before():
+    """The indexed policy picks the worker the original per-tree scan picked."""
+    import numpy as np
+
+    from bfio.policies.prefix_state import inflight, prompt_blocks
+    from bfio.policies.sgl_cache_aware import TREE_BLOCKS, SglCacheAware
+    from bfio.prefix import PrefixCache
+    from bfio.simulator import simulate
+
+    class Scan(SglCacheAware):  # the policy before issue 41: every tree probed for every request
+        def reset(self, workers, slots):
+            super().reset(workers, slots)
+            self._scan = [PrefixCache(TREE_BLOCKS) for _ in range(workers)]
+
+        def select(self, state, requests):
+            blocks, v, load = prompt_blocks(state, self.name), self.option_values, inflight(state)
+            out = np.empty(requests.shape[0], dtype=np.int64)
+            for k, i in enumerate(requests.tolist()):
+                hashes = blocks.blocks_of(i)
+                hi, lo = int(load.max()), int(load.min())
+                if hi - lo > v["balance_abs_threshold"] and hi > lo * v["balance_rel_threshold"]:
+                    g = int(np.argmin(load))
+                else:
+                    matched = np.array([t.probe(hashes) for t in self._scan])
+                    best = int(np.argmax(matched))
+                    if matched[best] / max(1, hashes.shape[0]) > v["cache_threshold"]:
+                        g = best
+                    else:
+                        g = int(np.argmin([len(t) for t in self._scan]))
+                self._scan[g].insert(hashes)
+                out[k] = g
+                load[g] += 1
+            return out
+
+    w = _shared_prefix_workload(240)
+    for opts in ({}, {"balance_abs_threshold": 2}, {"cache_threshold": 0.0}):
+        a = simulate(w, 6, 4, SglCacheAware(**opts), entry="arrivals", dispatch="instant")
+        b = simulate(w, 6, 4, Scan(**opts), entry="arrivals", dispatch="instant")
+        assert np.array_equal(a.requests["queue_worker"].to_numpy(), b.requests["queue_worker"].to_numpy()), opts
+
+
+def test_sgl_cache_aware_at_a_large_cluster_is_quick():
+    import time
+
+    from bfio.policies.sgl_cache_aware import SglCacheAware
+    from bfio.simulator import simulate
+
+    w = _shared_prefix_workload(20)
+    simulate(w, 2, 1, "sgl_cache_aware", entry="arrivals", dispatch="instant")  # compile the kernels
+    t0 = time.perf_counter()
+    simulate(w, 2 ** 19, 1, SglCacheAware(), entry="arrivals", dispatch="instant")
+    assert time.perf_counter() - t0 < 10
