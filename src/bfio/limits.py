@@ -50,9 +50,9 @@ BYTES_PER_REQUEST = 256
 MAX_RANK_TOKENS = MAX_SLOTS * (MAX_PREFILL + MAX_DECODE)
 #: Seconds per computed prompt token on a rank (``--prefill-token-s``,
 #: ``prefix_study.prefill.token_s``; issue 41, item 10): 10^4 times the default
-#: (1e-4 s, a 7B model on an A100). Slower hardware is not meaningful, and
-#: with prompts of at most ``MAX_PREFILL`` tokens a step stays below 2^31 s, so
-#: the clock, energy and throughput stay finite (``1e300`` gave an infinite energy).
+#: (1e-4 s, a 7B model on an A100). Slower hardware is not meaningful, and a
+#: step's prefill then takes at most :data:`MAX_RANK_TOKENS` s (< 2^53), so the
+#: clock, energy and throughput stay finite (``1e300`` gave an infinite energy).
 MAX_TOKEN_S = 1.0
 #: Requests of one run (workload draw, ``--requests``, any config key ``requests``),
 #: refused above this before anything is allocated: 2^26 requests (67,108,864) take
@@ -82,7 +82,6 @@ MAX_NOISE_HIGH = 100.0
 MIN_WINDOW_STEPS = 10
 
 
-
 def memory_estimate(requests: int, hashes: int = 0) -> int:
     """Bytes a run of ``requests`` requests with ``hashes`` prompt block hashes
     needs at its peak (:data:`BYTES_PER_REQUEST`, :data:`BYTES_PER_HASH`), beyond
@@ -90,4 +89,6 @@ def memory_estimate(requests: int, hashes: int = 0) -> int:
     return int(requests) * BYTES_PER_REQUEST + int(hashes) * BYTES_PER_HASH
 
 
-__all__ = ["MAX_TOKEN_S", "MAX_RANK_TOKENS", "BYTES_PER_HASH", "MAX_BLOCK_HASHES", "memory_estimate", "MEMORY_BUDGET", "BYTES_PER_REQUEST", "MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MAX_REQUESTS", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH", "MIN_WINDOW_STEPS"]
+__all__ = ["MAX_PREFILL", "MAX_DECODE", "MAX_SLOTS", "MEMORY_BUDGET", "BYTES_PER_REQUEST", "MAX_RANK_TOKENS",
+           "MAX_TOKEN_S", "MAX_REQUESTS", "BYTES_PER_HASH", "MAX_BLOCK_HASHES", "MAX_ARRIVAL_S", "MAX_NOISE_HIGH",
+           "MIN_WINDOW_STEPS", "memory_estimate"]
