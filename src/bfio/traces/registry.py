@@ -185,7 +185,7 @@ CHECKSUM_RECOVERY = {
 def special_kind(st: os.stat_result) -> str:
     """What a file of status ``st`` that is not a regular file is, as errors say it."""
     m = st.st_mode
-    return ("a named pipe (FIFO)" if stat.S_ISFIFO(m) else "a device" if stat.S_ISCHR(m) or stat.S_ISBLK(m)
+    return ("a named pipe, FIFO" if stat.S_ISFIFO(m) else "a device" if stat.S_ISCHR(m) or stat.S_ISBLK(m)
             else "a directory" if stat.S_ISDIR(m) else "a socket" if stat.S_ISSOCK(m) else "a special file")
 
 
