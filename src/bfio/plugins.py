@@ -17,6 +17,7 @@ import os
 import re
 import sys
 from contextlib import contextmanager
+from functools import lru_cache
 
 from bfio.errors import ConfigError
 
@@ -32,11 +33,16 @@ _loaded: set[str] = set()
 
 def plugin_modules() -> list[str]:
     """The plugin modules: ``$BFIO_PLUGINS`` then the entry points, each once."""
+    return list(dict.fromkeys(_env_names() + list(_entry_point_modules())))
+
+
+@lru_cache(maxsize=None)
+def _entry_point_modules() -> tuple[str, ...]:
+    """The modules of the installed packages' entry points (read once a process:
+    scanning every package's metadata costs tens of milliseconds)."""
     from importlib.metadata import entry_points
 
-    names = _env_names()
-    names += [ep.value.split(":")[0] for ep in entry_points(group=ENTRY_POINT_GROUP)]
-    return list(dict.fromkeys(names))
+    return tuple(ep.value.split(":")[0] for ep in entry_points(group=ENTRY_POINT_GROUP))
 
 
 def _env_names() -> list[str]:
