@@ -120,19 +120,26 @@ def validate_config(config: dict, schema) -> dict:
     return config
 
 
-def _check_request_counts(obj, path: str = "") -> None:
+def _check_request_counts(obj, path: str = "", seen: set | None = None) -> None:
     """Every config key ``requests`` (experiments, studies) within
     :data:`bfio.limits.MAX_REQUESTS`, so a huge count fails when the config
-    loads (the dry run), not in a job."""
+    loads (the dry run), not in a job. Each dict or list is visited once (by
+    ``id``): a YAML alias shares one object between places, and seven nested
+    levels of them (a 4 kB "alias bomb") would otherwise be millions of visits."""
     from bfio.limits import MAX_REQUESTS
 
+    seen = set() if seen is None else seen
+    if isinstance(obj, (dict, list)):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
     items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
     for k, v in items:
         key = f"{path}.{k}" if path else str(k)
         if k == "requests" and isinstance(v, int) and not isinstance(v, bool) and v > MAX_REQUESTS:
             raise ConfigError(f"config key '{key}': {v:,} exceeds the bound of {MAX_REQUESTS:,} requests "
                               "(bfio.limits.MAX_REQUESTS)")
-        _check_request_counts(v, key)
+        _check_request_counts(v, key, seen)
 
 
 def _registry_enums(schema: dict) -> dict:

@@ -210,7 +210,7 @@ def fetch_trace(spec: TraceSpec, download_dir=DEFAULT_DOWNLOAD_DIR, *, base: str
     if url is None:
         raise DownloadError(f"trace '{spec.name}' has no public download source (it is derived locally); "
                             f"put {spec.relpath} under the data directory")
-    if dest.is_file() and sha256_of(dest) == spec.sha256:
+    if dest.is_file() and (spec.size is None or dest.stat().st_size == spec.size) and sha256_of(dest) == spec.sha256:
         return dest
     return fetch(url, dest, spec.sha256, **{"size": spec.size, **kwargs})
 

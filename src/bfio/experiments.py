@@ -144,7 +144,7 @@ def prepare_trace(name: str, source, out_table, out_stats, spec: TraceSpec | Non
     if problem is not None:
         raise TraceError(source, problem)
     if name in KNOWN_TRACES:
-        digest = verify_sha256(source, spec.sha256, recovery="pipeline")
+        digest = verify_sha256(source, spec.sha256, recovery="pipeline", size=spec.size)
     else:
         digest = sha256_of(source)
     if spec.sha256 and digest != spec.sha256:

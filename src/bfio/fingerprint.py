@@ -103,20 +103,67 @@ def module_closure(sources, root: Path | None = None, exclude=()) -> list[Path]:
     return sorted(seen)
 
 
+def plugin_files() -> list[Path]:
+    """The files of the plugin modules (:func:`bfio.plugins.plugin_modules`:
+    ``$BFIO_PLUGINS`` and entry points) as a job would import them (found on
+    :func:`bfio.plugins.search_path`, not imported here): a module's file, every
+    ``.py`` file of a package. A plugin that cannot be found has no file (the
+    job reports it)."""
+    import importlib.util
+    import sys
+
+    from bfio.plugins import plugin_modules, search_path
+
+    files: list[Path] = []
+    saved = list(sys.path)
+    sys.path[:] = search_path()
+    try:
+        for name in plugin_modules():
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None or not spec.origin or not Path(spec.origin).is_file():
+                continue
+            origin = Path(spec.origin).resolve()
+            if spec.submodule_search_locations:  # a package: all its modules
+                files += sorted(origin.parent.rglob("*.py"))
+            else:
+                files.append(origin)
+    finally:
+        sys.path[:] = saved
+    return list(dict.fromkeys(files))
+
+
 @lru_cache(maxsize=None)
-def _fingerprint(sources: tuple, root: Path, exclude: tuple = ()) -> str:
+def _fingerprint(sources: tuple, root: Path, exclude: tuple = ()) -> tuple[str, bool]:
+    """The sha256 of the closure's files, and whether the closure loads plugins."""
     h = hashlib.sha256()
-    for f in module_closure(sources, root, exclude):
+    closure = module_closure(sources, root, exclude)
+    for f in closure:
         h.update(str(f.relative_to(root)).encode())
         h.update(f.read_bytes())
-    return h.hexdigest()[:16]
+    return h.hexdigest(), root / "plugins.py" in closure
 
 
 def code_fingerprint(sources, root: Path | None = None, exclude=()) -> str:
     """sha256 (first 16 hex digits) of :func:`module_closure` of ``sources``
     (without ``exclude``): changes exactly when one of the files a job's code
-    imports changes."""
-    return _fingerprint(tuple(sources), Path(root) if root is not None else ROOT, tuple(exclude))
+    imports changes. When that code loads plugins (it imports
+    :mod:`bfio.plugins`: every policy or study registry read does), the files
+    of the plugin modules (:func:`plugin_files`, read anew each call) count
+    too, so editing a plugin reruns the jobs it can affect; without plugins the
+    fingerprint is the closure's alone."""
+    digest, loads_plugins = _fingerprint(tuple(sources), Path(root) if root is not None else ROOT,
+                                            tuple(exclude))
+    files = plugin_files() if loads_plugins else []
+    if not files:
+        return digest[:16]
+    h = hashlib.sha256(digest.encode())
+    for f in files:
+        h.update(str(f).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
 
 
-__all__ = ["code_fingerprint", "module_closure"]
+__all__ = ["code_fingerprint", "module_closure", "plugin_files"]

@@ -68,12 +68,22 @@ class PrefillModel:
     kv_tokens: int | None = None
 
     def __post_init__(self):
+        from bfio.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
+
+        for field in ("chunk_tokens", "cache_blocks", "kv_tokens"):
+            v = getattr(self, field)
+            if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > MAX_RANK_TOKENS:
+                raise ConfigError(f"prefill.{field}: {v:,} exceeds the bound of {MAX_RANK_TOKENS:,} "
+                                  "(bfio.limits.MAX_RANK_TOKENS: what a rank of the largest cluster can hold)")
         c = self.chunk_tokens
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
             raise ConfigError(f"prefill.chunk_tokens: must be an integer >= 1 (tokens per rank and step), got {c!r}")
         t = self.token_s
         if isinstance(t, bool) or not isinstance(t, (int, float, np.number)) or not math.isfinite(t) or t < 0:
             raise ConfigError(f"prefill.token_s: must be a finite number >= 0 (seconds per prefill token), got {t!r}")
+        if t > MAX_TOKEN_S:
+            raise ConfigError(f"prefill.token_s: {t:g} s per prompt token exceeds the bound of {MAX_TOKEN_S:g} s "
+                              "(bfio.limits.MAX_TOKEN_S)")
         b = self.cache_blocks
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1):
             raise ConfigError(f"prefill.cache_blocks: must be an integer >= 1 (blocks per rank) or null, got {b!r}")
@@ -224,6 +234,9 @@ class Prefill:
         self.order = np.zeros(n, dtype=np.int64)
         self._admissions = 0
         self.take = np.zeros((workers, slots), dtype=np.int64)  # scratch: a step's chunks (allot_chunks)
+        #: the most slots seated in any step (prefilling or decoding): the series' ``active``
+        #: counts output tokens, which a prefilling request does not emit
+        self.busy_peak = 0
         #: per rank, the prompt tokens its running requests have still to compute
         self.reserve = np.zeros(workers, dtype=np.int64)
         #: the KV bound of admission (0: none; :class:`PrefillModel` ``kv_tokens``)
@@ -275,6 +288,8 @@ class Prefill:
             self.model.token_s, p_idle, p_max, gamma, series.buf, series.n, record_loads, series.load_rows,
             self.prefilled, self.order, self.take)
         self.reserve -= self.take.sum(axis=1)
+        # slots seated in the step: prefilling and decoding requests, those retired in it included
+        self.busy_peak = max(self.busy_peak, int(active.sum()) + (n_done - n_completed))
         if self.caches is not None:
             for i in self.prefilled[:ended].tolist():
                 self.caches[worker_of[i]].insert(self.blocks.blocks_of(i))

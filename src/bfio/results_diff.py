@@ -36,6 +36,15 @@ def _drop_volatile(value):
     return value
 
 
+def without_timings(value):
+    """``value`` (a JSON-like dict or list, or a table) without the keys or
+    columns that measure the machine (:data:`VOLATILE`): what ``bfio simulate
+    --no-timings`` writes, the same bytes on every run."""
+    if isinstance(value, pd.DataFrame):
+        return value.drop(columns=[c for c in value.columns if VOLATILE.search(str(c))])
+    return _drop_volatile(value)
+
+
 def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> str | None:
     keep_a = [c for c in a.columns if not VOLATILE.search(str(c))]
     keep_b = [c for c in b.columns if not VOLATILE.search(str(c))]

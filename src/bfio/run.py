@@ -246,17 +246,19 @@ class RunSpec:
 
 def frame_blocks(trace: str, frame: pd.DataFrame):
     """The prompts' block hashes of a canonical trace table (its ``block_hashes``
-    column, written for traces with a hash column), or ``None``."""
+    column, written for traces with a hash column; blocks of the table's
+    ``attrs["block_tokens"]`` tokens, else the known trace's), or ``None``."""
     if "block_hashes" not in frame:
         return None
     from bfio.prefix import PrefixBlocks
     from bfio.traces.registry import KNOWN_TRACES
 
     spec = KNOWN_TRACES.get(trace)
-    if spec is None or not spec.block_tokens:
+    block_tokens = frame.attrs.get("block_tokens") or (spec.block_tokens if spec is not None else None)
+    if not block_tokens:
         raise ConfigError(f"trace '{trace}': a block_hashes column needs the trace's block size (a known trace "
-                          "with block_tokens)")
-    return PrefixBlocks.from_lists(frame["block_hashes"], spec.block_tokens)
+                          "with block_tokens, or the table's attrs['block_tokens'] from --block-tokens)")
+    return PrefixBlocks.from_lists(frame["block_hashes"], block_tokens)
 
 
 def build_workload(run: RunSpec, frame: pd.DataFrame):

@@ -26,11 +26,13 @@ import numpy as np
 
 from bfio.closed_loop import FollowUps
 from bfio.errors import ConfigError
-from bfio.limits import MAX_ARRIVAL_S, MAX_DECODE, MAX_PREFILL, MAX_REQUESTS
+from bfio.limits import (BYTES_PER_HASH, MAX_ARRIVAL_S, MAX_BLOCK_HASHES, MAX_DECODE, MAX_PREFILL, MAX_REQUESTS,
+                         MEMORY_BUDGET, memory_estimate)
 from bfio.prefix import PrefixBlocks, blocks_needed
 from bfio.workload import Workload, token_lengths
 
-__all__ = ["grpo_groups", "multi_turn_sessions", "session_requests", "SessionRequests"]
+__all__ = ["grpo_groups", "multi_turn_sessions", "session_requests", "SessionRequests", "check_block_hashes",
+           "session_hash_bound"]
 
 _GRPO_STREAM = 0x6790
 _SESSION_STREAM = 0x5E55
@@ -69,6 +71,32 @@ def _total(n: int, field: str) -> int:
     if n > MAX_REQUESTS:
         raise ConfigError(f"{field}: {n:,} requests exceed the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS)")
     return n
+
+
+def check_block_hashes(requests: int, hashes: int, field: str, advice: str, at_most: bool = False) -> None:
+    """Refuse a workload of ``requests`` requests holding ``hashes`` prompt block
+    hashes in all whose memory (:func:`bfio.limits.memory_estimate`) exceeds
+    :data:`bfio.limits.MEMORY_BUDGET`, before any hash is made; ``field`` names
+    the argument or config key, ``advice`` what to change; ``at_most``: ``hashes``
+    is an upper bound (a config's, before the lengths are drawn)."""
+    if memory_estimate(requests, hashes) > MEMORY_BUDGET:
+        raise ConfigError(f"{field}: {requests:,} requests with {'up to ' if at_most else ''}{hashes:,} block hashes "
+                          f"in all need {'up to' if at_most else 'about'} "
+                          f"{memory_estimate(requests, hashes) / 2 ** 30:,.1f} GiB ({BYTES_PER_HASH} bytes a hash), "
+                          f"above the {MEMORY_BUDGET / 2 ** 30:.0f} GiB budget (at most {MAX_BLOCK_HASHES:,} hashes, "
+                          f"bfio.limits.MAX_BLOCK_HASHES); {advice}")
+
+
+def session_hash_bound(sessions: int, turns: int, longest_message: int, longest_output: int,
+                       block_tokens: int) -> int:
+    """At most how many block hashes :func:`session_requests` stores for
+    ``sessions`` sessions of ``turns`` turns whose messages and outputs are at
+    most ``longest_message`` and ``longest_output`` tokens: turn ``k``'s prompt is
+    at most ``(k + 1) m + k o`` tokens, ``ceil`` of it over ``block_tokens`` blocks,
+    summed (exact integers; no array is made)."""
+    t, m, o, bt = int(turns), int(longest_message), int(longest_output), int(block_tokens)
+    tokens = m * t * (t + 1) // 2 + o * t * (t - 1) // 2
+    return int(sessions) * (tokens // bt + t)
 
 
 def _poisson_starts(rng: np.random.Generator, n: int, rate: float | None) -> np.ndarray:
@@ -112,6 +140,8 @@ def grpo_groups(prefill, decode, groups: int, group_size: int, seed: int, *, blo
     start = _poisson_starts(rng, groups, rate)
 
     counts = blocks_needed(prompt, bt)
+    check_block_hashes(n, int(counts.sum()) * group_size, "groups * group_size",
+                       "use fewer groups, a smaller group_size or a larger block_tokens")
     offsets = np.zeros(groups + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     _check_hash_range(first_hash, int(offsets[-1]))
@@ -211,7 +241,10 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
         raise ConfigError(f"think_time_s: the arrivals span {arrival.max() - arrival.min():.3g} s, beyond the "
                           f"bound of {MAX_ARRIVAL_S:.0e} s (bfio.limits.MAX_ARRIVAL_S)")
 
-    _check_hash_range(first_hash, int(blocks_needed(prompt, bt).sum()))
+    hashes = int(blocks_needed(prompt, bt).sum())
+    check_block_hashes(sessions * turns, hashes, "sessions * turns",
+                       "use fewer turns or sessions or a larger block_tokens (a session's hashes grow as turns^2)")
+    _check_hash_range(first_hash, hashes)
     rows: list[np.ndarray] = []
     next_hash = first_hash
     first_rows: dict[int, np.ndarray] = {}  # turn 0's blocks per group leader

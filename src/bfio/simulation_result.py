@@ -86,11 +86,13 @@ WHOLE_RUN_METRICS = "avg_imbalance_run, throughput_run, energy_j_run"
 
 
 def window_warnings(window_steps: int, active: np.ndarray, workers: int, slots: int,
-                    entry: str) -> list[str]:
+                    entry: str, busy_peak: int | None = None) -> list[str]:
     """Why the paper-convention metrics of a run may not mean what they say: a
     measurement window (steps 1..last admission) shorter than
     :data:`~bfio.limits.MIN_WINDOW_STEPS` steps, or (backlog mode) a pool that
-    never filled the cluster's ``G * B`` slots."""
+    never filled the cluster's ``G * B`` slots. ``busy_peak``: the most slots
+    seated in a step, prefilling or decoding (the prefill model's; its series'
+    ``active`` counts output tokens); otherwise the series' ``active``."""
     out = []
     if window_steps < MIN_WINDOW_STEPS:
         what = "empty (no admission after step 0)" if window_steps == 0 else \
@@ -98,9 +100,10 @@ def window_warnings(window_steps: int, active: np.ndarray, workers: int, slots: 
         out.append(f"measurement window is {what}, shorter than {MIN_WINDOW_STEPS} steps: the paper-convention "
                    f"metrics (avg_imbalance, throughput, energy_j) are undefined or unrepresentative; use the "
                    f"whole-run metrics ({WHOLE_RUN_METRICS}) or more requests")
-    busiest = int(active.max()) if active.size else 0
+    busiest = busy_peak if busy_peak is not None else int(active.max()) if active.size else 0
     if entry == "backlog" and busiest < workers * slots:
+        what = " (prefilling or decoding)" if busy_peak is not None else ""
         out.append(f"the cluster was never full: at most {busiest:,} of G * B = {workers * slots:,} slots were "
-                   f"busy (too few requests for {workers} workers); use the whole-run metrics "
+                   f"busy{what} (too few requests for {workers} workers); use the whole-run metrics "
                    f"({WHOLE_RUN_METRICS}) or more requests")
     return out

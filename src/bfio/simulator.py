@@ -372,7 +372,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
               "overhead_s": overhead, **{k: v for k, v in c.to_dict().items() if k != "overhead_s"}}
     if chunked is not None:
         config["prefill"] = prefill.to_dict()
-    warns = window_warnings(int(last_admission_step), arrays["active"], G, B, entry)
+    warns = window_warnings(int(last_admission_step), arrays["active"], G, B, entry,
+                            busy_peak=chunked.busy_peak if chunked is not None else None)
     return SimulationResult(config=config, metrics=metrics, steps=int(state["step"]),
                             window_steps=int(last_admission_step), requests=requests, series=frame,
                             loads=series.loads(),

@@ -30,7 +30,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()  # reads the policy registry, which loads the plugins
+    except BfioError as e:  # a plugin that fails to load: one line, no traceback, --help included
+        print(f"bfio: error: {e}", file=sys.stderr)
+        print("bfio: the command line lists the plugins' policies, so no command (not even --help) runs until "
+              "the plugin loads; fix it or remove it from $BFIO_PLUGINS", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     handler = {"simulate": simulate.cmd_simulate, "solve": solve.cmd_solve,
                "traces": traces.cmd_traces}[args.command]
     try:

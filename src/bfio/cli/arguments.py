@@ -31,8 +31,31 @@ def request_count(text: str) -> int:
 
     v = positive_int(text)
     if v > MAX_REQUESTS:
-        raise argparse.ArgumentTypeError(f"{v:,} exceeds the bound of {MAX_REQUESTS:,} requests (bfio.limits)")
+        raise argparse.ArgumentTypeError(request_bound_message(v))
     return v
+
+
+def request_bound_message(n: int) -> str:
+    """Why ``n`` requests are refused: the bound and the memory they would need."""
+    from bfio.limits import BYTES_PER_REQUEST, MAX_REQUESTS, MEMORY_BUDGET
+
+    return (f"{n:,} requests exceed the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS): a run needs about "
+            f"{BYTES_PER_REQUEST} bytes a request, {n * BYTES_PER_REQUEST / 2 ** 30:,.1f} GiB here, above the "
+            f"{MEMORY_BUDGET / 2 ** 30:.0f} GiB budget")
+
+
+def rank_tokens(text: str) -> int:
+    """argparse type: a prefill size of one rank (tokens or blocks) in
+    ``1..MAX_RANK_TOKENS`` (:mod:`bfio.limits`), so it fits the step kernels' int64."""
+    from bfio.limits import MAX_RANK_TOKENS
+
+    v = positive_int(text)
+    if v > MAX_RANK_TOKENS:
+        raise argparse.ArgumentTypeError(f"{v:,} exceeds the bound of {MAX_RANK_TOKENS:,} "
+                                         "(bfio.limits.MAX_RANK_TOKENS: what a rank of the largest cluster can hold)")
+    return v
+
+
 seed_int = _int_at_least(0, "non-negative seed")
 nonneg_int = _int_at_least(0, "non-negative")
 
@@ -45,6 +68,18 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
     if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return v
+
+
+def token_seconds(text: str) -> float:
+    """argparse type: seconds per prompt token, finite, > 0 and at most
+    ``MAX_TOKEN_S`` (:mod:`bfio.limits`), so the simulated clock stays finite."""
+    from bfio.limits import MAX_TOKEN_S
+
+    v = positive_float(text)
+    if v > MAX_TOKEN_S:
+        raise argparse.ArgumentTypeError(f"{text} s per token exceeds the bound of {MAX_TOKEN_S:g} s "
+                                         "(bfio.limits.MAX_TOKEN_S: 10^4 times the default)")
     return v
 
 

@@ -4,15 +4,18 @@ per-step series and per-request table."""
 
 from __future__ import annotations
 
+import re
 import sys
 
-from bfio.cli.arguments import policy_name, positive_float, positive_int, request_count, seed_int
+from bfio.cli.arguments import (policy_name, positive_float, positive_int, rank_tokens, request_count, seed_int,
+                                token_seconds)
 from bfio.traces.registry import KNOWN_TRACES
 from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
 from bfio.errors import ConfigError
 from bfio.policies.base import DISPATCH_MODES
 from bfio.prefill import DEFAULT_CHUNK_TOKENS, DEFAULT_TOKEN_S
+from bfio.traces.registry import ARRIVAL_UNITS
 from bfio.workload import ARRIVAL_MODES
 
 def add_parser(subparsers) -> None:
@@ -35,9 +38,20 @@ def add_parser(subparsers) -> None:
     s.add_argument("--policy", default="fcfs", type=policy_name,
                    help="routing policy: " + ", ".join(registered()))
     s.add_argument("--json", metavar="DEST", help="write the result as one JSON object to DEST ('-' for stdout)")
+    s.add_argument("--no-timings", action="store_true",
+                   help="leave the machine's timings (wall_s, route_s_*, solver_s_*) out of the outputs, so two runs "
+                        "of the same arguments write the same bytes")
     s.add_argument("--prefill-col", help="prefill-length column of a generic trace (default input_length)")
     s.add_argument("--decode-col", help="decode-length column of a generic trace (default output_length)")
     s.add_argument("--arrival-col", help="arrival-time column (seconds or timestamps), optional")
+    s.add_argument("--arrival-unit", choices=sorted(ARRIVAL_UNITS), default=None,
+                   help="unit of a numeric arrival column of a trace given by path (default s; a column named "
+                        "*_ms, or whose values span weeks as seconds, must say it); known traces carry their own")
+    s.add_argument("--hash-col", metavar="NAME",
+                   help="column of each prompt's KV-block hashes (a list) of a trace given by path, for "
+                        "--prefix-cache-blocks; needs --block-tokens (known traces carry their own)")
+    s.add_argument("--block-tokens", type=positive_int, metavar="N",
+                   help="with --hash-col: tokens per hashed block")
     s.add_argument("--data-dir", help="directory holding the known traces (default $BFIO_DATA_DIR or ../shared/data)")
     s.add_argument("--download", action="store_true",
                    help="a known trace missing from the data directory is fetched from its pinned public source "
@@ -64,13 +78,13 @@ def add_parser(subparsers) -> None:
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
     pf = s.add_argument_group("prefill and prefix caches (issue 32, docs/prefix_cache.md; off unless one is given)")
-    pf.add_argument("--prefill-chunk-tokens", type=positive_int, metavar="N",
+    pf.add_argument("--prefill-chunk-tokens", type=rank_tokens, metavar="N",
                     help=f"chunked prefill: prompt tokens a rank computes per step (default {DEFAULT_CHUNK_TOKENS})")
-    pf.add_argument("--prefill-token-s", type=positive_float, metavar="S",
+    pf.add_argument("--prefill-token-s", type=token_seconds, metavar="S",
                     help=f"seconds per computed prompt token on the slowest rank (default {DEFAULT_TOKEN_S:g})")
-    pf.add_argument("--prefix-cache-blocks", type=positive_int, metavar="N",
+    pf.add_argument("--prefix-cache-blocks", type=rank_tokens, metavar="N",
                     help="per-rank prefix cache of N blocks (needs a trace with block hashes, e.g. mooncake)")
-    pf.add_argument("--kv-tokens", type=positive_int, metavar="N",
+    pf.add_argument("--kv-tokens", type=rank_tokens, metavar="N",
                     help="per-rank KV memory of N tokens: a rank admits a prompt only while it fits (needs "
                          "--dispatch instant; default unbounded)")
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
@@ -175,8 +189,11 @@ def cmd_simulate(args) -> int:
     options = policy_options(args)
     mode = arrival_mode(args)
     check_simulate_outputs(args)
+    check_path_flags(args)
     trace = load_trace(args.trace, prefill_col=args.prefill_col, decode_col=args.decode_col,
-                       arrival_col=args.arrival_col, data_dir=known_trace_dir(args), verify=not args.no_verify)
+                       arrival_col=args.arrival_col, data_dir=known_trace_dir(args), verify=not args.no_verify,
+                       arrival_unit=args.arrival_unit, hash_col=args.hash_col, block_tokens=args.block_tokens)
+    check_arrival_unit(args, trace)
     if mode == "trace":
         if trace.arrival_s is None:
             raise ConfigError(f"--arrival-mode trace: trace {trace.path} has no arrival column; "
@@ -195,6 +212,7 @@ def cmd_simulate(args) -> int:
     spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
                    args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())))
     result = simulate_run(spec, trace.to_frame(), show_progress=None)
+    check_finite_clock(result)
     summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
                "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}
     from bfio.solvers import warn_fallbacks
@@ -203,11 +221,14 @@ def cmd_simulate(args) -> int:
                                options.get("solver", "fast"))
     if fell_back:
         summary.setdefault("warnings", []).append(fell_back)
-    outputs = [(dest, frame_output(frame, dest, option), option)
+    keep = (lambda v: v)
+    if args.no_timings:
+        from bfio.results_diff import without_timings as keep
+    outputs = [(dest, frame_output(keep(frame), dest, option), option)
                for dest, frame, option in ((args.series, result.series, "--series"),
                                            (args.per_request, result.requests, "--per-request")) if dest]
     if args.json:
-        outputs.append((args.json, json_output(summary), "--json"))
+        outputs.append((args.json, json_output(keep(summary)), "--json"))
     for w in result.warnings:
         print(f"bfio: warning: {w}", file=sys.stderr)
     write_outputs(outputs)  # all or nothing
@@ -217,7 +238,8 @@ def cmd_simulate(args) -> int:
               f"AvgImbalance={m['avg_imbalance']:.4g} (pre-step {m['avg_imbalance_pre']:.4g}) tokens, "
               f"throughput={m['throughput']:.4g} tok/s, TPOT={m['tpot']:.4g} s/tok, "
               f"energy={m['energy_j']:.4g} J (pre-step {m['energy_j_pre']:.4g} J), "
-              f"steps={result.steps} (window {result.window_steps}), wall={result.wall_s:.3f} s")
+              f"steps={result.steps} (window {result.window_steps})"
+              + ("" if args.no_timings else f", wall={result.wall_s:.3f} s"))
         print(f"  {mode} arrivals, {args.dispatch} dispatch: queue wait p50/p99={m['queue_wait_s_p50']:.4g}/"
               f"{m['queue_wait_s_p99']:.4g} s, TPOT p99={m['tpot_s_p99']:.4g} s/tok, e2e p99={m['e2e_s_p99']:.4g} s; "
               f"whole run: AvgImbalance={m['avg_imbalance_run']:.4g}, throughput={m['throughput_run']:.4g} tok/s, "
@@ -227,6 +249,63 @@ def cmd_simulate(args) -> int:
             print(f"  prefill: TTFT p50/p99={m['ttft_s_p50']:.4g}/{m['ttft_s_p99']:.4g} s, decode TPOT="
                   f"{m['tpot_decode_s_mean']:.4g} s/tok, prompt tokens computed={m['prefill_tokens_computed']:,}{hit}")
     return 0
+
+
+#: Arrival-column names that say milliseconds (``t_ms``, ``timestampMs``, ``millis``).
+_MS_NAME = re.compile(r"(^|[_\W])(ms|msec|millis|milliseconds?)$", re.IGNORECASE)
+_MS_CAMEL = re.compile(r"[a-z](Ms|Millis)$")
+#: Arrivals read as seconds that span more than this look like milliseconds (a day
+#: of a trace in ms spans 2.7 years as seconds): a loud warning.
+MS_SPAN_WARN_S = 14 * 86400
+
+
+def check_finite_clock(result) -> None:
+    """A run whose clock, energy or throughput overflowed writes nothing: the
+    step-time parameters were beyond anything meaningful."""
+    import math
+
+    bad = [k for k in ("energy_j_run", "throughput_run", "e2e_s_p99") if isinstance(result.metrics.get(k), float)
+           and math.isinf(result.metrics[k])]
+    if bad:
+        raise ConfigError(f"the simulated clock overflowed ({bad[0]} = {result.metrics[bad[0]]}); "
+                          "check --prefill-token-s and the step-time profile (nothing was written)")
+
+
+def check_path_flags(args) -> None:
+    """``--arrival-unit``, ``--hash-col`` and ``--block-tokens`` describe a trace
+    given by path; a known trace's unit and hash column are pinned."""
+    from bfio.traces.registry import resolve_trace
+
+    _, spec = resolve_trace(args.trace, args.data_dir)
+    given = [f for f, v in (("--arrival-unit", args.arrival_unit), ("--hash-col", args.hash_col),
+                            ("--block-tokens", args.block_tokens)) if v is not None]
+    if spec is not None and given:
+        raise ConfigError(f"{given[0]}: only for a trace given by path; known trace '{spec.name}' has its own "
+                          f"(arrival unit {spec.arrival_unit}, hash column {spec.hash_col or 'none'})")
+    if args.block_tokens is not None and args.hash_col is None:
+        raise ConfigError("--block-tokens: only valid with --hash-col (the tokens per block of its hashes)")
+    if args.hash_col is not None and args.block_tokens is None:
+        raise ConfigError(f"--hash-col {args.hash_col}: needs --block-tokens N, the tokens per hashed block")
+
+
+def check_arrival_unit(args, trace) -> None:
+    """A trace given by path whose arrival column reads as milliseconds while
+    seconds are assumed (no ``--arrival-unit``): refused when its name says so
+    (``t_ms``), a loud warning when its span as seconds exceeds two weeks."""
+    if args.arrival_unit is not None or trace.arrival_s is None or args.arrival_col is None:
+        return
+    from bfio.traces.registry import resolve_trace
+
+    if resolve_trace(args.trace, args.data_dir)[1] is not None:
+        return
+    if _MS_NAME.search(args.arrival_col) or _MS_CAMEL.search(args.arrival_col):
+        raise ConfigError(f"--arrival-col {args.arrival_col}: the name says milliseconds but seconds are assumed; "
+                          f"give --arrival-unit ms (or --arrival-unit s if the values are seconds)")
+    span = float(trace.arrival_s.max() - trace.arrival_s.min()) if len(trace) else 0.0
+    if span > MS_SPAN_WARN_S:
+        print(f"bfio: warning: --arrival-col {args.arrival_col}: read as seconds, the arrivals span "
+              f"{span / 86400:,.0f} days; if the values are milliseconds give --arrival-unit ms "
+              f"(--arrival-unit s silences this)", file=sys.stderr)
 
 
 def check_simulate_outputs(args) -> None:

@@ -42,7 +42,7 @@ def known_trace_dir(args):
     data directory if the file is there, else the download directory if the
     file is there (fetched into it with ``--download``); a missing trace is a
     one-line error saying how to get it. ``--data-dir`` as given otherwise."""
-    from bfio.traces.registry import default_data_dir, locate_known_trace, resolve_trace, sha256_of
+    from bfio.traces.registry import default_data_dir, locate_known_trace, pinned_status, resolve_trace, sha256_of
 
     path, spec = resolve_trace(args.trace, args.data_dir)
     if spec is None or path.exists():
@@ -50,7 +50,8 @@ def known_trace_dir(args):
     ddir = download_dir(args)
     found = locate_known_trace(spec, args.data_dir or default_data_dir(), ddir, download_mode(args))
     if found is not None:
-        if not found.exists() or (args.download and sha256_of(found) != spec.sha256):  # missing or corrupted
+        if not found.exists() or (args.download and (pinned_status(found, spec) is not None
+                                                     or sha256_of(found) != spec.sha256)):  # missing or corrupted
             from bfio.download import fetch_trace
 
             print(f"bfio: downloading trace '{spec.name}' into {found}", file=sys.stderr)
@@ -67,7 +68,7 @@ def known_trace_dir(args):
 
 def cmd_traces(args) -> int:
     from bfio.download import fetch_trace
-    from bfio.traces.registry import KNOWN_TRACES, default_data_dir, locate_known_trace, sha256_of
+    from bfio.traces.registry import KNOWN_TRACES, default_data_dir, locate_known_trace, pinned_status, sha256_of
 
     ddir = download_dir(args)
     data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
@@ -79,8 +80,12 @@ def cmd_traces(args) -> int:
             fetch_trace(spec, ddir)
         status = "missing" if found is None else "present" if found == path else "downloaded"
         path = found or path
-        if status != "missing" and sha256_of(path) != spec.sha256:
-            status = "CHECKSUM-MISMATCH"
+        if status != "missing":  # neither a pipe nor a device is read; a wrong size is not hashed
+            problem = pinned_status(path, spec)
+            if problem is not None and "regular file" in problem:
+                status = "NOT-A-FILE"
+            elif problem is not None or sha256_of(path) != spec.sha256:
+                status = "CHECKSUM-MISMATCH"
         rows.append((name, status, "downloadable" if spec.url else "local-only", path))
     print(f"{'trace':18s} {'status':18s} {'source':13s} path")
     for name, status, source, path in rows:

@@ -37,9 +37,28 @@ KEYED_ROWS = {"bfio": BFIO_ROW_PATTERN}
 def register(cls: type[Policy]) -> type[Policy]:
     """Class decorator: make ``cls`` available under ``cls.name`` (to
     :func:`make_policy`, the CLI, the config schema, the experiments and the
-    tables, which all read this registry)."""
+    tables, which all read this registry).
+
+    A name is registered once: a class of another module or name under a taken
+    name (a plugin calling its policy ``fcfs``) is refused with an error naming
+    both classes, so a plugin can never run in a built-in's place. The same
+    class again, or the class of a re-imported module, is accepted. A policy
+    registered outside this package first loads the built-ins, so it meets them
+    whichever module is imported first."""
+    if not cls.__module__.startswith(f"{__name__}."):
+        _load_builtin()
+    old = _REGISTRY.get(cls.name)
+    if old is not None and old is not cls and _where(old) != _where(cls):
+        raise ConfigError(f"policy '{cls.name}' is already registered by {_where(old)}; {_where(cls)} cannot "
+                          f"register it again (a plugin's policy needs a name of its own; "
+                          f"$BFIO_PLUGINS or entry points 'bfio.plugins' name the plugins)")
     _REGISTRY[cls.name] = cls
     return cls
+
+
+def _where(cls: type) -> str:
+    """``module.Class`` of a registered policy class, as errors name it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def available() -> list[str]:

@@ -153,6 +153,18 @@ def run_prefix_study(name: str, setting: dict, section: dict, seeds, slots: int,
 
 #: keys a setting of each workload needs
 WORKLOAD_KEYS = {"trace": (), "grpo": ("groups", "group_size", "turns"), "sessions": ("sessions", "turns")}
+#: keys a setting of each workload reads beyond the common ones (name, description,
+#: workload, trace, workers, slots); any other is refused, not ignored
+WORKLOAD_READS = {
+    "trace": ("requests", "time_scale"),
+    "grpo": ("groups", "group_size", "turns", "think_time_s", "closed_loop", "stream_gap_s", "session_rate_per_s"),
+    "sessions": ("sessions", "turns", "think_time_s", "closed_loop", "session_rate_per_s"),
+}
+#: the schema's defaults of a setting's keys (filled into every setting when the
+#: config loads, so a default value of a key the workload does not read is no mistake)
+SETTING_DEFAULTS = {"time_scale": 1.0, "think_time_s": 30.0, "closed_loop": False, "stream_gap_s": 0.0,
+                    "session_rate_per_s": None}
+_COMMON_KEYS = ("name", "description", "workload", "trace", "workers", "slots")
 
 
 def validate_section(section: dict, config: dict) -> None:
@@ -170,17 +182,109 @@ def validate_section(section: dict, config: dict) -> None:
         if "instant" not in policy_class(policy).dispatch_modes:
             raise ConfigError(f"config key 'prefix_study.routers.{i}': '{row}' has no instant dispatch "
                               "(the study binds requests on arrival)")
+    _check_prefill(section["prefill"])
     specs = KNOWN_TRACES  # extra traces (config 'extra_traces') carry no block hashes
     for i, st in enumerate(section["settings"]):
         for key in WORKLOAD_KEYS[st["workload"]]:
             if key not in st:
                 raise ConfigError(f"config key 'prefix_study.settings.{i}.{key}': workload '{st['workload']}' "
                                   "needs it")
+        _check_setting_keys(i, st, config)
+        if st["workload"] != "trace":
+            _check_generated_size(i, st)
+        _check_kv_budget(i, st, section["prefill"])
         spec = specs.get(st["trace"])
         if st["workload"] == "trace" and not (spec is not None and spec.hash_col and spec.arrival_col):
             raise ConfigError(f"config key 'prefix_study.settings.{i}.trace': trace '{st['trace']}' has no block "
                               "hashes and arrival times to replay (known traces with both: "
                               f"{', '.join(n for n, sp in specs.items() if sp.hash_col and sp.arrival_col)})")
+
+
+def _check_prefill(prefill: dict) -> None:
+    """The prefill model's numbers finite (YAML's ``.nan`` and ``.inf`` pass the
+    schema's ``minimum``)."""
+    import math
+
+    from bfio.errors import ConfigError
+
+    for key, value in prefill.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"config key 'prefix_study.prefill.{key}': expected a finite number, got {value}")
+
+
+def _check_setting_keys(i: int, setting: dict, config: dict) -> None:
+    """A setting's numbers finite, its cluster within :data:`bfio.limits.MAX_SLOTS`,
+    and no key its workload does not read (:data:`WORKLOAD_READS`; a schema default
+    left in place is no mistake)."""
+    import math
+
+    from bfio.errors import ConfigError
+    from bfio.limits import MAX_SLOTS
+
+    where = f"prefix_study.settings.{i}"
+    kind = setting["workload"]
+    for key, value in setting.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"config key '{where}.{key}': expected a finite number, got {value}")
+        if key in _COMMON_KEYS or key in WORKLOAD_READS[kind]:
+            continue
+        if key in SETTING_DEFAULTS and value == SETTING_DEFAULTS[key]:
+            continue
+        readers = [w for w, keys in WORKLOAD_READS.items() if key in keys]
+        raise ConfigError(f"config key '{where}.{key}': workload '{kind}' does not read it (only workload "
+                          f"{' | '.join(readers)} does); remove it, it would be ignored")
+    slots = int(setting.get("slots", config.get("slots", 72)))
+    if int(setting["workers"]) * slots > MAX_SLOTS:
+        raise ConfigError(f"config key '{where}.workers': G * B = {setting['workers']} * {slots} = "
+                          f"{int(setting['workers']) * slots:,} exceeds the bound of {MAX_SLOTS:,} slots (bfio.limits)")
+
+
+def _check_kv_budget(i: int, setting: dict, prefill: dict) -> None:
+    """``kv_tokens_per_rank`` holds at least one cache block of the setting's
+    workload and, for a known trace, its longest prompt (``TraceSpec.longest``):
+    a run whose draw holds a prompt beyond the budget fails in its job."""
+    from bfio.errors import ConfigError
+    from bfio.traces.registry import KNOWN_TRACES
+
+    kv = int(prefill["kv_tokens_per_rank"])
+    spec = KNOWN_TRACES.get(setting["trace"])
+    bt = spec.block_tokens if setting["workload"] == "trace" and spec is not None else GENERATED_BLOCK_TOKENS
+    key = "config key 'prefix_study.prefill.kv_tokens_per_rank'"
+    if bt is not None and kv < bt:
+        raise ConfigError(f"{key}: {kv:,} tokens hold no block of {bt} tokens (setting "
+                          f"'{setting['name']}'): a rank's prefix cache would have no room")
+    if spec is not None and spec.longest is not None and kv < spec.longest[0]:
+        raise ConfigError(f"{key}: {kv:,} tokens are less than trace '{spec.name}''s longest prompt "
+                          f"({spec.longest[0]:,} tokens, setting '{setting['name']}'); a rank could never admit it")
+
+
+def _check_generated_size(i: int, setting: dict) -> None:
+    """A generated setting's requests within :data:`bfio.limits.MAX_REQUESTS` and
+    its block hashes within the memory budget (:func:`bfio.sessions.check_block_hashes`),
+    the hashes bounded from the longest prompt and output of its known trace
+    (``TraceSpec.longest``; an extra trace's are checked by the generator in the job)."""
+    from bfio.errors import ConfigError
+    from bfio.limits import MAX_REQUESTS
+    from bfio.sessions import check_block_hashes, session_hash_bound
+    from bfio.traces.registry import KNOWN_TRACES
+
+    grpo = setting["workload"] == "grpo"
+    sessions = int(setting["groups"]) * int(setting["group_size"]) if grpo else int(setting["sessions"])
+    turns = int(setting["turns"])
+    requests = sessions * turns
+    where = f"prefix_study.settings.{i}"
+    if requests > MAX_REQUESTS:
+        what = "groups x group_size x turns" if grpo else "sessions x turns"
+        raise ConfigError(f"config key '{where}.{'group_size' if grpo else 'sessions'}': {what} = {requests:,} "
+                          f"requests exceed the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS)")
+    spec = KNOWN_TRACES.get(setting["trace"])
+    if spec is not None and spec.longest is not None:
+        hashes = session_hash_bound(sessions, turns, *spec.longest, GENERATED_BLOCK_TOKENS)
+        check_block_hashes(requests, hashes, f"config key '{where}.turns'",
+                           f"the bound takes trace '{spec.name}''s longest prompt and output "
+                           f"({spec.longest[0]:,} and {spec.longest[1]:,} tokens) in blocks of "
+                           f"{GENERATED_BLOCK_TOKENS} tokens; use fewer turns, "
+                           f"{'groups or a smaller group_size' if grpo else 'sessions'}", at_most=True)
 
 
 def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
@@ -208,5 +312,5 @@ over seeds {{ config["seeds"] }} with 95% intervals; chunked prefill of
 {{ config["prefix_study"]["prefill"]["chunk_tokens"] }} tokens per rank and step.""",
 ))
 
-__all__ = ["WORKLOADS", "WORKLOAD_KEYS", "validate_section", "prefill_params", "prefix_runs", "group_pinning", "kv_peak",
+__all__ = ["WORKLOADS", "WORKLOAD_KEYS", "WORKLOAD_READS", "SETTING_DEFAULTS", "validate_section", "prefill_params", "prefix_runs", "group_pinning", "kv_peak",
            "generated_requests", "run_prefix_study", "STUDY"]

@@ -58,6 +58,7 @@ class Trace:
             df["arrival_s"] = self.arrival_s
         if self.blocks is not None:
             df["block_hashes"] = [self.blocks.blocks_of(i).tolist() for i in range(len(self.blocks))]
+            df.attrs["block_tokens"] = self.blocks.block_tokens  # a trace given by path has no registry entry
         return df
 
 
@@ -88,7 +89,7 @@ def load_trace(name_or_path, prefill_col=None, decode_col=None, arrival_col=None
                     f"(set BFIO_DATA_DIR or --data-dir" + (f", or download it from {spec.url}" if spec.url else "") + ")")
         raise TraceError(path, problem + hint)
     if spec is not None and verify:
-        verify_sha256(path, spec.sha256)
+        verify_sha256(path, spec.sha256, size=spec.size)
     prefill_col = prefill_col or (spec.prefill_col if spec else "input_length")
     decode_col = decode_col or (spec.decode_col if spec else "output_length")
     if arrival_col is None and spec is not None:

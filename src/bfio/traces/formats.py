@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 
 import pandas as pd
 
 from bfio.errors import TraceError
+from bfio.traces.registry import special_kind
 
 
 #: :func:`unreadable`'s answer for a path with nothing behind it.
@@ -27,12 +29,14 @@ def unreadable(path: Path) -> str | None:
     (:data:`MISSING`), a symlink loop or another error of the operating system,
     said as such."""
     try:
-        os.stat(path)
+        st = os.stat(path)
     except FileNotFoundError:
         return MISSING
     except OSError as e:  # e.g. ELOOP: a symlink loop is not a missing file
         return f"cannot be opened: {e.strerror or e}"
-    return None
+    if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+        return None  # a directory: the readers say so in their own words
+    return f"is not a regular file ({special_kind(st)}); a trace must be a regular file"
 
 
 def read_table(path: Path, columns=None) -> pd.DataFrame:

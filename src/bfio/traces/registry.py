@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from bfio.errors import ChecksumError
+from bfio.errors import ChecksumError, TraceError
 
 PAPER_TRACE_SOURCE = (
     "https://raw.githubusercontent.com/Echoscd/Load-Balancing-Release/"
@@ -62,6 +63,9 @@ class TraceSpec:
     rows: int | None = None
     #: bytes of the pinned file (what a download costs; README "Data")
     size: int | None = None
+    #: the longest prompt and output (tokens) of the pinned file: upper bounds of
+    #: workloads drawn from it, checked when a config loads (generated prefix workloads)
+    longest: tuple[int, int] | None = None
     #: unit of a numeric arrival column (:data:`ARRIVAL_UNITS`); timestamps carry their own
     arrival_unit: str = "s"
     #: column holding each prompt's KV-block hashes (prefix caching, :mod:`bfio.prefix`)
@@ -80,51 +84,51 @@ KNOWN_TRACES: dict[str, TraceSpec] = {
                   "03677fdcc5d46eb6fe47fffb7de07b43f95ab2395db48430d8dc4071dde1d8c7",
                   "input_length", "output_length",
                   url=PAPER_TRACE_SOURCE.format(file="longbench_data_8000.json"),
-                  rows=8000, size=546843, description="LongBench-v2 (paper Table 1)"),
+                  rows=8000, size=546843, longest=(4045928, 346), description="LongBench-v2 (paper Table 1)"),
         TraceSpec("burstgpt", "paper-traces/burst_data_8000.json",
                   "f030a60ce35565661e0669484037f823af68a48fcf51e9ef043c9223e4580361",
                   "input_length", "output_length",
                   url=PAPER_TRACE_SOURCE.format(file="burst_data_8000.json"),
-                  rows=8000, size=525317, description="BurstGPT (paper Table 2)"),
+                  rows=8000, size=525317, longest=(14117, 3206), description="BurstGPT (paper Table 2)"),
         TraceSpec("arxiv", "paper-traces/arxiv_data_8000.json",
                   "6c45abface3b26619953fd91c981ec93d861ac9910fccf3816103df3901f285f",
                   "input_length", "output_length",
                   url=PAPER_TRACE_SOURCE.format(file="arxiv_data_8000.json"),
-                  rows=8000, size=1281545, description="arXiv summarization (paper repository)"),
+                  rows=8000, size=1281545, longest=(8190, 10944), description="arXiv summarization (paper repository)"),
         TraceSpec("azure_code", "azure-llm-2023/AzureLLMInferenceTrace_code.csv",
                   "54e9a6d2a4bd06ba1e060304b900abbc74cbea53de96506e60fe5bb4f2277fb6",
                   "ContextTokens", "GeneratedTokens", "TIMESTAMP",
                   url=AZURE_TRACE_SOURCE.format(file="AzureLLMInferenceTrace_code.csv"),
-                  rows=8819, size=320117, description="Azure LLM inference 2023, code (CC-BY-4.0)"),
+                  rows=8819, size=320117, longest=(7437, 1899), description="Azure LLM inference 2023, code (CC-BY-4.0)"),
         TraceSpec("azure_conv", "azure-llm-2023/AzureLLMInferenceTrace_conv.csv",
                   "2f1e5b666d4e3055fdbba98598ce2ec307767b9064e03e2fa46676dbcc7d0bf8",
                   "ContextTokens", "GeneratedTokens", "TIMESTAMP",
                   url=AZURE_TRACE_SOURCE.format(file="AzureLLMInferenceTrace_conv.csv"),
-                  rows=19366, size=719188, description="Azure LLM inference 2023, conversation (CC-BY-4.0)"),
+                  rows=19366, size=719188, longest=(14050, 1000), description="Azure LLM inference 2023, conversation (CC-BY-4.0)"),
         TraceSpec("vidur_arxiv", "vidur/arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv",
                   "9d3580538d915ca75e4aaaa54590b42dbb17abc6d74c8913310cf07c232adcdc",
                   "num_prefill_tokens", "num_decode_tokens",
                   url=VIDUR_ARXIV_SOURCE,
-                  rows=28257, size=884932, description="vidur arXiv summarization, Llama-2 tokenizer (MIT)"),
+                  rows=28257, size=884932, longest=(4054, 4056), description="vidur arXiv summarization, Llama-2 tokenizer (MIT)"),
         TraceSpec("sarathi_sharegpt", "sarathi_serve/sharegpt_8k_filtered_stats_llama2_tokenizer.csv",
                   "6d6c296302a853e2669a674a96f269283e60c57e60363bd450588a1066919f9f",
                   "num_prefill_tokens", "num_decode_tokens",
                   url=SARATHI_SHAREGPT_SOURCE,
-                  rows=30731, size=949600, description="sarathi-serve ShareGPT 8k filtered (Apache-2.0)"),
+                  rows=30731, size=949600, longest=(8141, 1024), description="sarathi-serve ShareGPT 8k filtered (Apache-2.0)"),
         TraceSpec("sharegpt_10k", "vidur_opt_scheduler/sharegpt_val_10k_llama2.csv",
                   "e8eb6769b07f47a44fcb8caecf78dfc247103d65f84c4053bd9ae593caa01c63",
                   "num_prefill_tokens", "num_decode_tokens",
                   url=SHAREGPT_10K_SOURCE,
-                  rows=10000, size=278423, description="ShareGPT validation 10k, Llama-2 tokenizer (MIT)"),
+                  rows=10000, size=278423, longest=(3973, 1734), description="ShareGPT validation 10k, Llama-2 tokenizer (MIT)"),
         TraceSpec("longbench_v1", "longbench/longbench_v1_llama2-7b-chat-4k_lengths.csv",
                   "d69d97d67302d9e0c7a18096005eeb7e317cfa194cbc7ded4b3830c1d607b58f",
                   "est_prompt_tokens", "pred_tokens",
-                  rows=4750, size=220223, description="LongBench v1 with llama2-7b-chat-4k outputs (MIT, derived)"),
+                  rows=4750, size=220223, longest=(72970, 502), description="LongBench v1 with llama2-7b-chat-4k outputs (MIT, derived)"),
         TraceSpec("mooncake", "mooncake/synthetic_trace.jsonl",
                   "bd070915a98fc0ed264d7cfef2ce746002eb3076a695ec31ba2674c0111ec131",
                   "input_length", "output_length", "timestamp",
                   url=MOONCAKE_TRACE_SOURCE.format(file="synthetic_trace.jsonl"),
-                  rows=3993, size=1136313, arrival_unit="ms", hash_col="hash_ids", block_tokens=512,
+                  rows=3993, size=1136313, longest=(191378, 893), arrival_unit="ms", hash_col="hash_ids", block_tokens=512,
                   description="Mooncake FAST'25 synthetic trace with prefix-block hashes (Apache-2.0)"),
     ]
 }
@@ -132,6 +136,9 @@ TRACE_ALIASES = {"burst": "burstgpt", "longbench_v2": "longbench"}
 
 
 def sha256_of(path) -> str:
+    """The sha256 of the regular file ``path``; a named pipe or a device (which
+    would block or never end) is a :class:`~bfio.errors.TraceError` naming it."""
+    check_regular(path)
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -175,9 +182,44 @@ CHECKSUM_RECOVERY = {
 }
 
 
-def verify_sha256(path, expected: str, recovery: str = "cli") -> str:
+def special_kind(st: os.stat_result) -> str:
+    """What a file of status ``st`` that is not a regular file is, as errors say it."""
+    m = st.st_mode
+    return ("a named pipe, FIFO" if stat.S_ISFIFO(m) else "a device" if stat.S_ISCHR(m) or stat.S_ISBLK(m)
+            else "a directory" if stat.S_ISDIR(m) else "a socket" if stat.S_ISSOCK(m) else "a special file")
+
+
+def check_regular(path) -> os.stat_result:
+    """The status of ``path``, a :class:`~bfio.errors.TraceError` naming it unless
+    it is a regular file (checked before anything reads it: a named pipe blocks,
+    ``/dev/zero`` never ends)."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceError(path, f"is not a regular file ({special_kind(st)}); a trace must be a regular file")
+    return st
+
+
+def pinned_status(path, spec: TraceSpec) -> str | None:
+    """Why ``path`` cannot be known trace ``spec``'s pinned file without hashing it
+    (``None``: it may be): not a regular file, or not the pinned size."""
+    try:
+        st = check_regular(path)
+    except TraceError as e:
+        return str(e).split(": ", 1)[1]
+    if spec.size is not None and st.st_size != spec.size:
+        return f"size is {st.st_size:,} bytes, expected the pinned {spec.size:,}"
+    return None
+
+
+def verify_sha256(path, expected: str, recovery: str = "cli", size: int | None = None) -> str:
     """The sha256 of ``path``, refused unless it is ``expected``; the error says
-    how to recover (:data:`CHECKSUM_RECOVERY`, by who reads the file)."""
+    how to recover (:data:`CHECKSUM_RECOVERY`, by who reads the file). Before
+    reading: ``path`` must be a regular file (a named pipe or ``/dev/zero`` would
+    block or never end) of ``size`` bytes when the size is pinned."""
+    st = check_regular(path)
+    if size is not None and st.st_size != size:
+        raise ChecksumError(path, f"size is {st.st_size:,} bytes, expected the pinned {size:,} (of sha256 {expected}); "
+                                  f"the file is not the pinned trace (if it is {CHECKSUM_RECOVERY[recovery]})")
     actual = sha256_of(path)
     if actual != expected:
         raise ChecksumError(path, f"sha256 is {actual}, expected {expected}; the file is not the pinned trace "

@@ -60,12 +60,19 @@ TRACE_LIST_KEYS = ("traces", "distributions")
 NOT_REFERENCES = ("extra_traces", "theory")
 
 
-def trace_references(config: dict, node=..., prefix: str = ""):
+def trace_references(config: dict, node=..., prefix: str = "", seen: set | None = None):
     """``(dotted config key, trace name)`` of every place the config names a
     trace: a key ``trace`` (an experiment, a study setting, in any section, a
     plugin study's included) and the items of a list under a key of
-    :data:`TRACE_LIST_KEYS`; in the config's order."""
+    :data:`TRACE_LIST_KEYS`; in the config's order. A dict or list shared by
+    several places (a YAML alias) is visited at its first place only, so nested
+    aliases cannot make the walk explode."""
     node = config if node is ... else node
+    seen = set() if seen is None else seen
+    if isinstance(node, (dict, list)):
+        if id(node) in seen:
+            return
+        seen.add(id(node))
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for key, value in items:
         where = f"{prefix}.{key}" if prefix else str(key)
@@ -78,7 +85,7 @@ def trace_references(config: dict, node=..., prefix: str = ""):
                 if isinstance(t, str):
                     yield f"{where}.{i}", t
         else:
-            yield from trace_references(config, value, where)
+            yield from trace_references(config, value, where, seen)
 
 
 def drop_traces(config: dict, names) -> list[str]:
