@@ -248,9 +248,12 @@ def starvation_markdown(summary: pd.DataFrame, settings: dict, recommendation: d
     lines += [f"Smallest worst-case {recommendation['by']} within the bounds: `admission: {pick}`." if pick else
               "**No admission meets the bounds** (docs/studies.md, section 3).", ""]
     if "proposed" in recommendation:
+        from bfio.policies.bfio import DEFAULT_ADMISSION
+
         prop = recommendation["proposed"]
-        lines += [f"**Proposed library default `{prop}`: "
-                  + ("meets the rule; it is the library's default admission (`bfio.policies.bfio.DEFAULT_ADMISSION`)."
-                     if recommendation["proposed_passes"] else
-                     "does not meet the rule; it cannot be the library's default admission.") + "**", ""]
+        ours = (f"it is the library's default admission (`bfio.policies.bfio.DEFAULT_ADMISSION`)"
+                if prop == DEFAULT_ADMISSION else f"the library's default admission is `{DEFAULT_ADMISSION}`")
+        lines += [f"**Proposed default `{prop}`: "
+                  + (f"meets the rule; {ours}." if recommendation["proposed_passes"] else
+                     f"does not meet the rule; {ours}.") + "**", ""]
     return "\n".join(lines)
