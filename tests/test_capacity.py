@@ -74,3 +74,21 @@ def test_a_balanced_run_loses_nothing_and_errors_name_the_argument():
         capacity([1, 2], [0, 3], 2, 4)
     with pytest.raises(ConfigError, match="one length"):
         capacity([1, 2], [3], 2, 4)
+
+
+def test_online_loads_can_be_fractions_of_the_capacity():
+    """``online.load_basis: capacity`` (issue 44): a load's Poisson rate is that share
+    of the model's capacity, and the runs say so; the default stays the saturation."""
+    from bfio.studies.online import online_runs
+
+    study = {"loads": [0.5, 1.05], "central": ["fcfs"], "instant": []}
+    setting = {"trace": "burstgpt", "requests": 10, "workers": 2}
+    runs, extra = online_runs(setting, "poisson", 200.0, {**study, "load_basis": "capacity"}, [0], 8,
+                              capacity_rps=150.0)
+    assert [r.arrival.rate for r in runs] == [75.0, 157.5]
+    assert all(e["load_basis"] == "capacity" and e["capacity_rps"] == 150.0 for e in extra)
+    assert [e["saturation_rps"] for e in extra] == [200.0, 200.0]
+    runs, extra = online_runs(setting, "poisson", 200.0, study, [0], 8)
+    assert [r.arrival.rate for r in runs] == [100.0, 210.0] and "load_basis" not in extra[0]
+    with pytest.raises(ConfigError, match="load_basis"):
+        online_runs(setting, "poisson", 200.0, {**study, "load_basis": "capacity"}, [0], 8)

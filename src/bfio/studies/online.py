@@ -24,9 +24,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bfio.capacity import capacity
 from bfio.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec, run_batch, simulate_run
 from bfio.studies.registry import Figure, Study, Table, register_study
+
+#: What an online load is a fraction of (``online.load_basis``): the saturation of
+#: backlog runs of ``online.saturation_row`` or the model's capacity (issue 44).
+LOAD_BASES = ("saturation", "capacity")
+
 
 def saturation_rate(result, requests: int) -> float:
     """Requests/s of a backlog run: requests finished within the metric window
@@ -80,26 +86,41 @@ def report_interval(options: dict) -> int:
 
 def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, seeds, slots: int,
                 bfio_defaults=None, native_rps: float | None = None,
-                defaults=None) -> tuple[list[RunSpec], list[dict]]:
+                defaults=None, capacity_rps: float | None = None) -> tuple[list[RunSpec], list[dict]]:
     """The runs of one setting and, per run, its extra columns (``load``,
     ``offered_rps``, ``saturation_rps``, ``report_interval``).
 
     ``kind`` is ``poisson`` (one arrival spec per ``study['loads']``) or
     ``replay`` (one per ``setting['time_scales']``; ``native_rps`` is the
     trace's own rate, so the offered load is ``native_rps / time_scale / saturation``).
+
+    ``study['load_basis']``: what a load is a fraction of, ``saturation`` (the
+    backlog runs' rate, the default) or ``capacity`` (``capacity_rps``, the
+    model's capacity for any router, :func:`bfio.capacity.capacity`; issue 44).
     """
+    basis = study.get("load_basis", "saturation")
+    if basis not in LOAD_BASES:
+        raise ConfigError(f"online.load_basis: expected one of {', '.join(LOAD_BASES)}, got {basis!r}")
+    if basis == "capacity":
+        if capacity_rps is None or not capacity_rps > 0:
+            raise ConfigError(f"online.load_basis: 'capacity' needs the setting's capacity > 0, got {capacity_rps!r}")
+        base_rps = float(capacity_rps)
+    else:
+        base_rps = saturation_rps
     if not saturation_rps > 0:
         raise ConfigError(f"online: saturation throughput must be > 0 requests/s, got {saturation_rps!r}")
     if kind == "poisson":
-        arrivals = [(ArrivalSpec("poisson", rate=float(load) * saturation_rps), float(load))
+        arrivals = [(ArrivalSpec("poisson", rate=float(load) * base_rps), float(load))
                     for load in study["loads"]]
     elif kind == "replay":
         if native_rps is None:
             raise ConfigError("online.replay: the trace's native arrival rate is needed")
-        arrivals = [(ArrivalSpec("trace", time_scale=float(ts)), native_rps / float(ts) / saturation_rps)
+        arrivals = [(ArrivalSpec("trace", time_scale=float(ts)), native_rps / float(ts) / base_rps)
                     for ts in setting["time_scales"]]
     else:
         raise ConfigError(f"online: setting kind must be poisson or replay, got {kind!r}")
+    # written only when the capacity is the basis, so a saturation-based run's columns stay as they were
+    basis_columns = {"load_basis": basis, "capacity_rps": base_rps} if basis == "capacity" else {}
     variants = study.get("variants") or {}
     runs, extra = [], []
     for arrival, load in arrivals:
@@ -109,8 +130,8 @@ def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, se
                     runs.append(RunSpec.make(setting["trace"], setting.get("requests"), setting["workers"], slots,
                                               row, seed, arrival=arrival, dispatch=dispatch, variants=variants,
                                               bfio_defaults=bfio_defaults, defaults=defaults))
-                    extra.append({"load": load, "offered_rps": load * saturation_rps,
-                                  "saturation_rps": saturation_rps,
+                    extra.append({"load": load, "offered_rps": load * base_rps,
+                                  "saturation_rps": saturation_rps, **basis_columns,
                                   "report_interval": report_interval(runs[-1].policy_options),
                                   # BF-IO's H (RunSpec.horizon), stored so tables and figures label
                                   # rows from it, not from the row's name; NaN for other policies
@@ -119,12 +140,13 @@ def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, se
 
 
 def run_online(name: str, setting: dict, kind: str, saturation_rps: float, study: dict, seeds, slots: int,
-               frame: pd.DataFrame, bfio_defaults=None, log=None, defaults=None) -> pd.DataFrame:
+               frame: pd.DataFrame, bfio_defaults=None, log=None, defaults=None,
+               capacity_rps: float | None = None) -> pd.DataFrame:
     """Simulate every run of setting ``name``; one row per run with ``setting``,
     ``kind``, ``load``, ``offered_rps``, ``saturation_rps`` and the metrics."""
     native = trace_rate(frame) if kind == "replay" else None
     runs, extra = online_runs(setting, kind, saturation_rps, study, seeds, slots, bfio_defaults, native_rps=native,
-                              defaults=defaults)
+                              defaults=defaults, capacity_rps=capacity_rps)
     out = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log)
     out = pd.concat([out, pd.DataFrame(extra)], axis=1)
     out.insert(0, "kind", kind)
@@ -163,10 +185,15 @@ def _prepare(name, setting, section, seeds, slots, frame, defaults, log):
 def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prepared):
     kind = setting["kind"]
     keys = ["central", "instant"] + (["loads"] if kind == "poisson" else [])
-    study = {**{k: section[k] for k in keys}, "variants": section.get("variants") or {}}
+    study = {**{k: section[k] for k in keys}, "variants": section.get("variants") or {},
+             "load_basis": section.get("load_basis", "saturation")}
     run_setting = {k: v for k, v in setting.items() if k != "kind"}
+    cap = None
+    if study["load_basis"] == "capacity":
+        cap = capacity(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), setting["workers"],
+                       slots).requests_per_s
     return run_online(name, run_setting, kind, prepared["saturation_rps"], study, seeds, slots, frame, log=log,
-                      defaults=defaults)
+                      defaults=defaults, capacity_rps=cap)
 
 
 def _online_table(runs, section, settings):
@@ -252,7 +279,7 @@ CI bars."""
 STUDY = register_study(Study(
     name="online", description="online arrivals, instant dispatch and production routers (docs/online.md)",
     settings_groups=KINDS, plan=plan, prepare=_prepare, prepare_file="saturation_{setting}", simulate=_simulate,
-    validate=_validate, sim_keys=("saturation_row", "central", "instant", "loads", "variants"),
+    validate=_validate, sim_keys=("saturation_row", "central", "instant", "loads", "variants", "load_basis"),
     tables=(Table("online", _online_table),
             # production routers (issue 18): instant rows, report intervals, vs online.reference
             Table("online_routers", _routers_table, when=lambda section: bool(section.get("instant")))),
