@@ -22,6 +22,7 @@ def test_goodput_study_runs_every_router_and_tabulates(tmp_path):
     assert list(runs["row"]) == ["fcfs", "sglang_total_tokens"]
     assert list(runs["dispatch"]) == ["central", "instant"]
     assert (runs["goodput_rps"] <= runs["capacity_rps"]).all() and (runs["goodput_rps"] >= 0).all()
+    assert (runs["sim_wall_s"] > 0).all()  # the pipeline's script sums it
     for _, r in runs.iterrows():
         probes = json.loads(r["probes"])
         met = [p[0] for p in probes if p[3]]

@@ -38,11 +38,15 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
     variants = section.get("variants") or {}
     out = []
     for dispatch, row in router_rows(section):
-        def run_at(rate, dispatch=dispatch, row=row):
+        wall = [0.0]  # simulation seconds of the router's probes
+
+        def run_at(rate, dispatch=dispatch, row=row, wall=wall):
             runs = [RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
                                  arrival=ArrivalSpec("poisson", rate=float(rate)), dispatch=dispatch,
                                  variants=variants, defaults=defaults) for seed in seeds]
-            return run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log).to_dict("records")
+            done = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log)
+            wall[0] += float(done["sim_wall_s"].sum())
+            return done.to_dict("records")
 
         res = goodput(run_at, cap.requests_per_s, slo, rel_tol=section.get("rel_tol", 0.02))
         spec = RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seeds[0],
@@ -53,7 +57,7 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
                     "goodput_rps": res.goodput_rps, "capacity_rps": res.capacity_rps,
                     "goodput_share": res.share_of_capacity, "at_capacity": res.at_capacity,
                     "ttft_metric": res.ttft_metric, "ttft_slo_s": slo.ttft_p99_s, "tpot_slo_s": slo.tpot_p99_s,
-                    "n_seeds": len(seeds),
+                    "n_seeds": len(seeds), "sim_wall_s": wall[0],
                     "probes": json.dumps([[p.rate, p.ttft_p99_s, p.tpot_p99_s, p.meets] for p in res.probes])})
         if log is not None:
             log.info("goodput %s %s %s: %.4g req/s (%.1f%% of capacity %.4g)", name, dispatch, row,
