@@ -225,7 +225,9 @@ class BFIO(Policy):
         self.time_limit_s = v["time_limit_s"]
         self.shard_workers = v["shard_workers"]
         self.placement = v["placement"]
-        if self.placement != DEFAULT_PLACEMENT and self.solver != "fast":
+        # an exact backend has no placement of its own: a placement given for it (but the greedy,
+        # the paper's, which a config may set for every BF-IO row) would be ignored
+        if self.solver != "fast" and options.get("placement", GREEDY_PLACEMENT) != GREEDY_PLACEMENT:
             raise ConfigError(f"placement: {self.placement!r} is a placement of solver='fast' "
                               f"(got solver={self.solver!r})")
         self.objective = v["objective"]
