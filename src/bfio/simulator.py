@@ -31,7 +31,7 @@ always exported.
 from __future__ import annotations
 
 from bfio.sim.loop import simulate
-from bfio.sim.setup import check_lengths as _check_lengths
+from bfio.sim.setup import check_lengths as _check_lengths  # noqa: F401  (its former name, still imported)
 from bfio.sim.setup import whole_number
 from bfio.simulation_result import SERIES_FIELDS, SimulationResult, StepSeries, window_warnings
 from bfio.workload import ENTRY_MODES

@@ -71,8 +71,9 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     engine = make_engine(chunked, c, G, B, record_loads)
     policy.reset(G, B)
     router.routing_call(arrivals)
-    bar = progress(total=state.requests, desc=f"simulate {policy.name}", enabled=show_progress, unit="req")
-    while state.finished < state.requests:
+    N = state.requests
+    bar = progress(total=N, desc=f"simulate {policy.name}", enabled=show_progress, unit="req")
+    while state.finished < N:
         if not state.active.any() and not _restart(state, arrivals, router, policy.name):
             break
         # while nothing waits, a routing call is a no-op until the entry's next arrival

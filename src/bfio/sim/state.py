@@ -23,16 +23,17 @@ from bfio.workload import Workload
 
 @dataclass(eq=False)
 class ClusterState:
-    """Slots, loads and per-request records of one run, the clock and the counts
-    of the step loop. ``completed[:finished]`` are the finished requests in
-    completion order; ``idle_s`` is the time with nothing active (online
-    arrivals); ``last_admission_step`` ends the paper's measurement window;
-    ``route_times`` are the seconds of each policy call (``route`` or
-    ``dispatch``)."""
+    """Slots, loads and per-request records of one run (``requests`` of them),
+    the clock and the counts of the step loop. ``completed[:finished]`` are the
+    finished requests in completion order; ``idle_s`` is the time with nothing
+    active (online arrivals); ``last_admission_step`` ends the paper's
+    measurement window; ``route_times`` are the seconds of each policy call
+    (``route`` or ``dispatch``)."""
 
     workload: Workload
     workers: int
     slots: int
+    requests: int
     slot_request: np.ndarray
     loads: np.ndarray
     active: np.ndarray
@@ -56,7 +57,7 @@ class ClusterState:
     def empty(cls, workload: Workload, workers: int, slots: int) -> ClusterState:
         """Every slot free, no request entered, the clock at 0."""
         n = len(workload)
-        return cls(workload=workload, workers=workers, slots=slots,
+        return cls(workload=workload, workers=workers, slots=slots, requests=n,
                    slot_request=np.full((workers, slots), -1, dtype=np.int64),
                    loads=np.zeros(workers, dtype=np.int64), active=np.zeros(workers, dtype=np.int64),
                    generated=np.zeros(n, dtype=np.int64), worker_of=np.full(n, -1, dtype=np.int64),
@@ -64,10 +65,6 @@ class ClusterState:
                    start_step=np.full(n, -1, dtype=np.int64), finish_step=np.full(n, -1, dtype=np.int64),
                    enter_step=np.full(n, -1, dtype=np.int64), enter_clock=np.full(n, np.nan),
                    completed=np.full(n, -1, dtype=np.int64))
-
-    @property
-    def requests(self) -> int:
-        return int(self.generated.shape[0])
 
     def wait_until(self, clock: float) -> None:
         """Nothing is active: the clock jumps to ``clock`` (if later) without a step,
