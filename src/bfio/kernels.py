@@ -24,23 +24,6 @@ def retire(slot_request, g, b, finish, finish_step, clock, step, completed, posi
 
 
 @njit(cache=True)
-def settle(slot_request, g, b, t, prefill, decode, finish, finish_step, clock, step, completed, position):
-    """The worker-advance bookkeeping of one slot at the end of a step, shared by
-    both step engines (:func:`advance_step`; :func:`bfio.prefill.prefill_step`):
-    the request ``i`` in slot ``b`` of worker ``g`` has generated ``t`` tokens.
-
-    Invariant: ``i`` finishes iff ``t >= o_i``; then it is retired (:func:`retire`,
-    at ``completed[position]``) and -1 is returned; else it stays and its KV load
-    ``s_i + t`` (Eq. (workload), >= 2) is returned, which the caller adds to
-    ``L_g`` and counts in ``|A_g|``."""
-    i = slot_request[g, b]
-    if t >= decode[i]:
-        retire(slot_request, g, b, finish, finish_step, clock, step, completed, position)
-        return -1
-    return prefill[i] + t
-
-
-@njit(cache=True)
 def advance_step(slot_request, prefill, decode, generated, finish, finish_step, clock, step,
                  loads, active, completed, n_completed):
     """One decode step: every active request generates a token (``tau_i += 1``),
@@ -64,12 +47,11 @@ def advance_step(slot_request, prefill, decode, generated, finish, finish_step, 
                 todo -= 1
                 t = generated[i] + 1
                 generated[i] = t
-                load = settle(slot_request, g, b, t, prefill, decode, finish, finish_step, clock, step, completed,
-                              n_completed + done)
-                if load < 0:
+                if t >= decode[i]:
+                    retire(slot_request, g, b, finish, finish_step, clock, step, completed, n_completed + done)
                     done += 1
                 else:
-                    total += load
+                    total += prefill[i] + t
                     n += 1
         loads[g] = total
         active[g] = n

@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from bfio.errors import ConfigError
-from bfio.kernels import load_stats, settle, write_row
+from bfio.kernels import load_stats, retire, write_row
 from bfio.prefix import PrefixCache
 
 #: prefill tokens a rank computes per step at most: vLLM's API-server default
@@ -170,12 +170,12 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
             else:
                 tokens += 1
                 generated[i] += 1
-            load = settle(slot_request, g, b, generated[i], prefill, decode, finish, finish_step, clock, step,
-                          completed, n_completed + done)
-            if load < 0:
+            t = generated[i]
+            if t >= decode[i]:
+                retire(slot_request, g, b, finish, finish_step, clock, step, completed, n_completed + done)
                 done += 1
             else:
-                total += load
+                total += prefill[i] + t
                 n += 1
         loads[g] = total
         active[g] = n

@@ -10,8 +10,7 @@ the time and power model of Section 6.2).
   step and per-rank prefix caches; one step per call (a prefill's end feeds the
   caches).
 
-Both write one row per step into their :class:`~bfio.simulation_result.StepSeries`
-and retire finished requests through the same kernel (:func:`bfio.kernels.settle`).
+Both write one row per step into their :class:`~bfio.simulation_result.StepSeries`.
 """
 
 from __future__ import annotations
