@@ -11,6 +11,10 @@ the time and power model of Section 6.2).
   caches).
 
 Both write one row per step into their :class:`~bfio.simulation_result.StepSeries`.
+Their kernels retire finished requests and sum the loads in two scans written
+alike (:func:`bfio.kernels.advance_step`, :func:`bfio.prefill.prefill_step`): a
+shared per-slot kernel gave the same numbers but cost 2-10% of the decode
+scan, the simulator's hottest loop, so each keeps its own.
 """
 
 from __future__ import annotations
