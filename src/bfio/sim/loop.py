@@ -64,7 +64,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     run = setup(workload, workers, slots, policy, seed=seed, constants=constants, entry=entry,
                 policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode, prefill=prefill)
     G, B, policy, c = run.workers, run.slots, run.policy, run.constants
-    chunked = Prefill(prefill, workload, G, B) if prefill is not None else None
+    chunked = Prefill(run.prefill, workload, G, B) if run.prefill is not None else None
     state = ClusterState.empty(workload, G, B)
     router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s)
     arrivals = make_entry(run.entry, workload, c.pool_factor * G)
