@@ -1,0 +1,83 @@
+"""Step engines: what one step of the step loop does to the cluster (Section 3;
+the time and power model of Section 6.2).
+
+- :class:`DecodeEngine`, the paper's: every active request generates a token and
+  the step lasts ``dt = C + t_l max_g L_g``; while no routing call can change
+  anything (up to the entry's ``quiet_until``) the steps run in one kernel call
+  (:func:`bfio.kernels.run_steps`, "fast forward"), with the same records as one
+  step at a time;
+- :class:`PrefillEngine` (issue 32, :mod:`bfio.prefill`): chunked prefill in the
+  step and per-rank prefix caches; one step per call (a prefill's end feeds the
+  caches).
+
+Both write one row per step into their :class:`~bfio.simulation_result.StepSeries`.
+Their kernels retire finished requests and sum the loads in two scans written
+alike (:func:`bfio.kernels.advance_step`, :func:`bfio.prefill.prefill_step`): a
+shared per-slot kernel gave the same numbers but cost 2-10% of the decode
+scan, the simulator's hottest loop, so each keeps its own.
+"""
+
+from __future__ import annotations
+
+from bfio.constants import PaperConstants
+from bfio.kernels import run_steps
+from bfio.prefill import Prefill
+from bfio.simulation_result import StepSeries
+from bfio.sim.state import ClusterState
+
+
+class DecodeEngine:
+    """The paper's decode-only step (:func:`bfio.kernels.run_steps`)."""
+
+    def __init__(self, constants: PaperConstants, workers: int, slots: int, record_loads: bool):
+        c = constants
+        self.overhead = c.overhead(slots)
+        self.t_l, self.p_idle, self.p_max, self.gamma = c.token_latency_s, c.p_idle_w, c.p_max_w, c.gamma
+        self.record_loads = record_loads
+        self.series = StepSeries(workers, record_loads)
+
+    def run(self, state: ClusterState, until: float) -> int:
+        """At least one step, more while the clock is below ``until`` and some
+        request is active; advances ``state`` and returns the completions."""
+        series = self.series
+        series.reserve()
+        s, o = state.workload.prefill, state.workload.decode
+        clock, step, n_done, series.n = run_steps(
+            state.slot_request, s, o, state.generated, state.finish, state.finish_step, state.loads, state.active,
+            state.completed, state.finished, state.clock, state.step, self.overhead, self.t_l, self.p_idle,
+            self.p_max, self.gamma, series.buf, series.n, self.record_loads, series.load_rows, until)
+        return _advance(state, clock, step, n_done)
+
+
+class PrefillEngine(DecodeEngine):
+    """The step with chunked prefill (:meth:`bfio.prefill.Prefill.step`), one step a call."""
+
+    def __init__(self, prefill: Prefill, constants: PaperConstants, workers: int, slots: int, record_loads: bool):
+        super().__init__(constants, workers, slots, record_loads)
+        self.prefill = prefill
+
+    def run(self, state: ClusterState, until: float) -> int:
+        series = self.series
+        series.reserve()
+        s, o = state.workload.prefill, state.workload.decode
+        clock, step, n_done, series.n = self.prefill.step(
+            state.slot_request, s, o, state.generated, state.finish, state.finish_step, state.loads, state.active,
+            state.completed, state.finished, state.clock, state.step, self.overhead, self.t_l, self.p_idle,
+            self.p_max, self.gamma, series, self.record_loads, state.worker_of)
+        return _advance(state, clock, step, n_done)
+
+
+def _advance(state: ClusterState, clock, step, n_done) -> int:
+    """The clock, step and completion count after an engine call; returns the new completions."""
+    state.clock, state.step = float(clock), int(step)
+    done = int(n_done) - state.finished
+    state.finished = int(n_done)
+    return done
+
+
+def make_engine(prefill: Prefill | None, constants: PaperConstants, workers: int, slots: int,
+                record_loads: bool) -> DecodeEngine:
+    """The step engine of a run: decode only, or with the prefill step model."""
+    if prefill is None:
+        return DecodeEngine(constants, workers, slots, record_loads)
+    return PrefillEngine(prefill, constants, workers, slots, record_loads)

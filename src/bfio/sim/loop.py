@@ -1,0 +1,108 @@
+"""The step loop of barrier-synchronized data-parallel decode (Section 3; the
+simulator of Section 6.2), written over its parts: the checked arguments
+(:mod:`bfio.sim.setup`), the cluster state (:mod:`bfio.sim.state`), an entry
+strategy (:mod:`bfio.sim.entry`), a dispatch part (:mod:`bfio.sim.dispatch`), a
+step engine (:mod:`bfio.sim.engine`) and the result (:mod:`bfio.sim.result`).
+``docs/architecture.md`` draws how they fit.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from bfio.constants import PaperConstants
+from bfio.errors import PolicyError
+from bfio.prefill import Prefill, PrefillModel
+from bfio.progress import progress
+from bfio.sim.dispatch import Dispatch, make_dispatch
+from bfio.sim.entry import Entry, make_entry
+from bfio.sim.engine import make_engine
+from bfio.sim.result import assemble
+from bfio.sim.setup import setup
+from bfio.sim.state import ClusterState
+from bfio.simulation_result import SimulationResult
+from bfio.workload import Workload
+
+
+def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, seed: int = 0,
+             constants: PaperConstants | None = None, entry: str = "backlog",
+             record_loads: bool = False, show_progress: bool | None = None,
+             policy_options: dict | None = None, dispatch: str = "central",
+             fast_forward: bool = True, admission_mode: str | None = None,
+             prefill: PrefillModel | None = None) -> SimulationResult:
+    """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
+    :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
+
+    ``seed`` seeds randomized policies (the workload is drawn separately, see
+    :func:`bfio.workload.draw_workload`). ``entry``: ``backlog`` (the
+    paper's pool of ``pool_factor * G``) or ``arrivals`` (requests enter at
+    ``workload.arrival_s``); ``admission_mode`` is its former name, accepted with
+    a ``DeprecationWarning`` for one release. ``dispatch``: ``central`` (the paper's shared pool)
+    or ``instant`` (per-worker FIFO queues bound at arrival; the policy must list
+    ``"instant"`` in its ``dispatch_modes``). With ``backlog`` and ``instant``,
+    topped-up requests are dispatched when they enter the pool.
+
+    ``fast_forward`` (default on) runs the steps between two routing calls that
+    can change anything (nothing waits: until the next arrival, or to the end
+    once every request has entered) in one kernel call instead of one step at a
+    time; the results are identical, bit for bit (``False`` is the plain step
+    loop, kept for checking that).
+
+    ``prefill`` (:class:`bfio.prefill.PrefillModel`, issue 32): chunked prefill
+    in the step and, with ``cache_blocks`` and a workload with ``blocks``,
+    per-rank prefix caches; adds TTFT and cache metrics. ``None`` (the default)
+    is the paper's step loop, unchanged.
+
+    A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
+    is a closed loop: a request that follows another arrives ``think_s`` after that
+    one completes (the steps then run one at a time while such a release is
+    pending). With ``entry="backlog"`` arrival times, and so follow-ups, are not read.
+    """
+    t_wall = time.perf_counter()
+    run = setup(workload, workers, slots, policy, seed=seed, constants=constants, entry=entry,
+                policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode, prefill=prefill)
+    G, B, policy, c = run.workers, run.slots, run.policy, run.constants
+    chunked = Prefill(run.prefill, workload, G, B) if run.prefill is not None else None
+    state = ClusterState.empty(workload, G, B)
+    router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s)
+    arrivals = make_entry(run.entry, workload, c.pool_factor * G)
+    engine = make_engine(chunked, c, G, B, record_loads)
+    policy.reset(G, B)
+    router.routing_call(arrivals)
+    N = state.requests
+    bar = progress(total=N, desc=f"simulate {policy.name}", enabled=show_progress, unit="req")
+    while state.finished < N:
+        if not state.active.any() and not _restart(state, arrivals, router, policy.name):
+            break
+        # while nothing waits, a routing call is a no-op until the entry's next arrival
+        until = arrivals.quiet_until(state.step) if fast_forward and router.waiting() == 0 else -np.inf
+        done = engine.run(state, until)
+        if done:
+            bar.update(done)
+            arrivals.completed(state.completed[state.finished - done:state.finished], state.finish)
+        if router.routing_call(arrivals) > 0:
+            state.last_admission_step = state.step
+    bar.close()
+    return assemble(run, state, engine, router, chunked, t_wall)
+
+
+def _restart(state: ClusterState, arrivals: Entry, router: Dispatch, policy: str) -> bool:
+    """Nothing is active: the clock jumps to the next arrival if nothing waits, then
+    a routing call. Returns whether some request is active again (``False``:
+    the loop ends); a policy that admits nothing to an idle cluster while
+    requests wait is a :class:`PolicyError`."""
+    if router.waiting() == 0 and not arrivals.all_entered:
+        nxt = arrivals.next_arrival(state.step)
+        if nxt is not None:
+            state.wait_until(nxt)
+    if router.routing_call(arrivals) > 0:
+        state.last_admission_step = state.step
+    if state.active.any():
+        return True
+    waiting = router.waiting()
+    if waiting and (state.slots - state.active).any():
+        raise PolicyError(f"policy '{policy}' admitted nothing at step {state.step} "
+                          f"while every worker was idle and {waiting} requests waited")
+    return False
