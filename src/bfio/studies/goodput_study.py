@@ -54,6 +54,7 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
         out.append({"setting": name, "trace": setting["trace"], "requests": setting["requests"],
                     "workers": setting["workers"], "slots": slots, "row": row, "dispatch": dispatch,
                     "policy": spec.policy, "report_interval": report_interval(spec.policy_options),
+                    "horizon": float("nan") if spec.horizon is None else float(spec.horizon),
                     "goodput_rps": res.goodput_rps, "capacity_rps": res.capacity_rps,
                     "goodput_share": res.share_of_capacity, "at_capacity": res.at_capacity,
                     "ttft_metric": res.ttft_metric, "ttft_slo_s": slo.ttft_p99_s, "tpot_slo_s": slo.tpot_p99_s,
@@ -91,7 +92,7 @@ def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
     from bfio.studies.goodput_summary import goodput_markdown, summarize_goodput
 
     summary = summarize_goodput(runs)
-    return summary, goodput_markdown(summary, settings, section["description"])
+    return summary, goodput_markdown(summary, settings, section["description"], rel_tol=section.get("rel_tol"))
 
 
 STUDY = register_study(Study(

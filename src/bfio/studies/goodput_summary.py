@@ -29,10 +29,10 @@ def summarize_goodput(runs: pd.DataFrame) -> pd.DataFrame:
 def _label(r) -> str:
     from bfio.studies.online_summary import policy_label
 
-    return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"))
+    return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"), r.get("horizon"))
 
 
-def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodput") -> str:
+def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodput", rel_tol: float | None = None) -> str:
     lines = [f"# {title}", ""]
     if len(summary):
         r0 = summary.iloc[0]
@@ -42,7 +42,9 @@ def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodpu
                   f"{r0['ttft_slo_s']:g} s and p99 TPOT <= {r0['tpot_slo_s']:g} s (means over {int(r0['n_seeds'])} "
                   f"seeds of each run's p99; TTFT read as the {ttft}), by bisection up to the model's capacity "
                   "(every slot busy, every worker at the mean load: no router sustains more). *at capacity*: the "
-                  "targets held at the capacity itself, so the runs there are a transient.", ""]
+                  "targets held at the capacity itself, so the runs there are a transient."
+                  + (f" The bisection stops at a bracket of {100 * rel_tol:g}% of the capacity: smaller differences "
+                     "between routers are not resolved." if rel_tol else ""), ""]
     for setting, grp in summary.groupby("setting", sort=False):
         s = settings.get(setting, {})
         lines += [f"## {setting}: {s.get('trace', grp['trace'].iloc[0])}, G={int(grp['workers'].iloc[0])}, "
