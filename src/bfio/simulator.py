@@ -34,6 +34,7 @@ import pandas as pd
 from bfio.closed_loop import ClosedLoopArrivals
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError, PolicyError
+from bfio.jit import run_clock
 from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.kernels import admit_assigned, admit_queues, enqueue, run_steps
 from bfio.prefill import CacheView, Prefill, PrefillModel
@@ -219,9 +220,9 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
                            running_prompt_tokens=np.where(slot_request >= 0, s[slot_request], 0).sum(axis=1),
                            prefill=None if chunked is None else CacheView(chunked, slot_request, q_tokens, t_l,
                                                                              q_head, q_next))
-        t0 = time.perf_counter()
+        t0 = run_clock()
         to = np.asarray(policy.dispatch(ds, new))
-        route_times.append(time.perf_counter() - t0)
+        route_times.append(run_clock() - t0)
         check_dispatch(to, new.shape[0], G, policy.name, state["step"])
         to = to.astype(np.int64)
         enqueue(new, to, s, q_head, q_tail, q_next, q_len, q_tokens)
@@ -273,9 +274,9 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
                           slot_request=slot_request, generated=generated, enter_step=enter_step,
                           completed=completed[:state["finished"]], idle_s=state["idle_s"],
                           prefill=None if chunked is None else CacheView(chunked, slot_request, q_tokens, t_l))
-        t0 = time.perf_counter()
+        t0 = run_clock()
         assign = np.asarray(policy.route(rs))
-        route_times.append(time.perf_counter() - t0)
+        route_times.append(run_clock() - t0)
         check_assignment(assign, pool.shape[0], free, policy.name, state["step"])
         rest = np.empty_like(pool)
         n, kept = admit_assigned(pool, assign, slot_request, s, loads, active, worker_of, start, start_step,

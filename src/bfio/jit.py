@@ -1,0 +1,110 @@
+"""The package's numba kernels: one decorator, one on-disk cache, compile time kept out of timings.
+
+Every kernel of ``bfio`` is compiled with :data:`kernel` (``njit(cache=True)``)
+or :data:`helper` (the same without numba's reference counting, ``_nrt=False``:
+for helpers that take arrays but never allocate, see :mod:`bfio.solvers.fast`).
+``cache=True`` keeps each compiled specialization in numba's on-disk cache
+(``__pycache__`` next to the source, or ``$NUMBA_CACHE_DIR``), so a kernel is
+compiled once per installation and later processes load it (about 1 s for all
+of BF-IO's instead of a compile of tens of seconds). ``bfio compile``
+(:mod:`bfio.kernels_warmup`) fills the cache up front.
+
+Importing this module also installs two listeners on numba's compiler events:
+
+- the first actual compile in a process (not a load from the cache) prints one
+  line on stderr, ``bfio: compiling numba kernels ...``, so a first run's pause
+  is explained;
+- :func:`compile_seconds` counts the time this thread spent in numba's compiler
+  (compiles and cache loads), and :func:`run_clock`, ``time.perf_counter()``
+  less that, is a clock that stands still while numba compiles: the simulator's
+  routing times and BF-IO's solver times are taken on it, so the first run in a
+  fresh process reports the same ``route_s_*`` / ``solver_s_*`` as a warm one.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from numba import njit
+from numba.core import event
+
+#: Decorator of the package's kernels: compiled on first call, kept in numba's on-disk cache.
+kernel = njit(cache=True)
+#: Decorator of kernels that take arrays but never allocate: no reference counting on calls.
+helper = njit(cache=True, _nrt=False)
+
+#: What a compile of every kernel costs on the reference machine (2 cores,
+#: ``benchmarks/bench_compile.py``), quoted in the compile note.
+COMPILE_ESTIMATE_S = 60
+COMPILE_NOTE = (f"bfio: compiling numba kernels (once per installation, up to ~{COMPILE_ESTIMATE_S} s; "
+                "`bfio compile` does it up front)...")
+
+
+class _CompilerClock(event.Listener):
+    """Seconds each thread spent holding numba's compiler lock (outermost holds only:
+    the lock is re-entered while a kernel's callees compile)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _state(self) -> threading.local:
+        st = self._local
+        if not hasattr(st, "depth"):
+            st.depth, st.since, st.total = 0, 0.0, 0.0
+        return st
+
+    def on_start(self, ev: event.Event) -> None:
+        st = self._state()
+        if st.depth == 0:
+            st.since = time.perf_counter()
+        st.depth += 1
+
+    def on_end(self, ev: event.Event) -> None:
+        st = self._state()
+        st.depth -= 1
+        if st.depth == 0:
+            st.total += time.perf_counter() - st.since
+
+    def seconds(self) -> float:
+        """This thread's compiler time so far, including a compile under way."""
+        st = self._state()
+        running = time.perf_counter() - st.since if st.depth else 0.0
+        return st.total + running
+
+
+class _CompileNote(event.Listener):
+    """Prints :data:`COMPILE_NOTE` on stderr at the first compile of the process."""
+
+    def __init__(self) -> None:
+        self.printed = False
+
+    def on_start(self, ev: event.Event) -> None:
+        if not self.printed:
+            self.printed = True
+            print(COMPILE_NOTE, file=sys.stderr, flush=True)
+
+    def on_end(self, ev: event.Event) -> None:
+        pass
+
+
+_CLOCK = _CompilerClock()
+_NOTE = _CompileNote()
+event.register("numba:compiler_lock", _CLOCK)
+event.register("numba:compile", _NOTE)
+
+
+def compile_seconds() -> float:
+    """Seconds the calling thread has spent in numba's compiler (compiling kernels
+    or loading them from the on-disk cache) since this module was imported."""
+    return _CLOCK.seconds()
+
+
+def run_clock() -> float:
+    """``time.perf_counter()`` that stands still while numba compiles: differences
+    of it time a kernel call without its first call's compile or cache load."""
+    return time.perf_counter() - _CLOCK.seconds()
+
+
+__all__ = ["kernel", "helper", "COMPILE_ESTIMATE_S", "COMPILE_NOTE", "compile_seconds", "run_clock"]
