@@ -75,18 +75,25 @@ class _CompilerClock(event.Listener):
 
 
 class _CompileNote(event.Listener):
-    """Prints :data:`COMPILE_NOTE` on stderr at the first compile of the process."""
+    """Prints :data:`COMPILE_NOTE` on stderr at the process's first compile of a
+    ``bfio`` kernel (not at a load from the cache, which sends no such event)."""
 
     def __init__(self) -> None:
         self.printed = False
 
     def on_start(self, ev: event.Event) -> None:
-        if not self.printed:
+        if not self.printed and _is_ours(ev.data["dispatcher"]):
             self.printed = True
             print(COMPILE_NOTE, file=sys.stderr, flush=True)
 
     def on_end(self, ev: event.Event) -> None:
         pass
+
+
+def _is_ours(dispatcher) -> bool:
+    """Whether ``dispatcher`` is one of the package's kernels (not numba's own or another library's)."""
+    module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+    return module == "bfio" or module.startswith("bfio.")
 
 
 _CLOCK = _CompilerClock()
