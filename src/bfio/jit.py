@@ -1,8 +1,10 @@
 """The package's numba kernels: one decorator, one on-disk cache, compile time kept out of timings.
 
-Every kernel of ``bfio`` is compiled with :data:`kernel` (``njit(cache=True)``)
-or :data:`helper` (the same without numba's reference counting, ``_nrt=False``:
-for helpers that take arrays but never allocate, see :mod:`bfio.solvers.fast`).
+Every kernel of ``bfio`` is compiled with :func:`kernel` (``njit(cache=True)``)
+or :func:`helper` (the same without numba's reference counting, ``_nrt=False``:
+for helpers that take arrays but never allocate, see :mod:`bfio.solvers.fast`),
+each with one specialization per argument types (integer constants passed by
+other kernels do not make more: :func:`one_specialization_per_type`).
 ``cache=True`` keeps each compiled specialization in numba's on-disk cache
 (``__pycache__`` next to the source, or ``$NUMBA_CACHE_DIR``), so a kernel is
 compiled once per installation and later processes load it (about 1 s for all
@@ -27,18 +29,50 @@ import sys
 import threading
 import time
 
-from numba import njit
+from numba import njit, types
 from numba.core import event
 
-#: Decorator of the package's kernels: compiled on first call, kept in numba's on-disk cache.
-kernel = njit(cache=True)
-#: Decorator of kernels that take arrays but never allocate: no reference counting on calls.
-helper = njit(cache=True, _nrt=False)
+_KERNEL = njit(cache=True)
+_HELPER = njit(cache=True, _nrt=False)
 
-#: What a compile of every kernel costs on the reference machine (2 cores,
+
+def _plain(t: types.Type) -> types.Type:
+    """An integer literal type as its plain integer type (``Literal[int](-1)`` -> ``int64``)."""
+    return types.unliteral(t) if isinstance(t, types.IntegerLiteral) else t
+
+
+def one_specialization_per_type(dispatcher):
+    """``dispatcher``, called from other kernels with integer constants typed as plain
+    integers: numba would otherwise compile one more specialization of a kernel
+    for each call site that passes a constant (``_prefer(..., -1, ...)`` beside
+    ``_prefer(..., j, ...)``: the same machine code but for the constant, compiled
+    twice; 11% of all compile time). The specialization for ``int64`` runs the same
+    operations on the same values, so results do not change. Boolean constants
+    stay literal (numba prunes the branches they decide)."""
+    typed = dispatcher.get_call_template
+
+    def get_call_template(args, kws):
+        return typed(tuple(_plain(a) for a in args), {k: _plain(v) for k, v in kws.items()})
+
+    dispatcher.get_call_template = get_call_template
+    return dispatcher
+
+
+def kernel(func):
+    """Decorator of the package's kernels: compiled on first call, kept in numba's
+    on-disk cache (``njit(cache=True)``), one specialization per argument types."""
+    return one_specialization_per_type(_KERNEL(func))
+
+
+def helper(func):
+    """:func:`kernel` for kernels that take arrays but never allocate: compiled without
+    numba's reference counting (``_nrt=False``), which their calls would otherwise pay."""
+    return one_specialization_per_type(_HELPER(func))
+
+#: What compiling the kernels a run uses costs on 2 cores (every kernel:
 #: ``benchmarks/bench_compile.py``), quoted in the compile note.
-COMPILE_ESTIMATE_S = 60
-COMPILE_NOTE = (f"bfio: compiling numba kernels (once per installation, up to ~{COMPILE_ESTIMATE_S} s; "
+COMPILE_ESTIMATE = "about 1-2 min"
+COMPILE_NOTE = (f"bfio: compiling numba kernels (once per installation, {COMPILE_ESTIMATE}; "
                 "`bfio compile` does it up front)...")
 
 
@@ -114,4 +148,4 @@ def run_clock() -> float:
     return time.perf_counter() - _CLOCK.seconds()
 
 
-__all__ = ["kernel", "helper", "COMPILE_ESTIMATE_S", "COMPILE_NOTE", "compile_seconds", "run_clock"]
+__all__ = ["kernel", "helper", "one_specialization_per_type", "COMPILE_ESTIMATE", "COMPILE_NOTE", "compile_seconds", "run_clock"]
