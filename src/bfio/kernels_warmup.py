@@ -5,7 +5,7 @@ that reach every kernel of the package with the argument types real runs give
 them (:data:`SCENARIOS`: every registered policy under each dispatch it
 supports, BF-IO's placements, admissions, objectives and predictors, arrivals,
 closed loops, prefill and prefix caches, the theory checks' slot model). Each
-kernel is compiled the first time (``~1 min`` on 2 cores for all of them) and
+kernel is compiled the first time (1-2 min on 2 cores for all of them) and
 kept in numba's cache (:mod:`bfio.jit`), so every later process, a pipeline job
 or a ``bfio simulate``, loads it instead of compiling it. A second run only
 loads (a few seconds). The README's install step runs it; the pipeline runs it
