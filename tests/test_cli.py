@@ -186,7 +186,7 @@ def test_deprecated_admission_mode_still_works(data_dir, capsys):
     (["--arrival-mode", "poisson", "--arrival-rate", "5", "--time-scale", "2"], "--time-scale: only valid"),
     (["--arrival-mode", "sometimes"], "invalid choice: 'sometimes'"),
     (["--dispatch", "eventually"], "invalid choice: 'eventually'"),
-    (["--dispatch", "instant"], "dispatch: policy 'fcfs' does not support dispatch='instant'"),
+    (["--dispatch", "instant"], "--dispatch: policy 'fcfs' does not support --dispatch instant"),
     (["--arrival-mode", "trace", "--requests", "41"], "--requests: --arrival-mode trace replays"),
     (["--admission-mode", "backlog", "--arrival-mode", "trace"], "contradicts --arrival-mode trace"),
 ])
