@@ -31,6 +31,7 @@ if NAMED_RUN_DIR:
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/kernels.smk"
 include: "workflow/rules/traces.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/tables.smk"

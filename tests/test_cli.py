@@ -186,7 +186,7 @@ def test_deprecated_admission_mode_still_works(data_dir, capsys):
     (["--arrival-mode", "poisson", "--arrival-rate", "5", "--time-scale", "2"], "--time-scale: only valid"),
     (["--arrival-mode", "sometimes"], "invalid choice: 'sometimes'"),
     (["--dispatch", "eventually"], "invalid choice: 'eventually'"),
-    (["--dispatch", "instant"], "dispatch: policy 'fcfs' does not support dispatch='instant'"),
+    (["--dispatch", "instant"], "--dispatch: policy 'fcfs' does not support --dispatch instant"),
     (["--arrival-mode", "trace", "--requests", "41"], "--requests: --arrival-mode trace replays"),
     (["--admission-mode", "backlog", "--arrival-mode", "trace"], "contradicts --arrival-mode trace"),
 ])
@@ -274,3 +274,28 @@ def test_simulate_with_prefill_and_prefix_caches_reports_ttft_and_hits(data_dir,
     assert "prefill: TTFT p50/p99=" in text and "prefix-cache hit rate=" in text
     assert main([a if a != "cache_first" else "vllm_dp" for a in base]) == 0  # cache_first needs the model
     assert "prefill:" not in capsys.readouterr().out
+
+
+def test_simulate_errors_name_the_flags_not_the_library(data_dir, capsys):
+    """Issue 42: a run the library refuses is reported in the command line's words:
+    the flags that would fix it, not simulate()'s arguments or PrefillModel's fields."""
+    base = ["simulate", "--trace", "burstgpt", "--requests", "200", "--workers", "4", "--data-dir", str(data_dir)]
+    assert main(base + ["--policy", "cache_first", "--dispatch", "instant", "--arrival-mode", "poisson",
+                        "--arrival-rate", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "--prefill-chunk-tokens" in err and "simulate(prefill=" not in err and "PrefillModel" not in err, err
+    assert main(base + ["--policy", "fcfs", "--kv-tokens", "10000"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bfio: error: --kv-tokens: ") and "--dispatch instant" in err, err
+    assert "prefill.kv_tokens" not in err and "dispatch='instant'" not in err, err
+
+
+def test_cli_words_rewrites_library_names_only():
+    from bfio.cli.library_words import cli_words
+    from bfio.policies.base import REQUIREMENTS
+
+    assert cli_words("prefill.chunk_tokens: must be an integer >= 1") == "--prefill-chunk-tokens: must be an integer >= 1"
+    assert cli_words(f"policy 'x' needs {REQUIREMENTS['blocks']}").endswith("(a trace with a hash column, such as mooncake)")
+    assert cli_words("dispatch: policy 'fcfs' does not support dispatch='instant'") == \
+        "--dispatch: policy 'fcfs' does not support --dispatch instant"
+    assert cli_words("trace file x.csv: row 3: bad") == "trace file x.csv: row 3: bad"

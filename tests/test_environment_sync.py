@@ -1,4 +1,7 @@
-"""environment.yml mirrors pyproject.toml: same packages, same version bounds."""
+"""The environment files agree: environment.yml lists pyproject.toml's packages,
+each pinned to its version in constraints.txt; constraints.txt pins every
+package of the install within pyproject's bounds; .ci/run installs and tests
+exactly as the README says."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ from pathlib import Path
 
 import yaml
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[1]
 #: Conda-only entries allowed in environment.yml besides the mirrored ones.
@@ -48,14 +53,59 @@ def environment_requirements() -> dict[str, str]:
     return out
 
 
-def test_same_packages_and_bounds():
-    py, env = pyproject_requirements(), environment_requirements()
+def constraints() -> dict[str, str]:
+    """constraints.txt: canonical name -> pinned version."""
+    out = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
+        req = Requirement(line)
+        pins = [s for s in req.specifier if s.operator == "=="]
+        assert len(pins) == 1 and len(req.specifier) == 1, f"constraints.txt: {line!r} is not name==version"
+        assert canon(req.name) not in out, f"constraints.txt pins {req.name} twice"
+        out[canon(req.name)] = pins[0].version
+    return out
+
+
+def test_same_packages_pinned_to_the_constraints():
+    py, env, pins = pyproject_requirements(), environment_requirements(), constraints()
     missing = sorted(set(py) - set(env))
     extra = sorted(set(env) - set(py) - CONDA_EXTRAS)
     assert not missing, f"in pyproject.toml but not environment.yml: {missing}"
     assert not extra, f"in environment.yml but not pyproject.toml: {extra}"
-    differ = {k: (py[k], env[k]) for k in py if py[k] != env[k]}
-    assert not differ, f"version bounds differ (pyproject, environment.yml): {differ}"
+    assert env["python"] == py["python"], "environment.yml's python bound differs from requires-python"
+    differ = {k: (env[k], pins.get(k)) for k in py if k != "python" and env[k] != f"=={pins.get(k)}"}
+    assert not differ, f"environment.yml pins differ from constraints.txt (environment.yml, constraints.txt): {differ}"
+
+
+def test_constraints_pin_every_dependency_within_the_bounds():
+    py, pins = pyproject_requirements(), constraints()
+    unpinned = sorted(set(py) - {"python"} - set(pins))
+    assert not unpinned, f"pyproject.toml dependencies without a pin in constraints.txt: {unpinned}"
+    outside = {k: (pins[k], py[k]) for k in py if k != "python" and Version(pins[k]) not in SpecifierSet(py[k])}
+    assert not outside, f"pins outside pyproject.toml's bounds (pin, bound): {outside}"
+    assert "bfio" not in pins, "constraints.txt must not pin the package itself"
+
+
+def _readme_commands() -> list[str]:
+    """The commands of the README's first code block (comments dropped)."""
+    block = re.search(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S).group(1)
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+
+
+def test_ci_installs_and_tests_exactly_as_the_readme_says():
+    """.ci/run runs the README's install command (pinned: -c constraints.txt) and its
+    test command, word for word; the README's pipeline command is CI's smoke test."""
+    commands = _readme_commands()
+    install = [c for c in commands if c.startswith("pip install")]
+    tests = [c for c in commands if c.startswith("python -m pytest")]
+    assert len(install) == 1 and len(tests) == 1, commands
+    assert "-c constraints.txt" in install[0], install[0]
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.strip().startswith("#")]
+    assert install[0] in ci and tests[0] in ci, (install, tests, ci)
+    assert ci.index(install[0]) < ci.index(tests[0])
 
 
 def test_environment_channels_and_name():

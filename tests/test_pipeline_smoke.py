@@ -192,6 +192,28 @@ def test_one_simulation_job_per_cell_runs_every_seed(tmp_path, data_dir, smoke_c
     assert seen == cells
 
 
+def test_kernels_compile_in_one_job_per_group_before_every_job_that_runs_them(tmp_path, data_dir):
+    """Issue 42: rule compile_kernels runs once per group of kernels, and every
+    simulation job (and the slot-model theory job) takes its group's marker as
+    input, so no two jobs compile the same kernels at once."""
+    import re
+
+    out = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={data_dir}").stdout
+    jobs = re.findall(r"^rule (\w+):\n(.*?)(?:\n\n|\Z)", out, flags=re.M | re.S)
+    compiles = [body for rule, body in jobs if rule == "compile_kernels"]
+    assert sorted(re.search(r"output: (\S+)", b).group(1) for b in compiles) == [
+        "logs/kernels/simulation.compiled", "logs/kernels/theory.compiled"]
+    waits = {"simulate": "simulation", "simulate_recorded": "simulation", "simulate_extra_seeds": "simulation",
+             "study_prepare": "simulation", "study_simulate": "simulation", "theory_slot": "theory"}
+    seen = set()
+    for rule, body in jobs:
+        if rule in waits:
+            seen.add(rule)
+            (inputs,) = re.findall(r"^\s*input: (.*)$", body, flags=re.M)
+            assert f"logs/kernels/{waits[rule]}.compiled" in inputs, (rule, inputs)
+    assert {"simulate", "study_simulate", "theory_slot"} <= seen
+
+
 def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
     """Issue 14: a figure module's helper changes (``bfio.figures.horizon_sweep``,
     whose ``_err`` other figures borrow) in a copy of the package put first on

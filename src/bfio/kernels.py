@@ -7,12 +7,12 @@ worker ``g`` or -1. Loads are ``L_g = sum_{i in A_g} (s_i + tau_i)`` (Eq. (workl
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from bfio.jit import kernel
 from bfio.power import worker_power
 
 
-@njit(cache=True)
+@kernel
 def retire(slot_request, g, b, finish, finish_step, clock, step, completed, position):
     """The request in slot ``b`` of worker ``g`` finished at ``clock`` / ``step``: it
     leaves its slot and is recorded at ``completed[position]`` (completion order)."""
@@ -23,7 +23,7 @@ def retire(slot_request, g, b, finish, finish_step, clock, step, completed, posi
     completed[position] = i
 
 
-@njit(cache=True)
+@kernel
 def advance_step(slot_request, prefill, decode, generated, finish, finish_step, clock, step,
                  loads, active, completed, n_completed):
     """One decode step: every active request generates a token (``tau_i += 1``),
@@ -58,7 +58,7 @@ def advance_step(slot_request, prefill, decode, generated, finish, finish_step, 
     return done
 
 
-@njit(cache=True)
+@kernel
 def seat(slot_request, g, i, prefill, loads, active, worker_of):
     """Request ``i`` takes the first free slot of worker ``g`` (its load gains ``s_i``)."""
     for b in range(slot_request.shape[1]):
@@ -70,14 +70,14 @@ def seat(slot_request, g, i, prefill, loads, active, worker_of):
     worker_of[i] = g
 
 
-@njit(cache=True)
+@kernel
 def place(slot_request, requests, workers, prefill, loads, active, worker_of):
     """Put each admitted request into the first free slot of its worker."""
     for j in range(requests.shape[0]):
         seat(slot_request, workers[j], requests[j], prefill, loads, active, worker_of)
 
 
-@njit(cache=True)
+@kernel
 def admit_assigned(pool, assign, slot_request, prefill, loads, active, worker_of, start, start_step, clock,
                    step, rest):
     """Carry out a checked routing decision: pool entry ``j`` with
@@ -100,7 +100,7 @@ def admit_assigned(pool, assign, slot_request, prefill, loads, active, worker_of
     return n, k
 
 
-@njit(cache=True)
+@kernel
 def load_stats(loads, p_idle, p_max, gamma):
     """``(max_g L_g, sum_g L_g, sum_g P(L_g / max L))`` of one step."""
     m = 0
@@ -120,7 +120,7 @@ def load_stats(loads, p_idle, p_max, gamma):
 # (-1 terminates / marks empty). q_len[g] and q_tokens[g] (sum of queued s_i) are kept in step.
 
 
-@njit(cache=True)
+@kernel
 def enqueue(requests, workers, prefill, q_head, q_tail, q_next, q_len, q_tokens):
     """Append each request to the tail of its worker's queue, in order."""
     for j in range(requests.shape[0]):
@@ -136,7 +136,7 @@ def enqueue(requests, workers, prefill, q_head, q_tail, q_next, q_len, q_tokens)
         q_tokens[g] += prefill[i]
 
 
-@njit(cache=True)
+@kernel
 def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill, loads, active,
                  worker_of, out, kv_cap, committed):
     """Every worker moves requests from the head of its own queue into its free
@@ -171,7 +171,7 @@ S_CLOCK, S_DT, S_ACTIVE, S_COMPLETIONS, S_IMB_POST, S_IMB_PRE, S_E_POST, S_E_PRE
     S_PMEAN_PRE, S_MAXLOAD_PRE, S_SUMLOAD_PRE, S_PSUM_PRE = range(13)
 
 
-@njit(cache=True)
+@kernel
 def write_row(series, n_rows, clock, dt, n_active, done, G, pre, post):
     """Row ``n_rows`` of the per-step series: the step's clock and ``dt``, active and
     completed requests, and the load statistics (``load_stats``) before and after it."""
@@ -192,7 +192,7 @@ def write_row(series, n_rows, clock, dt, n_active, done, G, pre, post):
     series[S_PSUM_PRE, n_rows] = pre_psum
 
 
-@njit(cache=True)
+@kernel
 def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loads, active, completed,
               n_completed, clock, step, overhead, t_l, p_idle, p_max, gamma, series, n_rows,
               record_loads, load_rows, until_clock):
@@ -240,7 +240,7 @@ def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loa
     return clock, step, n_completed, n_rows
 
 
-@njit(cache=True)
+@kernel
 def assignment_fault(assign, free):
     """First fault of a routing decision ``assign`` (one worker or -1 per pool
     entry) against the free slots ``free``: ``(0, -1)`` if none,
@@ -260,7 +260,7 @@ def assignment_fault(assign, free):
     return 0, -1
 
 
-@njit(cache=True)
+@kernel
 def first_outside(workers, G):
     """Index of the first entry of ``workers`` outside ``0..G-1``, or -1."""
     for j in range(workers.shape[0]):

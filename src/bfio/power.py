@@ -9,10 +9,11 @@ the theory checks so every energy number in the project comes from one place.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from bfio.jit import kernel
 
 
-@njit(cache=True)
+@kernel
 def worker_power(load, max_load, p_idle, p_max, gamma):
     """``P(u)`` for one worker with ``u = load / max_load`` (``P_idle`` if ``u = 0``)."""
     if max_load <= 0 or load <= 0:
@@ -20,7 +21,7 @@ def worker_power(load, max_load, p_idle, p_max, gamma):
     return p_idle + (p_max - p_idle) * (load / max_load) ** gamma
 
 
-@njit(cache=True)
+@kernel
 def step_power_sum(loads, p_idle, p_max, gamma):
     """``sum_g P(u_g)`` over the workers of one step, ``u_g = L_g / max L``."""
     m = 0.0

@@ -36,9 +36,9 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from numba import njit
 
 from bfio.errors import ConfigError
+from bfio.jit import kernel
 from bfio.kernels import load_stats, retire, write_row
 from bfio.prefix import PrefixCache
 
@@ -101,7 +101,7 @@ def cached_tokens(matched_blocks: int, block_tokens: int, prompt: int) -> int:
     return min(int(matched_blocks) * int(block_tokens), int(prompt) - 1)
 
 
-@njit(cache=True)
+@kernel
 def allot_chunks(slot_request, left, order, chunk, take):
     """Each rank's prefill chunk of one step: its requests with ``left_i > 0`` in
     admission order (``order[i]``: request ``i``'s admission rank, smaller first)
@@ -137,7 +137,7 @@ def allot_chunks(slot_request, left, order, chunk, take):
     return pmax
 
 
-@njit(cache=True)
+@kernel
 def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
                  clock0, step, overhead, t_l, token_s, pre_max, loads, active, completed, n_completed, prefilled,
                  order, take):
@@ -192,7 +192,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
     return dt, done, ended, pmax, tokens
 
 
-@njit(cache=True)
+@kernel
 def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
                      loads, active, completed, n_completed, clock, step, overhead, t_l, token_s, p_idle, p_max,
                      gamma, series, n_rows, record_loads, load_rows, prefilled, order, take):

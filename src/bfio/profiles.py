@@ -18,10 +18,11 @@ neither.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from bfio.jit import kernel
 
 
-@njit(cache=True)
+@kernel
 def predicted_loads(slot_request, prefill, generated, decode_estimate, horizon):
     """``(G, H+1)`` int64 array of ``Lhat_g(h)`` of the active requests.
 
@@ -60,7 +61,7 @@ def predicted_loads(slot_request, prefill, generated, decode_estimate, horizon):
     return out
 
 
-@njit(cache=True)
+@kernel
 def expected_loads(slot_request, prefill, generated, surv, tail_ratio, horizon):
     """``(G, H+1)`` float64 array of the *expected* ``Lhat_g(h)`` of the active requests.
 

@@ -27,7 +27,8 @@ admission is a routing decision of the policy that holds the tracker.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from bfio.jit import kernel
 
 RUNNING, OVERDUE, GONE = 1, 2, 0
 # Fields of a request's record (``req[i]``, one cache line: the events touch one
@@ -38,7 +39,7 @@ RUN_SUM, RUN_COUNT, DUE_SUM, DUE_COUNT = 0, 1, 2, 3
 DEAD = -1  # request field of a calendar entry whose request finished
 
 
-@njit(cache=True)
+@kernel
 def _heap_push(hp, size, e, i):
     """Min-heap of ``size[0]`` entries ``hp[k] = (end, request)`` gains ``(e, i)``."""
     k = size[0]
@@ -54,7 +55,7 @@ def _heap_push(hp, size, e, i):
     hp[k, 1] = i
 
 
-@njit(cache=True)
+@kernel
 def _heap_pop(hp, size):
     """Remove the minimum of the min-heap (``size[0] > 0``); the heap invariant
     ``hp[parent, 0] <= hp[child, 0]`` holds afterwards."""
@@ -79,7 +80,7 @@ def _heap_pop(hp, size):
         hp[k, 1] = i
 
 
-@njit(cache=True)
+@kernel
 def complete(done, req, ent, wk):
     """Requests ``done`` finished: each leaves its worker's running or overdue sums;
     a running one's calendar entry is marked dead (its request field ``DEAD``; an
@@ -100,7 +101,7 @@ def complete(done, req, ent, wk):
         req[i, STATUS] = GONE
 
 
-@njit(cache=True)
+@kernel
 def _ring_put(i, e, g, ci, req, ent, count):
     """Entry ``(i, g, ci)`` of request ``i`` (end ``e``, worker ``g``, offset ``ci``) in
     bucket ``e mod W``; ``False`` when the bucket is full (the caller grows the ring
@@ -119,7 +120,7 @@ def _ring_put(i, e, g, ci, req, ent, count):
     return True
 
 
-@njit(cache=True)
+@kernel
 def _turn_overdue(i, g, ci, req, wk):
     """Running request ``i`` (worker ``g``, offset ``ci``) reached its predicted end
     while still active: it moves from ``g``'s running sums to its overdue sums."""
@@ -130,7 +131,7 @@ def _turn_overdue(i, g, ci, req, wk):
     req[i, STATUS] = OVERDUE
 
 
-@njit(cache=True)
+@kernel
 def advance(t, last, ent, count, hp, hsize, req, wk):
     """Bring the calendar from step ``last[0]`` to ``t``: every running request with
     ``E_i <= t`` turns overdue; the ring then holds exactly the ends in ``(t, t + W]``
@@ -164,7 +165,7 @@ def advance(t, last, ent, count, hp, hsize, req, wk):
     return True
 
 
-@njit(cache=True)
+@kernel
 def enter(t, ids, workers, offsets, ends, ent, count, hp, hsize, req, wk):
     """Requests ``ids`` join ``workers`` at step ``t`` with ``c_i = offsets[j]`` and
     predicted ends ``E_i = ends[j]``; an end at or before ``t`` makes them overdue
@@ -196,7 +197,7 @@ def enter(t, ids, workers, offsets, ends, ent, count, hp, hsize, req, wk):
     return ids.shape[0]
 
 
-@njit(cache=True)
+@kernel
 def read(t, horizon, ent, count, wk):
     """``(G, H+1)`` int64 ``Lhat_g(h)`` at step ``t`` (calendar advanced to ``t``):
     the running sums less the ends inside the window, plus the overdue at ``h = 0``.

@@ -14,6 +14,7 @@ from bfio.experiments import (
     trajectory_runs,
 )
 from bfio.fingerprint import code_fingerprint
+from bfio.kernels_warmup import GROUPS as KERNEL_GROUPS
 from bfio.traces.sources import (
     download_mode,
     known_trace_path,
@@ -80,6 +81,13 @@ wildcard_constraints:
     trace="|".join(TRACE_SPECS),
     experiment="|".join(EXPERIMENTS) if EXPERIMENTS else "NO_EXPERIMENT",
     ext="pdf|png",
+
+
+def kernels_compiled(group):
+    """Input of a job that runs ``group``'s numba kernels (bfio.kernels_warmup.GROUPS):
+    the marker of rule compile_kernels (kernels.smk), ancient so that a rerun of
+    the compile job never reruns the jobs that wait for it."""
+    return ancient(f"logs/kernels/{group}.compiled")
 
 
 def trace_source(wildcards):

@@ -8,6 +8,7 @@
 rule simulate:
     input:
         trace=cell_trace_table,
+        kernels=kernels_compiled("simulation"),
     output:
         summary=cell_outputs("summary.json"),
         series=cell_outputs("series.parquet"),

@@ -17,6 +17,7 @@
 rule study_prepare:
     input:
         trace=lambda wc: _trace_file(prepared_setting(wc)[2]),
+        kernels=kernels_compiled("simulation"),
     output:
         "results/studies/{study}/{prepared}.json",
     params:
@@ -41,6 +42,7 @@ rule study_prepare:
 rule study_simulate:
     input:
         unpack(study_run_inputs),
+        kernels=kernels_compiled("simulation"),
     output:
         "results/studies/{study}/{run}.csv",
     params:

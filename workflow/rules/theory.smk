@@ -51,6 +51,7 @@ rule theory_thm1:
 rule theory_slot:
     input:
         THEORY_TRACE_FILES,
+        kernels=kernels_compiled("theory"),
     output:
         cells="results/theory/{thm}_cells.csv",
         fits="results/theory/{thm}_fits.csv",

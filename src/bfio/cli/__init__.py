@@ -1,8 +1,9 @@
 """The ``bfio`` command line: ``bfio simulate`` runs one simulation, ``bfio solve``
-re-solves a saved BF-IO instance, ``bfio traces`` lists the known traces.
+re-solves a saved BF-IO instance, ``bfio traces`` lists the known traces,
+``bfio compile`` compiles the numba kernels once (the install step).
 
 One module per subcommand (:mod:`bfio.cli.simulate`, :mod:`bfio.cli.solve`,
-:mod:`bfio.cli.traces`), each adding its parser and running it; the outputs'
+:mod:`bfio.cli.traces`, :mod:`bfio.cli.compile_kernels`), each adding its parser and running it; the outputs'
 writers are :mod:`bfio.cli.output`, the option value types
 :mod:`bfio.cli.arguments`. ``python -m bfio.cli`` runs :func:`main`.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bfio.cli import simulate, solve, traces
+from bfio.cli import compile_kernels, simulate, solve, traces
 from bfio.errors import BfioError
 
 
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_parser(sub)
     solve.add_parser(sub)
     traces.add_parser(sub)
+    compile_kernels.add_parser(sub)
     return p
 
 
@@ -39,7 +41,7 @@ def main(argv=None) -> int:
         return 2
     args = parser.parse_args(argv)
     handler = {"simulate": simulate.cmd_simulate, "solve": solve.cmd_solve,
-               "traces": traces.cmd_traces}[args.command]
+               "traces": traces.cmd_traces, "compile": compile_kernels.cmd_compile}[args.command]
     try:
         return handler(args)
     except BfioError as e:

@@ -12,6 +12,7 @@ from bfio.cli.arguments import (policy_name, positive_float, positive_int, rank_
 from bfio.traces.registry import KNOWN_TRACES
 from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
+from bfio.cli.library_words import cli_words
 from bfio.errors import ConfigError
 from bfio.policies.base import DISPATCH_MODES
 from bfio.prefill import DEFAULT_CHUNK_TOKENS, DEFAULT_TOKEN_S
@@ -211,7 +212,10 @@ def cmd_simulate(args) -> int:
                    "kv_tokens": None, **prefill}
     spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
                    args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())))
-    result = simulate_run(spec, trace.to_frame(), show_progress=None)
+    try:
+        result = simulate_run(spec, trace.to_frame(), show_progress=None)
+    except ConfigError as e:  # the library names its arguments; say which flags set them
+        raise ConfigError(cli_words(str(e))) from e
     check_finite_clock(result)
     summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
                "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}

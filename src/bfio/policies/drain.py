@@ -21,12 +21,12 @@ solver's calls (:meth:`bfio.policies.bfio.BFIO._route_fast`).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from bfio.jit import kernel
 from bfio.solvers.fast import worker_costs
 
 
-@njit(cache=True)
+@kernel
 def _best_worker(base, E, s, lf, G, w, skip, need_free, free):
     """The worker where a request (size ``s``, ``lf`` offsets) raises ``J`` least
     (:func:`bfio.solvers.fast.worker_costs`; the first on ties), among those not in
@@ -48,7 +48,7 @@ def _best_worker(base, E, s, lf, G, w, skip, need_free, free):
     return arg
 
 
-@njit(cache=True)
+@kernel
 def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_all):
     """:func:`plan_drain`'s placements on ``base`` (float64) and ``free`` (both
     modified in place); ``due`` the due positions, oldest first, ``resv[i]`` the
@@ -127,7 +127,7 @@ def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_al
     return pre
 
 
-@njit(cache=True)
+@kernel
 def _smallest_waiting(sizes, ages, pre, due_steps, m):
     """The ``m`` smallest requests not placed and not due (size, then position:
     the oldest first among equal sizes), in that order; fewer if fewer wait.

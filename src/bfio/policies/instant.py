@@ -8,7 +8,8 @@ grows), so the rules are sequential greedy loops over the batch.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from bfio.jit import kernel
 
 
 def rotating_argmin(score: np.ndarray, start: int) -> int:
@@ -18,7 +19,7 @@ def rotating_argmin(score: np.ndarray, start: int) -> int:
     return (start + int(np.argmin(np.roll(score, -start)))) % G
 
 
-@njit(cache=True)
+@kernel
 def greedy_argmin(key, weights):
     """Bind request ``j`` (in order) to the worker with the smallest ``key``
     (lowest index on ties) and add ``weights[j]`` to that worker's key."""
@@ -36,7 +37,7 @@ def greedy_argmin(key, weights):
     return out
 
 
-@njit(cache=True)
+@kernel
 def greedy_argmin_lex(key, tie, weights, tie_weights):
     """Bind request ``j`` (in order) to the worker with the smallest pair
     ``(key, tie)`` compared lexicographically (``tie`` breaks equal keys; the
@@ -58,7 +59,7 @@ def greedy_argmin_lex(key, tie, weights, tie_weights):
     return out
 
 
-@njit(cache=True)
+@kernel
 def greedy_least_loaded_lex(key, tie, free, weights, limit):
     """Central twin of :func:`greedy_argmin_lex`: assign ``limit`` requests in
     order to the worker with a free slot and the smallest ``(key, tie)`` (lowest
@@ -82,7 +83,7 @@ def greedy_least_loaded_lex(key, tie, free, weights, limit):
     return out
 
 
-@njit(cache=True)
+@kernel
 def two_choices(key, first, second, weights):
     """Power of two choices: request ``j`` goes to the one of workers
     ``first[j]``, ``second[j]`` with the smaller ``key`` (``first[j]`` on ties),

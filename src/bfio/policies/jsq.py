@@ -17,14 +17,14 @@ renamed ``total_requests`` in January 2026 and registered under that name as
 """
 
 import numpy as np
-from numba import njit
 
+from bfio.jit import kernel
 from bfio.policies import register
 from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, Policy, RoutingState
 from bfio.policies.instant import greedy_argmin
 
 
-@njit(cache=True)
+@kernel
 def greedy_least_loaded(key, free, weights, limit):
     """Assign ``limit`` requests in order to the worker with a free slot and the
     smallest ``key`` (lowest index on ties), adding ``weights[j]`` to its key."""

@@ -18,11 +18,10 @@ Each has :meth:`waiting` (requests entered and not admitted), :meth:`enter`
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from bfio.errors import ConfigError
+from bfio.jit import run_clock
 from bfio.kernels import admit_assigned, admit_queues, enqueue
 from bfio.policies import Policy
 from bfio.prefill import CacheView, Prefill
@@ -63,9 +62,9 @@ class CentralDispatch:
         view = None if self.prefill is None else CacheView(self.prefill, st.slot_request, self._no_queues,
                                                            self.token_latency_s)
         rs = st.routing_state(pool, free, view)
-        t0 = time.perf_counter()
+        t0 = run_clock()
         assign = np.asarray(self.policy.route(rs))
-        st.route_times.append(time.perf_counter() - t0)
+        st.route_times.append(run_clock() - t0)
         check_assignment(assign, pool.shape[0], free, self.policy.name, st.step)
         rest = np.empty_like(pool)
         n, kept = admit_assigned(pool, assign, st.slot_request, st.workload.prefill, st.loads, st.active,
@@ -116,9 +115,9 @@ class InstantDispatch:
         view = None if self.prefill is None else CacheView(self.prefill, st.slot_request, self.tokens,
                                                            self.token_latency_s, self.head, self.next)
         ds = st.dispatch_state(self.length, self.tokens, self.head, self.next, view)
-        t0 = time.perf_counter()
+        t0 = run_clock()
         to = np.asarray(self.policy.dispatch(ds, new))
-        st.route_times.append(time.perf_counter() - t0)
+        st.route_times.append(run_clock() - t0)
         check_dispatch(to, new.shape[0], st.workers, self.policy.name, st.step)
         to = to.astype(np.int64)
         enqueue(new, to, st.workload.prefill, self.head, self.tail, self.next, self.length, self.tokens)

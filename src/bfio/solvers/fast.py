@@ -58,8 +58,8 @@ arithmetic.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from bfio.jit import helper as _helper, kernel
 from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
@@ -70,8 +70,7 @@ from bfio.solvers.touched import touched_workers, waiting_order
 # the runtime's reference counting (numba's ``_nrt`` target option): a helper
 # that numba does not inline otherwise pays an atomic reference count in and out
 # for every array argument on every call, which was 23% of a Table-1 routing call
-# (profiled with perf; the phases that allocate keep ``njit(cache=True)``).
-_helper = njit(cache=True, _nrt=False)
+# (profiled with perf; the phases that allocate keep ``bfio.jit.kernel``).
 
 _NONE = -2  # index of an empty envelope entry
 _FIXED = -1  # index standing for the workers without free slots (Mo)
@@ -231,7 +230,7 @@ def _life_cost(c, s, l, G, w, cw, cwh):
     return G * tot - _volume(s, l, cw, cwh)
 
 
-@njit(cache=True)
+@kernel
 def cumulative_weights(w):
     """``(cw, cwh)`` with ``cw[l] = sum_{h<l} w_h`` and ``cwh[l] = sum_{h<l} w_h h``
     (``l = 0..len(w)``): the prefix sums :func:`_life_cost` and :func:`_volume` read."""
@@ -244,7 +243,7 @@ def cumulative_weights(w):
     return cw, cwh
 
 
-@njit(cache=True)
+@kernel
 def worker_costs(C, s, l, G, w):
     """:func:`_life_cost` of one request (size ``s``, lifetime ``l <= len(w)``) on every
     row of headrooms ``C`` (``C[g, h] = c_g(h)``): the change of ``J`` on each worker."""
@@ -430,7 +429,7 @@ def _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, t):
     return nr
 
 
-@njit(cache=True)
+@kernel
 def _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U, wt, spread):
     """Phase 1: the requests that must be admitted, largest first, each on the
     worker where it raises the envelope least (best fit among the workers where
@@ -647,7 +646,7 @@ def _reservation_relief(smin, lmin, s2, l2, wt):
     return tot
 
 
-@njit(cache=True)
+@kernel
 def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, glist, taken, bit, at, placed, U,
           G, wt, cw, cwh, spread, reuse, bounds):
     """Phase 2: fill the remaining slots one at a time, each time with the
@@ -832,7 +831,7 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
     return placed
 
 
-@njit(cache=True)
+@kernel
 def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, gkey, glist, taken, bit, at,
                   max_rounds, G, wt, cw, cwh, tol):
     """Phase 3: local search to a local optimum, at most ``max_rounds`` rounds:
@@ -1070,7 +1069,7 @@ def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, 
             break
 
 
-@njit(cache=True)
+@kernel
 def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=True, reuse=True, bounds=True):
     """Heuristic solution of Eq. (IO); returns request -> worker (or -1).
 

@@ -11,9 +11,8 @@ in :mod:`bfio.solvers.fast`).
 
 from __future__ import annotations
 
-from numba import njit
 
-_helper = njit(cache=True, _nrt=False)
+from bfio.jit import helper as _helper
 
 
 @_helper

@@ -45,8 +45,8 @@ greedy and the exact backends: ``docs/bfio.md``, "Production scale".
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from bfio.jit import kernel
 from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_build as _bit_build
 from bfio.solvers.fenwick import bit_kth as _bit_kth
@@ -59,7 +59,7 @@ from bfio.solvers.touched import touched_workers_float, waiting_order
 UPSIZE_PASSES = 2
 
 
-@njit(cache=True)
+@kernel
 def _sift_down(hk, hi, i, m):
     """Restore the max-heap below position ``i`` (keys ``hk``, items ``hi``)."""
     while True:
@@ -76,14 +76,14 @@ def _sift_down(hk, hi, i, m):
         i = big
 
 
-@njit(cache=True)
+@kernel
 def _heapify(hk, hi, m):
     """Max-heap invariant over the first ``m`` entries: ``hk[parent] >= hk[child]``."""
     for i in range(m // 2 - 1, -1, -1):
         _sift_down(hk, hi, i, m)
 
 
-@njit(cache=True)
+@kernel
 def _left_waiting(left, p):
     """Largest position ``<= p`` whose request still waits (``-1`` if none);
     ``left`` is a path-compressed pointer forest, ``left[p] = p`` while ``p`` waits."""
@@ -97,14 +97,14 @@ def _left_waiting(left, p):
     return r
 
 
-@njit(cache=True)
+@kernel
 def _take(left, right, p):
     """Mark position ``p`` taken: both pointer forests skip it from now on."""
     left[p] = p - 1
     right[p] = p + 1
 
 
-@njit(cache=True)
+@kernel
 def _right_waiting(right, p, n):
     """Smallest position ``>= p`` whose request still waits (``n`` if none)."""
     r = p
@@ -117,7 +117,7 @@ def _right_waiting(right, p, n):
     return r
 
 
-@njit(cache=True)
+@kernel
 def _add(P, E, t, s, lf, H1):
     """Add request (size ``s``, lifetime ``lf`` offsets) to touched worker ``t``;
     returns the largest rise of the envelope ``E`` over the offsets (0: none).
@@ -132,7 +132,7 @@ def _add(P, E, t, s, lf, H1):
     return rise
 
 
-@njit(cache=True)
+@kernel
 def _key(P, E, t, G, w, W, heavy, light, cbuf, ibuf):
     """Heap key of touched worker ``t``: its *pivot*, the size ``s`` that minimizes
     the change of ``J`` when a persisting request joins it,
@@ -179,7 +179,7 @@ def _key(P, E, t, G, w, W, heavy, light, cbuf, ibuf):
     return cbuf[k - 1] + 1e18  # G sum w < W (G = 1): every size lowers J
 
 
-@njit(cache=True)
+@kernel
 def _waiting_tree(at, order):
     """The exchanges' state: a Fenwick tree over the size positions (1 = still
     waiting) and each request's position in the size order (``rank``)."""
@@ -194,7 +194,7 @@ def _waiting_tree(at, order):
     return bit, rank
 
 
-@njit(cache=True)
+@kernel
 def _upsize(P, at, sizes, life, forced, order, ss, E, bit, rank):
     """One pass over the placed requests, smallest first: exchange each (not
     forced) for the largest waiting request that takes its place without raising
@@ -262,7 +262,7 @@ def _upsize(P, at, sizes, life, forced, order, ss, E, bit, rank):
     return done
 
 
-@njit(cache=True)
+@kernel
 def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE_PASSES):
     """Place exactly ``U`` waiting requests (every ``forced`` one among them) on
     workers with free slots, at most ``free[g]`` per worker; returns request ->

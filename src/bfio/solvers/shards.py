@@ -31,16 +31,16 @@ section "Shards above 256 workers with free slots".
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from bfio.errors import ConfigError
+from bfio.jit import kernel
 from bfio.solvers.fast import solve_fast
 from bfio.solvers.objective import request_profiles
 
 DEFAULT_SHARD_WORKERS = 256  # the paper's largest cluster (Table 1) is never split
 
 
-@njit(cache=True)
+@kernel
 def scatter_rows(loads, rows, values):
     """``loads[rows[i]] += values[i]`` for every ``i``, repeated rows adding up
     (``np.add.at`` does the same about 30 times slower)."""

@@ -6,10 +6,11 @@ call can touch, their predicted loads, and the order of the waiting requests.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from bfio.jit import kernel
 
 
-@njit(cache=True)
+@kernel
 def touched_workers(base, free):
     """The workers with free slots ("touched": the only ones a call changes) and
     the envelope. Returns ``(tw, P, capl, Mo, E)``: ``tw[t]`` the worker of
@@ -20,14 +21,14 @@ def touched_workers(base, free):
     return _touched(base, free, base.dtype)
 
 
-@njit(cache=True)
+@kernel
 def touched_workers_float(base, free):
     """:func:`touched_workers` with ``P``, ``Mo`` and ``E`` in float64 (the heap
     placement's arithmetic), read from ``base`` once instead of copied twice."""
     return _touched(base, free, np.float64)
 
 
-@njit(cache=True)
+@kernel
 def _touched(base, free, dtype):
     G, H1 = base.shape
     nT = 0
@@ -61,7 +62,7 @@ def _touched(base, free, dtype):
 RADIX_BITS = 11
 
 
-@njit(cache=True)
+@kernel
 def waiting_order(sizes):
     """Positions of the waiting requests by size ascending; among equal sizes
     the oldest (lowest index: the pool is oldest first) comes last, so a search

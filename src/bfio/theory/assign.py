@@ -31,7 +31,8 @@ instead *certifies* the property the proofs use:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from bfio.jit import kernel
 
 
 def fcfs_round_loads(prompts: np.ndarray, workers: int, slots: int) -> np.ndarray:
@@ -58,7 +59,7 @@ def sorted_rounds_loads(prompts: np.ndarray, workers: int, slots: int) -> np.nda
     return loads
 
 
-@njit(cache=True)
+@kernel
 def _sift_down(heap, key, pos, size):
     i = pos
     while True:
@@ -78,7 +79,7 @@ def _sift_down(heap, key, pos, size):
             break
 
 
-@njit(cache=True)
+@kernel
 def place_balanced(pre_loads, free, items, s_max, max_swaps):
     """Assign ``items`` (new prompts) to workers with ``free[g]`` free slots each
     (``sum(free) == len(items)``), minimising the max of ``pre_loads + new``
@@ -149,7 +150,7 @@ def place_balanced(pre_loads, free, items, s_max, max_swaps):
     return worker, certified, swaps
 
 
-@njit(cache=True)
+@kernel
 def is_separated(worker, items, p, q):
     """True if every new prompt on ``p`` is <= every new prompt on ``q``."""
     hi = -1

@@ -46,8 +46,8 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from bfio.jit import kernel
 from bfio.theory.assign import is_separated, place_balanced
 from bfio.theory.distributions import PrefillLaw
 from bfio.theory.drift import Drift
@@ -56,7 +56,7 @@ POLICY_FCFS = 0
 POLICY_BF = 1
 
 
-@njit(cache=True)
+@kernel
 def _splitmix(x):
     x = (x + np.uint64(0x9E3779B97F4A7C15))
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -64,7 +64,7 @@ def _splitmix(x):
     return x ^ (x >> np.uint64(31))
 
 
-@njit(cache=True)
+@kernel
 def request_increment(seed, i, age, lo, hi):
     """Per-request increment in ``{lo..hi}`` of request ``i`` after its step ``age``
     (a hash, so it is the same under every policy)."""
@@ -72,7 +72,7 @@ def request_increment(seed, i, age, lo, hi):
     return lo + int(h % np.uint64(hi - lo + 1))
 
 
-@njit(cache=True)
+@kernel
 def simulate_slots(G, B, prefill, decode, k_admit, policy, mode, delta, inc_seed, inc_lo, inc_hi,
                    s_max, pool, max_swaps):
     """Run one policy on one request stream (module doc). Returns

@@ -1,0 +1,166 @@
+"""Compile time of every numba kernel, and its load time from numba's cache (issue 42).
+
+Two fresh processes share an empty numba cache (``NUMBA_CACHE_DIR`` set to a new
+temporary directory, so an existing cache is neither read nor touched):
+
+1. ``compile``: runs ``bfio compile``'s scenarios (:mod:`bfio.kernels_warmup`)
+   and times each kernel's compiles (numba's ``numba:compile`` events; a
+   kernel's own time, without the callees compiled inside it), with the
+   argument types of each specialization;
+2. ``load``: runs them again in a new process, where every kernel comes from
+   the cache, and times each kernel's cache loads.
+
+    python benchmarks/bench_compile.py            # the table (about 2 min on 2 cores)
+    python benchmarks/bench_compile.py --json out.json
+
+Targets (issue 42): every kernel compiled at most 60 s (``bfio compile``, the
+install step); a first BF-IO call in a new process at most 5 s from the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+
+
+def _name(dispatcher) -> str:
+    f = dispatcher.py_func
+    return f"{f.__module__}.{f.__qualname__}"
+
+
+def _record_compiles() -> list[dict]:
+    """Run the warm-up scenarios and return one record per compiled specialization
+    (kernel, argument types, own seconds)."""
+    from numba.core import event
+
+    records: list[dict] = []
+    stack: list[list] = []  # [start, child seconds] of the compiles under way
+
+    class Compiles(event.Listener):
+        def on_start(self, ev):
+            stack.append([time.perf_counter(), 0.0])
+
+        def on_end(self, ev):
+            start, child = stack.pop()
+            total = time.perf_counter() - start
+            if stack:
+                stack[-1][1] += total
+            records.append({"kernel": _name(ev.data["dispatcher"]), "args": str(ev.data["args"]),
+                            "self_s": total - child, "total_s": total})
+
+    event.register("numba:compile", Compiles())
+    from bfio.kernels_warmup import warm
+
+    warm(stream=sys.stderr)
+    return records
+
+
+def _dispatchers() -> list:
+    """Every numba dispatcher defined in a loaded ``bfio`` module."""
+    from numba.core.registry import CPUDispatcher
+
+    found = {}
+    for mod_name, mod in list(sys.modules.items()):
+        if not mod_name.startswith("bfio") or mod is None:
+            continue
+        for obj in vars(mod).values():
+            if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == mod_name:
+                found[_name(obj)] = obj
+    return list(found.values())
+
+
+def _record_loads() -> list[dict]:
+    """Run the warm-up scenarios with every kernel in the cache; one record per
+    specialization loaded (kernel, argument types, seconds)."""
+    import bfio.kernels_warmup as kw
+
+    # import every kernel module first (the scenarios' imports), then time each cache's loads
+    kw.warm(scenarios=(), stream=sys.stderr)
+    _import_kernel_modules()
+    records: list[dict] = []
+    for disp in _dispatchers():
+        cache = disp._cache
+        load = cache.load_overload
+
+        def timed(sig, target_context, _load=load, _name=_name(disp)):
+            t = time.perf_counter()
+            out = _load(sig, target_context)
+            records.append({"kernel": _name, "args": str(sig), "load_s": time.perf_counter() - t,
+                            "hit": out is not None})
+            return out
+
+        cache.load_overload = timed
+    kw.warm(stream=sys.stderr)
+    return records
+
+
+def _import_kernel_modules() -> None:
+    """Import every ``bfio`` module that defines kernels (so their caches can be timed)."""
+    import importlib
+    import pathlib
+
+    root = pathlib.Path(importlib.import_module("bfio").__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        if "from bfio.jit import" in text and path.name != "jit.py":
+            rel = path.relative_to(root.parent).with_suffix("")
+            importlib.import_module(".".join(rel.parts))
+
+
+def _phase(name: str, cache_dir: str) -> tuple[list[dict], float]:
+    """Run phase ``name`` in a fresh process with ``NUMBA_CACHE_DIR=cache_dir``; its records and wall seconds."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, "--phase", name], env=env, check=True, capture_output=True,
+                         text=True)
+    return json.loads(out.stdout), time.perf_counter() - t
+
+
+def _table(compiles: list[dict], loads: list[dict]) -> str:
+    per = defaultdict(lambda: {"specs": set(), "self_s": 0.0, "load_s": 0.0})
+    for r in compiles:
+        per[r["kernel"]]["specs"].add(r["args"])
+        per[r["kernel"]]["self_s"] += r["self_s"]
+    for r in loads:
+        per[r["kernel"]]["load_s"] += r["load_s"]
+    lines = ["| kernel | specializations | compile (own) s | cache load s |", "|---|---|---|---|"]
+    for k, v in sorted(per.items(), key=lambda kv: -kv[1]["self_s"]):
+        lines.append(f"| `{k}` | {len(v['specs'])} | {v['self_s']:.2f} | {v['load_s']:.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--phase", choices=("compile", "load"), help=argparse.SUPPRESS)
+    p.add_argument("--json", default=None, help="also write the records to this file")
+    args = p.parse_args(argv)
+    if args.phase == "compile":
+        json.dump(_record_compiles(), sys.stdout)
+        return 0
+    if args.phase == "load":
+        json.dump(_record_loads(), sys.stdout)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="bfio-numba-") as cache:
+        compiles, t_compile = _phase("compile", cache)
+        loads, t_load = _phase("load", cache)
+    misses = [r for r in loads if not r["hit"]]
+    print(_table(compiles, loads))
+    print(f"\nfresh process, empty cache: {t_compile:.1f} s wall ({sum(r['self_s'] for r in compiles):.1f} s "
+          f"compiling {len(compiles)} specializations of {len({r['kernel'] for r in compiles})} kernels)")
+    print(f"fresh process, from the cache: {t_load:.1f} s wall ({sum(r['load_s'] for r in loads):.2f} s loading "
+          f"{len(loads)} specializations; {len(misses)} not in the cache)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"compiles": compiles, "loads": loads, "compile_wall_s": t_compile, "load_wall_s": t_load},
+                      f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The library's error messages in the command line's words.
+
+:func:`bfio.simulator.simulate` and the models it builds name what is wrong by
+their Python names (``prefill.kv_tokens``, ``dispatch='instant'``,
+``simulate(prefill=bfio.prefill.PrefillModel(...))``), which is right for a
+library caller and useless at a prompt. :func:`cli_words` rewrites those names
+into the flags of ``bfio simulate`` that set them; ``bfio simulate`` passes
+every :class:`~bfio.errors.ConfigError` of a run through it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bfio.policies.base import REQUIREMENTS
+
+#: A library key at the head of a message (``"<key>: ..."``) -> the flag that sets it.
+FLAGS = {
+    "prefill.chunk_tokens": "--prefill-chunk-tokens",
+    "prefill.token_s": "--prefill-token-s",
+    "prefill.cache_blocks": "--prefix-cache-blocks",
+    "prefill.kv_tokens": "--kv-tokens",
+    "workers": "--workers",
+    "slots": "--slots",
+    "dispatch": "--dispatch",
+    "policy": "--policy",
+}
+
+#: What a policy needs (:data:`bfio.policies.base.REQUIREMENTS`), as the command line provides it.
+NEEDS = {
+    "prefill": "the prefill step model (--prefill-chunk-tokens N; --prefill-token-s, --prefix-cache-blocks "
+               "and --kv-tokens turn it on too)",
+    "blocks": "prompt block hashes in the trace (a trace with a hash column, such as mooncake)",
+}
+
+
+def cli_words(message: str) -> str:
+    """``message`` with the library's names of ``bfio simulate``'s inputs replaced by
+    the flags that set them (:data:`FLAGS`, :data:`NEEDS`, ``dispatch='x'`` ->
+    ``--dispatch x``); a message that names none is returned as it is."""
+    for need, words in NEEDS.items():
+        message = message.replace(REQUIREMENTS[need], words)
+    head, sep, rest = message.partition(": ")
+    if sep and head in FLAGS:
+        message = f"{FLAGS[head]}: {rest}"
+    return re.sub(r"\bdispatch='(\w+)'", r"--dispatch \1", message)
+
+
+__all__ = ["FLAGS", "NEEDS", "cli_words"]

@@ -1,0 +1,211 @@
+"""Compile every numba kernel once, into numba's on-disk cache (``bfio compile``).
+
+``python -m bfio.kernels_warmup`` (or ``bfio compile``) runs tiny simulations
+that reach every kernel of the package with the argument types real runs give
+them (:data:`SCENARIOS`: every registered policy under each dispatch it
+supports, BF-IO's placements, admissions, objectives and predictors, arrivals,
+closed loops, prefill and prefix caches, the theory checks' slot model). Each
+kernel is compiled the first time (1-2 min on 2 cores for all of them) and
+kept in numba's cache (:mod:`bfio.jit`), so every later process, a pipeline job
+or a ``bfio simulate``, loads it instead of compiling it. A second run only
+loads (a few seconds). The README's install step runs it; the pipeline runs it
+in its first job (rule ``compile_kernels``), which every simulation job waits
+for, so parallel jobs never compile the same kernels at once.
+
+The scenarios read nothing from disk and leave no state behind: their
+workloads are drawn from fixed synthetic lengths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+#: Requests in a scenario's workload: enough for every solver phase to run (waiting > free slots).
+REQUESTS = 48
+WORKERS = 4
+SLOTS = 3
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One tiny run that reaches some kernels; ``run()`` returns nothing."""
+
+    name: str
+    run: Callable[[], None]
+
+
+def _workload(arrivals: bool = False, blocks: bool = False, n: int = REQUESTS):
+    """``n`` requests with fixed synthetic lengths (int64, as a trace's), optional
+    Poisson arrivals and prompt block hashes."""
+    from bfio.workload import Workload, draw_workload, poisson_arrivals
+
+    rng = np.random.default_rng(7)
+    prefill = rng.integers(16, 2_000, 200).astype(np.int64)
+    decode = rng.integers(1, 60, 200).astype(np.int64)
+    if blocks:
+        from bfio.sessions import grpo_groups
+
+        return grpo_groups(prefill, decode, groups=n // 8, group_size=8, seed=1, block_tokens=64,
+                           group_rate_per_s=50.0)
+    w = draw_workload(prefill, decode, n, seed=1)
+    if arrivals:
+        w = Workload(w.prefill, w.decode, poisson_arrivals(n, 200.0, 1), name=w.name)
+    return w
+
+
+def _simulate(policy: str, *, dispatch: str = "central", entry: str = "backlog", prefill=None, workload=None,
+              **options) -> None:
+    from bfio.simulator import simulate
+
+    w = workload if workload is not None else _workload(arrivals=entry == "arrivals")
+    simulate(w, WORKERS, SLOTS, policy, dispatch=dispatch, entry=entry, prefill=prefill, policy_options=options,
+             show_progress=False, record_loads=True)
+
+
+def _every_policy() -> None:
+    """Every registered policy that needs nothing beyond the paper's state, under each dispatch it supports."""
+    from bfio.policies import available, policy_class
+
+    for name in available():
+        cls = policy_class(name)
+        if getattr(cls, "requires", ()):
+            continue
+        for dispatch in getattr(cls, "dispatch_modes", ("central",)):
+            entry = "arrivals" if dispatch == "instant" else "backlog"
+            _simulate(name, dispatch=dispatch, entry=entry)
+
+
+def _bfio_central() -> None:
+    """BF-IO's central routing: placements, admissions, objectives, shards, predictors (int and float loads)."""
+    for options in ({"horizon": 20, "admission": "free"}, {"horizon": 0, "admission": "free"},
+                    {"horizon": 20}, {"horizon": 20, "admission": "fifo"}, {"horizon": 20, "admission": "drain:4"},
+                    {"horizon": 10, "admission": "free", "objective": "paper-literal"},
+                    {"horizon": 10, "admission": "free", "discount": 0.5, "new_requests": "persist"},
+                    {"horizon": 20, "admission": "free", "placement": "heap"},
+                    {"horizon": 20, "admission": "free", "placement": "auto"},
+                    {"horizon": 20, "admission": "free", "shard_workers": 2},
+                    {"horizon": 20, "admission": "free", "predictor": "noisy"},
+                    {"horizon": 20, "admission": "free", "predictor": "lognormal"},
+                    {"horizon": 20, "admission": "free", "predictor": "bucket"},
+                    {"horizon": 20, "admission": "free", "predictor": "empirical"},
+                    {"horizon": 20, "admission": "free", "predictor": "geometric"},
+                    {"horizon": 20, "admission": "free", "predictor": "prompt_survival"},
+                    {"horizon": 20, "admission": "free", "predictor": "empirical", "placement": "heap"}):
+        _simulate("bfio", **options)
+    _simulate("bfio", entry="arrivals", horizon=20, admission="free")
+
+
+def _bfio_instant() -> None:
+    """BF-IO's instant dispatch (binding arrivals to worker queues)."""
+    _simulate("bfio", dispatch="instant", entry="arrivals", horizon=20)
+
+
+def _prefill_and_prefix() -> None:
+    """The prefill step model, prefix caches and KV-bounded admission, with the policies that need them."""
+    from bfio.policies import available, policy_class
+    from bfio.prefill import PrefillModel
+
+    w = _workload(blocks=True)
+    cache = PrefillModel(chunk_tokens=256, cache_blocks=64)
+    for name in available():
+        for dispatch in getattr(policy_class(name), "dispatch_modes", ("central",)):
+            if name == "bfio":
+                _simulate(name, dispatch=dispatch, entry="arrivals", prefill=cache, workload=w, horizon=20)
+            elif getattr(policy_class(name), "requires", ()) or name == "fcfs":
+                _simulate(name, dispatch=dispatch, entry="arrivals", prefill=cache, workload=w)
+    _simulate("vllm_dp", dispatch="instant", entry="arrivals", workload=w,
+              prefill=PrefillModel(chunk_tokens=256, kv_tokens=4_000))
+
+
+def _closed_loop() -> None:
+    """Closed-loop sessions (a request follows another's completion)."""
+    from bfio.sessions import multi_turn_sessions
+
+    rng = np.random.default_rng(7)
+    w = multi_turn_sessions(rng.integers(16, 2_000, 200), rng.integers(1, 60, 200), sessions=8, turns=3, seed=1,
+                            block_tokens=64)
+    _simulate("fcfs", entry="arrivals", workload=w)
+    _simulate("bfio", entry="arrivals", workload=w, horizon=20, admission="free")
+
+
+def _theory() -> None:
+    """The theory checks' kernels: the slot model (FCFS and BF-IO's balanced placement)."""
+    from bfio.theory.distributions import uniform
+    from bfio.theory.drift import make_drift
+    from bfio.theory.slot_model import run_slot_model
+
+    run_slot_model(uniform(100), 4, 3, 0.3, make_drift({"kind": "zero"}, 100), seed=1, n_batches=2)
+
+
+#: The scenarios by group: each group reaches its own kernels (the theory checks'
+#: live in :mod:`bfio.theory` and share none with the simulator's), so the
+#: pipeline compiles the groups in two jobs that may run at once: two processes
+#: that compile the *same* kernel at once can corrupt numba's cache index.
+GROUPS = {
+    "simulation": (
+        Scenario("every policy (central and instant dispatch)", _every_policy),
+        Scenario("BF-IO central (placements, admissions, objectives, predictors)", _bfio_central),
+        Scenario("BF-IO instant dispatch", _bfio_instant),
+        Scenario("prefill, prefix caches, KV bound", _prefill_and_prefix),
+        Scenario("closed-loop sessions", _closed_loop),
+    ),
+    "theory": (Scenario("theory checks (slot model)", _theory),),
+}
+#: Every scenario, in the order :func:`warm` runs them.
+SCENARIOS = tuple(sc for group in GROUPS.values() for sc in group)
+
+
+def warm(scenarios=SCENARIOS, stream=None) -> float:
+    """Run ``scenarios`` (compiling or loading every kernel they reach), one line on
+    ``stream`` (default ``sys.stderr``) each; returns the seconds taken."""
+    stream = sys.stderr if stream is None else stream
+    t0 = time.perf_counter()
+    for sc in scenarios:
+        t = time.perf_counter()
+        sc.run()
+        print(f"bfio compile: {sc.name}: {time.perf_counter() - t:.1f} s", file=stream, flush=True)
+    return time.perf_counter() - t0
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The options of ``bfio compile`` / ``python -m bfio.kernels_warmup``."""
+    p = parser or argparse.ArgumentParser(prog="python -m bfio.kernels_warmup", description=__doc__.split("\n")[0])
+    p.add_argument("--group", choices=sorted(GROUPS), action="append", default=None,
+                   help="compile only this group's kernels (repeatable; default: every group)")
+    p.add_argument("--marker", type=Path, default=None,
+                   help="write this file once the kernels are compiled (the pipeline's rule compile_kernels)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compile (or load) the kernels of ``args.group`` (default every group); write
+    ``args.marker`` if given."""
+    from bfio.jit import compile_seconds
+
+    groups = args.group or list(GROUPS)
+    total = warm(tuple(sc for g in groups for sc in GROUPS[g]))
+    line = (f"bfio compile: {', '.join(groups)} kernels ready in {total:.1f} s "
+            f"({compile_seconds():.1f} s compiling them or loading them from numba's cache)")
+    print(line, file=sys.stderr, flush=True)
+    if args.marker is not None:
+        args.marker.parent.mkdir(parents=True, exist_ok=True)
+        args.marker.write_text(line + "\n")
+    return 0
+
+
+def main(argv=None) -> int:
+    return run(build_parser().parse_args(argv))
+
+
+__all__ = ["Scenario", "GROUPS", "SCENARIOS", "warm", "build_parser", "run", "main"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

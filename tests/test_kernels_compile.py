@@ -1,0 +1,132 @@
+"""Numba kernels compile once per installation, visibly, and never inside a timing (issue 42).
+
+The fresh-process checks run ``python -c`` with ``NUMBA_CACHE_DIR`` set to an
+empty temporary directory: a cold cache, as on a fresh clone, that the next
+process finds filled.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numba
+import pytest
+
+from bfio import jit
+from bfio.cli import main
+from bfio.kernels_warmup import GROUPS, SCENARIOS
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def kernel_modules() -> list[str]:
+    """Every ``bfio`` module that defines kernels (imports :mod:`bfio.jit`'s decorators)."""
+    out = []
+    for path in sorted((SRC / "bfio").rglob("*.py")):
+        if path.name != "jit.py" and re.search(r"^from bfio\.jit import .*(kernel|helper)", path.read_text(), re.M):
+            out.append(".".join(path.relative_to(SRC).with_suffix("").parts))
+    return out
+
+
+def fresh_python(code: str, cache_dir: Path) -> subprocess.CompletedProcess:
+    """Run ``code`` in a new interpreter whose numba cache is ``cache_dir``."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(SRC))
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_every_kernel_goes_through_bfio_jit():
+    """No module decorates with numba directly: ``bfio.jit`` is the one place the
+    options (``cache=True``) are set."""
+    direct = [str(p.relative_to(SRC)) for p in (SRC / "bfio").rglob("*.py")
+              if p.name != "jit.py" and re.search(r"^\s*(from numba import|import numba|@numba\.)", p.read_text(), re.M)]
+    assert not direct, f"numba used directly (decorate with bfio.jit.kernel or helper instead): {direct}"
+
+
+def test_every_kernel_is_cached_on_disk():
+    """Every dispatcher defined by the package keeps its specializations in numba's on-disk cache."""
+    from numba.core.caching import NullCache
+    from numba.core.registry import CPUDispatcher
+
+    found = 0
+    for name in kernel_modules():
+        mod = importlib.import_module(name)
+        for obj in vars(mod).values():
+            if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == name:
+                found += 1
+                assert not isinstance(obj._cache, NullCache), f"{name}.{obj.py_func.__name__} is not cached"
+    assert found > 50
+
+
+def test_run_clock_stands_still_while_numba_compiles():
+    @numba.njit
+    def fresh(x):  # not cached: compiled here, on the first call
+        return x * 2 + 1
+
+    c0, t0, w0 = jit.compile_seconds(), jit.run_clock(), time.perf_counter()
+    assert fresh(3) == 7
+    compiled, run, wall = jit.compile_seconds() - c0, jit.run_clock() - t0, time.perf_counter() - w0
+    assert compiled > 0.01
+    assert run < wall - 0.9 * compiled
+    c0, t0 = jit.compile_seconds(), jit.run_clock()
+    fresh(4)  # compiled: no compile time, the clocks agree
+    assert jit.compile_seconds() == c0 and jit.run_clock() - t0 < 0.05
+
+
+def test_first_compile_prints_one_line_and_the_cache_serves_the_next_process(tmp_path):
+    code = ("import numpy as np\n"
+            "from bfio.solvers.fenwick import bit_add, bit_prefix\n"
+            "bit = np.zeros(9, dtype=np.int64)\n"
+            "bit_add(bit, 3, 1); bit_add(bit, 5, 1)\n"
+            "print(bit_prefix(bit, 4))\n")
+    first = fresh_python(code, tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == "1"
+    assert first.stderr.count("bfio: compiling numba kernels") == 1, first.stderr
+    assert len(first.stderr.strip().splitlines()) == 1, first.stderr
+    second = fresh_python(code, tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.strip() == "1" and "compiling" not in second.stderr, second.stderr
+
+
+def test_a_first_run_in_a_fresh_process_does_not_time_the_compile(tmp_path):
+    """JSQ's routing kernel compiles inside its first routing call; route_s_* leave it out."""
+    code = ("import json, numpy as np\n"
+            "from bfio import jit\n"
+            "from bfio.simulator import simulate\n"
+            "from bfio.workload import Workload\n"
+            "rng = np.random.default_rng(0)\n"
+            "w = Workload(rng.integers(1, 500, 60), rng.integers(1, 40, 60))\n"
+            "m = simulate(w, 4, 3, 'jsq_tokens', show_progress=False).metrics\n"
+            "print(json.dumps({'route': m['route_s_total'], 'compiled': jit.compile_seconds()}))\n")
+    out = fresh_python(code, tmp_path)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["compiled"] > 0.3, got
+    assert got["route"] < 0.1 * got["compiled"], got
+
+
+def test_warmup_groups_are_named_and_cover_every_scenario():
+    assert set(GROUPS) == {"simulation", "theory"}
+    assert SCENARIOS == tuple(sc for group in GROUPS.values() for sc in group)
+    assert len({sc.name for sc in SCENARIOS}) == len(SCENARIOS)
+
+
+def test_bfio_compile_writes_its_marker(tmp_path, capsys):
+    marker = tmp_path / "kernels" / "theory.compiled"
+    assert main(["compile", "--group", "theory", "--marker", str(marker)]) == 0
+    err = capsys.readouterr().err
+    assert "bfio compile: theory checks" in err and "theory kernels ready" in err
+    assert marker.read_text().startswith("bfio compile: theory kernels ready in")
+
+
+def test_compile_is_a_subcommand(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "compile" in capsys.readouterr().out
