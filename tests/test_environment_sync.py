@@ -95,10 +95,12 @@ def _readme_commands() -> list[str]:
 
 
 def test_ci_installs_and_tests_exactly_as_the_readme_says():
-    """.ci/run runs the README's install command (pinned: -c constraints.txt) and its
-    test command, word for word; the README's pipeline command is CI's smoke test."""
+    """.ci/run runs the README's install command (pinned: -c constraints.txt; the first
+    line's part before its pipeline command ``&& snakemake``) and its test command, word
+    for word; the README's pipeline command is CI's smoke test."""
     commands = _readme_commands()
-    install = [c for c in commands if c.startswith("pip install")]
+    install = [c.split(" && snakemake")[0].strip() for c in commands if c.startswith("pip install")]
+    assert all(c.startswith("pip install") and "&& snakemake -c 2" in c for c in commands[:1]), commands
     tests = [c for c in commands if c.startswith("python -m pytest")]
     assert len(install) == 1 and len(tests) == 1, commands
     assert "-c constraints.txt" in install[0], install[0]
