@@ -299,3 +299,25 @@ def test_cli_words_rewrites_library_names_only():
     assert cli_words("dispatch: policy 'fcfs' does not support dispatch='instant'") == \
         "--dispatch: policy 'fcfs' does not support --dispatch instant"
     assert cli_words("trace file x.csv: row 3: bad") == "trace file x.csv: row 3: bad"
+
+
+def test_engine_routers_default_to_instant_dispatch_and_central_when_asked(tmp_path):
+    """Issue 42: ``--policy vllm_dp`` (an engine's router) runs bound at arrival as the
+    engine runs it; ``--dispatch central`` still runs it from the pool; the project's
+    own rules keep the paper's central pool; an instant-only rule needs no flag."""
+    import json
+
+    from bfio.cli import main
+    from bfio.cli.simulate import instant_by_default
+
+    assert {"vllm_dp", "vllm_token_lb", "sglang_total_tokens"} <= set(instant_by_default())
+    assert not {"fcfs", "jsq_tokens", "bfio", "round_robin"} & set(instant_by_default())
+    trace = tmp_path / "t.csv"
+    trace.write_text("input_length,output_length\n" + "".join(f"{10 + 37 * i % 500},{1 + i % 9}\n" for i in range(60)))
+    base = ["simulate", "--trace", str(trace), "--requests", "200", "--workers", "3", "--slots", "2"]
+    out = tmp_path / "r.json"
+    for policy, extra, want in (("vllm_dp", [], "instant"), ("vllm_dp", ["--dispatch", "central"], "central"),
+                                ("sglang_total_tokens", [], "instant"), ("jsq_tokens", [], "central"),
+                                ("bfio", [], "central"), ("atom_least_requests", [], "instant")):
+        assert main(base + ["--policy", policy, *extra, "--json", str(out)]) == 0, policy
+        assert json.loads(out.read_text())["dispatch"] == want, (policy, extra)

@@ -213,7 +213,11 @@ def test_cli_report_interval(tmp_path, capsys):
                         "--json", str(out)]) == 0
     assert json.loads(out.read_text())["policy_options"] == {"name": "vllm_token_lb", "report_interval": 10}
     capsys.readouterr()
-    assert main(base + ["--policy", "vllm_dp", "--report-interval", "10"]) != 0
+    assert main(base + ["--policy", "vllm_dp", "--dispatch", "central", "--report-interval", "10"]) != 0
     assert "--report-interval: only valid with --dispatch instant" in capsys.readouterr().err
+    # an engine's router runs bound at arrival unless told otherwise (issue 42)
+    assert main(base + ["--policy", "vllm_dp", "--report-interval", "10", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["dispatch"] == "instant"
+    capsys.readouterr()
     assert main(base + ["--policy", "fcfs", "--dispatch", "instant", "--report-interval", "10"]) != 0
     assert "--report-interval: only valid with --policy jsq_requests | " in capsys.readouterr().err

@@ -71,10 +71,13 @@ def add_parser(subparsers) -> None:
     s.add_argument("--time-scale", type=positive_float, metavar="X",
                    help="with --arrival-mode trace: multiply the replayed arrival times by X (> 0; < 1 compresses "
                         "time = more load; default 1)")
-    s.add_argument("--dispatch", choices=DISPATCH_MODES, default="central",
-                   help="central: one shared pool, the policy admits from it at every step (the paper's, default); "
+    s.add_argument("--dispatch", choices=DISPATCH_MODES, default=None,
+                   help="central: one shared pool, the policy admits from it at every step (the paper's); "
                         "instant: each request is bound to one worker's FIFO queue on arrival (vLLM/SGLang "
-                        "data-parallel routers); policies: " + ", ".join(supporting("instant")))
+                        "data-parallel routers); policies: " + ", ".join(supporting("instant")) + ". Default: "
+                        "the policy's: instant for the engines' routers (" + ", ".join(instant_by_default())
+                        + ") and the instant-only ones, central otherwise; give --dispatch central to run an "
+                        "engine's router from the central pool")
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
@@ -127,6 +130,24 @@ def add_policy_options(s) -> None:
             g.add_argument(o.flag, dest=o.name, type=_option_value(o), metavar=o.metavar,
                            choices=list(allowed) if allowed is not None else None,
                            help=o.help_text().replace("%", "%%"))  # argparse formats help with %
+
+
+def instant_by_default() -> list[str]:
+    """The registered policies that run with instant dispatch unless told otherwise
+    although they support the central pool (:attr:`bfio.policies.base.Policy.default_dispatch`)."""
+    from bfio.policies import policy_class, registered
+
+    return [n for n in registered() if len(policy_class(n).dispatch_modes) > 1
+            and policy_class(n).dispatch_default() == "instant"]
+
+
+def resolve_dispatch(args) -> str:
+    """``--dispatch``, or the chosen policy's default when not given (set on ``args``)."""
+    from bfio.policies import policy_class
+
+    if args.dispatch is None:
+        args.dispatch = policy_class(args.policy).dispatch_default()
+    return args.dispatch
 
 
 def policy_options(args) -> dict:
@@ -187,6 +208,7 @@ def cmd_simulate(args) -> int:
     from bfio.run import ArrivalSpec, RunSpec, simulate_run
     from bfio.traces import load_trace
 
+    resolve_dispatch(args)
     options = policy_options(args)
     mode = arrival_mode(args)
     check_simulate_outputs(args)

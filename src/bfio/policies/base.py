@@ -144,6 +144,10 @@ class Policy:
     #: class without its own ``label`` is shown by its ``name``
     label = ""
     dispatch_modes: tuple[str, ...] = CENTRAL_ONLY
+    #: the dispatch a run of the policy gets when none is asked for (``bfio simulate``
+    #: without ``--dispatch``): an engine's data-parallel router runs as the engine runs
+    #: it, bound at arrival (``"instant"``); ``None``: the first of ``dispatch_modes``
+    default_dispatch: str | None = None
     #: what the policy reads beyond the paper's state (:data:`REQUIREMENTS`): the
     #: prefill step model (``"prefill"``), the prompts' block hashes (``"blocks"``);
     #: :func:`bfio.simulator.simulate` refuses a run that lacks them before it starts
@@ -151,6 +155,11 @@ class Policy:
     #: the policy's options, each declared once (:class:`bfio.policies.options.Option`):
     #: its CLI flags, config schema section and :meth:`describe` derive from them
     options: tuple[Option, ...] = ()
+
+    @classmethod
+    def dispatch_default(cls) -> str:
+        """The dispatch of a run that asks for none (:attr:`default_dispatch`)."""
+        return cls.default_dispatch or cls.dispatch_modes[0]
 
     def __init__(self, seed: int = 0, **options):
         #: every option's value, ``options`` checked and the rest at their defaults

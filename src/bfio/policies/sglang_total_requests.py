@@ -34,3 +34,4 @@ class SglangTotalRequests(JSQRequests):
     name = "sglang_total_requests"
     label = "SGLang total_requests"
     dispatch_modes = DISPATCH_MODES
+    default_dispatch = "instant"  # the engine binds a request to a rank on arrival

@@ -59,6 +59,7 @@ class SglangTotalTokens(InstantPolicy):
     name = "sglang_total_tokens"
     label = "SGLang total_tokens"
     dispatch_modes = DISPATCH_MODES
+    default_dispatch = "instant"  # the engine binds a request to a rank on arrival
 
     def route(self, state: RoutingState) -> np.ndarray:
         return greedy_least_loaded_lex(state.loads.astype(np.float64), state.active.astype(np.float64),

@@ -49,6 +49,7 @@ class VllmDP(JSQRequests):
     name = "vllm_dp"
     label = "vLLM DP"
     dispatch_modes = DISPATCH_MODES
+    default_dispatch = "instant"  # the engine binds a request to a rank on arrival
 
     def route(self, state: RoutingState) -> np.ndarray:
         return super().route(state)

@@ -68,6 +68,7 @@ class VllmTokenLB(InstantPolicy):
     name = "vllm_token_lb"
     label = "vLLM token LB"
     dispatch_modes = DISPATCH_MODES
+    default_dispatch = "instant"  # the engine binds a request to a rank on arrival
     options = InstantPolicy.options + (
         Option("running_tokens", str, "uncomputed",
                "what running_tokens_g counts: uncomputed (the pull request's definition; the simulator "
