@@ -80,6 +80,13 @@ def capacity(prefill, decode, workers: int, slots: int, constants: PaperConstant
                     slot_load=slot_load)
 
 
+def trace_capacity(frame, workers: int, slots: int, constants: PaperConstants | None = None) -> Capacity:
+    """:func:`capacity` of a canonical trace table (``prefill_tokens``,
+    ``decode_tokens``): the capacity for requests drawn from the trace."""
+    return capacity(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), workers, slots,
+                    constants)
+
+
 def imbalance_share(series, workers: int, constants: PaperConstants | None = None) -> float:
     """The share of busy step time lost to imbalance in a run's per-step
     ``series`` (a :attr:`bfio.simulator.SimulationResult.series` frame, or a
@@ -88,22 +95,26 @@ def imbalance_share(series, workers: int, constants: PaperConstants | None = Non
     loads. NaN for a run without steps."""
     if workers < 1:
         raise ConfigError(f"imbalance_share: workers must be >= 1, got {workers}")
-    c = constants or PaperConstants()
-    dt = np.asarray(series["dt"], dtype=np.float64)
-    imb = np.asarray(series["imbalance_pre"], dtype=np.float64)
-    busy = float(dt.sum())
+    busy = float(np.asarray(series["dt"], dtype=np.float64).sum())
     if busy <= 0:
         return float("nan")
-    return float(c.token_latency_s * imb.sum() / workers / busy)
+    return float(lost_share(np.asarray(series["imbalance_pre"], dtype=np.float64).sum(), busy, workers, constants))
+
+
+def lost_share(imbalance_total, busy_s, workers, constants: PaperConstants | None = None):
+    """The formula of :func:`imbalance_share` on a run's totals: ``t_l
+    imbalance_total / G / busy_s``, where ``imbalance_total = sum (G max L - sum L)``
+    over the steps and ``busy_s = sum dt`` (scalars or columns, element-wise)."""
+    c = constants or PaperConstants()
+    return c.token_latency_s * imbalance_total / workers / busy_s
 
 
 def imbalance_share_of_runs(runs, constants: PaperConstants | None = None):
     """:func:`imbalance_share` of every run of a runs table (``imbalance_total``,
     ``makespan_s`` = busy step time, ``workers`` columns; the whole-run totals of
     :func:`bfio.metrics.run_totals`), so tables derive it without rerunning a run."""
-    c = constants or PaperConstants()
     busy = runs["makespan_s"].astype(float)
-    share = c.token_latency_s * runs["imbalance_total"].astype(float) / runs["workers"].astype(float) / busy
+    share = lost_share(runs["imbalance_total"].astype(float), busy, runs["workers"].astype(float), constants)
     return share.where(busy > 0)
 
 
@@ -123,5 +134,5 @@ def with_imbalance_share(runs):
     return out
 
 
-__all__ = ["Capacity", "IMBALANCE_SHARE", "capacity", "imbalance_share", "imbalance_share_of_runs", "request_work",
-           "with_imbalance_share"]
+__all__ = ["Capacity", "IMBALANCE_SHARE", "capacity", "imbalance_share", "imbalance_share_of_runs", "lost_share",
+           "request_work", "trace_capacity", "with_imbalance_share"]

@@ -16,7 +16,7 @@ import json
 
 import pandas as pd
 
-from bfio.capacity import capacity
+from bfio.capacity import trace_capacity
 from bfio.goodput import SLO, goodput
 from bfio.run import ArrivalSpec, RunSpec, run_batch
 from bfio.studies.registry import Study, register_study
@@ -34,7 +34,7 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
     capacity, their ratio, whether the SLO held at the capacity itself, the TTFT
     metric read and every probe (rate, mean p99 TTFT and TPOT, met) as JSON."""
     slo = SLO(**(section.get("slo") or {}))
-    cap = capacity(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), setting["workers"], slots)
+    cap = trace_capacity(frame, setting["workers"], slots)
     variants = section.get("variants") or {}
     out = []
     for dispatch, row in router_rows(section):

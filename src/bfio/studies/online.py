@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.capacity import capacity
+from bfio.capacity import trace_capacity
 from bfio.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec, run_batch, simulate_run
 from bfio.studies.registry import Figure, Study, Table, register_study
@@ -190,8 +190,7 @@ def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prepar
     run_setting = {k: v for k, v in setting.items() if k != "kind"}
     cap = None
     if study["load_basis"] == "capacity":
-        cap = capacity(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), setting["workers"],
-                       slots).requests_per_s
+        cap = trace_capacity(frame, setting["workers"], slots).requests_per_s
     return run_online(name, run_setting, kind, prepared["saturation_rps"], study, seeds, slots, frame, log=log,
                       defaults=defaults, capacity_rps=cap)
 
