@@ -91,18 +91,19 @@ def online_admission_effects(online: pd.DataFrame, rows: dict[str, str], cost_me
                           "(online.central)")
     central = online[online["dispatch"] == "central"] if "dispatch" in online else online
     out = []
-    for (setting, load), grp in central.groupby(["setting", central["load"].round(6)], sort=False):
+    central = central.assign(load=central["load"].round(6))
+    for (setting, load), grp in central.groupby(["setting", "load"], sort=False):
         base = grp[grp["row"] == rows["free"]].set_index("seed")
         for adm, row in rows.items():
             mine = grp[grp["row"] == row].set_index("seed")
             seeds = mine.index.intersection(base.index)
             if seeds.empty:
                 continue
-            gain = mine.loc[seeds, cost_metric] / base.loc[seeds, cost_metric] - 1.0
+            gain = paired_effect(grp, ["setting"], rows["free"], row, cost_metric, "gain_pct").iloc[0]
             p99 = float(base.loc[seeds, "wait_steps_p99"].mean())
             wmax = float(mine.loc[seeds, "wait_steps_max"].mean())
             out.append({"setting": setting, "load": float(load), "admission": adm, "row": row,
-                        "cost_pct": float(-100.0 * gain.mean()), "wait_steps_max": wmax,
+                        "cost_pct": float(-gain["gain_pct_mean"]), "wait_steps_max": wmax,
                         "free_wait_steps_p99": p99, "wait_vs_free_p99": wmax / max(p99, WAIT_FLOOR_STEPS)})
     return pd.DataFrame(out, columns=list(ONLINE_EFFECT_COLUMNS))
 
