@@ -212,11 +212,11 @@ def cmd_simulate(args) -> int:
     options = policy_options(args)
     mode = arrival_mode(args)
     check_simulate_outputs(args)
-    check_path_flags(args)
+    known = check_path_flags(args)
     trace = load_trace(args.trace, prefill_col=args.prefill_col, decode_col=args.decode_col,
                        arrival_col=args.arrival_col, data_dir=known_trace_dir(args), verify=not args.no_verify,
                        arrival_unit=args.arrival_unit, hash_col=args.hash_col, block_tokens=args.block_tokens)
-    check_arrival_unit(args, trace)
+    check_arrival_unit(args, trace, known)
     if mode == "trace":
         if trace.arrival_s is None:
             raise ConfigError(f"--arrival-mode trace: trace {trace.path} has no arrival column; "
@@ -297,9 +297,10 @@ def check_finite_clock(result) -> None:
                           "check --prefill-token-s and the step-time profile (nothing was written)")
 
 
-def check_path_flags(args) -> None:
+def check_path_flags(args):
     """``--arrival-unit``, ``--hash-col`` and ``--block-tokens`` describe a trace
-    given by path; a known trace's unit and hash column are pinned."""
+    given by path; a known trace's unit and hash column are pinned. Returns the
+    known trace's spec (``None``: a trace given by path)."""
     from bfio.traces.registry import resolve_trace
 
     _, spec = resolve_trace(args.trace, args.data_dir)
@@ -312,17 +313,15 @@ def check_path_flags(args) -> None:
         raise ConfigError("--block-tokens: only valid with --hash-col (the tokens per block of its hashes)")
     if args.hash_col is not None and args.block_tokens is None:
         raise ConfigError(f"--hash-col {args.hash_col}: needs --block-tokens N, the tokens per hashed block")
+    return spec
 
 
-def check_arrival_unit(args, trace) -> None:
+def check_arrival_unit(args, trace, known) -> None:
     """A trace given by path whose arrival column reads as milliseconds while
     seconds are assumed (no ``--arrival-unit``): refused when its name says so
-    (``t_ms``), a loud warning when its span as seconds exceeds two weeks."""
-    if args.arrival_unit is not None or trace.arrival_s is None or args.arrival_col is None:
-        return
-    from bfio.traces.registry import resolve_trace
-
-    if resolve_trace(args.trace, args.data_dir)[1] is not None:
+    (``t_ms``), a loud warning when its span as seconds exceeds two weeks. ``known``:
+    the known trace's spec (:func:`check_path_flags`), whose unit is pinned."""
+    if known is not None or args.arrival_unit is not None or trace.arrival_s is None or args.arrival_col is None:
         return
     if _MS_NAME.search(args.arrival_col) or _MS_CAMEL.search(args.arrival_col):
         raise ConfigError(f"--arrival-col {args.arrival_col}: the name says milliseconds but seconds are assumed; "
