@@ -155,11 +155,11 @@ def run_prefix_study(name: str, setting: dict, section: dict, seeds, slots: int,
 WORKLOAD_KEYS = {"trace": (), "grpo": ("groups", "group_size", "turns"), "sessions": ("sessions", "turns")}
 #: keys a setting of each workload reads beyond the common ones (name, description,
 #: workload, trace, workers, slots); any other is refused, not ignored
-WORKLOAD_READS = {
+WORKLOAD_READS = {w: WORKLOAD_KEYS[w] + optional for w, optional in {
     "trace": ("requests", "time_scale"),
-    "grpo": ("groups", "group_size", "turns", "think_time_s", "closed_loop", "stream_gap_s", "session_rate_per_s"),
-    "sessions": ("sessions", "turns", "think_time_s", "closed_loop", "session_rate_per_s"),
-}
+    "grpo": ("think_time_s", "closed_loop", "stream_gap_s", "session_rate_per_s"),
+    "sessions": ("think_time_s", "closed_loop", "session_rate_per_s"),
+}.items()}
 #: the schema's defaults of a setting's keys (filled into every setting when the
 #: config loads, so a default value of a key the workload does not read is no mistake)
 SETTING_DEFAULTS = {"time_scale": 1.0, "think_time_s": 30.0, "closed_loop": False, "stream_gap_s": 0.0,
@@ -200,32 +200,34 @@ def validate_section(section: dict, config: dict) -> None:
                               f"{', '.join(n for n, sp in specs.items() if sp.hash_col and sp.arrival_col)})")
 
 
-def _check_prefill(prefill: dict) -> None:
-    """The prefill model's numbers finite (YAML's ``.nan`` and ``.inf`` pass the
-    schema's ``minimum``)."""
+def _check_finite(where: str, key: str, value) -> None:
+    """A number of the section finite (YAML's ``.nan`` and ``.inf`` pass the schema's
+    ``minimum``); the error names ``where.key``."""
     import math
 
     from bfio.errors import ConfigError
 
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"config key '{where}.{key}': expected a finite number, got {value}")
+
+
+def _check_prefill(prefill: dict) -> None:
+    """The prefill model's numbers finite."""
     for key, value in prefill.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"config key 'prefix_study.prefill.{key}': expected a finite number, got {value}")
+        _check_finite("prefix_study.prefill", key, value)
 
 
 def _check_setting_keys(i: int, setting: dict, config: dict) -> None:
     """A setting's numbers finite, its cluster within :data:`bfio.limits.MAX_SLOTS`,
     and no key its workload does not read (:data:`WORKLOAD_READS`; a schema default
     left in place is no mistake)."""
-    import math
-
     from bfio.errors import ConfigError
     from bfio.limits import MAX_SLOTS
 
     where = f"prefix_study.settings.{i}"
     kind = setting["workload"]
     for key, value in setting.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"config key '{where}.{key}': expected a finite number, got {value}")
+        _check_finite(where, key, value)
         if key in _COMMON_KEYS or key in WORKLOAD_READS[kind]:
             continue
         if key in SETTING_DEFAULTS and value == SETTING_DEFAULTS[key]:
