@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from bfio.errors import TraceError
-from bfio.traces.registry import special_kind
+from bfio.traces.registry import not_regular
 
 
 #: :func:`unreadable`'s answer for a path with nothing behind it.
@@ -36,7 +36,7 @@ def unreadable(path: Path) -> str | None:
         return f"cannot be opened: {e.strerror or e}"
     if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
         return None  # a directory: the readers say so in their own words
-    return f"is not a regular file ({special_kind(st)}); a trace must be a regular file"
+    return not_regular(st)
 
 
 def read_table(path: Path, columns=None) -> pd.DataFrame:

@@ -189,13 +189,18 @@ def special_kind(st: os.stat_result) -> str:
             else "a directory" if stat.S_ISDIR(m) else "a socket" if stat.S_ISSOCK(m) else "a special file")
 
 
+def not_regular(st: os.stat_result) -> str:
+    """Why a trace of status ``st`` (not a regular file) is refused, as errors say it."""
+    return f"is not a regular file ({special_kind(st)}); a trace must be a regular file"
+
+
 def check_regular(path) -> os.stat_result:
     """The status of ``path``, a :class:`~bfio.errors.TraceError` naming it unless
     it is a regular file (checked before anything reads it: a named pipe blocks,
     ``/dev/zero`` never ends)."""
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
-        raise TraceError(path, f"is not a regular file ({special_kind(st)}); a trace must be a regular file")
+        raise TraceError(path, not_regular(st))
     return st
 
 
