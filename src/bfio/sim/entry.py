@@ -54,6 +54,15 @@ class Entry:
     def completed(self, ids: np.ndarray, finish_s: np.ndarray) -> None:
         """Requests ``ids`` completed (their finish clocks in ``finish_s``, indexed by request)."""
 
+    def _enter_through(self, state: ClusterState, stop: int, clocks) -> np.ndarray:
+        """Requests ``entered .. stop - 1`` (workload order) enter at this routing call's
+        step, at ``clocks`` (one clock or one per request); returns their ids."""
+        nxt = self.entered
+        state.enter_step[nxt:stop] = state.step
+        state.enter_clock[nxt:stop] = clocks
+        self.entered = stop
+        return np.arange(nxt, stop, dtype=np.int64)
+
 
 class BacklogEntry(Entry):
     """The paper's backlog pool: the waiting requests are topped up to ``target``
@@ -70,11 +79,7 @@ class BacklogEntry(Entry):
         need = self.target - waiting
         if need <= 0:
             return None
-        stop = min(self.requests, nxt + need)
-        state.enter_step[nxt:stop] = state.step
-        state.enter_clock[nxt:stop] = state.clock
-        self.entered = stop
-        return np.arange(nxt, stop, dtype=np.int64)
+        return self._enter_through(state, min(self.requests, nxt + need), state.clock)
 
 
 class ArrivalEntry(Entry):
@@ -92,10 +97,7 @@ class ArrivalEntry(Entry):
         stop = int(self.arrival_s.searchsorted(state.clock, side="right"))
         if stop <= nxt:
             return None
-        state.enter_step[nxt:stop] = state.step
-        state.enter_clock[nxt:stop] = self.arrival_s[nxt:stop]
-        self.entered = stop
-        return np.arange(nxt, stop, dtype=np.int64)
+        return self._enter_through(state, stop, self.arrival_s[nxt:stop])
 
     def next_arrival(self, step: int) -> float | None:
         return float(self.arrival_s[self.entered])
