@@ -110,14 +110,11 @@ def plugin_files() -> list[Path]:
     ``.py`` file of a package. A plugin that cannot be found has no file (the
     job reports it)."""
     import importlib.util
-    import sys
 
-    from bfio.plugins import plugin_modules, search_path
+    from bfio.plugins import plugin_modules, without_implicit_cwd
 
     files: list[Path] = []
-    saved = list(sys.path)
-    sys.path[:] = search_path()
-    try:
+    with without_implicit_cwd():
         for name in plugin_modules():
             try:
                 spec = importlib.util.find_spec(name)
@@ -130,8 +127,6 @@ def plugin_files() -> list[Path]:
                 files += sorted(origin.parent.rglob("*.py"))
             else:
                 files.append(origin)
-    finally:
-        sys.path[:] = saved
     return list(dict.fromkeys(files))
 
 

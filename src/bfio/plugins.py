@@ -71,7 +71,7 @@ def search_path() -> list[str]:
 
 
 @contextmanager
-def _without_implicit_cwd():
+def without_implicit_cwd():
     """Import with :func:`search_path` as ``sys.path`` (restored afterwards)."""
     saved = list(sys.path)
     sys.path[:] = search_path()
@@ -99,7 +99,7 @@ def load_plugins() -> None:
             continue
         check_name(name)
         try:
-            with _without_implicit_cwd():
+            with without_implicit_cwd():
                 importlib.import_module(name)
         except ConfigError as e:
             raise ConfigError(f"plugin '{name}' ({_origin(name)}) cannot be loaded: {e}") from None
@@ -115,4 +115,4 @@ def load_plugins() -> None:
         _loaded.add(name)
 
 
-__all__ = ["PLUGINS_ENV", "ENTRY_POINT_GROUP", "plugin_modules", "load_plugins", "search_path", "check_name"]
+__all__ = ["PLUGINS_ENV", "ENTRY_POINT_GROUP", "plugin_modules", "load_plugins", "search_path", "without_implicit_cwd", "check_name"]
