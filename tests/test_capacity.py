@@ -7,9 +7,11 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bfio.capacity import capacity, imbalance_share, imbalance_share_of_runs, request_work
+from bfio.capacity import (IMBALANCE_FLOOR, IMBALANCE_SHARE, capacity, imbalance_share, imbalance_share_of_runs,
+                           largest_request_loads, request_work, with_imbalance_share)
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError
+from bfio.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.workload import Workload
 
@@ -92,3 +94,59 @@ def test_online_loads_can_be_fractions_of_the_capacity():
     assert [r.arrival.rate for r in runs] == [100.0, 210.0] and "load_basis" not in extra[0]
     with pytest.raises(ConfigError, match="load_basis"):
         online_runs(setting, "poisson", 200.0, {**study, "load_basis": "capacity"}, [0], 8)
+
+
+def _brute_largest(first, last, base, steps):
+    out = np.full(steps, -1.0)
+    for k in range(1, steps + 1):
+        live = [base[i] + k for i in range(len(first)) if first[i] <= k <= last[i]]
+        if live:
+            out[k - 1] = max(live)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 20), st.integers(-30, 3000)), min_size=1, max_size=25),
+       st.integers(1, 40))
+def test_largest_request_loads_is_the_per_step_maximum(rows, steps):
+    first = np.array([r[0] for r in rows], dtype=np.int64)
+    last = first + np.array([r[1] for r in rows], dtype=np.int64)
+    base = np.array([r[2] for r in rows], dtype=np.float64)
+    order = np.argsort(-base, kind="stable").astype(np.int64)
+    got = largest_request_loads(first, last, base, order, steps)
+    np.testing.assert_array_equal(got, _brute_largest(first, last, base, steps))
+
+
+@pytest.mark.parametrize("prefill", [None, PrefillModel(chunk_tokens=64)])
+def test_a_lone_request_is_all_floor(prefill):
+    """One request on two workers: the whole imbalance is its indivisibility (with
+    the prefill model, its prefill steps are left out of the floor)."""
+    r = simulate(Workload(np.array([300]), np.array([40])), 2, 4, "fcfs", prefill=prefill)
+    floor, total = r.metrics["imbalance_floor_total"], r.metrics["imbalance_total"]
+    if prefill is None:
+        assert floor == total
+    else:
+        assert 0 < floor < total
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 4), st.integers(1, 4),
+       st.sampled_from(["fcfs", "jsq_tokens", "bfio", "round_robin"]), st.booleans())
+def test_no_router_loses_less_than_the_floor(seed, workers, slots, policy, with_prefill):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    w = Workload(rng.integers(1, 500, n), rng.integers(1, 60, n))
+    r = simulate(w, workers, slots, policy, prefill=PrefillModel(chunk_tokens=128) if with_prefill else None)
+    assert 0 <= r.metrics["imbalance_floor_total"] <= r.metrics["imbalance_total"]
+    runs = pd.DataFrame([{**r.metrics, "workers": workers}])
+    shares = with_imbalance_share(runs)
+    assert shares[IMBALANCE_FLOOR].iloc[0] <= shares[IMBALANCE_SHARE].iloc[0] + 1e-12
+
+
+def test_one_request_per_worker_is_all_floor():
+    """With one slot a worker and no more requests than workers, every worker
+    holds one request: the most loaded holds the largest, so the floor is the
+    whole imbalance."""
+    w = Workload(np.array([5000, 10, 10, 10]), np.array([200, 300, 300, 300]))
+    r = simulate(w, 4, 1, "fcfs")
+    assert r.metrics["imbalance_floor_total"] == r.metrics["imbalance_total"] > 0

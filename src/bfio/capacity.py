@@ -16,8 +16,11 @@ Two router-independent quantities of Section 3's step model
   waiting at the barrier for the most loaded worker,
   ``sum t_l (max_g L_g - mean_g L_g) / sum dt``; a perfectly balanced router
   would not spend it. The summed pre-step loads are the workload's total work
-  whatever the router, so this is the headroom a router can gain on a run
-  (bounded below by the indivisibility of requests, not modelled here).
+  whatever the router, so this is the headroom a router can gain on a run;
+- :func:`indivisible_floor`: the part of that share no router can remove,
+  because a request cannot be split across workers: in a step the most loaded
+  worker holds at least ``max(mean_g L_g, largest request load)``, so the step
+  loses at least ``t_l (max(mean L, largest) - mean L)`` (:data:`IMBALANCE_FLOOR`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError
+from bfio.jit import kernel
 
 
 @dataclass(frozen=True)
@@ -109,30 +113,109 @@ def lost_share(imbalance_total, busy_s, workers, constants: PaperConstants | Non
     return c.token_latency_s * imbalance_total / workers / busy_s
 
 
-def imbalance_share_of_runs(runs, constants: PaperConstants | None = None):
+def imbalance_share_of_runs(runs, constants: PaperConstants | None = None, total: str = "imbalance_total"):
     """:func:`imbalance_share` of every run of a runs table (``imbalance_total``,
     ``makespan_s`` = busy step time, ``workers`` columns; the whole-run totals of
-    :func:`bfio.metrics.run_totals`), so tables derive it without rerunning a run."""
+    :func:`bfio.metrics.run_totals`), so tables derive it without rerunning a run;
+    ``total`` names another imbalance total on the same scale (the floor,
+    ``imbalance_floor_total``)."""
     busy = runs["makespan_s"].astype(float)
-    share = lost_share(runs["imbalance_total"].astype(float), busy, runs["workers"].astype(float), constants)
+    share = lost_share(runs[total].astype(float), busy, runs["workers"].astype(float), constants)
     return share.where(busy > 0)
 
 
-#: The column :func:`with_imbalance_share` adds to a runs table.
-IMBALANCE_SHARE = "imbalance_share"
-
-
-def with_imbalance_share(runs):
-    """``runs`` with the column :data:`IMBALANCE_SHARE` (:func:`imbalance_share_of_runs`;
-    kept as given, or NaN, where the runs lack the totals), for the online, predictor
-    and prefix tables."""
-    out = runs.copy()
-    if all(c in out.columns for c in ("imbalance_total", "makespan_s", "workers")):
-        out[IMBALANCE_SHARE] = imbalance_share_of_runs(out)
-    elif IMBALANCE_SHARE not in out.columns:
-        out[IMBALANCE_SHARE] = float("nan")
+@kernel
+def largest_request_loads(first, last, base, order, steps):
+    """Per step ``k = 1 .. steps`` the largest pre-step load of one request,
+    ``max {base_i + k : first_i <= k <= last_i}`` (``-1`` where no request is
+    counted), at ``out[k - 1]``. ``order`` lists the requests by ``base``
+    descending, so the first request to reach a step is its largest: each step
+    is written once (a "next unwritten step" forest with path halving), in
+    ``O((N + steps) alpha)``. Invariant: ``out[k - 1] >= base_i + k`` for every
+    counted request ``i`` active at ``k``, with equality for one of them."""
+    out = np.full(steps, -1.0)
+    nxt = np.arange(steps + 2)  # nxt[k]: a step >= k not yet written (steps + 1: none)
+    for j in range(order.shape[0]):
+        i = order[j]
+        k = max(first[i], 1)
+        stop = min(last[i], steps)
+        if k > stop:
+            continue
+        while True:
+            while nxt[k] != k:  # find the next unwritten step, halving the path
+                nxt[k] = nxt[nxt[k]]
+                k = nxt[k]
+            if k > stop:
+                break
+            out[k - 1] = base[i] + k
+            nxt[k] = k + 1
+            k += 1
     return out
 
 
-__all__ = ["Capacity", "IMBALANCE_SHARE", "capacity", "imbalance_share", "imbalance_share_of_runs", "lost_share",
+def indivisible_floor(sum_load_pre, first, last, base, workers: int) -> float:
+    """``sum_k max(0, G largest_k - sum_g L_g)`` over a run's steps, on the scale
+    of ``imbalance_total`` (``sum (G max L - sum L)``): what the most loaded
+    worker holds above the mean at the least, since it holds at least the
+    largest single request (:func:`largest_request_loads`; request ``i`` holds
+    ``base_i + k`` tokens at step ``k`` of ``first_i .. last_i``). Any subset of
+    the requests, and any lower bound of their loads, gives a valid (lower)
+    floor. ``sum_load_pre`` is the series column of the run's pre-step loads."""
+    total = np.asarray(sum_load_pre, dtype=np.float64)
+    first = np.asarray(first, dtype=np.int64)
+    if first.size == 0 or total.size == 0:
+        return 0.0
+    base = np.asarray(base, dtype=np.float64)
+    order = np.argsort(-base, kind="stable").astype(np.int64)
+    big = largest_request_loads(first, np.asarray(last, dtype=np.int64), base, order, total.size)
+    return float(np.maximum(0.0, workers * big - total)[big >= 0].sum())
+
+
+def decode_phase(requests, series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each request's decode steps and load for :func:`indivisible_floor`, from a
+    run's ``requests`` and ``series`` frames: a request seated after step ``k0``
+    (``start_step``) decodes at steps ``k0 + 1 .. finish_step`` with pre-step load
+    ``s + (k - k0 - 1)`` (Eq. (workload), ``tau`` tokens generated before step
+    ``k``). With the prefill model (a ``ttft_s`` column) it decodes after the step
+    ``f`` that emitted its first token, with load ``s + (k - f)``; its prefill
+    steps are left out (a lower bound). Requests with a ``preempted`` count above
+    0 are left out (their load dropped mid-run). Returns ``(first, last, base)``."""
+    s = requests["prefill"].to_numpy(np.int64)
+    last = requests["finish_step"].to_numpy(np.int64)
+    if "ttft_s" in requests.columns:
+        clock = series["clock"].to_numpy(np.float64)
+        emitted = (requests["arrival_s"] + requests["ttft_s"]).to_numpy(np.float64)
+        f = np.searchsorted(clock, emitted, side="left").astype(np.int64) + 1
+        first, base = f + 1, (s - f).astype(np.float64)
+    else:
+        k0 = requests["start_step"].to_numpy(np.int64)
+        first, base = k0 + 1, (s - k0 - 1).astype(np.float64)
+    keep = np.ones(len(s), dtype=bool)
+    if "preempted" in requests.columns:
+        keep = requests["preempted"].to_numpy() == 0
+    return first[keep], last[keep], base[keep]
+
+
+#: The columns :func:`with_imbalance_share` adds to a runs table: the share of
+#: busy time lost to imbalance and the part of it no router can remove.
+IMBALANCE_SHARE = "imbalance_share"
+IMBALANCE_FLOOR = "imbalance_floor_share"
+
+
+def with_imbalance_share(runs):
+    """``runs`` with the columns :data:`IMBALANCE_SHARE` (:func:`imbalance_share_of_runs`)
+    and :data:`IMBALANCE_FLOOR` (the same formula on ``imbalance_floor_total``,
+    :func:`indivisible_floor`), kept as given, or NaN, where the runs lack the
+    totals, for the online, predictor and prefix tables."""
+    out = runs.copy()
+    for column, total in ((IMBALANCE_SHARE, "imbalance_total"), (IMBALANCE_FLOOR, "imbalance_floor_total")):
+        if all(c in out.columns for c in (total, "makespan_s", "workers")):
+            out[column] = imbalance_share_of_runs(out, total=total)
+        elif column not in out.columns:
+            out[column] = float("nan")
+    return out
+
+
+__all__ = ["Capacity", "IMBALANCE_FLOOR", "IMBALANCE_SHARE", "capacity", "decode_phase", "indivisible_floor",
+           "largest_request_loads", "imbalance_share", "imbalance_share_of_runs", "lost_share",
            "request_work", "trace_capacity", "with_imbalance_share"]

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from bfio.capacity import decode_phase, indivisible_floor
 from bfio.constants import PaperConstants
 from bfio.errors import PolicyError
 from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
@@ -76,6 +77,8 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
         requests["cached_tokens"] = chunked.cached
     frame = pd.DataFrame(arrays)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
+    metrics["imbalance_floor_total"] = indivisible_floor(arrays["sum_load_pre"], *decode_phase(requests, frame),
+                                                         run.workers)
     warns = window_warnings(int(state.last_admission_step), arrays["active"], run.workers, run.slots, run.entry,
                             busy_peak=chunked.busy_peak if chunked is not None else None)
     return SimulationResult(config=run_config(run, engine.overhead), metrics=metrics, steps=int(state.step),

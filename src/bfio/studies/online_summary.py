@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.capacity import IMBALANCE_SHARE, with_imbalance_share
+from bfio.capacity import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
 
@@ -33,10 +33,11 @@ ONLINE_METRICS = {
     "avg_imbalance_run": ("avg imbalance", "tokens"),
     "energy_j_run": ("energy", "J"),
     IMBALANCE_SHARE: ("busy time lost to imbalance", "share"),
+    IMBALANCE_FLOOR: ("of it, indivisible (no router can remove)", "share"),
 }
 #: Columns of the Markdown table (the CSV has every metric).
 MARKDOWN_METRICS = ("queue_wait_s_p99", "tpot_s_p50", "e2e_s_p50", "e2e_s_p99", "throughput_run",
-                    "avg_imbalance_run", "energy_j_run", IMBALANCE_SHARE)
+                    "avg_imbalance_run", "energy_j_run", IMBALANCE_SHARE, IMBALANCE_FLOOR)
 ONLINE_GROUP = ["setting", "trace", "requests", "workers", "slots", "arrival_mode", "load", "time_scale", "dispatch", "row"]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.capacity import IMBALANCE_SHARE, with_imbalance_share
+from bfio.capacity import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, scale_note, setting_sections
 
@@ -21,7 +21,8 @@ PREDICTOR_METRICS = {"avg_imbalance": ("avg imbalance", "tokens"), "throughput":
                      "tpot": ("TPOT", "s/token"), "energy_j": ("energy", "J"),
                      "avg_imbalance_run": ("avg imbalance, whole run", "tokens"),
                      "throughput_run": ("throughput, whole run", "tokens/s"),
-                     IMBALANCE_SHARE: ("busy time lost to imbalance", "share")}
+                     IMBALANCE_SHARE: ("busy time lost to imbalance", "share"),
+                     IMBALANCE_FLOOR: ("of it, indivisible (no router can remove)", "share")}
 PREDICTOR_GROUP = ["setting", "trace", "requests", "workers", "slots", "row", "predictor", "remaining", "noise",
                    "horizon"]
 #: How each error model's level reads in labels and on the figure's axis.

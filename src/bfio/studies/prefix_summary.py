@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.capacity import IMBALANCE_SHARE, with_imbalance_share
+from bfio.capacity import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.tables import MIN_INTERVAL_SEEDS
 
@@ -16,7 +16,8 @@ from bfio.tables import MIN_INTERVAL_SEEDS
 METRICS = [("throughput_run", "throughput (tok/s)", "{:,.0f}"), ("ttft_s_p50", "TTFT p50 (s)", "{:.2f}"),
            ("ttft_s_p99", "TTFT p99 (s)", "{:.2f}"), ("tpot_decode_s_mean", "TPOT (s)", "{:.3f}"),
            ("e2e_s_p50", "e2e p50 (s)", "{:.2f}"), ("e2e_s_p99", "e2e p99 (s)", "{:.2f}"),
-           ("cache_hit_rate", "hit rate", "{:.1%}"), (IMBALANCE_SHARE, "lost to imbalance", "{:.1%}")]
+           ("cache_hit_rate", "hit rate", "{:.1%}"), (IMBALANCE_SHARE, "lost to imbalance", "{:.1%}"),
+           (IMBALANCE_FLOOR, "of it indivisible", "{:.1%}")]
 #: the row whose domination the table reports
 SUBJECT = "bfio"
 
