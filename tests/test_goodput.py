@@ -8,6 +8,7 @@ import pytest
 from bfio.capacity import capacity
 from bfio.errors import ConfigError
 from bfio.goodput import SLO, goodput
+from bfio.metrics import latency_stats, steady_stats
 from bfio.simulator import simulate
 from bfio.workload import Workload
 
@@ -45,8 +46,41 @@ def test_the_targets_and_arguments_are_checked():
         SLO(tpot_p99_s=float("nan"))
     with pytest.raises(ConfigError, match="capacity_rps"):
         goodput(_fake(1.0, []), capacity_rps=float("inf"))
-    with pytest.raises(ConfigError, match="neither"):
+    with pytest.raises(ConfigError, match="none of ttft_s_p99_steady"):
         goodput(lambda rate: [{"tpot_s_p99": 0.1}], 10.0)
+    with pytest.raises(ConfigError, match="p99 TPOT"):
+        goodput(lambda rate: [{"queue_wait_s_p99": 0.1}], 10.0)
+
+
+def test_steady_state_and_decode_keys_are_read_first():
+    """A run carrying steady-state (second half) and decode-only keys is judged on
+    them: here only they break the targets."""
+    metrics = {"queue_wait_s_p99": 0.1, "queue_wait_s_p99_steady": 5.0, "tpot_s_p99": 0.01,
+               "tpot_decode_s_p99": 0.01}
+    r = goodput(lambda rate: [metrics], 10.0)
+    assert r.goodput_rps == 0.0 and r.ttft_metric == "queue_wait_s_p99_steady"
+    r = goodput(lambda rate: [{"ttft_s_p99": 0.1, "tpot_s_p99": 9.0, "tpot_decode_s_p99": 0.01}], 10.0)
+    assert r.at_capacity and r.ttft_metric == "ttft_s_p99"
+
+
+def test_steady_stats_drop_the_warm_up():
+    """Waits that grow with the arrival (an overloaded queue) are larger over the
+    second half than over all requests; the warm-up count is the first half."""
+    n = 1000
+    arrival = np.arange(n, dtype=float)[::-1].copy()  # ids in reverse arrival order
+    start = arrival + arrival / 100.0  # the wait grows with the arrival time
+    finish = start + 1.0
+    decode = np.full(n, 10.0)
+    out = steady_stats(arrival, start, finish, decode)
+    whole = latency_stats(arrival, start, finish, decode)
+    assert out["warmup_requests"] == n // 2 and out["steady_from_s"] == n // 2
+    late = arrival >= n // 2
+    assert out["queue_wait_s_p99_steady"] == np.percentile((start - arrival)[late], 99)
+    assert out["queue_wait_s_p99_steady"] > whole["queue_wait_s_p50"]
+    assert out["e2e_s_p99_steady"] > 0 and out["tpot_s_p99_steady"] == pytest.approx(0.1)
+    flat = steady_stats(arrival, arrival + 2.0, arrival + 3.0, decode)
+    assert flat["queue_wait_s_p99_steady"] == pytest.approx(2.0)
+    assert steady_stats(arrival[:1], start[:1], finish[:1], decode[:1], warmup_share=1.0) == {}
 
 
 def test_goodput_of_simulated_runs_is_a_met_rate_below_the_capacity():
@@ -67,7 +101,7 @@ def test_goodput_of_simulated_runs_is_a_met_rate_below_the_capacity():
         return out
 
     r = goodput(run_at, cap, slo, rel_tol=0.02)
-    assert 0 < r.goodput_rps < cap and not r.at_capacity
+    assert 0 < r.goodput_rps < cap and not r.at_capacity and r.ttft_metric == "queue_wait_s_p99_steady"
     met = [p for p in r.probes if p.meets]
     failed = [p for p in r.probes if not p.meets]
     assert max(p.rate for p in met) == r.goodput_rps

@@ -13,6 +13,12 @@ TTFT: with the prefill step model (:mod:`bfio.prefill`) the runs carry
 token comes with its first decode step and TTFT is its queue wait plus that
 step: the goodput then reads ``queue_wait_s_p99`` (the step, milliseconds, is
 far below any TTFT target) and says so in :attr:`GoodputResult.ttft_metric`.
+TPOT: the prefill model's decode TPOT (first to last token), else the paper's.
+
+Steady state: each is read over the requests arriving after the first half
+(:func:`bfio.metrics.steady_stats`, keys ``*_steady``) when the runs carry it:
+a run starts empty, so its first arrivals meet short queues, and a rate past
+what the router sustains shows as a growing queue, worse in the second half.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from bfio.errors import ConfigError
+from bfio.metrics import STEADY
 
 
 @dataclass(frozen=True)
@@ -72,14 +79,32 @@ class GoodputResult:
         return self.goodput_rps / self.capacity_rps
 
 
+#: The p99 TTFT keys a run's metrics may carry, in the order :func:`ttft_metric`
+#: prefers them: steady state first (:func:`bfio.metrics.steady_stats`, the first
+#: half of the arrivals discarded as warm-up), the prefill model's TTFT before the
+#: queue wait (the paper's step loop, module docstring).
+TTFT_KEYS = ("ttft_s_p99" + STEADY, "ttft_s_p99", "queue_wait_s_p99" + STEADY, "queue_wait_s_p99")
+#: The p99 TPOT keys, likewise: the prefill model's decode TPOT (first to last
+#: token) before the paper's (admission to last token, which holds the prefill).
+TPOT_KEYS = ("tpot_decode_s_p99" + STEADY, "tpot_decode_s_p99", "tpot_s_p99" + STEADY, "tpot_s_p99")
+
+
+def _first_key(metrics: dict, keys: tuple[str, ...], what: str) -> str:
+    for key in keys:
+        value = metrics.get(key)
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            return key
+    raise ConfigError(f"goodput: the runs carry none of {', '.join(keys)} ({what}; arrivals needed)")
+
+
 def ttft_metric(metrics: dict) -> str:
-    """The p99 TTFT key of a run's metrics: ``ttft_s_p99`` (prefill model) or
-    ``queue_wait_s_p99`` (the paper's step loop, see the module docstring)."""
-    if "ttft_s_p99" in metrics and metrics["ttft_s_p99"] is not None:
-        return "ttft_s_p99"
-    if "queue_wait_s_p99" in metrics:
-        return "queue_wait_s_p99"
-    raise ConfigError("goodput: the runs carry neither ttft_s_p99 nor queue_wait_s_p99 (arrivals needed)")
+    """The p99 TTFT key of a run's metrics (:data:`TTFT_KEYS`, the first present)."""
+    return _first_key(metrics, TTFT_KEYS, "p99 TTFT")
+
+
+def tpot_metric(metrics: dict) -> str:
+    """The p99 TPOT key of a run's metrics (:data:`TPOT_KEYS`, the first present)."""
+    return _first_key(metrics, TPOT_KEYS, "p99 TPOT")
 
 
 def probe(run_at: Callable[[float], Sequence[dict]], rate: float, slo: SLO) -> tuple[Probe, str]:
@@ -88,9 +113,9 @@ def probe(run_at: Callable[[float], Sequence[dict]], rate: float, slo: SLO) -> t
     runs = list(run_at(rate))
     if not runs:
         raise ConfigError("goodput: run_at returned no runs")
-    key = ttft_metric(runs[0])
+    key, tkey = ttft_metric(runs[0]), tpot_metric(runs[0])
     ttft = float(np.mean([r[key] for r in runs]))
-    tpot = float(np.mean([r["tpot_s_p99"] for r in runs]))
+    tpot = float(np.mean([r[tkey] for r in runs]))
     return Probe(rate, ttft, tpot, bool(ttft <= slo.ttft_p99_s and tpot <= slo.tpot_p99_s)), key
 
 
@@ -125,4 +150,5 @@ def goodput(run_at: Callable[[float], Sequence[dict]], capacity_rps: float, slo:
     return GoodputResult(lo, capacity_rps, False, key, tuple(probes))
 
 
-__all__ = ["SLO", "Probe", "GoodputResult", "goodput", "probe", "ttft_metric"]
+__all__ = ["SLO", "Probe", "GoodputResult", "TPOT_KEYS", "TTFT_KEYS", "goodput", "probe", "tpot_metric",
+           "ttft_metric"]

@@ -100,6 +100,41 @@ def latency_stats(arrival_s: np.ndarray, start_s: np.ndarray, finish_s: np.ndarr
     return out
 
 
+#: The share of a run's requests, by arrival, discarded as warm-up before the
+#: steady-state latencies (:func:`steady_stats`): an online run starts empty, so
+#: its first arrivals see shorter queues than a run in steady state.
+WARMUP_SHARE = 0.5
+#: The suffix of the steady-state latency keys (``queue_wait_s_p99_steady`` ...).
+STEADY = "_steady"
+
+
+def steady_stats(arrival_s: np.ndarray, start_s: np.ndarray, finish_s: np.ndarray, decode: np.ndarray,
+                 first_token_s: np.ndarray | None = None, warmup_share: float = WARMUP_SHARE) -> dict:
+    """The p99 latencies of :func:`latency_stats` (and, with the prefill model's
+    ``first_token_s``, the p99 TTFT and decode TPOT of :meth:`bfio.prefill.Prefill.metrics`)
+    over the requests that arrive after the first ``warmup_share`` of them (by
+    arrival time, ties by id), keys suffixed :data:`STEADY`, plus
+    ``warmup_requests`` (how many were discarded) and ``steady_from_s`` (the
+    first kept arrival). A run whose latencies over this second part agree with
+    those over all requests is in steady state; a growing queue shows as a
+    higher p99 here (issue 44)."""
+    n = len(arrival_s)
+    skip = int(np.floor(warmup_share * n))
+    if n == 0 or skip >= n:
+        return {}
+    keep = np.argsort(arrival_s, kind="stable")[skip:]
+    a, s, f, o = arrival_s[keep], start_s[keep], finish_s[keep], decode[keep]
+    p99 = lambda x: float(np.percentile(x, 99)) if x.size else float("nan")  # noqa: E731
+    out = {"queue_wait_s_p99" + STEADY: p99(s - a), "tpot_s_p99" + STEADY: p99((f - s) / o),
+           "e2e_s_p99" + STEADY: p99(f - a), "warmup_requests": skip, "steady_from_s": float(a.min())}
+    if first_token_s is not None:
+        first = first_token_s[keep]
+        multi = o > 1
+        out["ttft_s_p99" + STEADY] = p99(first - a)
+        out["tpot_decode_s_p99" + STEADY] = p99((f[multi] - first[multi]) / (o[multi] - 1))
+    return out
+
+
 def run_metrics(series: dict, end_clock: float, idle_s: float, workers: int, p_idle: float) -> dict:
     """Whole-run metrics, every step counted (no backlog window), paper's
     post-completion convention:

@@ -14,7 +14,7 @@ import pandas as pd
 from bfio.capacity import decode_phase, indivisible_floor
 from bfio.constants import PaperConstants
 from bfio.errors import PolicyError
-from bfio.metrics import latency_stats, run_metrics, run_totals, wait_stats, window_metrics
+from bfio.metrics import latency_stats, run_metrics, run_totals, steady_stats, wait_stats, window_metrics
 from bfio.prefill import Prefill
 from bfio.sim.dispatch import Dispatch
 from bfio.sim.engine import DecodeEngine
@@ -67,6 +67,9 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
     metrics.update(run.policy.stats())
     if chunked is not None:
         metrics.update(chunked.metrics(enter_clock, finish, o))
+    if run.entry == "arrivals":
+        metrics.update(steady_stats(enter_clock, start, finish, o,
+                                    None if chunked is None else chunked.first_token))
     requests = pd.DataFrame({"prefill": s, "decode": o, "worker": state.worker_of, "start_s": start,
                              "finish_s": finish, "start_step": state.start_step, "finish_step": state.finish_step,
                              "enter_step": state.enter_step, "wait_steps": wait_st, "wait_s": wait_sec,

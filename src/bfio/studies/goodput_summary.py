@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bfio.metrics import STEADY, WARMUP_SHARE
 from bfio.studies.report import fmt, markdown_table
 
 
@@ -36,8 +37,12 @@ def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodpu
     lines = [f"# {title}", ""]
     if len(summary):
         r0 = summary.iloc[0]
+        key = str(r0["ttft_metric"])
         ttft = ("p99 queue wait (the paper's step loop has no prefill: the first token comes with the first "
-                "decode step)" if r0["ttft_metric"] == "queue_wait_s_p99" else "p99 TTFT")
+                "decode step)" if key.startswith("queue_wait_s_p99") else "p99 TTFT")
+        if key.endswith(STEADY):
+            ttft += (f"; every p99 over the requests arriving after the first {100 * WARMUP_SHARE:g}% of a run, "
+                     "discarded as warm-up (a run starts empty)")
         lines += [f"Goodput: the highest Poisson arrival rate (requests/s) whose runs meet p99 TTFT <= "
                   f"{r0['ttft_slo_s']:g} s and p99 TPOT <= {r0['tpot_slo_s']:g} s (means over {int(r0['n_seeds'])} "
                   f"seeds of each run's p99; TTFT read as the {ttft}), by bisection up to the model's capacity "
