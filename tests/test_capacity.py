@@ -80,7 +80,8 @@ def test_a_balanced_run_loses_nothing_and_errors_name_the_argument():
 
 def test_online_loads_can_be_fractions_of_the_capacity():
     """``online.load_basis: capacity`` (issue 44): a load's Poisson rate is that share
-    of the model's capacity, and the runs say so; the default stays the saturation."""
+    of the model's capacity, and the runs say so; it is the default, and
+    ``saturation`` keeps the runs of before (no basis columns)."""
     from bfio.studies.online import online_runs
 
     study = {"loads": [0.5, 1.05], "central": ["fcfs"], "instant": []}
@@ -90,10 +91,10 @@ def test_online_loads_can_be_fractions_of_the_capacity():
     assert [r.arrival.rate for r in runs] == [75.0, 157.5]
     assert all(e["load_basis"] == "capacity" and e["capacity_rps"] == 150.0 for e in extra)
     assert [e["saturation_rps"] for e in extra] == [200.0, 200.0]
-    runs, extra = online_runs(setting, "poisson", 200.0, study, [0], 8)
+    runs, extra = online_runs(setting, "poisson", 200.0, {**study, "load_basis": "saturation"}, [0], 8)
     assert [r.arrival.rate for r in runs] == [100.0, 210.0] and "load_basis" not in extra[0]
     with pytest.raises(ConfigError, match="load_basis"):
-        online_runs(setting, "poisson", 200.0, {**study, "load_basis": "capacity"}, [0], 8)
+        online_runs(setting, "poisson", 200.0, study, [0], 8)  # the default basis needs the capacity
 
 
 def _brute_largest(first, last, base, steps):

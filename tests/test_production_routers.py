@@ -222,7 +222,7 @@ def test_routers_figure_renders_colour_blind_safe(tmp_path):
 def test_online_runs_record_the_report_interval():
     from bfio.studies.online import online_runs
 
-    study = {"loads": [0.5], "central": ["fcfs"], "instant": ["vllm_dp", "vllm_dp_r10"],
+    study = {"loads": [0.5], "central": ["fcfs"], "instant": ["vllm_dp", "vllm_dp_r10"], "load_basis": "saturation",
              "variants": {"vllm_dp_r10": {"policy": "vllm_dp", "report_interval": 10}}}
     runs, extra = online_runs({"trace": "burstgpt", "requests": 100, "workers": 4}, "poisson", 200.0, study, [1], 72)
     assert [(r.row, e["report_interval"]) for r, e in zip(runs, extra)] == [("fcfs", 0), ("vllm_dp", 0),

@@ -110,7 +110,8 @@ def test_check_settings_unique_names_and_known_traces():
 # --------------------------------------------------------------------------- run lists
 
 def test_online_runs_poisson_rates_follow_loads():
-    study = {"loads": [0.5, 1.1], "central": ["fcfs", "bfio_h40"], "instant": ["jsq_requests"], "variants": {}}
+    study = {"loads": [0.5, 1.1], "central": ["fcfs", "bfio_h40"], "instant": ["jsq_requests"], "variants": {},
+             "load_basis": "saturation"}
     setting = {"trace": "burstgpt", "requests": 100, "workers": 4}
     runs, extra = online_runs(setting, "poisson", 200.0, study, [42, 1], 72, {"predictor": "oracle"})
     assert len(runs) == len(extra) == 2 * 3 * 2
@@ -123,7 +124,7 @@ def test_online_runs_poisson_rates_follow_loads():
 
 
 def test_online_runs_replay_load_and_errors():
-    study = {"central": ["fcfs"], "instant": [], "variants": {}}
+    study = {"central": ["fcfs"], "instant": [], "variants": {}, "load_basis": "saturation"}
     setting = {"trace": "azure_conv", "requests": 50, "workers": 2, "time_scales": [1.0, 0.1]}
     runs, extra = online_runs(setting, "replay", 40.0, study, [7], 72, native_rps=5.0)
     assert [r.arrival.time_scale for r in runs] == [1.0, 0.1]

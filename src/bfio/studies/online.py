@@ -32,6 +32,10 @@ from bfio.studies.registry import Figure, Study, Table, register_study
 #: What an online load is a fraction of (``online.load_basis``): the saturation of
 #: backlog runs of ``online.saturation_row`` or the model's capacity (issue 44).
 LOAD_BASES = ("saturation", "capacity")
+#: The default basis (issue 44): the saturation of FCFS backlog runs over-counts
+#: short requests (BurstGPT G=16: 1.18x the capacity), so loads past 0.85 of it
+#: were past the capacity of any router.
+DEFAULT_LOAD_BASIS = "capacity"
 
 
 def saturation_rate(result, requests: int) -> float:
@@ -95,10 +99,11 @@ def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, se
     trace's own rate, so the offered load is ``native_rps / time_scale / saturation``).
 
     ``study['load_basis']``: what a load is a fraction of, ``saturation`` (the
-    backlog runs' rate, the default) or ``capacity`` (``capacity_rps``, the
-    model's capacity for any router, :func:`bfio.capacity.capacity`; issue 44).
+    backlog runs' rate) or ``capacity`` (``capacity_rps``, the model's capacity
+    for any router, :func:`bfio.capacity.capacity`; issue 44; the default,
+    :data:`DEFAULT_LOAD_BASIS`).
     """
-    basis = study.get("load_basis", "saturation")
+    basis = study.get("load_basis", DEFAULT_LOAD_BASIS)
     if basis not in LOAD_BASES:
         raise ConfigError(f"online.load_basis: expected one of {', '.join(LOAD_BASES)}, got {basis!r}")
     if basis == "capacity":
@@ -143,8 +148,12 @@ def run_online(name: str, setting: dict, kind: str, saturation_rps: float, study
                frame: pd.DataFrame, bfio_defaults=None, log=None, defaults=None,
                capacity_rps: float | None = None) -> pd.DataFrame:
     """Simulate every run of setting ``name``; one row per run with ``setting``,
-    ``kind``, ``load``, ``offered_rps``, ``saturation_rps`` and the metrics."""
+    ``kind``, ``load``, ``offered_rps``, ``saturation_rps`` and the metrics.
+    With the capacity as the load basis and no ``capacity_rps``, the capacity
+    is the trace's (:func:`bfio.capacity.trace_capacity` of ``frame``)."""
     native = trace_rate(frame) if kind == "replay" else None
+    if capacity_rps is None and study.get("load_basis", DEFAULT_LOAD_BASIS) == "capacity":
+        capacity_rps = trace_capacity(frame, setting["workers"], slots).requests_per_s
     runs, extra = online_runs(setting, kind, saturation_rps, study, seeds, slots, bfio_defaults, native_rps=native,
                               defaults=defaults, capacity_rps=capacity_rps)
     out = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log)
@@ -186,13 +195,10 @@ def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prepar
     kind = setting["kind"]
     keys = ["central", "instant"] + (["loads"] if kind == "poisson" else [])
     study = {**{k: section[k] for k in keys}, "variants": section.get("variants") or {},
-             "load_basis": section.get("load_basis", "saturation")}
+             "load_basis": section.get("load_basis", DEFAULT_LOAD_BASIS)}
     run_setting = {k: v for k, v in setting.items() if k != "kind"}
-    cap = None
-    if study["load_basis"] == "capacity":
-        cap = trace_capacity(frame, setting["workers"], slots).requests_per_s
     return run_online(name, run_setting, kind, prepared["saturation_rps"], study, seeds, slots, frame, log=log,
-                      defaults=defaults, capacity_rps=cap)
+                      defaults=defaults)
 
 
 def _online_table(runs, section, settings):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bfio.metrics import STEADY
 from bfio.capacity import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
@@ -29,6 +30,7 @@ ONLINE_METRICS = {
     "e2e_s_p50": ("e2e latency p50", "s"),
     "e2e_s_p90": ("e2e latency p90", "s"),
     "e2e_s_p99": ("e2e latency p99", "s"),
+    "e2e_s_p99" + STEADY: ("e2e latency p99, second half of arrivals", "s"),
     "throughput_run": ("throughput", "tokens/s"),
     "avg_imbalance_run": ("avg imbalance", "tokens"),
     "energy_j_run": ("energy", "J"),
@@ -36,20 +38,22 @@ ONLINE_METRICS = {
     IMBALANCE_FLOOR: ("of it, indivisible (no router can remove)", "share"),
 }
 #: Columns of the Markdown table (the CSV has every metric).
-MARKDOWN_METRICS = ("queue_wait_s_p99", "tpot_s_p50", "e2e_s_p50", "e2e_s_p99", "throughput_run",
+MARKDOWN_METRICS = ("queue_wait_s_p99", "tpot_s_p50", "e2e_s_p50", "e2e_s_p99", "e2e_s_p99" + STEADY, "throughput_run",
                     "avg_imbalance_run", "energy_j_run", IMBALANCE_SHARE, IMBALANCE_FLOOR)
 ONLINE_GROUP = ["setting", "trace", "requests", "workers", "slots", "arrival_mode", "load", "time_scale", "dispatch", "row"]
 
 
-#: Columns of the online runs that a row determines, carried into the summary
-#: when present (runs written before issue 18 have neither).
-ONLINE_ROW_COLUMNS = ["policy", "report_interval", "horizon"]
+#: Columns of the online runs that a row (or the study's ``load_basis``)
+#: determines, carried into the summary when present (runs written before
+#: issue 18, or 44 for ``load_basis``, lack them).
+ONLINE_ROW_COLUMNS = ["policy", "report_interval", "horizon", "load_basis"]
 
 
 def summarize_online(runs: pd.DataFrame, metrics=None) -> pd.DataFrame:
     """Mean and 95% CI over seeds per (setting, load, dispatch, row)."""
-    metrics = list(metrics or ONLINE_METRICS)
     runs = with_imbalance_share(runs)
+    # the default metrics that the runs carry (runs written before a metric existed lack it)
+    metrics = list(metrics) if metrics else [m for m in ONLINE_METRICS if m in runs.columns]
     runs["load"] = runs["load"].round(6)
     out = summarize_runs(runs, ONLINE_GROUP + [c for c in ONLINE_ROW_COLUMNS if c in runs.columns], metrics)
     order = {"central": 0, "instant": 1}
@@ -89,15 +93,21 @@ def record_label(r) -> str:
 def online_markdown(summary: pd.DataFrame, settings: dict, title: str = "Online arrivals vs production routers") -> str:
     """One section per setting: rows (load, policy), columns :data:`MARKDOWN_METRICS`."""
     n = int(summary["n_seeds"].max()) if len(summary) else 0
+    capacity_basis = "load_basis" in summary.columns and (summary["load_basis"] == "capacity").all()
+    basis = ("the model's capacity (`capacity_rps`: every slot busy, every worker at the mean load; no router "
+             "sustains more, `bfio.capacity`)" if capacity_basis else
+             "saturation throughput (requests/s of FCFS-style backlog runs, see `saturation_rps`)")
     lines = [f"# {title}{scale_note(settings, PAPER_SETTINGS)}", "",
              f"Mean [95% CI] over {n} seeds (Student t). *load* = offered arrival rate / the cluster's "
-             "saturation throughput (requests/s of FCFS-style backlog runs, see `saturation_rps`); latencies are "
+             f"{basis}; latencies are "
              "quantiles over the requests of a run (queue wait = arrival to start of decode; e2e = arrival to "
              "last token), throughput, imbalance and energy cover the whole run. *central*: a shared pool, "
              "requests are placed when a slot frees; *instant*: each request is sent to a worker's queue on "
-             "arrival. The CSV has every quantile (p50, p90, p99).", ""]
+             "arrival. The CSV has every quantile (p50, p90, p99). *second half of arrivals*: the first half of a "
+             "run's requests discarded as warm-up (it starts empty); where it differs from the whole run beyond "
+             "the intervals, the run is not in steady state.", ""]
     cols = [("load", lambda r: f"{r['load']:.3g}"), ("policy", record_label),
-            *ci_columns({m: ONLINE_METRICS[m] for m in MARKDOWN_METRICS})]
+            *ci_columns({m: ONLINE_METRICS[m] for m in MARKDOWN_METRICS if f"{m}_mean" in summary.columns})]
     lines += setting_sections(summary, cols, _online_heading)
     return "\n".join(lines)
 
