@@ -10,6 +10,13 @@ the time and power model of Section 6.2).
   step and per-rank prefix caches; one step per call (a prefill's end feeds the
   caches).
 
+With the calibrated step model (issue 44, :mod:`bfio.step_model`,
+``docs/step_model.md``) both take its coefficients (``step_coef``) and the
+kernels compute ``dt = max_g [alpha + a_kv L_g + a_n n_g + a_p P_g + a_p2 P_g^2]
++ beta max_g n_g + comm`` (:mod:`bfio.step_time`) instead of the paper's; an
+empty vector (the default) is the paper's ``dt``, the same float operations as
+before. The power model is the paper's on either ``dt``.
+
 Both write one row per step into their :class:`~bfio.simulation_result.StepSeries`.
 Their kernels retire finished requests and sum the loads in two scans written
 alike (:func:`bfio.kernels.advance_step`, :func:`bfio.prefill.prefill_step`): a
@@ -18,6 +25,8 @@ scan, the simulator's hottest loop, so each keeps its own.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from bfio.constants import PaperConstants
 from bfio.kernels import run_steps
@@ -29,8 +38,11 @@ from bfio.sim.state import ClusterState
 class DecodeEngine:
     """The paper's decode-only step (:func:`bfio.kernels.run_steps`)."""
 
-    def __init__(self, constants: PaperConstants, workers: int, slots: int, record_loads: bool):
+    def __init__(self, constants: PaperConstants, workers: int, slots: int, record_loads: bool,
+                 step_coef: np.ndarray | None = None):
         c = constants
+        #: the calibrated step model's coefficients (empty: the paper's ``dt``)
+        self.step_coef = np.zeros(0) if step_coef is None else np.asarray(step_coef, dtype=np.float64)
         self.overhead = c.overhead(slots)
         self.t_l, self.p_idle, self.p_max, self.gamma = c.token_latency_s, c.p_idle_w, c.p_max_w, c.gamma
         self.record_loads = record_loads
@@ -45,15 +57,16 @@ class DecodeEngine:
         clock, step, n_done, series.n = run_steps(
             state.slot_request, s, o, state.generated, state.finish, state.finish_step, state.loads, state.active,
             state.completed, state.finished, state.clock, state.step, self.overhead, self.t_l, self.p_idle,
-            self.p_max, self.gamma, series.buf, series.n, self.record_loads, series.load_rows, until)
+            self.p_max, self.gamma, series.buf, series.n, self.record_loads, series.load_rows, until, self.step_coef)
         return _advance(state, clock, step, n_done)
 
 
 class PrefillEngine(DecodeEngine):
     """The step with chunked prefill (:meth:`bfio.prefill.Prefill.step`), one step a call."""
 
-    def __init__(self, prefill: Prefill, constants: PaperConstants, workers: int, slots: int, record_loads: bool):
-        super().__init__(constants, workers, slots, record_loads)
+    def __init__(self, prefill: Prefill, constants: PaperConstants, workers: int, slots: int, record_loads: bool,
+                 step_coef: np.ndarray | None = None):
+        super().__init__(constants, workers, slots, record_loads, step_coef)
         self.prefill = prefill
 
     def run(self, state: ClusterState, until: float) -> int:
@@ -63,7 +76,7 @@ class PrefillEngine(DecodeEngine):
         clock, step, n_done, series.n = self.prefill.step(
             state.slot_request, s, o, state.generated, state.finish, state.finish_step, state.loads, state.active,
             state.completed, state.finished, state.clock, state.step, self.overhead, self.t_l, self.p_idle,
-            self.p_max, self.gamma, series, self.record_loads, state.worker_of)
+            self.p_max, self.gamma, series, self.record_loads, state.worker_of, self.step_coef)
         return _advance(state, clock, step, n_done)
 
 
@@ -76,8 +89,9 @@ def _advance(state: ClusterState, clock, step, n_done) -> int:
 
 
 def make_engine(prefill: Prefill | None, constants: PaperConstants, workers: int, slots: int,
-                record_loads: bool) -> DecodeEngine:
-    """The step engine of a run: decode only, or with the prefill step model."""
+                record_loads: bool, step_coef: np.ndarray | None = None) -> DecodeEngine:
+    """The step engine of a run: decode only, or with the prefill step model;
+    ``step_coef`` the calibrated step model's coefficients (``None``: the paper's ``dt``)."""
     if prefill is None:
-        return DecodeEngine(constants, workers, slots, record_loads)
-    return PrefillEngine(prefill, constants, workers, slots, record_loads)
+        return DecodeEngine(constants, workers, slots, record_loads, step_coef)
+    return PrefillEngine(prefill, constants, workers, slots, record_loads, step_coef)
