@@ -223,3 +223,25 @@ def step_coefficients(gpu: str, model: str, data_dir=None, verify: bool = True) 
                             a_n=ms * n * d_n * s_bw, a_p=ms * n * (m1 + f1 * s_q * s_fl + ar_token),
                             a_p2=ms * n * f2 * s_q * s_fl, beta=ms * n * (m1 + ar_token),
                             comm=ms * (ops["dp_all_reduce"].coef[0] + ops["dp_all_reduce"].coef[1] * SYNC_BYTES))
+
+
+def report_markdown(data_dir=None) -> str:
+    """The tables of ``docs/step_model.md`` between its ``fit-tables`` markers:
+    every operation's fit and held-out error, and the step coefficients, per
+    (gpu, model); ``tests/test_step_model.py`` checks the document holds them."""
+    lines = ["| gpu | model | op | file | coefficients (ms) | train / held-out rows | held-out rel. error "
+             "median / max |", "|---|---|---|---|---|---|---|"]
+    steps = ["| gpu | model | TP | alpha (ms) | a_kv (ns/token) | a_n (us/request) | a_p (us/token) | "
+             "a_p2 (ps/token^2) | beta (us/request) | comm (us) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for gpu in GPUS:
+        for model, shape in MODELS.items():
+            for f in fit_ops(gpu, model, data_dir).values():
+                coef = ", ".join(f"{n}: {c:.4g}" for n, c in zip(f.features, f.coef))
+                lines.append(f"| {gpu} | {model} | {f.op} | `{f.file}` | {coef} | {f.train_rows} / {f.heldout_rows} "
+                             f"| {f.heldout_median_rel_err:.1%} / {f.heldout_max_rel_err:.1%} |")
+            c = step_coefficients(gpu, model, data_dir)
+            steps.append(f"| {gpu} | {model} | {shape.tp} | {c.alpha * 1e3:.4g} | {c.a_kv * 1e9:.4g} | "
+                         f"{c.a_n * 1e6:.4g} | {c.a_p * 1e6:.4g} | {c.a_p2 * 1e12:.4g} | {c.beta * 1e6:.4g} | "
+                         f"{c.comm * 1e6:.4g} |")
+    return "\n".join(["Operation fits (per layer; all-reduce per call):", "", *lines, "",
+                      "Step coefficients (seconds scaled as the header says):", "", *steps])
