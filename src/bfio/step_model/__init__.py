@@ -109,5 +109,32 @@ class StepModel:
         return cls(**d)
 
 
+def schema() -> dict:
+    """The config schema of a ``step_model`` section (properties from :data:`OPTIONS`;
+    empty: the paper's step)."""
+    return {"type": "object", "additionalProperties": False, "default": {},
+            "description": "the step model of every run (bfio.step_model, docs/step_model.md; empty: the paper's)",
+            "properties": {o.name: o.schema() for o in OPTIONS}}
+
+
+def from_config(section: dict | None, key: str) -> tuple:
+    """A config section's step model as a :class:`bfio.run.RunSpec`'s ``step_model``
+    (sorted pairs of the values given, ``step_model: paper`` dropped); checked by
+    :class:`StepModel`, the error naming config key ``key``."""
+    given = dict(section or {})
+    try:
+        StepModel(**given)
+    except ConfigError as e:
+        raise ConfigError(f"config key '{key}.{str(e).split(': ', 1)[0].split('.')[-1]}': "
+                          f"{str(e).split(': ', 1)[1]}") from None
+    except TypeError:
+        unknown = sorted(set(given) - set(OPTION))
+        raise ConfigError(f"config key '{key}.{unknown[0]}': not a step-model option "
+                          f"(its options: {', '.join(OPTION)})") from None
+    if given.get("step_model") == "paper":
+        del given["step_model"]
+    return tuple(sorted(given.items()))
+
+
 __all__ = ["STEP_MODELS", "BARRIERS", "MODELLED_BARRIERS", "OPTIONS", "StepModel", "StepCoefficients",
-           "step_coefficients", "GPUS", "MODELS"]
+           "step_coefficients", "GPUS", "MODELS", "schema", "from_config"]

@@ -34,6 +34,7 @@ import pandas as pd
 
 from bfio.prefix import cache_capacity_blocks
 from bfio.run import RunSpec, run_batch
+from bfio.step_model import from_config
 from bfio.studies.registry import Study, register_study
 
 #: the workloads a setting may name
@@ -69,13 +70,14 @@ def prefix_runs(setting: dict, section: dict, seeds, slots: int, defaults=None) 
         arrival = {"mode": "trace", "time_scale": 1.0}
         requests = None
     prefill = prefill_params(section, bt)
+    step_model = from_config(section.get("step_model"), "prefix_study.step_model")
     out = []
     for row in section["routers"]:
         for seed in seeds:
             run = RunSpec.make(setting["trace"], requests, setting["workers"], setting.get("slots", slots), row,
                                seed, arrival=arrival, dispatch="instant", variants=_variants(section),
                                defaults=defaults)
-            out.append(replace(run, prefill=prefill))
+            out.append(replace(run, prefill=prefill, step_model=step_model))
     return out
 
 
@@ -183,6 +185,7 @@ def validate_section(section: dict, config: dict) -> None:
             raise ConfigError(f"config key 'prefix_study.routers.{i}': '{row}' has no instant dispatch "
                               "(the study binds requests on arrival)")
     _check_prefill(section["prefill"])
+    from_config(section.get("step_model"), "prefix_study.step_model")
     specs = KNOWN_TRACES  # extra traces (config 'extra_traces') carry no block hashes
     for i, st in enumerate(section["settings"]):
         for key in WORKLOAD_KEYS[st["workload"]]:
