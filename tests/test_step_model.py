@@ -162,9 +162,37 @@ def test_paper_step_model_is_the_default(data_dir):
     assert a.series["dt"].iloc[0] == a.config["overhead_s"] + a.config["token_latency_s"] * a.series["max_load_pre"].iloc[0]
 
 
-def test_independent_barrier_is_refused_as_not_modelled():
+def test_independent_ranks(data_dir, monkeypatch):
+    """``barrier: independent``: with one rank the same schedule as the lockstep
+    step less the DP collective; with more, each request still generates exactly
+    its tokens, each a step of at least ``alpha`` of its own rank; runs repeat
+    bit for bit; refused with the prefill model."""
+    from bfio.prefill import PrefillModel
+    from bfio.simulator import simulate
+
+    monkeypatch.setenv("BFIO_DATA_DIR", str(data_dir))
+    w = _workload()
+    c = StepModel("calibrated").coefficients(data_dir)
+    lock = simulate(w, 1, 8, "fcfs", step_model=StepModel("calibrated"))
+    ind = simulate(w, 1, 8, "fcfs", step_model=StepModel("calibrated", barrier="independent"))
+    np.testing.assert_allclose(ind.series["dt"], lock.series["dt"] - c.comm, rtol=1e-12)
+    for col in ("worker", "start_step", "finish_step"):
+        assert ind.requests[col].equals(lock.requests[col])
+    for policy in ("fcfs", "jsq_tokens"):
+        a = simulate(w, 3, 4, policy, step_model=StepModel("calibrated", barrier="independent"))
+        b = simulate(w, 3, 4, policy, step_model=StepModel("calibrated", barrier="independent"))
+        assert a.series.equals(b.series) and a.requests.equals(b.requests)
+        r = a.requests
+        assert ((r["finish_s"] - r["start_s"]) >= r["decode"] * c.alpha * (1 - 1e-12)).all()
+        assert a.series["active"].sum() == w.decode.sum()  # every token generated once
+        assert (a.series["dt"] > 0).all()
+        assert a.metrics["makespan_s"] < simulate(w, 3, 4, policy, step_model=StepModel("calibrated")
+                                                  ).metrics["makespan_s"]  # no barrier: no waiting for the slowest
     with pytest.raises(ConfigError, match="not modelled yet"):
-        StepModel("calibrated", barrier="independent")
+        simulate(w, 2, 4, "fcfs", step_model=StepModel("calibrated", barrier="independent"), prefill=PrefillModel())
+
+
+def test_step_model_checks():
     with pytest.raises(ConfigError, match="step_model.beta: only valid with step_model 'calibrated'"):
         StepModel(beta=0.0)
     with pytest.raises(ConfigError, match="beta"):
@@ -215,8 +243,8 @@ def test_cli_flags(data_dir, tmp_path):
     env = {**__import__("os").environ, "BFIO_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO / "src")}
     bad = subprocess.run(base + ["--beta", "0.1"], capture_output=True, text=True, env=env)
     assert bad.returncode != 0 and "--beta: only valid with --step-model calibrated" in bad.stderr
-    bad = subprocess.run(base + ["--step-model", "calibrated", "--barrier", "independent"], capture_output=True,
-                         text=True, env=env)
+    bad = subprocess.run(base + ["--step-model", "calibrated", "--barrier", "independent", "--prefill-chunk-tokens",
+                                 "512"], capture_output=True, text=True, env=env)
     assert bad.returncode != 0 and "--barrier: 'independent'" in bad.stderr and "not modelled yet" in bad.stderr
     out = tmp_path / "r.json"
     ok = subprocess.run(base + ["--step-model", "calibrated", "--model", "Llama-2-70b-hf", "--beta", "0",

@@ -62,3 +62,49 @@ def lockstep_prefill_dt(coef, slot_request, left, take, loads):
         if n > n_max:
             n_max = n
     return worst + coef[K_BETA] * n_max + coef[K_COMM]
+
+
+@kernel
+def independent_dt(coef, load, n):
+    """One rank's step on its own clock (no barrier, ``barrier: independent``):
+    ``rank_cost(L, n, 0) + beta n`` (its batch padded to itself; no DP collective)."""
+    return rank_cost(coef, load, n, 0) + coef[K_BETA] * n
+
+
+@kernel
+def advance_ranks(slot_request, prefill, decode, generated, finish, finish_step, clock, step, loads, active,
+                  completed, n_completed, stepping, started, start):
+    """The steps of the ranks with ``stepping[g]`` end at ``clock`` (independent
+    ranks): each request of such a rank that was seated when its step started
+    (``start[i] <= started[g]``) generates a token, those with ``tau_i >= o_i``
+    retire (appended to ``completed`` from ``n_completed``); a request seated
+    mid-step only counts in the load. Rewrites ``loads`` and ``active`` of the
+    stepping ranks. Returns ``(completions, tokens generated)``."""
+    G, B = slot_request.shape
+    done = 0
+    tokens = 0
+    for g in range(G):
+        if not stepping[g]:
+            continue
+        total = 0
+        n = 0
+        for b in range(B):
+            i = slot_request[g, b]
+            if i < 0:
+                continue
+            if start[i] <= started[g]:
+                t = generated[i] + 1
+                generated[i] = t
+                tokens += 1
+                if t >= decode[i]:
+                    finish[i] = clock
+                    finish_step[i] = step
+                    slot_request[g, b] = -1
+                    completed[n_completed + done] = i
+                    done += 1
+                    continue
+            total += prefill[i] + generated[i]
+            n += 1
+        loads[g] = total
+        active[g] = n
+    return done, tokens

@@ -8,7 +8,9 @@ the time and power model of Section 6.2).
   step at a time;
 - :class:`PrefillEngine` (issue 32, :mod:`bfio.prefill`): chunked prefill in the
   step and per-rank prefix caches; one step per call (a prefill's end feeds the
-  caches).
+  caches);
+- :class:`IndependentEngine` (issue 44, ``barrier: independent``): no barrier,
+  each rank its own clock (the calibrated step model, decode only).
 
 With the calibrated step model (issue 44, :mod:`bfio.step_model`,
 ``docs/step_model.md``) both take its coefficients (``step_coef``) and the
@@ -29,10 +31,11 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.constants import PaperConstants
-from bfio.kernels import run_steps
+from bfio.kernels import load_stats, run_steps, write_row
 from bfio.prefill import Prefill
 from bfio.simulation_result import StepSeries
 from bfio.sim.state import ClusterState
+from bfio.step_time import advance_ranks, independent_dt
 
 
 class DecodeEngine:
@@ -80,6 +83,51 @@ class PrefillEngine(DecodeEngine):
         return _advance(state, clock, step, n_done)
 
 
+class IndependentEngine(DecodeEngine):
+    """Ranks without a barrier (``barrier: independent``, dense data parallelism:
+    vLLM's "Non-MoE DP ranks are completely independent"): each rank steps on its
+    own clock, a step of ``independent_dt(L_g, n_g)`` (:mod:`bfio.step_time`)
+    from when it starts. A call starts a step on every rank that has requests and
+    none under way (its batch: the requests seated now), then ends the step(s)
+    that end first: the clock moves there, those ranks' requests generate a
+    token (:func:`bfio.step_time.advance_ranks`) and the loop routes. So a
+    "step" of the series is such an event: ``dt`` the time since the previous
+    one, ``active`` the tokens generated in it, energy ``sum_g P(L_g) dt``.
+    Decode only (no prefill model); one event a call."""
+
+    def __init__(self, constants: PaperConstants, workers: int, slots: int, record_loads: bool,
+                 step_coef: np.ndarray):
+        super().__init__(constants, workers, slots, record_loads, step_coef)
+        self.in_step = np.zeros(workers, dtype=np.bool_)
+        self.started = np.zeros(workers)
+        self.ends = np.full(workers, np.inf)
+
+    def run(self, state: ClusterState, until: float) -> int:
+        series = self.series
+        series.reserve()
+        now = state.clock
+        for g in np.flatnonzero(~self.in_step & (state.active > 0)):
+            self.in_step[g] = True
+            self.started[g] = now
+            self.ends[g] = now + independent_dt(self.step_coef, state.loads[g], state.active[g])
+        t = float(self.ends[self.in_step].min())
+        stepping = self.in_step & (self.ends == t)
+        pre = load_stats(state.loads, self.p_idle, self.p_max, self.gamma)
+        if self.record_loads:
+            series.load_rows[series.n] = state.loads
+        step = state.step + 1
+        done, tokens = advance_ranks(state.slot_request, state.workload.prefill, state.workload.decode,
+                                     state.generated, state.finish, state.finish_step, t, step, state.loads,
+                                     state.active, state.completed, state.finished, stepping, self.started,
+                                     state.start)
+        post = load_stats(state.loads, self.p_idle, self.p_max, self.gamma)
+        write_row(series.buf, series.n, t, t - now, tokens, done, state.workers, pre, post)
+        series.n += 1
+        self.in_step[stepping] = False
+        self.ends[stepping] = np.inf
+        return _advance(state, t, step, state.finished + done)
+
+
 def _advance(state: ClusterState, clock, step, n_done) -> int:
     """The clock, step and completion count after an engine call; returns the new completions."""
     state.clock, state.step = float(clock), int(step)
@@ -89,9 +137,12 @@ def _advance(state: ClusterState, clock, step, n_done) -> int:
 
 
 def make_engine(prefill: Prefill | None, constants: PaperConstants, workers: int, slots: int,
-                record_loads: bool, step_coef: np.ndarray | None = None) -> DecodeEngine:
+                record_loads: bool, step_coef: np.ndarray | None = None, barrier: str = "lockstep") -> DecodeEngine:
     """The step engine of a run: decode only, or with the prefill step model;
-    ``step_coef`` the calibrated step model's coefficients (``None``: the paper's ``dt``)."""
+    ``step_coef`` the calibrated step model's coefficients (``None``: the paper's ``dt``);
+    ``barrier`` ``independent``: :class:`IndependentEngine` (decode only, calibrated)."""
+    if barrier == "independent":
+        return IndependentEngine(constants, workers, slots, record_loads, step_coef)
     if prefill is None:
         return DecodeEngine(constants, workers, slots, record_loads, step_coef)
     return PrefillEngine(prefill, constants, workers, slots, record_loads, step_coef)

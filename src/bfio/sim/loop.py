@@ -77,7 +77,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     # what a step costs per resident KV token of the slowest rank (a router's view of the step)
     router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s if coef is None else coef.a_kv)
     arrivals = make_entry(run.entry, workload, c.pool_factor * G)
-    engine = make_engine(chunked, c, G, B, record_loads, None if coef is None else coef.array())
+    engine = make_engine(chunked, c, G, B, record_loads, None if coef is None else coef.array(),
+                         run.step_model.barrier)
     policy.reset(G, B)
     router.routing_call(arrivals)
     N = state.requests

@@ -13,10 +13,9 @@
   ``DpPaddingMode.MAX_LEN``), may be set (0 .. a MoE-like value).
 
 :data:`BARRIERS`: ``lockstep`` (MoE with expert parallelism and DP attention:
-the paper's setting, every rank waits for the slowest) is modelled;
-``independent`` (dense vLLM DP: each rank its own clock) is refused with a
-:class:`~bfio.errors.ConfigError` (not modelled yet; ``docs/step_model.md`` says
-what it would take).
+the paper's setting, every rank waits for the slowest) and ``independent``
+(dense vLLM DP: each rank its own clock, :class:`bfio.sim.engine.IndependentEngine`;
+decode only, with the prefill model a :class:`~bfio.errors.ConfigError`).
 
 The power model is the paper's, ``P(u)`` per rank times the step's ``dt``, on
 the calibrated ``dt`` too.
@@ -34,8 +33,6 @@ from bfio.step_model.fit import GPUS, MODELS, StepCoefficients, step_coefficient
 STEP_MODELS = ("paper", "calibrated")
 #: barrier modes of a deployment
 BARRIERS = ("lockstep", "independent")
-#: the barrier modes the simulator models
-MODELLED_BARRIERS = ("lockstep",)
 DEFAULT_GPU = "a100"
 DEFAULT_MODEL = "Llama-2-7b-hf"
 
@@ -53,7 +50,7 @@ OPTIONS = (
            derived="the fitted value of --gpu and --model", applies_with=("step_model", ("calibrated",)),
            metavar="S"),
     Option("barrier", str, "lockstep", "with --step-model calibrated: lockstep (MoE with EP and DP attention, the "
-           "paper's setting) or independent (dense DP, each rank its own clock; not modelled yet)",
+           "paper's setting) or independent (dense DP, each rank its own clock; decode only)",
            choices=BARRIERS, applies_with=("step_model", ("calibrated",))),
 )
 OPTION = {o.name: o for o in OPTIONS}
@@ -77,10 +74,6 @@ class StepModel:
             if changed:
                 raise ConfigError(f"step_model.{changed[0]}: only valid with step_model 'calibrated' (the paper's "
                                   "step time has no GPU, model, beta or barrier)")
-        if self.barrier not in MODELLED_BARRIERS:
-            raise ConfigError(f"step_model.barrier: '{self.barrier}' (dense DP, each rank its own clock) is not "
-                              f"modelled yet; only {', '.join(MODELLED_BARRIERS)} is (docs/step_model.md, "
-                              "'Independent ranks')")
 
     @property
     def is_paper(self) -> bool:
@@ -136,5 +129,5 @@ def from_config(section: dict | None, key: str) -> tuple:
     return tuple(sorted(given.items()))
 
 
-__all__ = ["STEP_MODELS", "BARRIERS", "MODELLED_BARRIERS", "OPTIONS", "StepModel", "StepCoefficients",
+__all__ = ["STEP_MODELS", "BARRIERS", "OPTIONS", "StepModel", "StepCoefficients",
            "step_coefficients", "GPUS", "MODELS", "schema", "from_config"]
