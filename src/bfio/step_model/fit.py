@@ -31,7 +31,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from bfio.step_model.profiles import ATTENTION_FILE, all_reduce_file, mlp_file, read_profile
+from bfio.step_model.profiles import ATTENTION_FILE, all_reduce_file, data_root, mlp_file, read_profile
 
 #: share of each profile file's rows held out of the fit
 HOLDOUT = 0.2
@@ -152,9 +152,14 @@ def all_reduce_rows(gpu: str, workers: int, data_dir=None, verify=True):
     return np.column_stack([np.ones_like(s), s]), r["time_stats.all_reduce.median"].to_numpy(float)
 
 
-@lru_cache(maxsize=None)
 def fit_ops(gpu: str, model: str, data_dir=None, verify: bool = True) -> dict[str, OpFit]:
-    """Every operation's :class:`OpFit` for ``gpu`` and ``model`` (cached per process)."""
+    """Every operation's :class:`OpFit` for ``gpu`` and ``model``, from the profiles in
+    ``data_dir`` (default: the data directory now; cached per process and directory)."""
+    return _fit_ops(gpu, model, str(data_root(data_dir)), verify)
+
+
+@lru_cache(maxsize=None)
+def _fit_ops(gpu: str, model: str, data_dir: str, verify: bool) -> dict[str, OpFit]:
     shape = MODELS[model]
     (Xd, yd), (Xp, yp) = attention_rows(data_dir, verify)
     out = {"attn_decode": _fit("attn_decode", ATTENTION_FILE, ("1", "batch", "batch*kv"), Xd, yd)[0],
