@@ -60,6 +60,12 @@ def test_docs_hold_the_fitted_values(data_dir):
         "docs/step_model.md: the fit tables differ from bfio.step_model.fit.report_markdown(); regenerate them"
 
 
+def test_docs_list_the_pinned_files():
+    text = (REPO / "docs" / "step_model.md").read_text()
+    for name, spec in PROFILE_FILES.items():
+        assert re.search(rf"\| `{re.escape(name)}` \| `{spec.sha256}` \|", text), name
+
+
 def test_split_is_deterministic():
     assert np.array_equal(fit.split(1000), fit.split(1000))
     assert not np.array_equal(fit.split(1000), fit.split(1000, seed=fit.SPLIT_SEED + 1))
