@@ -175,6 +175,13 @@ def _registry_enums(schema: dict) -> dict:
     for name, study in studies().items():  # a plugin study's section, from its declaration
         if study.schema is not None:
             props[name] = copy.deepcopy(study.schema)
+    for section in props.values():  # a study's step model: its options' declarations (bfio.step_model.OPTIONS)
+        if isinstance(section, dict) and "step_model" in section.get("properties", {}):
+            from bfio.step_model import schema as step_model_schema
+
+            section["properties"]["step_model"] = {**step_model_schema(),
+                                                   **{k: v for k, v in section["properties"]["step_model"].items()
+                                                      if k == "description"}}
     unit = props.get("extra_traces", {}).get("additionalProperties", {}).get("properties", {}).get("arrival_unit")
     if unit is not None:
         unit["enum"] = sorted(ARRIVAL_UNITS)

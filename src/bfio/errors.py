@@ -28,6 +28,15 @@ class ChecksumError(TraceError):
     """A trace file's sha256 differs from the one the project pins."""
 
 
+class ProfileError(BfioError, ValueError):
+    """A kernel-profile file of the calibrated step model (:mod:`bfio.step_model`)
+    is missing or is not the pinned one; the message names the file."""
+
+    def __init__(self, path, message):
+        self.path = str(path)
+        super().__init__(f"profile file {self.path}: {message}")
+
+
 class DownloadError(BfioError):
     """A trace could not be fetched from its source (after every retry); the
     message names the URL and the last error. Nothing is left at the

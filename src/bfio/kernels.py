@@ -10,6 +10,7 @@ import numpy as np
 
 from bfio.jit import kernel
 from bfio.power import worker_power
+from bfio.step_time import lockstep_dt
 
 
 @kernel
@@ -195,7 +196,7 @@ def write_row(series, n_rows, clock, dt, n_active, done, G, pre, post):
 @kernel
 def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loads, active, completed,
               n_completed, clock, step, overhead, t_l, p_idle, p_max, gamma, series, n_rows,
-              record_loads, load_rows, until_clock):
+              record_loads, load_rows, until_clock, step_coef):
     """Run decode steps of the paper's step loop (``../shared/spec/semantics.md``)
     with no routing call between them, writing one row per step into
     ``series[:, n_rows:]`` (and the gating loads into ``load_rows[n_rows:]`` when
@@ -207,7 +208,10 @@ def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loa
     request is still active, the clock is below ``until_clock`` and the buffer
     has room. Every number is computed exactly as one step at a time
     (``load_stats``, ``dt``, ``advance_step``, the same float operations in the
-    same order). Returns ``(clock, step, n_completed, n_rows)``."""
+    same order). ``step_coef``: empty for the paper's ``dt = C + t_l max_g L_g``,
+    else the calibrated step model's coefficients
+    (:func:`bfio.step_time.lockstep_dt`). Returns ``(clock, step,
+    n_completed, n_rows)``."""
     G = loads.shape[0]
     capacity = series.shape[1]
     while True:
@@ -218,7 +222,10 @@ def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loa
         n_active = 0
         for g in range(G):
             n_active += active[g]
-        dt = overhead + t_l * pre_max
+        if step_coef.shape[0] == 0:
+            dt = overhead + t_l * pre_max
+        else:
+            dt = lockstep_dt(step_coef, loads, active)
         clock += dt
         step += 1
         done = advance_step(slot_request, prefill, decode, generated, finish, finish_step, clock, step,

@@ -4,7 +4,8 @@
 that reach every kernel of the package with the argument types real runs give
 them (:data:`SCENARIOS`: every registered policy under each dispatch it
 supports, BF-IO's placements, admissions, objectives and predictors, arrivals,
-closed loops, prefill and prefix caches, the theory checks' slot model). Each
+closed loops, prefill and prefix caches, the calibrated step model, the theory
+checks' slot model). Each
 kernel is compiled the first time (1-2 min on 2 cores for all of them) and
 kept in numba's cache (:mod:`bfio.jit`), so every later process, a pipeline job
 or a ``bfio simulate``, loads it instead of compiling it. A second run only
@@ -12,8 +13,10 @@ loads (a few seconds). The README's install step runs it; the pipeline runs it
 in its first job (rule ``compile_kernels``), which every simulation job waits
 for, so parallel jobs never compile the same kernels at once.
 
-The scenarios read nothing from disk and leave no state behind: their
-workloads are drawn from fixed synthetic lengths.
+The scenarios read nothing from disk (but the calibrated step model's, which
+reads the kernel profiles of the data directory when they are there and is
+skipped otherwise) and leave no state behind: their workloads are drawn from
+fixed synthetic lengths.
 """
 
 from __future__ import annotations
@@ -135,6 +138,24 @@ def _closed_loop() -> None:
     _simulate("bfio", entry="arrivals", workload=w, horizon=20, admission="free")
 
 
+def _calibrated_step() -> None:
+    """The calibrated step model (issue 44): lockstep (with and without prefill) and
+    independent ranks; skipped when the kernel profiles are not in the data directory."""
+    from bfio.errors import ProfileError
+    from bfio.prefill import PrefillModel
+    from bfio.simulator import simulate
+    from bfio.step_model import StepModel
+
+    w = _workload(arrivals=False)
+    try:
+        StepModel("calibrated").coefficients()
+    except ProfileError:
+        return
+    for barrier, prefill in (("lockstep", None), ("lockstep", PrefillModel()), ("independent", None)):
+        simulate(w, WORKERS, SLOTS, "fcfs", prefill=prefill, show_progress=False, record_loads=True,
+                 step_model=StepModel("calibrated", barrier=barrier))
+
+
 def _theory() -> None:
     """The theory checks' kernels: the slot model (FCFS and BF-IO's balanced placement)."""
     from bfio.theory.distributions import uniform
@@ -155,6 +176,7 @@ GROUPS = {
         Scenario("BF-IO instant dispatch", _bfio_instant),
         Scenario("prefill, prefix caches, KV bound", _prefill_and_prefix),
         Scenario("closed-loop sessions", _closed_loop),
+        Scenario("calibrated step model (lockstep, independent ranks)", _calibrated_step),
     ),
     "theory": (Scenario("theory checks (slot model)", _theory),),
 }

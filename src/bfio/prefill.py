@@ -41,6 +41,7 @@ from bfio.errors import ConfigError
 from bfio.jit import kernel
 from bfio.kernels import load_stats, retire, write_row
 from bfio.prefix import PrefixCache
+from bfio.step_time import lockstep_prefill_dt
 
 #: prefill tokens a rank computes per step at most: vLLM's API-server default
 #: ``max_num_batched_tokens`` on A100 (``EngineArgs.get_batch_defaults``; docs/prefix_cache.md)
@@ -140,7 +141,7 @@ def allot_chunks(slot_request, left, order, chunk, take):
 @kernel
 def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
                  clock0, step, overhead, t_l, token_s, pre_max, loads, active, completed, n_completed, prefilled,
-                 order, take):
+                 order, take, step_coef):
     """One step with chunked prefill (module docstring), from the clock ``clock0``
     and the pre-step loads' maximum ``pre_max``. Invariants: each rank computes at
     most ``chunk`` prefill tokens, oldest admission first (:func:`allot_chunks`);
@@ -148,11 +149,16 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
     afterwards is the resident tokens ``sum (s_i - left_i + tau_i)`` of the
     requests still active. Requests whose prefill ended are written to
     ``prefilled`` (their count returned). Returns ``(dt, completions, prefill
-    ended, max_g P_g, output tokens of the step)``."""
+    ended, max_g P_g, output tokens of the step)``. ``step_coef``: empty for the
+    paper's ``dt``, else the calibrated step model's coefficients
+    (:func:`bfio.step_time.lockstep_prefill_dt`)."""
     G, B = slot_request.shape
     # 1. the chunk each rank computes: its prefilling requests, oldest admission first
     pmax = allot_chunks(slot_request, left, order, chunk, take)
-    dt = overhead + t_l * pre_max + token_s * pmax
+    if step_coef.shape[0] == 0:
+        dt = overhead + t_l * pre_max + token_s * pmax
+    else:
+        dt = lockstep_prefill_dt(step_coef, slot_request, left, take, loads)
     clock = clock0 + dt
     # 2. apply: decode a token where the prefill was done, compute the chunks
     done = 0
@@ -195,7 +201,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
 @kernel
 def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
                      loads, active, completed, n_completed, clock, step, overhead, t_l, token_s, p_idle, p_max,
-                     gamma, series, n_rows, record_loads, load_rows, prefilled, order, take):
+                     gamma, series, n_rows, record_loads, load_rows, prefilled, order, take, step_coef):
     """One step of the loop with prefill (:func:`prefill_step`) and its row of the
     per-step series (:func:`bfio.kernels.write_row`), as ``run_steps`` writes a
     step without prefill. Returns ``(clock, step, n_completed, n_rows, prefill ended)``."""
@@ -207,7 +213,7 @@ def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, fini
     step += 1
     dt, done, ended, _, tokens = prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step,
                                       first_token, clock, step, overhead, t_l, token_s, pre[0], loads, active,
-                                      completed, n_completed, prefilled, order, take)
+                                      completed, n_completed, prefilled, order, take, step_coef)
     clock += dt
     post = load_stats(loads, p_idle, p_max, gamma)
     # the series' "active" is the step's output tokens (every active request's, in the
@@ -279,14 +285,15 @@ class Prefill:
         return loads + self.reserve
 
     def step(self, slot_request, prefill, decode, generated, finish, finish_step, loads, active, completed,
-             n_completed, clock, step, overhead, t_l, p_idle, p_max, gamma, series, record_loads, worker_of):
+             n_completed, clock, step, overhead, t_l, p_idle, p_max, gamma, series, record_loads, worker_of,
+             step_coef):
         """One step (:func:`run_prefill_step`); the prompts whose prefill ended enter
         their rank's cache. Returns ``(clock, step, n_completed, series rows)``."""
         clock, step, n_done, n_rows, ended = run_prefill_step(
             slot_request, prefill, decode, generated, self.left, self.model.chunk_tokens, finish, finish_step,
             self.first_token, loads, active, completed, n_completed, clock, step, overhead, t_l,
             self.model.token_s, p_idle, p_max, gamma, series.buf, series.n, record_loads, series.load_rows,
-            self.prefilled, self.order, self.take)
+            self.prefilled, self.order, self.take, step_coef)
         self.reserve -= self.take.sum(axis=1)
         # slots seated in the step: prefilling and decoding requests, those retired in it included
         self.busy_peak = max(self.busy_peak, int(active.sum()) + (n_done - n_completed))

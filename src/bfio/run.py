@@ -160,6 +160,9 @@ class RunSpec:
     #: the prefill step model's parameters (sorted ``(name, value)`` pairs of
     #: :class:`bfio.prefill.PrefillModel`); empty: the paper's step loop
     prefill: tuple = ()
+    #: the step model's options (sorted ``(name, value)`` pairs of
+    #: :class:`bfio.step_model.StepModel`); empty: the paper's step time
+    step_model: tuple = ()
 
     def __post_init__(self):
         if self.dispatch not in DISPATCH_MODES:
@@ -229,12 +232,14 @@ class RunSpec:
 
     def ident(self) -> dict:
         """Flat identifying columns for result tables (``prefill_<name>`` only for runs
-        with the prefill step model)."""
+        with the prefill step model; ``step_model`` and ``step_<name>`` only for runs
+        given a step model)."""
         return {"trace": self.trace, "requests": self.requests, "workers": self.workers, "slots": self.slots,
                 "row": self.row, "seed": self.seed, "arrival": self.arrival.label,
                 "arrival_mode": self.arrival.mode, "arrival_rate": self.arrival.rate,
                 "time_scale": self.arrival.time_scale, "dispatch": self.dispatch, "policy": self.policy,
-                **{f"prefill_{k}": v for k, v in self.prefill}}
+                **{f"prefill_{k}": v for k, v in self.prefill},
+                **{(k if k == "step_model" else f"step_{k}"): v for k, v in self.step_model}}
 
     @property
     def prefill_model(self):
@@ -242,6 +247,13 @@ class RunSpec:
         from bfio.prefill import PrefillModel
 
         return PrefillModel(**dict(self.prefill)) if self.prefill else None
+
+    @property
+    def step_model_spec(self):
+        """The run's :class:`bfio.step_model.StepModel` (the paper's when :attr:`step_model` is empty)."""
+        from bfio.step_model import StepModel
+
+        return StepModel.from_items(self.step_model)
 
 
 def frame_blocks(trace: str, frame: pd.DataFrame):
@@ -303,7 +315,7 @@ def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=No
     return simulate(workload, run.workers, run.slots, run.policy, seed=run.seed,
                     entry=entry_mode(run.arrival.mode), dispatch=run.dispatch, record_loads=record_loads,
                     policy_options=run.policy_options or None, show_progress=show_progress,
-                    prefill=run.prefill_model)
+                    prefill=run.prefill_model, step_model=run.step_model_spec)
 
 
 def run_study(run: RunSpec, frame: pd.DataFrame | None = None, workload=None, extra=None) -> dict:

@@ -91,6 +91,7 @@ def add_parser(subparsers) -> None:
     pf.add_argument("--kv-tokens", type=rank_tokens, metavar="N",
                     help="per-rank KV memory of N tokens: a rank admits a prompt only while it fits (needs "
                          "--dispatch instant; default unbounded)")
+    add_step_model_options(s)
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
     add_policy_options(s)
@@ -112,6 +113,35 @@ def _option_value(option):
             raise argparse.ArgumentTypeError(str(e).split(": ", 1)[1]) from None
 
     return parse
+
+
+def add_step_model_options(s) -> None:
+    """One flag per declared step-model option (:data:`bfio.step_model.OPTIONS`)."""
+    from bfio.step_model import OPTIONS
+
+    g = s.add_argument_group("step time model (issue 44, docs/step_model.md; default: the paper's)")
+    for o in OPTIONS:
+        allowed = o.allowed()
+        g.add_argument(o.flag, dest=o.name, type=_option_value(o), metavar=o.metavar,
+                       choices=list(allowed) if allowed is not None else None, help=o.help_text().replace("%", "%%"))
+
+
+def step_model_options(args) -> dict:
+    """The step-model flags given, refused (as policy options are) when they would be
+    ignored: ``--gpu``, ``--model``, ``--beta``, ``--barrier`` need ``--step-model calibrated``."""
+    from bfio.step_model import OPTIONS
+
+    given = {o.name: getattr(args, o.name) for o in OPTIONS if getattr(args, o.name, None) is not None}
+    for o in OPTIONS:
+        if o.name in given and o.applies_with is not None:
+            other, values = o.applies_with
+            chosen = given.get(other, OPTIONS[0].default)
+            if chosen not in values:
+                raise ConfigError(f"{o.flag}: only valid with --{other.replace('_', '-')} {' | '.join(values)} "
+                                  f"(got --{other.replace('_', '-')} {chosen}); it would be ignored")
+    if given.get("step_model") == "paper":
+        del given["step_model"]  # the paper's: the run's identity as without the flag
+    return given
 
 
 def add_policy_options(s) -> None:
@@ -210,6 +240,7 @@ def cmd_simulate(args) -> int:
 
     resolve_dispatch(args)
     options = policy_options(args)
+    step_model = step_model_options(args)
     mode = arrival_mode(args)
     check_simulate_outputs(args)
     known = check_path_flags(args)
@@ -233,7 +264,8 @@ def cmd_simulate(args) -> int:
         prefill = {"chunk_tokens": DEFAULT_CHUNK_TOKENS, "token_s": DEFAULT_TOKEN_S, "cache_blocks": None,
                    "kv_tokens": None, **prefill}
     spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
-                   args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())))
+                   args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())),
+                   tuple(sorted(step_model.items())))
     try:
         result = simulate_run(spec, trace.to_frame(), show_progress=None)
     except ConfigError as e:  # the library names its arguments; say which flags set them

@@ -8,7 +8,16 @@ the time and power model of Section 6.2).
   step at a time;
 - :class:`PrefillEngine` (issue 32, :mod:`bfio.prefill`): chunked prefill in the
   step and per-rank prefix caches; one step per call (a prefill's end feeds the
-  caches).
+  caches);
+- :class:`IndependentEngine` (issue 44, ``barrier: independent``): no barrier,
+  each rank its own clock (the calibrated step model, decode only).
+
+With the calibrated step model (issue 44, :mod:`bfio.step_model`,
+``docs/step_model.md``) both take its coefficients (``step_coef``) and the
+kernels compute ``dt = max_g [alpha + a_kv L_g + a_n n_g + a_p P_g + a_p2 P_g^2]
++ beta max_g n_g + comm`` (:mod:`bfio.step_time`) instead of the paper's; an
+empty vector (the default) is the paper's ``dt``, the same float operations as
+before. The power model is the paper's on either ``dt``.
 
 Both write one row per step into their :class:`~bfio.simulation_result.StepSeries`.
 Their kernels retire finished requests and sum the loads in two scans written
@@ -19,18 +28,24 @@ scan, the simulator's hottest loop, so each keeps its own.
 
 from __future__ import annotations
 
+import numpy as np
+
 from bfio.constants import PaperConstants
-from bfio.kernels import run_steps
+from bfio.kernels import load_stats, run_steps, write_row
 from bfio.prefill import Prefill
 from bfio.simulation_result import StepSeries
 from bfio.sim.state import ClusterState
+from bfio.step_time import advance_ranks, independent_dt
 
 
 class DecodeEngine:
     """The paper's decode-only step (:func:`bfio.kernels.run_steps`)."""
 
-    def __init__(self, constants: PaperConstants, workers: int, slots: int, record_loads: bool):
+    def __init__(self, constants: PaperConstants, workers: int, slots: int, record_loads: bool,
+                 step_coef: np.ndarray | None = None):
         c = constants
+        #: the calibrated step model's coefficients (empty: the paper's ``dt``)
+        self.step_coef = np.zeros(0) if step_coef is None else np.asarray(step_coef, dtype=np.float64)
         self.overhead = c.overhead(slots)
         self.t_l, self.p_idle, self.p_max, self.gamma = c.token_latency_s, c.p_idle_w, c.p_max_w, c.gamma
         self.record_loads = record_loads
@@ -45,15 +60,16 @@ class DecodeEngine:
         clock, step, n_done, series.n = run_steps(
             state.slot_request, s, o, state.generated, state.finish, state.finish_step, state.loads, state.active,
             state.completed, state.finished, state.clock, state.step, self.overhead, self.t_l, self.p_idle,
-            self.p_max, self.gamma, series.buf, series.n, self.record_loads, series.load_rows, until)
+            self.p_max, self.gamma, series.buf, series.n, self.record_loads, series.load_rows, until, self.step_coef)
         return _advance(state, clock, step, n_done)
 
 
 class PrefillEngine(DecodeEngine):
     """The step with chunked prefill (:meth:`bfio.prefill.Prefill.step`), one step a call."""
 
-    def __init__(self, prefill: Prefill, constants: PaperConstants, workers: int, slots: int, record_loads: bool):
-        super().__init__(constants, workers, slots, record_loads)
+    def __init__(self, prefill: Prefill, constants: PaperConstants, workers: int, slots: int, record_loads: bool,
+                 step_coef: np.ndarray | None = None):
+        super().__init__(constants, workers, slots, record_loads, step_coef)
         self.prefill = prefill
 
     def run(self, state: ClusterState, until: float) -> int:
@@ -63,8 +79,53 @@ class PrefillEngine(DecodeEngine):
         clock, step, n_done, series.n = self.prefill.step(
             state.slot_request, s, o, state.generated, state.finish, state.finish_step, state.loads, state.active,
             state.completed, state.finished, state.clock, state.step, self.overhead, self.t_l, self.p_idle,
-            self.p_max, self.gamma, series, self.record_loads, state.worker_of)
+            self.p_max, self.gamma, series, self.record_loads, state.worker_of, self.step_coef)
         return _advance(state, clock, step, n_done)
+
+
+class IndependentEngine(DecodeEngine):
+    """Ranks without a barrier (``barrier: independent``, dense data parallelism:
+    vLLM's "Non-MoE DP ranks are completely independent"): each rank steps on its
+    own clock, a step of ``independent_dt(L_g, n_g)`` (:mod:`bfio.step_time`)
+    from when it starts. A call starts a step on every rank that has requests and
+    none under way (its batch: the requests seated now), then ends the step(s)
+    that end first: the clock moves there, those ranks' requests generate a
+    token (:func:`bfio.step_time.advance_ranks`) and the loop routes. So a
+    "step" of the series is such an event: ``dt`` the time since the previous
+    one, ``active`` the tokens generated in it, energy ``sum_g P(L_g) dt``.
+    Decode only (no prefill model); one event a call."""
+
+    def __init__(self, constants: PaperConstants, workers: int, slots: int, record_loads: bool,
+                 step_coef: np.ndarray):
+        super().__init__(constants, workers, slots, record_loads, step_coef)
+        self.in_step = np.zeros(workers, dtype=np.bool_)
+        self.started = np.zeros(workers)
+        self.ends = np.full(workers, np.inf)
+
+    def run(self, state: ClusterState, until: float) -> int:
+        series = self.series
+        series.reserve()
+        now = state.clock
+        for g in np.flatnonzero(~self.in_step & (state.active > 0)):
+            self.in_step[g] = True
+            self.started[g] = now
+            self.ends[g] = now + independent_dt(self.step_coef, state.loads[g], state.active[g])
+        t = float(self.ends[self.in_step].min())
+        stepping = self.in_step & (self.ends == t)
+        pre = load_stats(state.loads, self.p_idle, self.p_max, self.gamma)
+        if self.record_loads:
+            series.load_rows[series.n] = state.loads
+        step = state.step + 1
+        done, tokens = advance_ranks(state.slot_request, state.workload.prefill, state.workload.decode,
+                                     state.generated, state.finish, state.finish_step, t, step, state.loads,
+                                     state.active, state.completed, state.finished, stepping, self.started,
+                                     state.start)
+        post = load_stats(state.loads, self.p_idle, self.p_max, self.gamma)
+        write_row(series.buf, series.n, t, t - now, tokens, done, state.workers, pre, post)
+        series.n += 1
+        self.in_step[stepping] = False
+        self.ends[stepping] = np.inf
+        return _advance(state, t, step, state.finished + done)
 
 
 def _advance(state: ClusterState, clock, step, n_done) -> int:
@@ -76,8 +137,12 @@ def _advance(state: ClusterState, clock, step, n_done) -> int:
 
 
 def make_engine(prefill: Prefill | None, constants: PaperConstants, workers: int, slots: int,
-                record_loads: bool) -> DecodeEngine:
-    """The step engine of a run: decode only, or with the prefill step model."""
+                record_loads: bool, step_coef: np.ndarray | None = None, barrier: str = "lockstep") -> DecodeEngine:
+    """The step engine of a run: decode only, or with the prefill step model;
+    ``step_coef`` the calibrated step model's coefficients (``None``: the paper's ``dt``);
+    ``barrier`` ``independent``: :class:`IndependentEngine` (decode only, calibrated)."""
+    if barrier == "independent":
+        return IndependentEngine(constants, workers, slots, record_loads, step_coef)
     if prefill is None:
-        return DecodeEngine(constants, workers, slots, record_loads)
-    return PrefillEngine(prefill, constants, workers, slots, record_loads)
+        return DecodeEngine(constants, workers, slots, record_loads, step_coef)
+    return PrefillEngine(prefill, constants, workers, slots, record_loads, step_coef)

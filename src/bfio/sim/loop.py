@@ -23,6 +23,7 @@ from bfio.sim.result import assemble
 from bfio.sim.setup import setup
 from bfio.sim.state import ClusterState
 from bfio.simulation_result import SimulationResult
+from bfio.step_model import StepModel
 from bfio.workload import Workload
 
 
@@ -31,7 +32,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
              record_loads: bool = False, show_progress: bool | None = None,
              policy_options: dict | None = None, dispatch: str = "central",
              fast_forward: bool = True, admission_mode: str | None = None,
-             prefill: PrefillModel | None = None) -> SimulationResult:
+             prefill: PrefillModel | None = None, step_model: StepModel | str | None = None) -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
@@ -55,6 +56,11 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     per-rank prefix caches; adds TTFT and cache metrics. ``None`` (the default)
     is the paper's step loop, unchanged.
 
+    ``step_model`` (:class:`bfio.step_model.StepModel` or its name, issue 44,
+    ``docs/step_model.md``): ``None`` or ``"paper"`` (the default) is the paper's
+    ``dt = C + t_l max_g L_g``, unchanged; ``calibrated`` the lockstep step fitted
+    to public kernel profiles (read from the data directory, sha256-verified).
+
     A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
     is a closed loop: a request that follows another arrives ``think_s`` after that
     one completes (the steps then run one at a time while such a release is
@@ -62,13 +68,17 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     """
     t_wall = time.perf_counter()
     run = setup(workload, workers, slots, policy, seed=seed, constants=constants, entry=entry,
-                policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode, prefill=prefill)
+                policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode, prefill=prefill,
+                step_model=step_model)
     G, B, policy, c = run.workers, run.slots, run.policy, run.constants
+    coef = None if run.step_model.is_paper else run.step_model.coefficients()
     chunked = Prefill(run.prefill, workload, G, B) if run.prefill is not None else None
     state = ClusterState.empty(workload, G, B)
-    router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s)
+    # what a step costs per resident KV token of the slowest rank (a router's view of the step)
+    router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s if coef is None else coef.a_kv)
     arrivals = make_entry(run.entry, workload, c.pool_factor * G)
-    engine = make_engine(chunked, c, G, B, record_loads)
+    engine = make_engine(chunked, c, G, B, record_loads, None if coef is None else coef.array(),
+                         run.step_model.barrier)
     policy.reset(G, B)
     router.routing_call(arrivals)
     N = state.requests

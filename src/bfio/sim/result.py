@@ -41,6 +41,8 @@ def run_config(run: Setup, overhead: float) -> dict:
               **{k: v for k, v in c.to_dict().items() if k != "overhead_s"}}
     if run.prefill is not None:
         config["prefill"] = run.prefill.to_dict()
+    if not run.step_model.is_paper:  # the paper's runs record what they always did
+        config["step_model"] = {**run.step_model.to_dict(), "coefficients": run.step_model.coefficients().to_dict()}
     return config
 
 

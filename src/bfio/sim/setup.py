@@ -17,6 +17,7 @@ from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.policies import Policy, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, REQUIREMENTS
 from bfio.prefill import PrefillModel
+from bfio.step_model import StepModel
 from bfio.workload import ENTRY_MODES, Workload
 
 
@@ -53,6 +54,7 @@ class Setup:
     entry: str
     dispatch: str
     prefill: PrefillModel | None
+    step_model: StepModel
 
 
 def _check_cluster(workload, workers, slots, policy) -> tuple[int, int]:
@@ -109,13 +111,29 @@ def _checked_policy(policy, seed, policy_options, dispatch, prefill, workload) -
     return policy
 
 
+def _check_step_model(step_model) -> StepModel:
+    """The step model: ``None`` or ``"paper"`` the paper's, a name, or a :class:`StepModel`."""
+    if step_model is None:
+        return StepModel()
+    if isinstance(step_model, str):
+        return StepModel(step_model=step_model)
+    if not isinstance(step_model, StepModel):
+        raise ConfigError(f"step_model: expected a bfio.step_model.StepModel, a step model name or None, "
+                          f"got {type(step_model).__name__}")
+    return step_model
+
+
 def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_options, dispatch, admission_mode,
-          prefill) -> Setup:
+          prefill, step_model=None) -> Setup:
     """:func:`bfio.simulator.simulate`'s arguments checked, in its order (the
     first fault is the one reported), as a :class:`Setup`."""
     workers, slots = _check_cluster(workload, workers, slots, policy)
     entry = _check_modes(workload, entry, dispatch, prefill, admission_mode)
     constants = constants or PaperConstants()
+    step_model = _check_step_model(step_model)
+    if step_model.barrier == "independent" and prefill is not None:
+        raise ConfigError("step_model.barrier: 'independent' ranks with the prefill model are not modelled yet "
+                          "(decode only; docs/step_model.md, 'Independent ranks')")
     policy = _checked_policy(policy, seed, policy_options, dispatch, prefill, workload)
     return Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
-                 entry=entry, dispatch=dispatch, prefill=prefill)
+                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model)

@@ -34,6 +34,7 @@ import pandas as pd
 
 from bfio.prefix import cache_capacity_blocks
 from bfio.run import RunSpec, run_batch
+from bfio.step_model import from_config
 from bfio.studies.registry import Study, register_study
 
 #: the workloads a setting may name
@@ -69,13 +70,14 @@ def prefix_runs(setting: dict, section: dict, seeds, slots: int, defaults=None) 
         arrival = {"mode": "trace", "time_scale": 1.0}
         requests = None
     prefill = prefill_params(section, bt)
+    step_model = from_config(section.get("step_model"), "prefix_study.step_model")
     out = []
     for row in section["routers"]:
         for seed in seeds:
             run = RunSpec.make(setting["trace"], requests, setting["workers"], setting.get("slots", slots), row,
                                seed, arrival=arrival, dispatch="instant", variants=_variants(section),
                                defaults=defaults)
-            out.append(replace(run, prefill=prefill))
+            out.append(replace(run, prefill=prefill, step_model=step_model))
     return out
 
 
@@ -183,6 +185,9 @@ def validate_section(section: dict, config: dict) -> None:
             raise ConfigError(f"config key 'prefix_study.routers.{i}': '{row}' has no instant dispatch "
                               "(the study binds requests on arrival)")
     _check_prefill(section["prefill"])
+    if dict(from_config(section.get("step_model"), "prefix_study.step_model")).get("barrier") == "independent":
+        raise ConfigError("config key 'prefix_study.step_model.barrier': 'independent' ranks run decode only; "
+                          "this study's runs have the prefill model (docs/step_model.md, 'Independent ranks')")
     specs = KNOWN_TRACES  # extra traces (config 'extra_traces') carry no block hashes
     for i, st in enumerate(section["settings"]):
         for key in WORKLOAD_KEYS[st["workload"]]:
@@ -304,7 +309,7 @@ STUDY = register_study(Study(
     tabulate=_tabulate, plot="bfio.figures.prefix_tradeoff:plot_prefix_tradeoff",
     modules=("studies/prefix_study.py", "prefill.py", "prefix.py", "sessions.py", "policies/cache_first.py",
              "policies/tpu_least_loaded.py", "policies/sglang_prefix_match.py", "policies/sgl_cache_aware.py",
-             "policies/prefix_state.py", "solvers/dispatch.py"),
+             "policies/prefix_state.py", "solvers/dispatch.py", "step_model"),
     table_modules=("studies/prefix_summary.py",), figure_modules=("figures/prefix_tradeoff.py",),
     validate=validate_section,
     caption="""Prefix caches against the lockstep barrier (issue 32, ``docs/studies.md``):
