@@ -151,3 +151,23 @@ def test_one_request_per_worker_is_all_floor():
     w = Workload(np.array([5000, 10, 10, 10]), np.array([200, 300, 300, 300]))
     r = simulate(w, 4, 1, "fcfs")
     assert r.metrics["imbalance_floor_total"] == r.metrics["imbalance_total"] > 0
+
+
+def test_the_share_reads_each_runs_own_cost_a_kv_token():
+    """A calibrated lockstep run's share counts its KV term's cost a token (a_kv),
+    a paper run's t_l; independent ranks wait at no barrier (NaN)."""
+    from bfio.step_model import StepModel
+
+    rng = np.random.default_rng(5)
+    w = Workload(rng.integers(1, 2000, 60), rng.integers(1, 80, 60))
+    paper = simulate(w, 3, 4, "fcfs")
+    calibrated = StepModel(step_model="calibrated")
+    lock = simulate(w, 3, 4, "fcfs", step_model=calibrated)
+    free = simulate(w, 3, 4, "fcfs", step_model=StepModel(step_model="calibrated", barrier="independent"))
+    assert paper.metrics["kv_token_s"] == PaperConstants().token_latency_s
+    assert lock.metrics["kv_token_s"] == calibrated.coefficients().a_kv
+    runs = pd.DataFrame([{**r.metrics, "workers": 3} for r in (paper, lock, free)])
+    share = with_imbalance_share(runs)[IMBALANCE_SHARE]
+    expected = [r.metrics["kv_token_s"] * r.metrics["imbalance_total"] / 3 / r.metrics["makespan_s"]
+                for r in (paper, lock)]
+    assert share.iloc[:2].tolist() == pytest.approx(expected) and np.isnan(share.iloc[2])

@@ -113,14 +113,26 @@ def lost_share(imbalance_total, busy_s, workers, constants: PaperConstants | Non
     return c.token_latency_s * imbalance_total / workers / busy_s
 
 
+#: The run metric (:func:`bfio.sim.result.imbalance_terms`): the step seconds one
+#: KV token of the most loaded rank costs (``t_l``; ``a_kv`` with a calibrated step).
+KV_TOKEN_S = "kv_token_s"
+
+
 def imbalance_share_of_runs(runs, constants: PaperConstants | None = None, total: str = "imbalance_total"):
     """:func:`imbalance_share` of every run of a runs table (``imbalance_total``,
     ``makespan_s`` = busy step time, ``workers`` columns; the whole-run totals of
     :func:`bfio.metrics.run_totals`), so tables derive it without rerunning a run;
     ``total`` names another imbalance total on the same scale (the floor,
-    ``imbalance_floor_total``)."""
+    ``imbalance_floor_total``). With a :data:`KV_TOKEN_S` column (runs since
+    issue 44) each run is read with its own step's cost a KV token: ``t_l`` for
+    the paper's, ``a_kv`` for a calibrated step (the share of busy time the most
+    loaded rank's extra KV tokens cost; its batch and prefill terms left out,
+    so a lower estimate), NaN for independent ranks (no barrier)."""
     busy = runs["makespan_s"].astype(float)
     share = lost_share(runs[total].astype(float), busy, runs["workers"].astype(float), constants)
+    if KV_TOKEN_S in runs.columns:  # the run's own cost a KV token (a_kv with a calibrated step), not t_l
+        t_l = (constants or PaperConstants()).token_latency_s
+        share = share / t_l * runs[KV_TOKEN_S].astype(float)
     return share.where(busy > 0)
 
 
@@ -216,6 +228,6 @@ def with_imbalance_share(runs):
     return out
 
 
-__all__ = ["Capacity", "IMBALANCE_FLOOR", "IMBALANCE_SHARE", "capacity", "decode_phase", "indivisible_floor",
+__all__ = ["Capacity", "IMBALANCE_FLOOR", "IMBALANCE_SHARE", "KV_TOKEN_S", "capacity", "decode_phase", "indivisible_floor",
            "largest_request_loads", "imbalance_share", "imbalance_share_of_runs", "lost_share",
            "request_work", "trace_capacity", "with_imbalance_share"]

@@ -46,6 +46,20 @@ def run_config(run: Setup, overhead: float) -> dict:
     return config
 
 
+def imbalance_terms(run: Setup, arrays: dict, requests: pd.DataFrame, frame: pd.DataFrame) -> dict:
+    """What :func:`bfio.capacity.with_imbalance_share` reads beyond the run's totals:
+    ``imbalance_floor_total`` (:func:`bfio.capacity.indivisible_floor`) and
+    ``kv_token_s``, the step seconds a KV token of the most loaded rank costs
+    (the paper's ``t_l``; ``a_kv`` with a calibrated step). Independent ranks
+    wait at no barrier, so neither applies there (NaN: a step is one rank's event)."""
+    model = run.step_model
+    if not model.is_paper and model.barrier == "independent":
+        return {"imbalance_floor_total": float("nan"), "kv_token_s": float("nan")}
+    floor = indivisible_floor(arrays["sum_load_pre"], *decode_phase(requests, frame), run.workers)
+    cost = run.constants.token_latency_s if model.is_paper else model.coefficients().a_kv
+    return {"imbalance_floor_total": floor, "kv_token_s": float(cost)}
+
+
 def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Dispatch, chunked: Prefill | None,
              t_wall: float) -> SimulationResult:
     """The result of a run whose every request finished (else :class:`PolicyError`);
@@ -82,8 +96,7 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
         requests["cached_tokens"] = chunked.cached
     frame = pd.DataFrame(arrays)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
-    metrics["imbalance_floor_total"] = indivisible_floor(arrays["sum_load_pre"], *decode_phase(requests, frame),
-                                                         run.workers)
+    metrics.update(imbalance_terms(run, arrays, requests, frame))
     warns = window_warnings(int(state.last_admission_step), arrays["active"], run.workers, run.slots, run.entry,
                             busy_peak=chunked.busy_peak if chunked is not None else None)
     return SimulationResult(config=run_config(run, engine.overhead), metrics=metrics, steps=int(state.step),
