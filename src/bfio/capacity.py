@@ -32,6 +32,7 @@ import numpy as np
 from bfio.constants import PaperConstants
 from bfio.errors import ConfigError
 from bfio.jit import kernel
+from bfio.step_time import rank_cost
 
 
 @dataclass(frozen=True)
@@ -39,13 +40,16 @@ class Capacity:
     """The model's capacity for a workload on ``workers`` x ``slots``
     (:func:`capacity`): ``requests_per_s`` and ``tokens_per_s`` (generated),
     the balanced full step ``step_s``, the mean decode length ``mean_decode``
-    and a busy slot's mean load ``slot_load`` (``E[W] / E[o]``, tokens)."""
+    a busy slot's mean load ``slot_load`` (``E[W] / E[o]``, tokens) and the mean
+    busy slots a rank ``occupancy`` at the capacity (``B`` unless KV memory or the
+    prefill chunk binds)."""
 
     requests_per_s: float
     tokens_per_s: float
     step_s: float
     mean_decode: float
     slot_load: float
+    occupancy: float = float("nan")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -60,12 +64,33 @@ def request_work(prefill: np.ndarray, decode: np.ndarray) -> np.ndarray:
     return o * s + o * (o - 1.0) / 2.0
 
 
-def capacity(prefill, decode, workers: int, slots: int, constants: PaperConstants | None = None) -> Capacity:
+def capacity(prefill, decode, workers: int, slots: int, constants: PaperConstants | None = None, *,
+             coefficients=None, kv_tokens: int | None = None, prefill_model=None) -> Capacity:
     """The request capacity of ``workers`` x ``slots`` for requests drawn like
     ``(prefill, decode)`` under the paper's step model (``constants``; the
     paper's by default): every slot busy, every worker at the mean load. No
     router sustains a higher rate in this model (the barrier step can only be
-    longer than the balanced one)."""
+    longer than the balanced one).
+
+    The physical regime (issue 44), each optional:
+
+    - ``coefficients`` (:class:`bfio.step_model.fit.StepCoefficients`): the
+      calibrated step instead of the paper's, its balanced step read from the one
+      formula, :func:`bfio.step_time.rank_cost` at the mean rank, ``+ beta n + comm``;
+    - ``prefill_model`` (:class:`bfio.prefill.PrefillModel`): every prompt token
+      is computed in some step (no prefix-cache hit assumed: an upper bound only
+      without caches), ``E[s] / E[o]`` tokens a busy slot and step, at most
+      ``chunk_tokens`` a rank; its ``kv_tokens`` bounds the KV memory;
+    - ``kv_tokens``: a rank's KV memory (tokens); by Little's law a rank holds
+      ``n slot_load`` tokens on average at ``n`` busy slots, so ``n <= kv_tokens /
+      slot_load``.
+
+    Then the capacity is the best rate ``G n / (E[o] dt(n))`` over the mean
+    decoding slots ``n`` a rank the bounds allow (requests in prefill hold slots
+    and KV too, left out: a lower step, so an upper bound; every step lasts at
+    least the balanced step at its state, and the step time is convex in the
+    state, so the mean state's step bounds the mean step from below: Jensen).
+    ``step_s`` is ``dt(n)`` there and ``occupancy`` ``n``."""
     s = np.asarray(prefill)
     o = np.asarray(decode)
     if s.shape != o.shape or s.size == 0:
@@ -78,17 +103,49 @@ def capacity(prefill, decode, workers: int, slots: int, constants: PaperConstant
     c = constants or PaperConstants()
     mean_o = float(np.mean(o))
     slot_load = float(np.mean(request_work(s, o))) / mean_o
-    step = c.overhead(slots) + c.token_latency_s * slots * slot_load
-    rps = workers * slots / (mean_o * step)
-    return Capacity(requests_per_s=rps, tokens_per_s=rps * mean_o, step_s=step, mean_decode=mean_o,
-                    slot_load=slot_load)
+    if coefficients is None and kv_tokens is None and prefill_model is None:
+        step = c.overhead(slots) + c.token_latency_s * slots * slot_load
+        rps = workers * slots / (mean_o * step)
+        return Capacity(requests_per_s=rps, tokens_per_s=rps * mean_o, step_s=step, mean_decode=mean_o,
+                        slot_load=slot_load, occupancy=float(slots))
+    n_max = float(slots)
+    kv = kv_tokens if kv_tokens is not None else getattr(prefill_model, "kv_tokens", None)
+    if kv is not None:
+        n_max = min(n_max, kv / slot_load)
+    prompt_rate = 0.0  # prefill tokens a busy slot needs per step
+    if prefill_model is not None:
+        prompt_rate = float(np.mean(s)) / mean_o
+        if prompt_rate > 0:
+            n_max = min(n_max, prefill_model.chunk_tokens / prompt_rate)
+    n = np.unique(np.append(np.linspace(0.0, n_max, 2001)[1:], n_max))
+    step = _balanced_step(n, slot_load, prompt_rate, slots, c, coefficients, prefill_model)
+    rate = workers * n / (mean_o * step)
+    best = int(np.argmax(rate))
+    rps = float(rate[best])
+    return Capacity(requests_per_s=rps, tokens_per_s=rps * mean_o, step_s=float(step[best]), mean_decode=mean_o,
+                    slot_load=slot_load, occupancy=float(n[best]))
 
 
-def trace_capacity(frame, workers: int, slots: int, constants: PaperConstants | None = None) -> Capacity:
+def _balanced_step(n: np.ndarray, slot_load: float, prompt_rate: float, slots: int, c: PaperConstants,
+                   coefficients, prefill_model) -> np.ndarray:
+    """The step with every rank at ``n`` busy slots of mean load ``slot_load`` and
+    ``n prompt_rate`` prefill tokens: the paper's ``C + t_l L (+ token_s P)``, or
+    the calibrated step's one formula (:func:`bfio.step_time.rank_cost`)."""
+    load, tokens = n * slot_load, n * prompt_rate
+    if coefficients is None:
+        token_s = prefill_model.token_s if prefill_model is not None else 0.0
+        return c.overhead(slots) + c.token_latency_s * load + token_s * tokens
+    coef = coefficients.array()
+    cost = np.array([rank_cost(coef, float(L), float(m), float(p)) for L, m, p in zip(load, n, tokens)])
+    return cost + coefficients.beta * n + coefficients.comm
+
+
+def trace_capacity(frame, workers: int, slots: int, constants: PaperConstants | None = None, **regime) -> Capacity:
     """:func:`capacity` of a canonical trace table (``prefill_tokens``,
-    ``decode_tokens``): the capacity for requests drawn from the trace."""
+    ``decode_tokens``): the capacity for requests drawn from the trace;
+    ``regime``: :func:`capacity`'s keywords."""
     return capacity(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), workers, slots,
-                    constants)
+                    constants, **regime)
 
 
 def imbalance_share(series, workers: int, constants: PaperConstants | None = None) -> float:

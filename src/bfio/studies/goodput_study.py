@@ -1,24 +1,31 @@
 """Study: goodput against the model's capacity (issue 44, ``docs/studies.md``).
 
-For every setting of the config key ``goodput`` (trace, N, G, B) and every
-router of ``goodput.central`` (the central pool) and ``goodput.instant``
-(bound at arrival, as the engines' data-parallel routers), the highest Poisson
-arrival rate whose runs meet p99 TTFT and p99 TPOT targets (``goodput.slo``),
-found by bisection (:func:`bfio.goodput.goodput`) between a small share of the
-model's capacity (:func:`bfio.capacity.capacity` of the trace's lengths) and
-the capacity itself. Every probe runs every seed (the same seeds at every
-rate, so probes are paired) and judges the means of the seeds' p99s.
+For every setting of the config key ``goodput`` (trace, N, G, B), every regime
+it runs in (``goodput.regimes``: the paper's step, or a calibrated step with
+prefill, KV memory and preemption) and every router of ``goodput.central``
+(the central pool) and ``goodput.instant`` (bound at arrival, as the engines'
+data-parallel routers), the highest Poisson arrival rate whose runs meet p99
+TTFT and p99 TPOT targets (``goodput.slo``), found by bisection
+(:func:`bfio.goodput.goodput`) between a small share of the model's capacity
+(:func:`bfio.capacity.capacity` of the trace's lengths in the regime) and the
+capacity itself. Every probe runs every seed (the same seeds at every rate, so
+probes are paired) and judges the means of the seeds' p99s. Each (setting,
+regime) is one simulation job, named ``<setting>_<regime>`` (:func:`plan`).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 
 from bfio.capacity import trace_capacity
+from bfio.errors import ConfigError
 from bfio.goodput import SLO, goodput
+from bfio.prefill import PrefillModel
 from bfio.run import ArrivalSpec, RunSpec, run_batch
+from bfio.step_model import StepModel, from_config
 from bfio.studies.registry import Study, register_study
 from bfio.studies.online import report_interval
 
@@ -28,22 +35,84 @@ def router_rows(section: dict) -> list[tuple[str, str]]:
     return [(d, row) for d in ("central", "instant") for row in section.get(d) or []]
 
 
+#: The regime of a section without ``regimes``: the paper's step loop.
+PAPER_REGIME = "paper"
+
+
+def regimes(section: dict) -> dict[str, dict]:
+    """``goodput.regimes`` by name (``{paper: {}}`` when none), each checked: its
+    ``step_model`` (:func:`bfio.step_model.from_config`) and ``prefill``
+    (:class:`bfio.prefill.PrefillModel`'s fields); errors name the config key."""
+    given = section.get("regimes") or [{"name": PAPER_REGIME}]
+    out = {}
+    for i, regime in enumerate(given):
+        name = regime.get("name")
+        key = f"goodput.regimes.{i}"
+        if not name or name in out:
+            raise ConfigError(f"config key '{key}.name': a regime needs a name, once ({name!r})")
+        step_model = from_config(regime.get("step_model"), f"{key}.step_model")
+        prefill = dict(regime.get("prefill") or {})
+        try:
+            PrefillModel(**prefill)
+        except TypeError:
+            unknown = sorted(set(prefill) - set(PrefillModel.__dataclass_fields__))
+            raise ConfigError(f"config key '{key}.prefill.{unknown[0]}': not a prefill-model field "
+                              f"(its fields: {', '.join(PrefillModel.__dataclass_fields__)})") from None
+        except ConfigError as e:
+            raise ConfigError(f"config key '{key}.{e}") from None
+        out[name] = {"step_model": step_model, "prefill": tuple(sorted(prefill.items()))}
+    return out
+
+
+def plan(config: dict) -> dict:
+    """One job per (setting, regime): ``<setting>_<regime>``, the setting with its
+    ``regime`` and ``base`` (its name in ``goodput.settings``); a setting's
+    ``regimes`` (default: every regime) must name regimes of the section."""
+    from bfio.studies.report import check_settings
+
+    section = config.get("goodput") or {}
+    names = list(regimes(section))
+    out = {}
+    for name, setting in check_settings(config, "goodput").items():
+        chosen = setting.get("regimes") or names
+        for regime in chosen:
+            if regime not in names:
+                raise ConfigError(f"config key 'goodput.settings.{name}.regimes': unknown regime {regime!r} "
+                                  f"(goodput.regimes: {', '.join(names)})")
+            run_setting = {k: v for k, v in setting.items() if k != "regimes"}
+            out[f"{name}_{regime}"] = {**run_setting, "regime": regime, "base": name}
+    return out
+
+
+def regime_capacity(frame: pd.DataFrame, workers: int, slots: int, regime: dict):
+    """The model's capacity of the trace in ``regime`` (:func:`bfio.capacity.capacity`
+    with its calibrated step, prefill model and KV memory)."""
+    step = StepModel.from_items(regime["step_model"])
+    return trace_capacity(frame, workers, slots, coefficients=None if step.is_paper else step.coefficients(),
+                          prefill_model=PrefillModel(**dict(regime["prefill"])) if regime["prefill"] else None)
+
+
 def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, frame: pd.DataFrame, log=None,
                 defaults=None) -> pd.DataFrame:
-    """One row per router of setting ``name``: its goodput (requests/s), the
-    capacity, their ratio, whether the SLO held at the capacity itself, the TTFT
-    metric read and every probe (rate, mean p99 TTFT and TPOT, met) as JSON."""
+    """One row per router of setting ``name`` in its ``regime`` (the paper's when
+    none): its goodput (requests/s), the capacity, their ratio, whether the SLO
+    held at the capacity itself, the TTFT metric read and every probe (rate,
+    mean p99 TTFT and TPOT, met) as JSON."""
     slo = SLO(**(section.get("slo") or {}))
-    cap = trace_capacity(frame, setting["workers"], slots)
+    regime_name = setting.get("regime", PAPER_REGIME)
+    regime = regimes(section)[regime_name]
+    slots = int(setting.get("slots", slots))
+    cap = regime_capacity(frame, setting["workers"], slots, regime)
     variants = section.get("variants") or {}
     out = []
     for dispatch, row in router_rows(section):
         wall = [0.0]  # simulation seconds of the router's probes
 
         def run_at(rate, dispatch=dispatch, row=row, wall=wall):
-            runs = [RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
-                                 arrival=ArrivalSpec("poisson", rate=float(rate)), dispatch=dispatch,
-                                 variants=variants, defaults=defaults) for seed in seeds]
+            runs = [replace(RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
+                                         arrival=ArrivalSpec("poisson", rate=float(rate)), dispatch=dispatch,
+                                         variants=variants, defaults=defaults),
+                            prefill=regime["prefill"], step_model=regime["step_model"]) for seed in seeds]
             done = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log)
             wall[0] += float(done["sim_wall_s"].sum())
             return done.to_dict("records")
@@ -51,7 +120,8 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
         res = goodput(run_at, cap.requests_per_s, slo, rel_tol=section.get("rel_tol", 0.02))
         spec = RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seeds[0],
                             dispatch=dispatch, variants=variants, defaults=defaults)
-        out.append({"setting": name, "trace": setting["trace"], "requests": setting["requests"],
+        out.append({"setting": setting.get("base", name), "regime": regime_name, "trace": setting["trace"],
+                    "requests": setting["requests"],
                     "workers": setting["workers"], "slots": slots, "row": row, "dispatch": dispatch,
                     "policy": spec.policy, "report_interval": report_interval(spec.policy_options),
                     "horizon": float("nan") if spec.horizon is None else float(spec.horizon),
@@ -74,6 +144,7 @@ def validate_section(section: dict, config: dict) -> None:
     from bfio.policies import check_policy_options
     from bfio.run import resolve_row
 
+    regimes(section)
     rows = router_rows(section)
     if not rows:
         raise ConfigError("config key 'goodput': needs at least one router in goodput.central or goodput.instant")
@@ -102,7 +173,8 @@ STUDY = register_study(Study(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
     tabulate=_tabulate,
     modules=("studies/goodput_study.py", "goodput.py", "capacity.py"), table_modules=("studies/goodput_summary.py",),
-    sim_keys=("central", "instant", "variants", "slo", "rel_tol"), validate=validate_section,
+    sim_keys=("central", "instant", "variants", "slo", "rel_tol", "regimes"), validate=validate_section,
+    settings_groups=(), plan=plan,
 ))
 
-__all__ = ["router_rows", "run_goodput", "STUDY"]
+__all__ = ["PAPER_REGIME", "plan", "regime_capacity", "regimes", "router_rows", "run_goodput", "STUDY"]

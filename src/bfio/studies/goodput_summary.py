@@ -18,13 +18,38 @@ def summarize_goodput(runs: pd.DataFrame) -> pd.DataFrame:
     (capacity minus goodput) and ``vs_best_pct`` (goodput against the setting's
     best router, %)."""
     out = runs.copy()
+    if "regime" not in out.columns:  # runs written before the regimes: the paper's step
+        out["regime"] = "paper"
     out["headroom_rps"] = out["capacity_rps"] - out["goodput_rps"]
-    best = out.groupby("setting")["goodput_rps"].transform("max")
+    best = out.groupby(SECTION)["goodput_rps"].transform("max")
     out["vs_best_pct"] = 100.0 * (out["goodput_rps"] / best - 1.0)
-    order = {s: i for i, s in enumerate(dict.fromkeys(out["setting"]))}
-    out["_s"] = out["setting"].map(order)
+    order = {s: i for i, s in enumerate(dict.fromkeys(zip(out["setting"], out["regime"])))}
+    out["_s"] = [order[k] for k in zip(out["setting"], out["regime"])]
     out = out.sort_values(["_s", "goodput_rps"], ascending=[True, False], kind="stable").drop(columns="_s")
     return out.reset_index(drop=True)
+
+
+#: A table section: one setting in one regime.
+SECTION = ["setting", "regime"]
+#: The policy whose goodput the table compares with the production routers.
+SUBJECT = "bfio"
+
+
+def headroom_recovered(grp: pd.DataFrame) -> dict:
+    """In one section: the best production router (an instant row that is not
+    :data:`SUBJECT`) and its goodput, the best :data:`SUBJECT` row's, and the share
+    of the headroom the production router leaves (capacity minus its goodput)
+    that BF-IO recovers, ``(bfio - best) / (capacity - best)`` (NaN when the
+    router leaves none)."""
+    prod = grp[(grp["dispatch"] == "instant") & (grp["policy"] != SUBJECT)]
+    ours = grp[grp["policy"] == SUBJECT]
+    if prod.empty or ours.empty:
+        return {}
+    best = prod.loc[prod["goodput_rps"].idxmax()]
+    bfio = ours.loc[ours["goodput_rps"].idxmax()]
+    room = float(best["capacity_rps"] - best["goodput_rps"])
+    return {"best_router": best, "bfio": bfio,
+            "recovered": float(bfio["goodput_rps"] - best["goodput_rps"]) / room if room > 0 else float("nan")}
 
 
 def _label(r) -> str:
@@ -50,11 +75,17 @@ def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodpu
                   "targets held at the capacity itself, so the runs there are a transient."
                   + (f" The bisection stops at a bracket of {100 * rel_tol:g}% of the capacity: smaller differences "
                      "between routers are not resolved." if rel_tol else ""), ""]
-    for setting, grp in summary.groupby("setting", sort=False):
-        s = settings.get(setting, {})
-        lines += [f"## {setting}: {s.get('trace', grp['trace'].iloc[0])}, G={int(grp['workers'].iloc[0])}, "
+    for (setting, regime), grp in summary.groupby(SECTION, sort=False):
+        lines += [f"## {setting}, {regime} regime: {grp['trace'].iloc[0]}, G={int(grp['workers'].iloc[0])}, "
                   f"B={int(grp['slots'].iloc[0])}, N={int(grp['requests'].iloc[0]):,}; capacity "
                   f"{fmt(grp['capacity_rps'].iloc[0])} req/s", ""]
+        rec = headroom_recovered(grp)
+        if rec:
+            lines += [f"Best production router: {_label(rec['best_router'])}, {fmt(rec['best_router']['goodput_rps'])} "
+                      f"req/s; best BF-IO row: {_label(rec['bfio'])}, {fmt(rec['bfio']['goodput_rps'])} req/s, "
+                      f"recovering {100 * rec['recovered']:.0f}% of the headroom the router leaves."
+                      if rec["recovered"] == rec["recovered"] else
+                      f"Best production router: {_label(rec['best_router'])}, at the capacity (no headroom).", ""]
         lines += [markdown_table(grp.to_dict("records"), [
             ("router", _label), ("goodput (req/s)", lambda r: fmt(r["goodput_rps"])),
             ("share of capacity", lambda r: f"{100 * r['goodput_share']:.1f}%"),
@@ -64,4 +95,4 @@ def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodpu
     return "\n".join(lines)
 
 
-__all__ = ["summarize_goodput", "goodput_markdown"]
+__all__ = ["SECTION", "SUBJECT", "goodput_markdown", "headroom_recovered", "summarize_goodput"]
