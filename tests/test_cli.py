@@ -284,10 +284,13 @@ def test_simulate_errors_name_the_flags_not_the_library(data_dir, capsys):
                         "--arrival-rate", "100"]) == 2
     err = capsys.readouterr().err
     assert "--prefill-chunk-tokens" in err and "simulate(prefill=" not in err and "PrefillModel" not in err, err
-    assert main(base + ["--policy", "fcfs", "--kv-tokens", "10000"]) == 2
+    assert main(base + ["--policy", "fcfs", "--preemption", "vllm"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("bfio: error: --kv-tokens: ") and "--dispatch instant" in err, err
-    assert "prefill.kv_tokens" not in err and "dispatch='instant'" not in err, err
+    assert err.startswith("bfio: error: --preemption: ") and "--kv-tokens N" in err, err
+    assert "prefill.kv_tokens" not in err, err
+    assert main(base + ["--policy", "fcfs", "--kv-tokens", "10", "--preemption", "vllm"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bfio: error: --kv-tokens: request "), err
 
 
 def test_cli_words_rewrites_library_names_only():

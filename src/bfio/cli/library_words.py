@@ -20,6 +20,7 @@ FLAGS = {
     "prefill.token_s": "--prefill-token-s",
     "prefill.cache_blocks": "--prefix-cache-blocks",
     "prefill.kv_tokens": "--kv-tokens",
+    "prefill.preemption": "--preemption",
     "workers": "--workers",
     "slots": "--slots",
     "dispatch": "--dispatch",
