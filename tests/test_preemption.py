@@ -169,6 +169,37 @@ def test_off_records_what_it_recorded_before():
     assert PrefillModel(kv_tokens=10, preemption="sglang").to_dict()["preemption"] == "sglang"
 
 
+def _checked_run(w, G, B, policy, dispatch, model):
+    """``simulate`` recording, at every routing call (after every step, before any
+    eviction), the largest KV any rank holds or has reserved."""
+    seen = []
+    run = preemption_mod.Preemption.run
+
+    def checked(self, state):
+        seen.append(int(self.prefill.committed(state.loads).max()))
+        return run(self, state)
+
+    preemption_mod.Preemption.run = checked
+    try:
+        res = simulate(w, G, B, policy, entry="arrivals", dispatch=dispatch, show_progress=False, record_loads=True,
+                       prefill=model)
+    finally:
+        preemption_mod.Preemption.run = run
+    return res, seen
+
+
+@pytest.mark.parametrize("form", [("instant", "round_robin"), ("central", "fcfs")])
+def test_admission_leaves_room_for_the_next_token(form):
+    """Two 100-token prompts on 201 tokens: the second would fit its prompt (200)
+    but not the first token both emit after the step (202), so it waits (vLLM
+    allocates the running requests' next slots before it admits)."""
+    w = with_arrivals(Workload(np.array([100, 100]), np.array([50, 50])), np.zeros(2))
+    res, seen = _checked_run(w, 1, 4, form[1], form[0], PrefillModel(chunk_tokens=4096, kv_tokens=201,
+                                                                      preemption="vllm"))
+    assert max(seen) <= 201 and res.metrics["preemptions"] == 0
+    assert res.requests.loc[1, "start_s"] >= res.requests.loc[0, "finish_s"]
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 3), st.integers(1, 4), st.sampled_from(["vllm", "sglang"]),
        st.sampled_from([("instant", "round_robin"), ("instant", "vllm_dp"), ("central", "fcfs"),
@@ -184,20 +215,9 @@ def test_memory_holds_after_every_step_and_every_request_finishes_once(G, B, rul
     o = np.array([r[1] for r in rows])
     kv = int(max(s + o) * slack)
     w = with_arrivals(Workload(s, o), np.sort(np.array([r[2] for r in rows])))
-    seen = []
-    run = preemption_mod.Preemption.run
-
-    def checked(self, state):
-        seen.append(int(self.prefill.committed(state.loads).max()))
-        return run(self, state)
-
     dispatch, policy = form
-    preemption_mod.Preemption.run = checked
-    try:
-        res = simulate(w, G, B, policy, entry="arrivals", dispatch=dispatch, show_progress=False, record_loads=True,
-                       prefill=PrefillModel(chunk_tokens=chunk, kv_tokens=kv, preemption=rule))
-    finally:
-        preemption_mod.Preemption.run = run
+    res, seen = _checked_run(w, G, B, policy, dispatch, PrefillModel(chunk_tokens=chunk, kv_tokens=kv,
+                                                                      preemption=rule))
     assert seen and max(seen) <= kv and res.loads.max() <= kv
     r = res.requests
     assert r["finish_s"].notna().all() and (r["finish_step"] >= r["start_step"]).all()
