@@ -282,6 +282,9 @@ def cmd_simulate(args) -> int:
             hit = f", prefix-cache hit rate={m['cache_hit_rate']:.1%}" if "cache_hit_rate_blocks" in m else ""
             print(f"  prefill: TTFT p50/p99={m['ttft_s_p50']:.4g}/{m['ttft_s_p99']:.4g} s, decode TPOT="
                   f"{m['tpot_decode_s_mean']:.4g} s/tok, prompt tokens computed={m['prefill_tokens_computed']:,}{hit}")
+            if "preemptions" in m:  # KV preemption (issue 44)
+                print(f"  KV preemption ({args.preemption}): {m['preemptions']:,} evictions of "
+                      f"{m['preempted_requests']:,} requests, {m['recomputed_tokens']:,} tokens recomputed")
     return 0
 
 
