@@ -226,3 +226,45 @@ def test_memory_holds_after_every_step_and_every_request_finishes_once(G, B, rul
     assert res.metrics["preemptions"] == r["preemptions"].sum()
     assert res.metrics["preempted_requests"] == (r["preemptions"] > 0).sum()
     assert res.metrics["recomputed_tokens"] >= res.metrics["preemptions"]
+
+
+@pytest.mark.parametrize("rule", ["vllm", "sglang"])
+def test_with_prefix_caches_preemption_keeps_memory_and_tokens(rule):
+    """Multi-turn sessions with per-rank prefix caches (issue 32): a readmitted
+    request looks its prompt up again (vLLM resumes with ``get_computed_blocks``);
+    memory holds after every step, every request finishes and every output token
+    is emitted once."""
+    from bfio.sessions import session_requests
+
+    rng = np.random.default_rng(3)
+    s, o = rng.integers(100, 2000, 200), rng.integers(5, 200, 200)
+    w = session_requests(s, o, sessions=8, turns=4, seed=3, think_time_s=0.5, block_tokens=64,
+                         group_size=1).workload
+    kv = int((w.prefill + w.decode).max()) + 2000
+    for dispatch, policy in (("instant", "vllm_dp"), ("central", "fcfs")):
+        res, seen = _checked_run(w, 2, 8, policy, dispatch, PrefillModel(chunk_tokens=512, kv_tokens=kv,
+                                                                          cache_blocks=200, preemption=rule))
+        assert max(seen) <= kv and res.requests["finish_s"].notna().all()
+        assert res.metrics["preemptions"] > 0
+        assert res.series["active"].sum() == w.decode.sum()
+
+
+def test_a_readmission_recomputes_only_what_its_rank_has_not_cached():
+    """vLLM ``Scheduler.schedule``, waiting loop: a resumed request (``num_computed_tokens
+    == 0``) gets its locally cached tokens again and computes ``num_tokens -
+    num_computed_tokens``: prompt + generated less the cached prefix."""
+    from bfio.prefix import PrefixBlocks
+
+    w = with_arrivals(Workload(np.array([128, 128]), np.array([10, 10]),
+                               blocks=PrefixBlocks.from_lists([[1, 2], [3, 4]], 64)), np.zeros(2))
+    state = ClusterState.empty(w, 1, 4)
+    prefill = Prefill(PrefillModel(chunk_tokens=4096, kv_tokens=1000, cache_blocks=10, preemption="vllm"), w, 1, 4)
+    prefill.caches[0].insert(np.array([1, 2]))  # request 0's prompt is cached on rank 0
+    ids = np.array([0])
+    state.worker_of[ids] = 0
+    state.loads[0] = 128  # seated: s_0
+    prefill.requeued[0], prefill.resume[0] = True, 7  # preempted after 7 tokens
+    prefill.admitted(ids, state.worker_of, state.loads)
+    # 127 of 128 prompt tokens cached (the last is always computed): 1 + 7 to compute
+    assert prefill.left[0] == 8 and prefill.recomputed_tokens == 8 and state.loads[0] == 127
+    assert prefill.committed(state.loads)[0] == 128 + 7
