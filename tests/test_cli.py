@@ -276,6 +276,24 @@ def test_simulate_with_prefill_and_prefix_caches_reports_ttft_and_hits(data_dir,
     assert "prefill:" not in capsys.readouterr().out
 
 
+def test_simulate_with_preemption_reports_the_evictions(data_dir, capsys):
+    """Issue 44: --preemption with --kv-tokens turns the model's preemption on; the
+    run records it in its prefill parameters and reports evictions and recomputed
+    tokens; without the flag neither appears."""
+    base = ["simulate", "--trace", "burstgpt", "--requests", "300", "--workers", "2", "--policy", "vllm_dp",
+            "--dispatch", "instant", "--arrival-mode", "poisson", "--arrival-rate", "100", "--kv-tokens", "12000",
+            "--data-dir", str(data_dir)]
+    for rule in ("vllm", "sglang"):
+        assert main(base + ["--preemption", rule, "--json", "-"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["prefill"]["preemption"] == rule and out["preemptions"] > 0 and out["recomputed_tokens"] > 0
+        assert main(base + ["--preemption", rule]) == 0
+        assert f"KV preemption ({rule}): " in capsys.readouterr().out
+    assert main(base + ["--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "preemption" not in out["prefill"] and "preemptions" not in out
+
+
 def test_simulate_errors_name_the_flags_not_the_library(data_dir, capsys):
     """Issue 42: a run the library refuses is reported in the command line's words:
     the flags that would fix it, not simulate()'s arguments or PrefillModel's fields."""
@@ -284,10 +302,13 @@ def test_simulate_errors_name_the_flags_not_the_library(data_dir, capsys):
                         "--arrival-rate", "100"]) == 2
     err = capsys.readouterr().err
     assert "--prefill-chunk-tokens" in err and "simulate(prefill=" not in err and "PrefillModel" not in err, err
-    assert main(base + ["--policy", "fcfs", "--kv-tokens", "10000"]) == 2
+    assert main(base + ["--policy", "fcfs", "--preemption", "vllm"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("bfio: error: --kv-tokens: ") and "--dispatch instant" in err, err
-    assert "prefill.kv_tokens" not in err and "dispatch='instant'" not in err, err
+    assert err.startswith("bfio: error: --preemption: ") and "--kv-tokens N" in err, err
+    assert "prefill.kv_tokens" not in err, err
+    assert main(base + ["--policy", "fcfs", "--kv-tokens", "10", "--preemption", "vllm"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bfio: error: --kv-tokens: request "), err
 
 
 def test_cli_words_rewrites_library_names_only():

@@ -312,6 +312,15 @@ def test_vllm_dp_kv_a_kv_bound_queue_repels_new_requests():
     assert pick("vllm_dp", st_, reqs) == [1]
 
 
+def test_vllm_dp_kv_usage_is_capped_at_one_as_vllms():
+    """Issue 44: two queues at 2x and 10x the KV budget both read as full (vLLM's
+    usage is 1 - free / total blocks), so equal counts tie and the rotation's start
+    wins; uncapped, the 10x rank would repel the request (3 + 2*6*9.5 > 3 + 2*6*1.5)."""
+    cap = 1000
+    st_, reqs = dstate(waiting=[2, 2], running=[1, 1], loads=[10 * cap, 2 * cap], prefill=[1])
+    assert pick("vllm_dp_kv", st_, reqs, kv_tokens_per_rank=cap) == [0]
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(2, 6).flatmap(lambda G: st.tuples(
     st.lists(st.integers(0, 5), min_size=G, max_size=G), st.lists(st.integers(0, 8), min_size=G, max_size=G),
@@ -326,7 +335,7 @@ def test_vllm_dp_kv_follows_the_source_loop(case):
     for _ in range(calls):  # the start index carries over between calls
         st_, _ = dstate(waiting=waiting, running=running, loads=loads, prefill=[1])
         got = p.dispatch(st_, np.arange(arrivals)).tolist()
-        usage = [x / cap for x in loads]
+        usage = [min(1.0, x / cap) for x in loads]  # vLLM's BlockPool.get_usage is at most 1
         inflight = [w + r for w, r in zip(waiting, running)]
         assert got == _vllm_49204_reference(start, waiting, running, usage, inflight, arrivals)
         start = (start + arrivals) % G

@@ -247,7 +247,7 @@ def decode_phase(requests, series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ``s + (k - k0 - 1)`` (Eq. (workload), ``tau`` tokens generated before step
     ``k``). With the prefill model (a ``ttft_s`` column) it decodes after the step
     ``f`` that emitted its first token, with load ``s + (k - f)``; its prefill
-    steps are left out (a lower bound). Requests with a ``preempted`` count above
+    steps are left out (a lower bound). Requests with a ``preemptions`` count above
     0 are left out (their load dropped mid-run). Returns ``(first, last, base)``."""
     s = requests["prefill"].to_numpy(np.int64)
     last = requests["finish_step"].to_numpy(np.int64)
@@ -260,8 +260,8 @@ def decode_phase(requests, series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         k0 = requests["start_step"].to_numpy(np.int64)
         first, base = k0 + 1, (s - k0 - 1).astype(np.float64)
     keep = np.ones(len(s), dtype=bool)
-    if "preempted" in requests.columns:
-        keep = requests["preempted"].to_numpy() == 0
+    if "preemptions" in requests.columns:
+        keep = requests["preemptions"].to_numpy() == 0
     return first[keep], last[keep], base[keep]
 
 

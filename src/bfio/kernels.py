@@ -139,21 +139,23 @@ def enqueue(requests, workers, prefill, q_head, q_tail, q_next, q_len, q_tokens)
 
 @kernel
 def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill, loads, active,
-                 worker_of, out, kv_cap, committed):
+                 worker_of, out, kv_cap, committed, need, growth):
     """Every worker moves requests from the head of its own queue into its free
     slots, in queue order, until the queue or the slots run out, or (``kv_cap >
-    0``) until the head's prompt would take the worker's KV tokens ``committed[g]``
+    0``) until the head's KV tokens ``need[i]`` (its prompt; with preemption its
+    prompt and generated tokens) plus ``growth`` (with preemption: room for its
+    next token, 1; else 0) would take the worker's KV tokens ``committed[g]``
     beyond ``kv_cap`` (an idle worker seats it anyway; ``committed`` gains each
-    seated prompt). Admitted ids are written to ``out``; returns how many."""
+    seated ``need[i] + growth``). Admitted ids are written to ``out``; returns how many."""
     G, B = slot_request.shape
     n = 0
     for g in range(G):
         while active[g] < B and q_head[g] >= 0:
             i = q_head[g]
             if kv_cap > 0:
-                if active[g] > 0 and committed[g] + prefill[i] > kv_cap:
+                if active[g] > 0 and committed[g] + need[i] + growth > kv_cap:
                     break  # the head waits for KV memory (FIFO: nothing behind it overtakes)
-                committed[g] += prefill[i]
+                committed[g] += need[i] + growth
             q_head[g] = q_next[i]
             if q_head[g] < 0:
                 q_tail[g] = -1

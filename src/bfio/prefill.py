@@ -50,6 +50,8 @@ DEFAULT_CHUNK_TOKENS = 2048
 #: model; the traces' Llama-2 tokenizer), on an A100 (312 TFLOP/s) at the paper's
 #: saturation utilization 0.45 (Appendix D): 1.0e-4 s (docs/prefix_cache.md)
 DEFAULT_TOKEN_S = 1.0e-4
+#: what a rank does when decode growth would exceed its KV memory (:mod:`bfio.sim.preemption`)
+PREEMPTION_RULES = ("none", "vllm", "sglang")
 
 
 @dataclass(frozen=True)
@@ -61,12 +63,17 @@ class PrefillModel:
     queue only while the tokens its running requests hold or will hold (their
     prompts and generated tokens, a shared prefix counted per request) plus the
     head's prompt fit (an idle rank always seats it), as vLLM's scheduler waits
-    for free KV blocks; decode growth is not preempted (``docs/prefix_cache.md``)."""
+    for free KV blocks. ``preemption`` (issue 44; needs ``kv_tokens``): what a rank
+    does when its running requests' next step would exceed ``kv_tokens``:
+    ``none`` (the default: decode growth is not bounded, as before), ``vllm``
+    (the newest running request is preempted and recomputed) or ``sglang`` (its
+    ``retract_decode`` order); :mod:`bfio.sim.preemption`, ``docs/prefix_cache.md``."""
 
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS
     token_s: float = DEFAULT_TOKEN_S
     cache_blocks: int | None = None
     kv_tokens: int | None = None
+    preemption: str = "none"
 
     def __post_init__(self):
         from bfio.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
@@ -91,9 +98,19 @@ class PrefillModel:
         k = self.kv_tokens
         if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
             raise ConfigError(f"prefill.kv_tokens: must be an integer >= 1 (KV tokens per rank) or null, got {k!r}")
+        p = self.preemption
+        if not isinstance(p, str) or p not in PREEMPTION_RULES:
+            raise ConfigError(f"prefill.preemption: must be one of {', '.join(PREEMPTION_RULES)}, got {p!r}")
+        if p != "none" and k is None:
+            raise ConfigError(f"prefill.preemption: '{p}' preempts when a rank's KV memory runs out; "
+                              "set prefill.kv_tokens (a rank's KV memory in tokens)")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields; ``preemption`` only when on (a run without it records what it did before issue 44)."""
+        out = asdict(self)
+        if self.preemption == "none":
+            del out["preemption"]
+        return out
 
 
 def cached_tokens(matched_blocks: int, block_tokens: int, prompt: int) -> int:
@@ -173,14 +190,15 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
                 continue
             if left[i] > 0:
                 left[i] -= take[g, b]
-                if left[i] == 0:  # the last chunk yields the first token
+                if left[i] == 0:  # the last chunk yields the first token (a recompute's next one)
                     tokens += 1
-                    generated[i] = 1
-                    first_token[i] = clock
+                    generated[i] += 1
+                    if generated[i] == 1:
+                        first_token[i] = clock
                     prefilled[ended] = i
                     ended += 1
-                else:
-                    total += prefill[i] - left[i]
+                else:  # a recompute after preemption has its generated tokens to compute too
+                    total += prefill[i] + generated[i] - left[i]
                     n += 1
                     continue
             else:
@@ -253,6 +271,24 @@ class Prefill:
                 i = int(big[0])
                 raise ConfigError(f"prefill.kv_tokens: request {i}'s prompt of {int(workload.prefill[i]):,} tokens "
                                   f"exceeds a rank's KV memory of {self.kv_cap:,} tokens ({big.size} such requests)")
+        #: with preemption (issue 44): per request the generated tokens its next admission
+        #: recomputes with its prompt, and whether it waits for that recompute; else ``None``
+        self.resume: np.ndarray | None = None
+        self.requeued: np.ndarray | None = None
+        #: prefill tokens computed again after preemptions (each readmission's ``left_i``)
+        self.recomputed_tokens = 0
+        if model.preemption != "none":
+            whole = workload.prefill + workload.decode
+            big = np.flatnonzero(whole > self.kv_cap)
+            if big.size:
+                i = int(big[0])
+                raise ConfigError(
+                    f"prefill.kv_tokens: request {i}'s prompt and output of {int(whole[i]):,} tokens exceed a rank's "
+                    f"KV memory of {self.kv_cap:,} tokens ({big.size} such requests); with preemption "
+                    f"'{model.preemption}' a request alone on a rank must fit to the end (vLLM refuses a request "
+                    "longer than max_model_len, which its KV cache must hold)")
+            self.resume = np.zeros(n, dtype=np.int64)
+            self.requeued = np.zeros(n, dtype=bool)
         self.blocks = None
         self.caches: list[PrefixCache] | None = None
         if model.cache_blocks is not None:
@@ -268,6 +304,9 @@ class Prefill:
         and not yet resident. ``ids`` come in admission order (their prefill order)."""
         self.order[ids] = self._admissions + np.arange(ids.shape[0])
         self._admissions += int(ids.shape[0])
+        if self.resume is not None and self.requeued[ids].any():
+            self._readmitted(ids, worker_of, loads)
+            return
         if self.caches is not None:
             bt = self.blocks.block_tokens
             for i in ids.tolist():
@@ -278,6 +317,45 @@ class Prefill:
         self.left[ids] = left
         np.subtract.at(loads, worker_of[ids], left)
         np.add.at(self.reserve, worker_of[ids], left)
+
+    def _readmitted(self, ids: np.ndarray, worker_of: np.ndarray, loads: np.ndarray) -> None:
+        """:meth:`admitted` when some of ``ids`` were preempted: as vLLM resumes a
+        preempted request (``Scheduler.schedule``, its waiting loop: ``num_new_tokens =
+        request.num_tokens - num_computed_tokens``, the prefix cache looked up again),
+        its prompt *and* the tokens it had generated are computed again, less the
+        leading prompt blocks its new rank's cache holds (``cached`` is then the
+        last admission's hit)."""
+        if self.caches is not None:
+            bt = self.blocks.block_tokens
+            for i in ids.tolist():
+                hit = self.caches[worker_of[i]].match(self.blocks.blocks_of(i))
+                self.cached[i] = cached_tokens(hit, bt, self.prefill[i]) if hit else 0
+        prompt_left = self.prefill[ids] - self.cached[ids]
+        left = prompt_left + self.resume[ids]
+        again = self.requeued[ids]
+        self.recomputed_tokens += int(left[again].sum())
+        self.resume[ids] = 0
+        self.requeued[ids] = False
+        self.left[ids] = left
+        # seated with s_i; resident is the cached prefix (the kernel counts s_i + tau_i - left_i)
+        np.subtract.at(loads, worker_of[ids], prompt_left)
+        np.add.at(self.reserve, worker_of[ids], left)
+
+    def evict(self, i: int, g: int, loads: np.ndarray, generated: np.ndarray) -> int:
+        """Request ``i`` on rank ``g`` is preempted: its resident tokens leave ``loads[g]``
+        and its prefill still to do leaves the rank's reserve; it keeps its generated
+        tokens (its output so far), which its next admission recomputes with its
+        prompt (vLLM ``Scheduler._preempt_request``: blocks freed,
+        ``num_computed_tokens = 0``). Returns the KV tokens it held or had reserved
+        (``s_i + tau_i``)."""
+        left = int(self.left[i])
+        whole = int(self.prefill[i]) + int(generated[i])
+        loads[g] -= whole - left
+        self.reserve[g] -= left
+        self.left[i] = 0
+        self.resume[i] = generated[i]
+        self.requeued[i] = True
+        return whole
 
     def committed(self, loads: np.ndarray) -> np.ndarray:
         """Per rank, the KV tokens its running requests hold or will hold once their
@@ -316,6 +394,8 @@ class Prefill:
                "tpot_decode_s_mean": float(np.mean(tpot)) if tpot.size else float("nan"),
                "tpot_decode_s_p99": float(np.percentile(tpot, 99)) if tpot.size else float("nan"),
                "prefill_tokens_computed": prompt - hit, "cache_hit_rate": hit / prompt}
+        if self.resume is not None:
+            out["recomputed_tokens"] = self.recomputed_tokens
         if self.caches is not None:
             rates = [c.hits / c.lookups for c in self.caches if c.lookups]
             out.update({"cache_hit_rate_blocks": sum(c.hits for c in self.caches)

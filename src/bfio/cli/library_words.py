@@ -25,6 +25,7 @@ FLAGS = {
     "step_model.beta": "--beta",
     "step_model.barrier": "--barrier",
     "step_model": "--step-model",
+    "prefill.preemption": "--preemption",
     "workers": "--workers",
     "slots": "--slots",
     "dispatch": "--dispatch",

@@ -15,7 +15,7 @@ from bfio.cli.traces import known_trace_dir
 from bfio.cli.library_words import cli_words
 from bfio.errors import ConfigError
 from bfio.policies.base import DISPATCH_MODES
-from bfio.prefill import DEFAULT_CHUNK_TOKENS, DEFAULT_TOKEN_S
+from bfio.prefill import DEFAULT_CHUNK_TOKENS, DEFAULT_TOKEN_S, PREEMPTION_RULES
 from bfio.traces.registry import ARRIVAL_UNITS
 from bfio.workload import ARRIVAL_MODES
 
@@ -89,8 +89,12 @@ def add_parser(subparsers) -> None:
     pf.add_argument("--prefix-cache-blocks", type=rank_tokens, metavar="N",
                     help="per-rank prefix cache of N blocks (needs a trace with block hashes, e.g. mooncake)")
     pf.add_argument("--kv-tokens", type=rank_tokens, metavar="N",
-                    help="per-rank KV memory of N tokens: a rank admits a prompt only while it fits (needs "
-                         "--dispatch instant; default unbounded)")
+                    help="per-rank KV memory of N tokens: a rank admits a prompt only while it fits "
+                         "(default unbounded)")
+    pf.add_argument("--preemption", choices=PREEMPTION_RULES, default=None,
+                    help="with --kv-tokens, when a rank's decode growth would exceed it: none (default; not "
+                         "bounded), vllm (the newest running request is preempted and recomputed) or sglang "
+                         "(SGLang's retract order) (issue 44, docs/prefix_cache.md)")
     add_step_model_options(s)
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
@@ -258,8 +262,12 @@ def cmd_simulate(args) -> int:
     arrival = ArrivalSpec(mode, rate=args.arrival_rate if mode == "poisson" else None,
                           time_scale=(args.time_scale or 1.0) if mode == "trace" else 1.0)
     prefill = {k: v for k, v in (("chunk_tokens", args.prefill_chunk_tokens), ("token_s", args.prefill_token_s),
-                                 ("cache_blocks", args.prefix_cache_blocks), ("kv_tokens", args.kv_tokens))
+                                 ("cache_blocks", args.prefix_cache_blocks), ("kv_tokens", args.kv_tokens),
+                                 ("preemption", None if args.preemption == "none" else args.preemption))
                if v is not None}
+    if "preemption" in prefill and args.kv_tokens is None:
+        raise ConfigError(f"--preemption: '{args.preemption}' preempts when a rank's KV memory runs out; "
+                          "set --kv-tokens N (a rank's KV memory in tokens)")
     if prefill:
         prefill = {"chunk_tokens": DEFAULT_CHUNK_TOKENS, "token_s": DEFAULT_TOKEN_S, "cache_blocks": None,
                    "kv_tokens": None, **prefill}
@@ -306,6 +314,9 @@ def cmd_simulate(args) -> int:
             hit = f", prefix-cache hit rate={m['cache_hit_rate']:.1%}" if "cache_hit_rate_blocks" in m else ""
             print(f"  prefill: TTFT p50/p99={m['ttft_s_p50']:.4g}/{m['ttft_s_p99']:.4g} s, decode TPOT="
                   f"{m['tpot_decode_s_mean']:.4g} s/tok, prompt tokens computed={m['prefill_tokens_computed']:,}{hit}")
+            if "preemptions" in m:  # KV preemption (issue 44)
+                print(f"  KV preemption ({args.preemption}): {m['preemptions']:,} evictions of "
+                      f"{m['preempted_requests']:,} requests, {m['recomputed_tokens']:,} tokens recomputed")
     return 0
 
 

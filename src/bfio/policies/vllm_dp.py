@@ -125,10 +125,11 @@ class VllmDPKV(InstantPolicy):
     the router's view (exact, or the last report plus its own dispatches);
     ``kv_cache_usage_g = L_g / kv_tokens_per_rank``, the resident KV tokens of
     the running requests over the rank's KV budget. That budget is this option,
-    not the prefill model's ``kv_tokens`` (which bounds admission); without the
-    latter the simulator does not enforce it (the paper's model has no
-    preemption), so a usage above 1 means a real engine would be KV-bound; the
-    score keeps its formula there.
+    not the prefill model's ``kv_tokens`` (which bounds admission and, with
+    ``preemption``, decode growth); without the latter the simulator does not
+    enforce it, so ``L_g`` may exceed it. The usage is capped at 1, as vLLM's is
+    (``vllm/v1/core/block_pool.py``, ``BlockPool.get_usage``: ``1 - free / total``
+    blocks, between 0 and 1): a KV-bound rank reads as full.
     """
 
     name = "vllm_dp_kv"
@@ -158,7 +159,9 @@ class VllmDPKV(InstantPolicy):
         inflight = self._inflight.copy()
         waiting = np.asarray(state.waiting, dtype=np.float64).copy()
         running = np.asarray(state.running, dtype=np.float64)
-        usage = np.asarray(state.loads, dtype=np.float64) / self.option_values["kv_tokens_per_rank"]
+        # vLLM's kv_cache_usage is the used share of the block pool (at most 1):
+        # KVCacheManager.usage, BlockPool.get_usage() = 1 - free / total blocks
+        usage = np.minimum(np.asarray(state.loads, dtype=np.float64) / self.option_values["kv_tokens_per_rank"], 1.0)
         pressure = KV_PENALTY_SLOPE * np.maximum(0.0, usage - KV_PENALTY_FROM)
         out = np.empty(requests.shape[0], dtype=np.int64)
         for j in range(requests.shape[0]):

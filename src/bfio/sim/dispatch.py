@@ -14,19 +14,29 @@
 Each has :meth:`waiting` (requests entered and not admitted), :meth:`enter`
 (take new requests), :meth:`admit` (fill free slots) and
 :meth:`routing_call`, the order of the two in one routing call.
+
+Both own the KV bound of :class:`bfio.prefill.PrefillModel` ``kv_tokens``: a
+request is seated only while it fits its rank's memory (an idle rank seats it
+anyway). With ``PrefillModel.preemption`` (issue 44, :mod:`bfio.sim.preemption`)
+a routing call first evicts requests from ranks whose next step would not fit,
+and puts them back with the waiting ones: instant dispatch at the front (vLLM)
+or back (SGLang) of the queue of the rank they ran on (a data-parallel engine
+keeps its requests: the router never sees a preemption), central dispatch at
+the front or back of the shared pool (the policy may then place it on any rank,
+a choice no engine has: a modelling liberty of the central form).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from bfio.errors import ConfigError
 from bfio.jit import run_clock
 from bfio.kernels import admit_assigned, admit_queues, enqueue
 from bfio.policies import Policy
 from bfio.prefill import CacheView, Prefill
 from bfio.routing_checks import check_assignment, check_dispatch
 from bfio.sim.entry import Entry
+from bfio.sim.preemption import make_preemption
 from bfio.sim.state import ClusterState
 
 
@@ -42,6 +52,8 @@ class CentralDispatch:
         self.pool = np.empty(0, dtype=np.int64)
         self.queue_worker = np.full(state.requests, -1, dtype=np.int64)
         self._no_queues = np.zeros(state.workers, dtype=np.int64)  # the prefill view's queued tokens
+        self.kv_cap = prefill.kv_cap if prefill is not None else 0
+        self.preemption = make_preemption(prefill, state)
 
     def waiting(self) -> int:
         return int(self.pool.shape[0])
@@ -66,17 +78,61 @@ class CentralDispatch:
         assign = np.asarray(self.policy.route(rs))
         st.route_times.append(run_clock() - t0)
         check_assignment(assign, pool.shape[0], free, self.policy.name, st.step)
+        if self.kv_cap:
+            assign = self._within_memory(pool, assign)
         rest = np.empty_like(pool)
         n, kept = admit_assigned(pool, assign, st.slot_request, st.workload.prefill, st.loads, st.active,
                                  st.worker_of, st.start, st.start_step, st.clock, st.step, rest)
         if n:
             if self.prefill is not None:
-                self.prefill.admitted(pool[assign >= 0], st.worker_of, st.loads)
+                seated = pool[assign >= 0]
+                self.prefill.admitted(seated, st.worker_of, st.loads)
+                if self.preemption is not None:
+                    self.preemption.readmitted(seated, st)
             self.pool = rest[:kept]
         return int(n)
 
+    def _within_memory(self, pool: np.ndarray, assign: np.ndarray) -> np.ndarray:
+        """The policy's assignment less what does not fit its rank's KV memory: in pool
+        order, a rank seats a request while its memory holds it (an idle rank seats
+        one anyway), as :func:`bfio.kernels.admit_queues` does its queue; once one
+        does not fit, the later ones bound to that rank wait too (vLLM's waiting loop
+        stops at the first request it cannot allocate)."""
+        st = self.state
+        if self.preemption is None:
+            committed, need, growth = self.prefill.committed(st.loads), st.workload.prefill, 0
+        else:
+            committed, need, growth = (self.preemption.admission_memory(st), self.preemption.need(st.workload), 1)
+        seated = st.active.copy()
+        stopped = np.zeros(st.workers, dtype=bool)
+        out = np.array(assign, dtype=np.int64, copy=True)
+        for j in np.flatnonzero(out >= 0).tolist():
+            g = int(out[j])
+            take = int(need[pool[j]]) + growth
+            if stopped[g] or (seated[g] > 0 and committed[g] + take > self.kv_cap):
+                stopped[g] = True
+                out[j] = -1
+                continue
+            committed[g] += take
+            seated[g] += 1
+        return out
+
+    def requeue(self, ids: list[int]) -> None:
+        """Preempted requests rejoin the pool: at its front (vLLM's
+        ``prepend_request``, one by one, so the last evicted leads) or back (SGLang)."""
+        back = np.asarray(ids, dtype=np.int64)
+        if self.preemption.front:
+            self.pool = np.concatenate([back[::-1], self.pool])
+        else:
+            self.pool = np.concatenate([self.pool, back])
+
     def routing_call(self, entry: Entry) -> int:
-        """Requests due now join the pool, then the policy routes; returns the admissions."""
+        """With preemption, ranks over their KV memory evict first; then requests due
+        now join the pool and the policy routes; returns the admissions."""
+        if self.preemption is not None:
+            evicted = self.preemption.run(self.state)
+            if evicted:
+                self.requeue(evicted)
         new = entry.due(self.state, self.waiting())
         if new is not None:
             self.enter(new)
@@ -103,6 +159,7 @@ class InstantDispatch:
         self.queue_worker = np.full(N, -1, dtype=np.int64)
         self.queued = 0
         self.kv_cap = prefill.kv_cap if prefill is not None else 0
+        self.preemption = make_preemption(prefill, state)
         self._admitted = np.empty(max(1, min(N, G * state.slots)), dtype=np.int64)
         self._no_memory = np.zeros(G, dtype=np.int64)  # admit_queues' KV tokens when admission is not bounded
 
@@ -130,10 +187,14 @@ class InstantDispatch:
         if self.queued == 0:
             return 0
         st = self.state
-        committed = self.prefill.committed(st.loads) if self.kv_cap else self._no_memory
+        if self.preemption is None:
+            committed = self.prefill.committed(st.loads) if self.kv_cap else self._no_memory
+            need, growth = st.workload.prefill, 0
+        else:
+            committed, need, growth = self.preemption.admission_memory(st), self.preemption.need(st.workload), 1
         n = int(admit_queues(st.slot_request, self.head, self.tail, self.next, self.length, self.tokens,
                              st.workload.prefill, st.loads, st.active, st.worker_of, self._admitted, self.kv_cap,
-                             committed))
+                             committed, need, growth))
         if n:
             admitted = self._admitted[:n]
             st.start[admitted] = st.clock
@@ -141,11 +202,37 @@ class InstantDispatch:
             self.queued -= n
             if self.prefill is not None:
                 self.prefill.admitted(admitted.copy(), st.worker_of, st.loads)
+                if self.preemption is not None:
+                    self.preemption.readmitted(admitted.copy(), st)
         return n
 
+    def requeue(self, ids: list[int]) -> None:
+        """Preempted requests rejoin the queue of the rank they ran on (bound at
+        entry; a data-parallel engine keeps its requests): at its head (vLLM's
+        ``prepend_request``, one by one, so the last evicted leads) or tail (SGLang)."""
+        prompt = self.state.workload.prefill
+        for i in ids:
+            g = int(self.queue_worker[i])
+            if self.preemption.front:
+                self.next[i] = self.head[g]
+                self.head[g] = i
+                if self.tail[g] < 0:
+                    self.tail[g] = i
+                self.length[g] += 1
+                self.tokens[g] += prompt[i]
+            else:
+                enqueue(np.array([i], dtype=np.int64), np.array([g], dtype=np.int64), prompt, self.head,
+                        self.tail, self.next, self.length, self.tokens)
+        self.queued += len(ids)
+
     def routing_call(self, entry: Entry) -> int:
-        """Queued requests take the slots freed by the last step, then requests due
-        now are bound and may start at once on workers with room; returns the admissions."""
+        """With preemption, ranks over their KV memory evict first; then queued
+        requests take the slots freed by the last step, then requests due now are
+        bound and may start at once on workers with room; returns the admissions."""
+        if self.preemption is not None:
+            evicted = self.preemption.run(self.state)
+            if evicted:
+                self.requeue(evicted)
         n = self.admit()
         new = entry.due(self.state, self.waiting())
         if new is not None:
@@ -158,11 +245,7 @@ Dispatch = CentralDispatch | InstantDispatch
 
 def make_dispatch(dispatch: str, state: ClusterState, policy: Policy, prefill: Prefill | None,
                   token_latency_s: float) -> Dispatch:
-    """The dispatch part of ``simulate(dispatch=...)``; the KV bound of admission
-    (``prefill.kv_tokens``) needs per-rank queues."""
+    """The dispatch part of ``simulate(dispatch=...)``."""
     if dispatch == "central":
-        if prefill is not None and prefill.kv_cap:
-            raise ConfigError("prefill.kv_tokens: the KV bound of admission is modelled for dispatch='instant' "
-                              "(per-rank queues); central dispatch lets the pool policy choose admissions")
         return CentralDispatch(state, policy, prefill, token_latency_s)
     return InstantDispatch(state, policy, prefill, token_latency_s)

@@ -54,7 +54,10 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     ``prefill`` (:class:`bfio.prefill.PrefillModel`, issue 32): chunked prefill
     in the step and, with ``cache_blocks`` and a workload with ``blocks``,
     per-rank prefix caches; adds TTFT and cache metrics. ``None`` (the default)
-    is the paper's step loop, unchanged.
+    is the paper's step loop, unchanged. Its ``kv_tokens`` bounds admission (both
+    dispatch forms) and, with ``preemption`` ``vllm`` or ``sglang`` (issue 44,
+    :mod:`bfio.sim.preemption`), decode growth: a rank over its KV memory evicts
+    running requests, which are recomputed when admitted again.
 
     ``step_model`` (:class:`bfio.step_model.StepModel` or its name, issue 44,
     ``docs/step_model.md``): ``None`` or ``"paper"`` (the default) is the paper's

@@ -86,6 +86,8 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
     if run.entry == "arrivals":
         metrics.update(steady_stats(enter_clock, start, finish, o,
                                     None if chunked is None else chunked.first_token))
+    if dispatch.preemption is not None:
+        metrics.update(dispatch.preemption.metrics())
     requests = pd.DataFrame({"prefill": s, "decode": o, "worker": state.worker_of, "start_s": start,
                              "finish_s": finish, "start_step": state.start_step, "finish_step": state.finish_step,
                              "enter_step": state.enter_step, "wait_steps": wait_st, "wait_s": wait_sec,
@@ -94,6 +96,8 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
     if chunked is not None:
         requests["ttft_s"] = chunked.first_token - enter_clock
         requests["cached_tokens"] = chunked.cached
+    if dispatch.preemption is not None:
+        requests["preemptions"] = dispatch.preemption.times
     frame = pd.DataFrame(arrays)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
     metrics.update(imbalance_terms(run, arrays, requests, frame))

@@ -49,8 +49,11 @@ def prefill_params(section: dict, block_tokens: int) -> tuple:
     and a cache of that many tokens in blocks."""
     p = section["prefill"]
     kv = int(p["kv_tokens_per_rank"])
-    return tuple(sorted({"chunk_tokens": int(p["chunk_tokens"]), "token_s": float(p["token_s"]),
-                         "cache_blocks": cache_capacity_blocks(kv, block_tokens), "kv_tokens": kv}.items()))
+    params = {"chunk_tokens": int(p["chunk_tokens"]), "token_s": float(p["token_s"]),
+              "cache_blocks": cache_capacity_blocks(kv, block_tokens), "kv_tokens": kv}
+    if p.get("preemption", "none") != "none":  # off: the runs' identities as before issue 44
+        params["preemption"] = str(p["preemption"])
+    return tuple(sorted(params.items()))
 
 
 def _variants(section: dict) -> dict:
@@ -95,9 +98,9 @@ def group_pinning(group: np.ndarray, later: np.ndarray, worker: np.ndarray) -> d
 def kv_peak(result, budget: int) -> dict:
     """``kv_peak_share``: the largest resident KV of any rank at any step (tokens
     counted per request, as the step time reads them) over the rank's KV budget.
-    The budget bounds admission only (:class:`bfio.prefill.PrefillModel` ``kv_tokens``);
-    decode growth is not preempted, so above 1 a real engine would have preempted
-    requests (``docs/prefix_cache.md``, "Not modelled yet")."""
+    The budget bounds admission (:class:`bfio.prefill.PrefillModel` ``kv_tokens``);
+    without ``prefix_study.prefill.preemption`` decode growth is not preempted, so
+    above 1 a real engine would have preempted requests (``docs/prefix_cache.md``)."""
     return {"kv_peak_share": float(result.series["max_load_pre"].max()) / budget}
 
 
