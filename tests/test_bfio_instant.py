@@ -10,7 +10,7 @@ import pytest
 from bfio.errors import ConfigError
 from bfio.simulator import simulate
 from bfio.solvers.dispatch import bind, queue_profiles
-from bfio.solvers.objective import imbalance_objective
+from bfio.solvers.objective import ObjectiveTerms, imbalance_objective
 from bfio.workload import Workload, poisson_arrivals, with_arrivals
 
 
@@ -27,17 +27,18 @@ def test_a_queued_request_enters_the_slot_freed_first():
 def test_an_arrival_goes_where_it_raises_J_least_and_updates_the_state():
     base = np.array([[100.0, 100.0, 100.0], [10.0, 10.0, 10.0], [50.0, 50.0, 50.0]])
     sizes, life, w = np.array([20, 20]), np.array([3, 3]), np.ones(3)
+    terms = ObjectiveTerms.build(2)  # delta = 1 over offsets 0..2: the weights w
     release = [[0], [0], [0]]
     J_before = {g: None for g in range(3)}
     for g in range(3):  # J of each choice, by the objective's own formula
         L = base.copy()
         L[g] += 20 + np.arange(3)
         J_before[g] = float(imbalance_objective(L, w))
-    to = bind(base.copy(), [list(r) for r in release], np.array([0]), sizes, life, w)
+    to = bind(base.copy(), [list(r) for r in release], np.array([0]), sizes, life, terms)
     assert J_before[int(to[0])] == min(J_before.values())
     assert to[0] == 1  # the least loaded: J ties between workers 1 and 2 are broken by load
     loads = base.copy()
-    both = bind(loads, [[0], [0], [0]], np.array([0, 1]), sizes, life, w)
+    both = bind(loads, [[0], [0], [0]], np.array([0, 1]), sizes, life, terms)
     assert both.tolist() == [1, 1] or both.tolist() == [1, 2]
     assert loads.sum() == pytest.approx(base.sum() + 2 * (60 + 3))  # each binding added its profile
 

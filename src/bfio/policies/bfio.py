@@ -70,7 +70,7 @@ from bfio.policies import register
 from bfio.progress import CallProgress
 from bfio.policies.base import DISPATCH_MODES, DispatchState, Policy, RoutingState
 from bfio.policies.drain import plan_drain
-from bfio.solvers.dispatch import PrefillTerm, bind, queue_profiles
+from bfio.solvers.dispatch import bind, queue_profiles
 from bfio.policies.options import Option
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaining, make_predictor
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT, SolverError, solve
@@ -81,6 +81,7 @@ from bfio.profiles import predicted_loads
 from bfio.tracked_loads import TrackedLoads
 from bfio.solvers.placement import place_terms
 from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
+from bfio.solvers.terms import call_terms
 
 MAX_HORIZON = 100_000
 #: Default admission rule with the fast solver (issue 40): ``drain:100`` meets the rule
@@ -304,7 +305,11 @@ class BFIO(Policy):
         elif self.solver == "fast" and self.capture is None:
             assign = self._route_fast(state, est, U)
         else:
-            inst = instance_of_call(state, est, self._objective, self.admission)  # over all H + 1 offsets
+            terms = self._objective
+            if self.solver != "fast":  # the call's other terms of J: expressed by the backend, or refused by name
+                terms = terms.with_terms(*call_terms(state, state.pool))
+                terms.check_solver(self.solver)
+            inst = instance_of_call(state, est, terms, self.admission)  # over all H + 1 offsets
             if self.capture is not None:
                 self.capture(inst)
             assign = self._route_exact(inst)
@@ -339,8 +344,8 @@ class BFIO(Policy):
             if self.admission_mode == "aging" and U < n:
                 self._forced += int(forced.sum())
             assign = self._place(base, free, sizes, forced, U, terms, step_s)
-        if state.prefill is not None and est is not None:  # the prefill barrier and the prefix caches
-            assign = self._place_prefill(state, assign, base, est, window)
+        if est is not None:  # the call's other terms of J (the prefix-cache term): placed by their costs
+            assign = self._place_sequential(state, assign, base, est, window)
         if tracker is not None:
             placed = assign >= 0
             tracker.admitted(state.step, state.pool[placed], assign[placed], state.workload.prefill, est)
@@ -351,23 +356,27 @@ class BFIO(Policy):
         model): its predicted length (``new_requests: predicted``) or the whole window (``persist``)."""
         return np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
 
-    def _place_prefill(self, state: RoutingState, assign: np.ndarray, base: np.ndarray, est: np.ndarray,
-                       window: int) -> np.ndarray:
-        """Central dispatch with the prefill model (issue 32): the requests the solver
-        admitted (its choice of *which* to admit stands) are placed again one at a
-        time, oldest first, each on the worker with a free slot where the discounted
-        imbalance ``J`` plus the prefix-cache term (:class:`~bfio.solvers.dispatch.PrefillTerm`)
-        is smallest, as instant dispatch binds an arrival (:func:`~bfio.solvers.dispatch.bind`)."""
+    def _place_sequential(self, state: RoutingState, assign: np.ndarray, base: np.ndarray, est: np.ndarray,
+                          window: int) -> np.ndarray:
+        """Central dispatch with extra terms of ``J`` the kernels do not compute
+        (:func:`bfio.solvers.terms.call_terms`; the prefix-cache term, issue 32): the
+        requests the solver admitted (its choice of *which* to admit stands) are
+        placed again one at a time, oldest first, each on the worker with a free slot
+        where ``J`` with every term (:meth:`~bfio.solvers.objective.ObjectiveTerms.candidate_costs`)
+        is smallest, as instant dispatch binds an arrival (:func:`~bfio.solvers.dispatch.bind`).
+        Without such terms ``assign`` stands."""
         picked = np.flatnonzero(assign >= 0)
         if picked.size == 0:
             return assign
         requests = state.pool[picked]
+        extra = call_terms(state, requests)
+        if not extra:
+            return assign
         lifetimes = self._new_lifetimes(est, window)
         free = np.asarray(state.free, dtype=np.int64).copy()
         release = [[0] * int(f) if f > 0 else [window + 1] for f in free.tolist()]
-        term = PrefillTerm(state.prefill, requests, state.workload.prefill, state.slots)
         to = bind(np.asarray(base, dtype=float).copy(), release, requests, state.workload.prefill, lifetimes,
-                  np.asarray(self._objective.weights, dtype=float), term, free=free)
+                  self._objective.with_terms(*extra), free=free)
         out = assign.copy()
         out[picked] = to
         return out
@@ -431,11 +440,8 @@ class BFIO(Policy):
         lifetimes = self._new_lifetimes(est, window)
         loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
         requests = np.asarray(requests)
-        term = None
-        if state.prefill is not None:  # the prefill barrier and the prefix caches (issue 32)
-            term = PrefillTerm(state.prefill, requests, state.workload.prefill, state.slots)
-        out = bind(loads, release, requests, state.workload.prefill, lifetimes,
-                   np.asarray(self._objective.weights, dtype=float), term)
+        terms = self._objective.with_terms(*call_terms(state, requests))  # e.g. the prefix-cache term (issue 32)
+        out = bind(loads, release, requests, state.workload.prefill, lifetimes, terms)
         self._times.append(run_clock() - t0)
         return out
 

@@ -124,6 +124,8 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
     check_solver(solver)
     if on_error not in ("fail", "fallback"):
         raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_error!r}")
+    if solver != "fast":
+        inst.terms.check_solver(solver)  # an exact backend expresses every term of J, or refuses by name
     if solver == "fast" or inst.admissible == 0:
         return solve_fast_instance(inst, placement=placement)
     limit = DEFAULT_TIME_LIMIT_S if time_limit_s is None else float(time_limit_s)

@@ -2,7 +2,7 @@
 
 Every router of ``prefix_study.routers`` (instant dispatch; ``bfio`` is BF-IO
 with horizon ``prefix_study.horizon`` and its prefix-cache term,
-:class:`bfio.solvers.dispatch.PrefillTerm`) on each setting, with the prefill
+:class:`bfio.solvers.terms.prefill.PrefillTerm`) on each setting, with the prefill
 step model (:mod:`bfio.prefill`: ``prefix_study.prefill``, each rank's cache
 capacity derived from ``kv_tokens_per_rank``) and every seed. Settings name a
 ``workload``:
