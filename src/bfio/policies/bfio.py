@@ -62,6 +62,8 @@ Options (all keyword, validated; errors name the option):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from bfio.errors import ConfigError
@@ -325,9 +327,7 @@ class BFIO(Policy):
         window = self._objective.window  # H_eff
         tracker = None
         if est is None:  # probabilistic predictor: expected loads (float)
-            base = self.predictor.expected_loads(state, window)
-            if getattr(self.predictor, "gives_lifetimes", False):  # new requests: their expected lengths
-                est = self.predictor.expected_lengths(state.workload)
+            base, est = self._expected(state, window)
         else:
             tracker = self._tracked(state, est, window)
             base = tracker.loads(state, est)
@@ -351,10 +351,41 @@ class BFIO(Policy):
             tracker.admitted(state.step, state.pool[placed], assign[placed], state.workload.prefill, est)
         return assign
 
-    def _new_lifetimes(self, est: np.ndarray, window: int) -> np.ndarray:
-        """The steps a newly placed request is modelled to stay (the objective's new-request
-        model): its predicted length (``new_requests: predicted``) or the whole window (``persist``)."""
-        return np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
+    def _expected(self, state, window: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """A probabilistic predictor's view of a call (central or instant): the ``(G,
+        window + 1)`` expected loads of the running requests, ``E[Lhat_g(h)] = sum_i
+        (s_i + tau_i + h) P(r_i > h)`` (the predictor's ``expected_loads``), and the
+        new requests' expected lengths (``gives_lifetimes``) or ``None`` (they persist)."""
+        base = self.predictor.expected_loads(state, window)
+        est = None
+        if getattr(self.predictor, "gives_lifetimes", False):  # new requests: their expected lengths
+            est = self.predictor.expected_lengths(state.workload)
+        return base, est
+
+    def _expected_release(self, state: DispatchState, window: int) -> np.ndarray:
+        """Per slot ``(G, B)``, the offset at which a probabilistic predictor expects its
+        running request to free it: the expected remaining steps within the window,
+        ``E[min(r_i, W + 1)] = sum_h P(r_i > h)``, with ``P(r_i > h)`` read off the
+        request's own expected load ``(s_i + tau_i + h) P(r_i > h)`` (the predictor's
+        ``expected_loads`` with each running request on a row of its own: the central
+        path's formula); at least 1 (as ``r_i``), 0 for a free slot."""
+        sr = state.slot_request
+        busy = sr >= 0
+        ids = sr[busy]
+        alone = replace(state, slot_request=np.ascontiguousarray(ids[:, None]))
+        own = self.predictor.expected_loads(alone, window)  # (running, window + 1)
+        h = np.arange(window + 1, dtype=np.float64)
+        volume = (state.workload.prefill[ids] + state.generated[ids]).astype(np.float64)
+        out = np.zeros(sr.shape, dtype=np.int64)
+        out[busy] = np.maximum(1, np.rint((own / (volume[:, None] + h[None, :])).sum(axis=1)))
+        return out
+
+    def _new_lifetimes(self, est: np.ndarray | None, window: int, n: int) -> np.ndarray:
+        """The steps each of the ``n`` requests of the workload is modelled to stay once
+        placed (the objective's new-request model): its predicted length ``est``
+        (``new_requests: predicted``) or the whole window (``persist``; ``est`` unread,
+        ``None`` for a predictor without lengths)."""
+        return np.maximum(1, est) if self.new_requests == "predicted" else np.full(n, window + 1)
 
     def _place_sequential(self, state: RoutingState, assign: np.ndarray, base: np.ndarray, est: np.ndarray,
                           window: int) -> np.ndarray:
@@ -372,7 +403,7 @@ class BFIO(Policy):
         extra = call_terms(state, requests)
         if not extra:
             return assign
-        lifetimes = self._new_lifetimes(est, window)
+        lifetimes = self._new_lifetimes(est, window, est.shape[0])
         free = np.asarray(state.free, dtype=np.int64).copy()
         release = [[0] * int(f) if f > 0 else [window + 1] for f in free.tolist()]
         to = bind(np.asarray(base, dtype=float).copy(), release, requests, state.workload.prefill, lifetimes,
@@ -416,28 +447,31 @@ class BFIO(Policy):
         request to the worker queue minimizing the discounted predicted imbalance
         over the window (offsets ``0..H_eff``), queues admitted FIFO into the slots
         their running requests free; new requests live their predicted length
-        (``new_requests: predicted``) or the whole window (``persist``)."""
-        if self.predictor.probabilistic:
-            raise ConfigError(f"predictor: instant dispatch reads point estimates; predictor {self.predictor.name!r} "
-                              "gives expected loads (use oracle | none, or an error model with remaining: paper)")
+        (``new_requests: predicted``) or the whole window (``persist``). Every
+        predictor (issue 44): a probabilistic one gives the running requests'
+        expected loads (:meth:`_expected`, as on the central path) and each slot's
+        expected release (:meth:`_expected_release`)."""
         t0 = run_clock()
         window = self._objective.window
-        est = self._decode_estimate(state.workload)
-        base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, window)
         sr = state.slot_request
-        busy = sr >= 0
-        ids = np.where(busy, sr, 0)
-        # per slot its release offset: r_i (as predicted_loads reads it) or 0 when free; a
-        # sorted row is a valid heap (bfio.solvers.dispatch takes them over)
-        remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
-        release = np.sort(remaining, axis=1).tolist()
+        if self.predictor.probabilistic:  # expected loads, as the central path reads them (issue 44)
+            base, est = self._expected(state, window)
+            remaining = self._expected_release(state, window)
+        else:
+            est = self._decode_estimate(state.workload)
+            base = predicted_loads(sr, state.workload.prefill, state.generated, est, window)
+            busy = sr >= 0
+            ids = np.where(busy, sr, 0)
+            # per slot its release offset: r_i (as predicted_loads reads it) or 0 when free
+            remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
+        release = np.sort(remaining, axis=1).tolist()  # a sorted row is a valid heap (bfio.solvers.dispatch)
         queues = [[] for _ in range(state.workers)]
         for g in np.flatnonzero(state.queue_head >= 0).tolist():  # walk the non-empty queues only
             i = int(state.queue_head[g])
             while i >= 0:
                 queues[g].append(i)
                 i = int(state.queue_next[i])
-        lifetimes = self._new_lifetimes(est, window)
+        lifetimes = self._new_lifetimes(est, window, len(state.workload))
         loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
         requests = np.asarray(requests)
         terms = self._objective.with_terms(*call_terms(state, requests))  # e.g. the prefix-cache term (issue 32)
