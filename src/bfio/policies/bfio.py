@@ -10,7 +10,9 @@ accumulated predicted imbalance over the lookahead window
 where ``Lhat_g(h)`` are the predicted loads of the active requests (from the
 lookahead predictor) plus ``s_j + h`` for every request admitted to ``g`` while
 ``h < l_j`` (``../shared/spec/semantics.md``, "BF-IO"; the formula lives in
-:mod:`bfio.solvers.objective`).
+:mod:`bfio.solvers.objective`). ``J``'s other terms (the prefix-cache term with the
+prefill model) are :mod:`bfio.solvers.terms`; every backend reads all of them
+through :class:`~bfio.solvers.objective.ObjectiveTerms` (``docs/architecture.md``).
 
 Options (all keyword, validated; errors name the option):
 
@@ -18,7 +20,8 @@ Options (all keyword, validated; errors name the option):
 - ``predictor``: ``oracle`` (default) | ``noisy`` | ``none`` | ``empirical`` |
   ``geometric`` (:mod:`bfio.predictors`; the last two are oracle-free: they learn
   the decode-length distribution from completed requests and give expected,
-  fractional loads, so they need ``solver='fast'`` and ``new_requests='persist'``);
+  fractional loads, so they need ``solver='fast'`` and ``new_requests='persist'``;
+  every predictor serves both the central pool and instant dispatch, issue 44);
 - ``noise_low``/``noise_high`` (``d_lo``/``d_hi``, default 0.2 each): width of
   the noisy predictor's ``U[1 - d_lo, 1 + d_hi]`` factor;
 - ``solver``: ``fast`` (default) | ``highs`` | ``gurobi`` (:mod:`bfio.solvers`); an exact
