@@ -16,6 +16,7 @@ from bfio.errors import ConfigError
 from bfio.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.solvers import solve
+from bfio.solvers.brute import brute_force
 from bfio.solvers.dispatch import bind
 from bfio.solvers.model import build_milp
 from bfio.solvers.objective import ObjectiveTerms
@@ -98,6 +99,19 @@ def test_an_exact_backend_optimizes_a_linear_term():
     plain = solve(random_instance(np.random.default_rng(3), workers=4, waiting=5, horizon=5, admission="free"),
                   "highs", time_limit_s=20)
     assert plain.objective != sol.objective  # the term changed J
+
+
+def test_the_exact_optimum_with_a_linear_term_is_the_brute_force_one():
+    """HiGHS includes the toy term: its optimum is brute force's (which evaluates
+    ``J`` by every term's value) on tiny random instances."""
+    rng = np.random.default_rng(8)
+    for _ in range(15):
+        inst = random_instance(rng, workers=int(rng.integers(1, 4)), waiting=int(rng.integers(1, 5)), horizon=3,
+                               discount="random", lifetimes="random")
+        inst.extra = (AffinityTerm(rng.normal(0.0, 300.0, (inst.waiting, inst.workers))),)
+        J, _ = brute_force(inst)
+        sol = solve(inst, "highs", time_limit_s=20)
+        assert sol.objective == pytest.approx(J, rel=1e-6, abs=1e-6)
 
 
 @pytest.mark.parametrize("solver", ["highs", "gurobi"])

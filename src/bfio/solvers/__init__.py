@@ -140,8 +140,10 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
         raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_error!r}")
     if solver != "fast":
         inst.terms.check_solver(solver)  # an exact backend expresses every term of J, or refuses by name
-    if solver == "fast" or inst.admissible == 0:
+    if solver == "fast":
         return solve_fast_instance(inst, placement=placement)
+    if inst.admissible == 0:  # nothing to choose: the one assignment, scored with every term
+        return fast_warm_start(inst, placement)
     limit = DEFAULT_TIME_LIMIT_S if time_limit_s is None else float(time_limit_s)
     t0 = run_clock()
     start = warm_start

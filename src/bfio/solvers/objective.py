@@ -324,8 +324,9 @@ class ObjectiveTerms:
 
     @property
     def integral(self) -> bool:
-        """True when ``J`` is an integer for integer loads (``delta = 1``)."""
-        return self.discount == 1.0
+        """True when ``J`` is an integer for integer loads (``delta = 1``, no extra term:
+        an extra term's costs may be fractional)."""
+        return self.discount == 1.0 and not self.extra
 
     def profiles(self, sizes: np.ndarray) -> np.ndarray:
         """``(n, window + 1)`` int64: what each waiting request of prefill ``sizes``
