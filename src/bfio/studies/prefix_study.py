@@ -304,7 +304,7 @@ STUDY = register_study(Study(
     tabulate=_tabulate, plot="bfio.figures.prefix_tradeoff:plot_prefix_tradeoff",
     modules=("studies/prefix_study.py", "prefill.py", "prefix.py", "sessions.py", "policies/cache_first.py",
              "policies/tpu_least_loaded.py", "policies/sglang_prefix_match.py", "policies/sgl_cache_aware.py",
-             "policies/prefix_state.py", "solvers/dispatch.py"),
+             "policies/prefix_state.py", "solvers/dispatch.py", "solvers/terms/prefill.py"),
     table_modules=("studies/prefix_summary.py",), figure_modules=("figures/prefix_tradeoff.py",),
     validate=validate_section,
     caption="""Prefix caches against the lockstep barrier (issue 32, ``docs/studies.md``):
