@@ -136,8 +136,6 @@ ARGS = [
     ("bfio_predictor", ["--policy", "bfio", "--predictor", "foo"], ["predictor", "'foo'"]),
     ("bfio_solver", ["--policy", "bfio", "--solver", "cplex"], ["solver", "'cplex'"]),
     ("bfio_admission", ["--policy", "bfio", "--admission", "aging:-5"], ["admission", "aging:-5"]),
-    ("bfio_instant_expected_loads", ["--policy", "bfio", "--dispatch", "instant", "--predictor", "geometric"],
-     ["instant dispatch reads point estimates"]),
     ("bfio_instant_admission", ["--policy", "bfio", "--dispatch", "instant", "--admission", "free"],
      ["--admission: only valid with --dispatch central"]),
     ("dispatch_unknown", ["--dispatch", "teleport"], ["--dispatch"]),

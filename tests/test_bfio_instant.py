@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING
+from bfio.profiles import predicted_loads
 from bfio.simulator import simulate
 from bfio.solvers.dispatch import bind, queue_profiles
-from bfio.solvers.objective import imbalance_objective
+from bfio.solvers.objective import ObjectiveTerms, imbalance_objective
 from bfio.workload import Workload, poisson_arrivals, with_arrivals
 
 
@@ -27,17 +28,18 @@ def test_a_queued_request_enters_the_slot_freed_first():
 def test_an_arrival_goes_where_it_raises_J_least_and_updates_the_state():
     base = np.array([[100.0, 100.0, 100.0], [10.0, 10.0, 10.0], [50.0, 50.0, 50.0]])
     sizes, life, w = np.array([20, 20]), np.array([3, 3]), np.ones(3)
+    terms = ObjectiveTerms.build(2)  # delta = 1 over offsets 0..2: the weights w
     release = [[0], [0], [0]]
     J_before = {g: None for g in range(3)}
     for g in range(3):  # J of each choice, by the objective's own formula
         L = base.copy()
         L[g] += 20 + np.arange(3)
         J_before[g] = float(imbalance_objective(L, w))
-    to = bind(base.copy(), [list(r) for r in release], np.array([0]), sizes, life, w)
+    to = bind(base.copy(), [list(r) for r in release], np.array([0]), sizes, life, terms)
     assert J_before[int(to[0])] == min(J_before.values())
     assert to[0] == 1  # the least loaded: J ties between workers 1 and 2 are broken by load
     loads = base.copy()
-    both = bind(loads, [[0], [0], [0]], np.array([0, 1]), sizes, life, w)
+    both = bind(loads, [[0], [0], [0]], np.array([0, 1]), sizes, life, terms)
     assert both.tolist() == [1, 1] or both.tolist() == [1, 2]
     assert loads.sum() == pytest.approx(base.sum() + 2 * (60 + 3))  # each binding added its profile
 
@@ -65,7 +67,44 @@ def test_instant_bfio_balances_better_than_least_tokens_under_load():
     assert bf.metrics["avg_imbalance"] < lt.metrics["avg_imbalance"]
 
 
-def test_instant_bfio_refuses_expected_loads():
-    with pytest.raises(ConfigError, match="instant dispatch reads point estimates"):
-        simulate(_workload(n=200), 2, 4, "bfio", dispatch="instant", entry="arrivals",
-                 policy_options={"predictor": "geometric"})
+PREDICTOR_RUNS = [{"predictor": p} for p in PREDICTORS] + [{"predictor": p, "remaining": r}
+                                                             for p in ERROR_MODELS for r in REMAINING]
+
+
+@pytest.mark.parametrize("options", PREDICTOR_RUNS, ids=lambda o: "-".join(o.values()))
+def test_instant_bfio_accepts_every_predictor(options):
+    """Issue 44 (equal information): instant BF-IO runs with every predictor,
+    the oracle-free and posterior ones with their expected loads; every request
+    is bound and finishes."""
+    res = simulate(_workload(n=600, rate=300.0), 3, 6, "bfio", dispatch="instant", entry="arrivals",
+                   policy_options={"horizon": 10, **options})
+    assert len(res.requests) == 600 and np.isfinite(res.requests.filter(like="finish").to_numpy(dtype=float)).all()
+    assert res.requests["queue_worker"].nunique() == 3
+
+
+def test_instant_bfio_reads_the_expected_loads_of_a_probabilistic_predictor(monkeypatch):
+    """The expected release of a slot is the expected remaining steps within the
+    window, read off the predictor's own expected loads: with a predictor whose
+    survival is a step at the true length it is the oracle's ``r_i`` (capped at
+    the window), and the run binds every arrival where the oracle does."""
+    from bfio.policies import make_policy
+    from bfio.predictors import OraclePredictor
+
+    class StepSurvival(OraclePredictor):
+        """The oracle's knowledge given as expected loads (``q_i(h) in {0, 1}``)."""
+
+        probabilistic = True
+
+        def expected_loads(self, state, horizon):
+            return predicted_loads(state.slot_request, state.workload.prefill, state.generated,
+                                   state.workload.decode, horizon)
+
+    work = _workload(n=800, rate=500.0)
+    oracle = simulate(work, 4, 8, "bfio", dispatch="instant", entry="arrivals",
+                      policy_options={"horizon": 400, "objective": "paper-literal"})
+    policy = make_policy("bfio", horizon=400, objective="paper-literal")  # the window holds every r_i
+    policy.predictor = StepSurvival()
+    stepped = simulate(work, 4, 8, policy, dispatch="instant", entry="arrivals")
+    assert stepped.requests["queue_worker"].equals(oracle.requests["queue_worker"])
+
+

@@ -106,7 +106,7 @@ def _term(backlog, slots=None, cached=8, soon=None, requests=(1,), per_rank=4):
     cache holds the first ``cached`` blocks, rank ``g`` has ``backlog[g]`` prefill
     tokens queued; ``soon``: a request prefilling on rank 0 (its blocks are coming)."""
     from bfio.prefill import CacheView, Prefill
-    from bfio.solvers.dispatch import PrefillTerm
+    from bfio.solvers.terms.prefill import PrefillTerm
 
     bt = 256
     blocks = PrefixBlocks.from_lists([list(range(16))] * 3, bt)
@@ -129,7 +129,7 @@ def test_bfio_weighs_a_cache_hit_against_the_prefill_barrier():
     rank waits at, the whole prompt on rank 1 raises nothing."""
     now = np.zeros(2, dtype=np.int64)
     for backlog, expect in (((0, 0), 0), ((40_000, 0), 1)):
-        assert int(np.argmin(_term(backlog).cost(0, 2, now))) == expect
+        assert int(np.argmin(_term(backlog).candidate_costs(0, np.zeros((2, 1)), None, now))) == expect
 
 
 def test_bfio_counts_a_prompt_being_prefilled_only_for_a_request_that_waits_behind_it():
@@ -138,8 +138,8 @@ def test_bfio_counts_a_prompt_being_prefilled_only_for_a_request_that_waits_behi
     at admission); admitted after a wait, it finds them computed."""
     slots = np.full((2, 4), -1)
     term = _term((0, 0), slots=slots, cached=0, soon=0)
-    at_once = term.cost(0, 2, np.array([0, 0]))
-    later = term.cost(0, 2, np.array([3, 3]))
+    at_once = term.candidate_costs(0, np.zeros((2, 1)), None, np.array([0, 0]))
+    later = term.candidate_costs(0, np.zeros((2, 1)), None, np.array([3, 3]))
     assert at_once[0] > at_once[1]  # rank 0 has request 0's backlog ahead and no hit
     assert later[0] < later[1]  # the blocks are computed when request 1 enters
 
@@ -148,7 +148,8 @@ def test_bfio_prefers_the_shorter_prefill_wait_when_the_barrier_is_equal():
     """No cache hit anywhere and neither rank 1 nor rank 2 would raise the largest
     backlog (rank 0's): the request goes where fewer prefill tokens are ahead of its
     first token, rank 2 (1,000) rather than rank 1 (3,000)."""
-    cost = _term((10_000, 3_000, 1_000), cached=0).cost(0, 3, np.zeros(3, dtype=np.int64))
+    cost = _term((10_000, 3_000, 1_000), cached=0).candidate_costs(0, np.zeros((3, 1)), None,
+                                                                   np.zeros(3, dtype=np.int64))
     assert int(np.argmin(cost)) == 2
     assert cost[1] > cost[2]
 
@@ -160,9 +161,10 @@ def test_bfio_does_not_park_a_cached_prompt_behind_a_long_prefill_while_the_othe
     every rank is as backlogged (a saturated cluster) the hit is worth its saved
     work and the prompt goes to rank 0."""
     now = np.zeros(3, dtype=np.int64)
-    lone = _term((200_000, 0, 0), cached=15, per_rank=72).cost(0, 3, now)
+    lone = _term((200_000, 0, 0), cached=15, per_rank=72).candidate_costs(0, np.zeros((3, 1)), None, now)
     assert int(np.argmin(lone)) in (1, 2)
-    full = _term((200_000, 200_000, 200_000), cached=15, per_rank=72).cost(0, 3, now)
+    full = _term((200_000, 200_000, 200_000), cached=15, per_rank=72).candidate_costs(0, np.zeros((3, 1)), None,
+                                                                                       now)
     assert int(np.argmin(full)) == 0
 
 
@@ -271,11 +273,11 @@ def test_central_bfio_places_its_admitted_requests_with_the_cache_term():
                             prefill=CacheView(st, grid, np.zeros(2, dtype=np.int64), 1.005e-7))
 
     base = np.zeros((2, window + 1))
-    moved = policy._place_prefill(state([0], [4, 4]), np.array([0]), base, w.decode, window)
+    moved = policy._place_sequential(state([0], [4, 4]), np.array([0]), base, w.decode, window)
     assert moved.tolist() == [1]
-    kept = policy._place_prefill(state([1, 2], [4, 4]), np.array([0, 1]), base, w.decode, window)
+    kept = policy._place_sequential(state([1, 2], [4, 4]), np.array([0, 1]), base, w.decode, window)
     assert sorted(kept.tolist()) == [0, 1]
-    full = policy._place_prefill(state([0], [4, 0]), np.array([0]), base, w.decode, window)
+    full = policy._place_sequential(state([0], [4, 0]), np.array([0]), base, w.decode, window)
     assert full.tolist() == [0]  # rank 1 holds the prefix but has no free slot
 
 
@@ -291,12 +293,12 @@ def test_central_bfio_with_caches_completes_and_finds_more_hits_than_without_the
     res = simulate(r.workload, 4, 16, "bfio", **kw)
     q = res.requests
     assert res.metrics["prefill_tokens_computed"] + int(q["cached_tokens"].sum()) == int(r.workload.prefill.sum())
-    original = BFIO._place_prefill
+    original = BFIO._place_sequential
     try:
-        BFIO._place_prefill = lambda self, state, assign, *a: assign  # the solver's placement alone
+        BFIO._place_sequential = lambda self, state, assign, *a: assign  # the solver's placement alone
         blind = simulate(r.workload, 4, 16, "bfio", **kw)
     finally:
-        BFIO._place_prefill = original
+        BFIO._place_sequential = original
     assert res.metrics["cache_hit_rate"] > blind.metrics["cache_hit_rate"]
 
 

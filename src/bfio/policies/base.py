@@ -117,6 +117,9 @@ class DispatchState:
     #: with the prefill step model (:class:`bfio.prefill.CacheView`): each rank's
     #: prefill backlog and a probe of its prefix cache; ``None`` without it
     prefill: object | None = None
+    #: ids of the completed requests in completion order (what the oracle-free
+    #: predictors learn from, as in :class:`RoutingState`)
+    completed: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     def prefill_of(self, requests: np.ndarray) -> np.ndarray:
         """``s_i`` of ``requests``."""

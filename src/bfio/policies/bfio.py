@@ -10,7 +10,9 @@ accumulated predicted imbalance over the lookahead window
 where ``Lhat_g(h)`` are the predicted loads of the active requests (from the
 lookahead predictor) plus ``s_j + h`` for every request admitted to ``g`` while
 ``h < l_j`` (``../shared/spec/semantics.md``, "BF-IO"; the formula lives in
-:mod:`bfio.solvers.objective`).
+:mod:`bfio.solvers.objective`). ``J``'s other terms (the prefix-cache term with the
+prefill model) are :mod:`bfio.solvers.terms`; every backend reads all of them
+through :class:`~bfio.solvers.objective.ObjectiveTerms` (``docs/architecture.md``).
 
 Options (all keyword, validated; errors name the option):
 
@@ -18,7 +20,8 @@ Options (all keyword, validated; errors name the option):
 - ``predictor``: ``oracle`` (default) | ``noisy`` | ``none`` | ``empirical`` |
   ``geometric`` (:mod:`bfio.predictors`; the last two are oracle-free: they learn
   the decode-length distribution from completed requests and give expected,
-  fractional loads, so they need ``solver='fast'`` and ``new_requests='persist'``);
+  fractional loads, so they need ``solver='fast'`` and ``new_requests='persist'``;
+  every predictor serves both the central pool and instant dispatch, issue 44);
 - ``noise_low``/``noise_high`` (``d_lo``/``d_hi``, default 0.2 each): width of
   the noisy predictor's ``U[1 - d_lo, 1 + d_hi]`` factor;
 - ``solver``: ``fast`` (default) | ``highs`` | ``gurobi`` (:mod:`bfio.solvers`); an exact
@@ -62,6 +65,8 @@ Options (all keyword, validated; errors name the option):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from bfio.errors import ConfigError
@@ -70,7 +75,7 @@ from bfio.policies import register
 from bfio.progress import CallProgress
 from bfio.policies.base import DISPATCH_MODES, DispatchState, Policy, RoutingState
 from bfio.policies.drain import plan_drain
-from bfio.solvers.dispatch import PrefillTerm, bind, queue_profiles
+from bfio.solvers.dispatch import bind, queue_profiles
 from bfio.policies.options import Option
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaining, make_predictor
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT, SolverError, solve
@@ -81,6 +86,7 @@ from bfio.profiles import predicted_loads
 from bfio.tracked_loads import TrackedLoads
 from bfio.solvers.placement import place_terms
 from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
+from bfio.solvers.terms import call_terms
 
 MAX_HORIZON = 100_000
 #: Default admission rule with the fast solver (issue 40): ``drain:100`` meets the rule
@@ -304,7 +310,11 @@ class BFIO(Policy):
         elif self.solver == "fast" and self.capture is None:
             assign = self._route_fast(state, est, U)
         else:
-            inst = instance_of_call(state, est, self._objective, self.admission)  # over all H + 1 offsets
+            terms = self._objective
+            if self.solver != "fast":  # the call's other terms of J: expressed by the backend, or refused by name
+                terms = terms.with_terms(*call_terms(state, state.pool))
+                terms.check_solver(self.solver)
+            inst = instance_of_call(state, est, terms, self.admission)  # over all H + 1 offsets
             if self.capture is not None:
                 self.capture(inst)
             assign = self._route_exact(inst)
@@ -320,9 +330,7 @@ class BFIO(Policy):
         window = self._objective.window  # H_eff
         tracker = None
         if est is None:  # probabilistic predictor: expected loads (float)
-            base = self.predictor.expected_loads(state, window)
-            if getattr(self.predictor, "gives_lifetimes", False):  # new requests: their expected lengths
-                est = self.predictor.expected_lengths(state.workload)
+            base, est = self._expected(state, window)
         else:
             tracker = self._tracked(state, est, window)
             base = tracker.loads(state, est)
@@ -339,35 +347,70 @@ class BFIO(Policy):
             if self.admission_mode == "aging" and U < n:
                 self._forced += int(forced.sum())
             assign = self._place(base, free, sizes, forced, U, terms, step_s)
-        if state.prefill is not None and est is not None:  # the prefill barrier and the prefix caches
-            assign = self._place_prefill(state, assign, base, est, window)
+        if est is not None:  # the call's other terms of J (the prefix-cache term): placed by their costs
+            assign = self._place_sequential(state, assign, base, est, window)
         if tracker is not None:
             placed = assign >= 0
             tracker.admitted(state.step, state.pool[placed], assign[placed], state.workload.prefill, est)
         return assign
 
-    def _new_lifetimes(self, est: np.ndarray, window: int) -> np.ndarray:
-        """The steps a newly placed request is modelled to stay (the objective's new-request
-        model): its predicted length (``new_requests: predicted``) or the whole window (``persist``)."""
-        return np.maximum(1, est) if self.new_requests == "predicted" else np.full(est.shape[0], window + 1)
+    def _expected(self, state, window: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """A probabilistic predictor's view of a call (central or instant): the ``(G,
+        window + 1)`` expected loads of the running requests, ``E[Lhat_g(h)] = sum_i
+        (s_i + tau_i + h) P(r_i > h)`` (the predictor's ``expected_loads``), and the
+        new requests' expected lengths (``gives_lifetimes``) or ``None`` (they persist)."""
+        base = self.predictor.expected_loads(state, window)
+        est = None
+        if getattr(self.predictor, "gives_lifetimes", False):  # new requests: their expected lengths
+            est = self.predictor.expected_lengths(state.workload)
+        return base, est
 
-    def _place_prefill(self, state: RoutingState, assign: np.ndarray, base: np.ndarray, est: np.ndarray,
-                       window: int) -> np.ndarray:
-        """Central dispatch with the prefill model (issue 32): the requests the solver
-        admitted (its choice of *which* to admit stands) are placed again one at a
-        time, oldest first, each on the worker with a free slot where the discounted
-        imbalance ``J`` plus the prefix-cache term (:class:`~bfio.solvers.dispatch.PrefillTerm`)
-        is smallest, as instant dispatch binds an arrival (:func:`~bfio.solvers.dispatch.bind`)."""
+    def _expected_release(self, state: DispatchState, window: int) -> np.ndarray:
+        """Per slot ``(G, B)``, the offset at which a probabilistic predictor expects its
+        running request to free it: the expected remaining steps within the window,
+        ``E[min(r_i, W + 1)] = sum_h P(r_i > h)``, with ``P(r_i > h)`` read off the
+        request's own expected load ``(s_i + tau_i + h) P(r_i > h)`` (the predictor's
+        ``expected_loads`` with each running request on a row of its own: the central
+        path's formula); at least 1 (as ``r_i``), 0 for a free slot."""
+        sr = state.slot_request
+        busy = sr >= 0
+        ids = sr[busy]
+        alone = replace(state, slot_request=np.ascontiguousarray(ids[:, None]))
+        own = self.predictor.expected_loads(alone, window)  # (running, window + 1)
+        h = np.arange(window + 1, dtype=np.float64)
+        volume = (state.workload.prefill[ids] + state.generated[ids]).astype(np.float64)
+        out = np.zeros(sr.shape, dtype=np.int64)
+        out[busy] = np.maximum(1, np.rint((own / (volume[:, None] + h[None, :])).sum(axis=1)))
+        return out
+
+    def _new_lifetimes(self, est: np.ndarray | None, window: int, n: int) -> np.ndarray:
+        """The steps each of the ``n`` requests of the workload is modelled to stay once
+        placed (the objective's new-request model): its predicted length ``est``
+        (``new_requests: predicted``) or the whole window (``persist``; ``est`` unread,
+        ``None`` for a predictor without lengths)."""
+        return np.maximum(1, est) if self.new_requests == "predicted" else np.full(n, window + 1)
+
+    def _place_sequential(self, state: RoutingState, assign: np.ndarray, base: np.ndarray, est: np.ndarray,
+                          window: int) -> np.ndarray:
+        """Central dispatch with extra terms of ``J`` the kernels do not compute
+        (:func:`bfio.solvers.terms.call_terms`; the prefix-cache term, issue 32): the
+        requests the solver admitted (its choice of *which* to admit stands) are
+        placed again one at a time, oldest first, each on the worker with a free slot
+        where ``J`` with every term (:meth:`~bfio.solvers.objective.ObjectiveTerms.candidate_costs`)
+        is smallest, as instant dispatch binds an arrival (:func:`~bfio.solvers.dispatch.bind`).
+        Without such terms ``assign`` stands."""
         picked = np.flatnonzero(assign >= 0)
         if picked.size == 0:
             return assign
         requests = state.pool[picked]
-        lifetimes = self._new_lifetimes(est, window)
+        extra = call_terms(state, requests)
+        if not extra:
+            return assign
+        lifetimes = self._new_lifetimes(est, window, est.shape[0])
         free = np.asarray(state.free, dtype=np.int64).copy()
         release = [[0] * int(f) if f > 0 else [window + 1] for f in free.tolist()]
-        term = PrefillTerm(state.prefill, requests, state.workload.prefill, state.slots)
         to = bind(np.asarray(base, dtype=float).copy(), release, requests, state.workload.prefill, lifetimes,
-                  np.asarray(self._objective.weights, dtype=float), term, free=free)
+                  self._objective.with_terms(*extra), free=free)
         out = assign.copy()
         out[picked] = to
         return out
@@ -407,35 +450,35 @@ class BFIO(Policy):
         request to the worker queue minimizing the discounted predicted imbalance
         over the window (offsets ``0..H_eff``), queues admitted FIFO into the slots
         their running requests free; new requests live their predicted length
-        (``new_requests: predicted``) or the whole window (``persist``)."""
-        if self.predictor.probabilistic:
-            raise ConfigError(f"predictor: instant dispatch reads point estimates; predictor {self.predictor.name!r} "
-                              "gives expected loads (use oracle | none, or an error model with remaining: paper)")
+        (``new_requests: predicted``) or the whole window (``persist``). Every
+        predictor (issue 44): a probabilistic one gives the running requests'
+        expected loads (:meth:`_expected`, as on the central path) and each slot's
+        expected release (:meth:`_expected_release`)."""
         t0 = run_clock()
         window = self._objective.window
-        est = self._decode_estimate(state.workload)
-        base = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, window)
         sr = state.slot_request
-        busy = sr >= 0
-        ids = np.where(busy, sr, 0)
-        # per slot its release offset: r_i (as predicted_loads reads it) or 0 when free; a
-        # sorted row is a valid heap (bfio.solvers.dispatch takes them over)
-        remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
-        release = np.sort(remaining, axis=1).tolist()
+        if self.predictor.probabilistic:  # expected loads, as the central path reads them (issue 44)
+            base, est = self._expected(state, window)
+            remaining = self._expected_release(state, window)
+        else:
+            est = self._decode_estimate(state.workload)
+            base = predicted_loads(sr, state.workload.prefill, state.generated, est, window)
+            busy = sr >= 0
+            ids = np.where(busy, sr, 0)
+            # per slot its release offset: r_i (as predicted_loads reads it) or 0 when free
+            remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
+        release = np.sort(remaining, axis=1).tolist()  # a sorted row is a valid heap (bfio.solvers.dispatch)
         queues = [[] for _ in range(state.workers)]
         for g in np.flatnonzero(state.queue_head >= 0).tolist():  # walk the non-empty queues only
             i = int(state.queue_head[g])
             while i >= 0:
                 queues[g].append(i)
                 i = int(state.queue_next[i])
-        lifetimes = self._new_lifetimes(est, window)
+        lifetimes = self._new_lifetimes(est, window, len(state.workload))
         loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
         requests = np.asarray(requests)
-        term = None
-        if state.prefill is not None:  # the prefill barrier and the prefix caches (issue 32)
-            term = PrefillTerm(state.prefill, requests, state.workload.prefill, state.slots)
-        out = bind(loads, release, requests, state.workload.prefill, lifetimes,
-                   np.asarray(self._objective.weights, dtype=float), term)
+        terms = self._objective.with_terms(*call_terms(state, requests))  # e.g. the prefix-cache term (issue 32)
+        out = bind(loads, release, requests, state.workload.prefill, lifetimes, terms)
         self._times.append(run_clock() - t0)
         return out
 

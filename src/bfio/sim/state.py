@@ -95,4 +95,4 @@ class ClusterState:
                              generated=self.generated, queue_head=queue_head, queue_next=queue_next,
                              running_prompt_tokens=np.where(slot_request >= 0, self.workload.prefill[slot_request],
                                                             0).sum(axis=1),
-                             prefill=prefill)
+                             prefill=prefill, completed=self.completed[:self.finished])

@@ -14,6 +14,8 @@ backend (gurobi -> highs -> fast) when one fails; ``"fail"`` raises
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from bfio.errors import ConfigError
@@ -74,6 +76,18 @@ def solve_fast_instance(inst, max_rounds: int = 4, placement: str = GREEDY_PLACE
     return sol
 
 
+def fast_warm_start(inst, placement: str = GREEDY_PLACEMENT) -> Solution:
+    """The fast solver's solution of ``inst`` as an exact backend's warm start (and
+    fallback). The kernels place by the terms of ``J`` they compute: with extra terms
+    the exact backend holds (:mod:`bfio.solvers.terms`) the assignment is the
+    imbalance's alone, scored with every term (never reported as proven optimal)."""
+    if not inst.extra:
+        return solve_fast_instance(inst, placement=placement)
+    sol = solve_fast_instance(replace(inst, extra=()), placement=placement)
+    return Solution.make(inst, sol.assign, solver=sol.solver, status="heuristic", proven_optimal=False,
+                         bound=-np.inf, wall_s=sol.wall_s)
+
+
 class SolverFallbackWarning(UserWarning):
     """Some routing calls of a run fell back from the requested exact solver."""
 
@@ -124,8 +138,12 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
     check_solver(solver)
     if on_error not in ("fail", "fallback"):
         raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_error!r}")
-    if solver == "fast" or inst.admissible == 0:
+    if solver != "fast":
+        inst.terms.check_solver(solver)  # an exact backend expresses every term of J, or refuses by name
+    if solver == "fast":
         return solve_fast_instance(inst, placement=placement)
+    if inst.admissible == 0:  # nothing to choose: the one assignment, scored with every term
+        return fast_warm_start(inst, placement)
     limit = DEFAULT_TIME_LIMIT_S if time_limit_s is None else float(time_limit_s)
     t0 = run_clock()
     start = warm_start
@@ -138,14 +156,14 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
         else:
             from bfio.solvers.gurobi import solve_gurobi as backend
         if start is None:
-            start = solve_fast_instance(inst, placement=placement)
+            start = fast_warm_start(inst, placement)
         remaining = max(0.05, limit - (run_clock() - t0))
         sol = backend(inst, time_limit_s=remaining, warm_start=start.assign, threads=threads)
     except SolverError:
         if on_error == "fail":
             raise
         if start is None:
-            start = solve_fast_instance(inst)
+            start = fast_warm_start(inst)
         nxt = FALLBACK[solver]
         left = max(0.05, limit - (run_clock() - t0))  # the fallback shares the one time limit
         sol = start if nxt == "fast" else solve(inst, nxt, time_limit_s=left, on_error=on_error,
@@ -159,4 +177,5 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
 
 
 __all__ = ["SOLVERS", "PLACEMENTS", "GREEDY_PLACEMENT", "check_placement", "DEFAULT_TIME_LIMIT_S", "Solution", "SolverError", "solve", "check_solver",
-           "trivial_bound", "solve_fast_instance", "SolverFallbackWarning", "fallback_message", "warn_fallbacks"]
+           "trivial_bound", "solve_fast_instance", "fast_warm_start", "SolverFallbackWarning", "fallback_message",
+           "warn_fallbacks"]

@@ -5,8 +5,9 @@ feasible ones (capacities, exactly ``U`` admitted, admission rule) and
 evaluates ``J`` for all of them, following Algorithm 1's "enumerate all
 feasible allocations" literally. ``J`` (discount, new-request lifetimes) is
 evaluated by :func:`bfio.solvers.objective.imbalance_objective` on the stacked
-loads, the one definition every backend shares; this module has no formula of
-its own.
+loads, the one definition every backend shares, plus the instance's other terms
+of ``J`` (:mod:`bfio.solvers.terms`, each by its ``value``); this module has no
+formula of its own.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def brute_force(inst, limit: int = MAX_ENUMERATION) -> tuple[int | float, np.nda
         for g in touched:
             loads[:, g, :] += (block == g).astype(np.int64) @ W
         J = np.asarray(imbalance_objective(loads, w))
+        if inst.extra:  # the call's other terms of J (bfio.solvers.terms), each by its own value
+            J = J + np.array([sum(t.value(L, a) for t in inst.extra) for L, a in zip(loads, block)])
         i = int(np.argmin(J))
         if best_J is None or J[i] < best_J:
             best_J, best_a = J[i], block[i].copy()

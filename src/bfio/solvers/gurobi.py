@@ -68,7 +68,7 @@ def solve_gurobi(inst, time_limit_s: float | None = None, warm_start: np.ndarray
     if (nv > RESTRICTED_LIMIT or nr > RESTRICTED_LIMIT) and size_limited():
         raise SolverError("gurobi", f"model too large for the restricted pip license ({nv:,} variables, {nr:,} "
                                     f"constraints; limit {RESTRICTED_LIMIT} each); {_HINT}", code=10010)
-    m = build_milp(inst)
+    m = build_milp(inst, "gurobi")
     try:
         with _env() as env, gp.Model("bfio_io", env=env) as model:
             if inst.integral:

@@ -198,7 +198,7 @@ def solve_highs(inst, time_limit_s: float | None = None, warm_start: np.ndarray 
         raise SolverError("highs", f"highspy is not importable ({e}); install highspy or {_HINT}") from None
     t0 = time.perf_counter()
     check_size(inst, max_binaries)
-    m = build_milp(inst)
+    m = build_milp(inst, "highs")
     remaining = None
     if time_limit_s is not None:
         remaining = float(time_limit_s) - (time.perf_counter() - t0)

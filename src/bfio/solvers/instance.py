@@ -110,6 +110,9 @@ class Instance:
     meta: dict = field(default_factory=dict)
     lifetimes: np.ndarray | None = None
     discount: float = UNDISCOUNTED
+    #: the call's terms of ``J`` besides the imbalance (:attr:`ObjectiveTerms.extra
+    #: <bfio.solvers.objective.ObjectiveTerms.extra>`); not saved in instance files
+    extra: tuple = ()
 
     def __post_init__(self):
         for name, minimum in (("base", 0), ("free", 0), ("sizes", 1), ("ages", 0), ("lifetimes", 1)):
@@ -161,8 +164,9 @@ class Instance:
         """The objective's terms of this instance over every offset ``0..H``
         (:class:`~bfio.solvers.objective.ObjectiveTerms`: ``discount``, weights,
         ``lifetimes``; :meth:`~bfio.solvers.objective.ObjectiveTerms.fast` is the
-        fast solver's window)."""
-        return ObjectiveTerms.build(self.horizon, self.discount).with_lifetimes(self.lifetimes)
+        fast solver's window; :attr:`extra`, the call's other terms)."""
+        terms = ObjectiveTerms.build(self.horizon, self.discount).with_lifetimes(self.lifetimes)
+        return terms.with_terms(*self.extra) if self.extra else terms
 
     @property
     def weights(self) -> np.ndarray:
@@ -190,9 +194,9 @@ class Instance:
     def objective(self, assign: np.ndarray):
         """``J`` of ``assign`` (:meth:`ObjectiveTerms.evaluate
         <bfio.solvers.objective.ObjectiveTerms.evaluate>`, i.e.
-        :func:`~bfio.solvers.objective.imbalance_objective`): an exact ``int``
-        when :attr:`integral`, else a float."""
-        return self.terms.evaluate(self.loads(assign))
+        :func:`~bfio.solvers.objective.imbalance_objective` plus the :attr:`extra`
+        terms): an exact ``int`` when :attr:`integral` without extra terms, else a float."""
+        return self.terms.evaluate(self.loads(assign), assign)
 
     def lower_bound_envelope(self) -> float:
         """``G sum_h delta^h max_g base_g(h)``: no assignment can lower the envelope below it."""
@@ -226,6 +230,8 @@ class Instance:
 
     # -- JSON ---------------------------------------------------------------------------
     def to_dict(self) -> dict:
+        if self.extra:
+            raise ValueError(f"an instance file holds the imbalance term only, not {[t.name for t in self.extra]}")
         return {"format": FORMAT, "workers": self.workers, "horizon": self.horizon,
                 "admission": self.admission, "discount": self.discount, "free": self.free.tolist(),
                 "base_loads": self.base.tolist(),
@@ -363,7 +369,8 @@ def instance_of_call(state, decode_estimate: np.ndarray, terms: ObjectiveTerms, 
     request and the objective's terms (:class:`~bfio.solvers.objective.ObjectiveTerms`,
     e.g. a BF-IO policy's): its window ``0..terms.horizon`` (all ``H + 1``
     offsets, whatever ``terms.window`` the fast path solves), its discount, and
-    the waiting requests' lifetimes (:meth:`~bfio.solvers.objective.ObjectiveTerms.for_call`)."""
+    the waiting requests' lifetimes (:meth:`~bfio.solvers.objective.ObjectiveTerms.for_call`)
+    and its extra terms (:attr:`~bfio.solvers.objective.ObjectiveTerms.extra`)."""
     from bfio.profiles import predicted_loads
 
     base = predicted_loads(state.slot_request, state.workload.prefill, state.generated,
@@ -372,7 +379,7 @@ def instance_of_call(state, decode_estimate: np.ndarray, terms: ObjectiveTerms, 
     call = terms.for_call(decode_estimate, state.pool)
     return Instance(base=base, free=np.asarray(state.free, dtype=np.int64), sizes=state.pool_prefill,
                     ages=ages, admission=admission, meta={"step": int(state.step), **(meta or {})},
-                    lifetimes=call.lifetimes, discount=call.discount)
+                    lifetimes=call.lifetimes, discount=call.discount, extra=call.extra)
 
 
 def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None = None,

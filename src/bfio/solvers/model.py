@@ -29,7 +29,10 @@ optimum ``E0(h) + e_h = max_g Lhat_g(h)`` (a worker outside ``T`` keeps its base
 load, which is at most ``E0``) and ``sum_g Lhat_g(h) = sum_g base_g(h) +
 sum_{j,t} x_jt P_j(h)``, so the model's objective plus ``offset`` equals ``J``
 for every feasible assignment (:meth:`Milp.objective_of` checks that identity
-in the tests). Without lifetimes there is one group (``l = H + 1``) and the
+in the tests). An extra term of ``J`` that is linear in the assignment
+(:mod:`bfio.solvers.terms`) adds its costs ``c_jg`` to ``x_jg``'s coefficient
+(:meth:`~bfio.solvers.objective.ObjectiveTerms.milp_costs`; another is refused
+by name). Without lifetimes there is one group (``l = H + 1``) and the
 rows are today's ``e_h - S_t - h k_t >= base_t(h) - E0(h)``.
 
 Size: ``n |T|`` binaries, ``2 |T| Q + |T| H1`` aggregation and envelope rows
@@ -143,8 +146,9 @@ def model_size(inst) -> tuple[int, int, int]:
     return n * nT + 2 * nT * Q + H1, n + 2 * nT * Q + cap_rows + 1 + nT * H1, n * nT
 
 
-def build_milp(inst) -> Milp:
-    """The aggregated formulation of ``inst`` (an :class:`~bfio.solvers.instance.Instance`)."""
+def build_milp(inst, solver: str = "exact") -> Milp:
+    """The aggregated formulation of ``inst`` (an :class:`~bfio.solvers.instance.Instance`)
+    for the exact backend ``solver`` (named when a term of ``J`` cannot be expressed)."""
     G, H1, n = inst.workers, inst.horizon + 1, inst.waiting
     U = inst.admissible
     touched = np.flatnonzero(inst.free > 0).astype(np.int64)
@@ -162,6 +166,9 @@ def build_milp(inst) -> Milp:
 
     c = np.zeros(nv)
     c[:nx] = -np.repeat(terms.request_values(inst.sizes), nT)
+    extra = terms.milp_costs(G, n, solver)  # the linear extra terms of J (refused by name if not linear)
+    if extra is not None:
+        c[:nx] += extra[:, touched].ravel()
     c[ie:] = G * w
     lb = np.zeros(nv)
     ub = np.full(nv, np.inf)

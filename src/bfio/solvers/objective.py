@@ -50,37 +50,42 @@ model) and bound to a call's waiting requests by :meth:`ObjectiveTerms.for_call`
   and ``J`` and the MILP's coefficients (:func:`bfio.solvers.model.build_milp`)
   are taken.
 
+The terms as one interface (issue 43)
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+``J`` is a sum of terms: the imbalance above (:class:`ImbalanceTerm`, whose
+data are this object's weights and lifetimes) and the extra terms of the call
+(:attr:`ObjectiveTerms.extra`, :class:`bfio.solvers.terms.Term`, e.g. the
+prefix-cache term). Every consumer reads all of them through
+:class:`ObjectiveTerms`: the value of ``J`` (:meth:`~ObjectiveTerms.evaluate`),
+a candidate's cost (:meth:`~ObjectiveTerms.candidate_costs`, instant dispatch
+and the central path's sequential placement), the kernel arrays
+(:meth:`~ObjectiveTerms.kernel_arrays`, which refuse a term the kernels do not
+compute, by name) and the MILP (:meth:`~ObjectiveTerms.milp_costs`, with
+:meth:`~ObjectiveTerms.check_solver` refusing, by name, a term an exact backend
+cannot express).
+
 How to add a term
 ~~~~~~~~~~~~~~~~~
 
-A new term of ``J`` goes in two places:
-
-1. here: its data as a field of :class:`ObjectiveTerms`, computed in
-   :meth:`~ObjectiveTerms.build` (per policy) or :meth:`~ObjectiveTerms.for_call`
-   (per call); its value in the reference evaluation
-   :meth:`ObjectiveTerms.evaluate` (``J`` of predicted loads: the instance's
-   :meth:`~bfio.solvers.instance.Instance.objective`, hence every backend's
-   reported ``J`` and the tests that check the backends against it); a part
-   that is linear in the admitted requests in :meth:`ObjectiveTerms.request_values`
-   (the MILP's coefficients); and the arrays the kernels need in
-   :meth:`ObjectiveTerms.kernel_arrays` (the fast path's one hand-over);
-2. the numba kernel's cost function: :func:`bfio.solvers.fast._life_cost`
-   (with ``_volume``; ``_pivots`` and the heap's ``_key`` are its minimizers
-   and follow it), which receives the new array through the kernels'
-   arguments from :meth:`~ObjectiveTerms.kernel_arrays`.
-
-A term that is not linear in the admitted requests (another envelope, say)
-also needs its rows in the aggregated MILP (:mod:`bfio.solvers.model`).
+A new term is its own module in :mod:`bfio.solvers.terms` plus its factory in
+:data:`bfio.solvers.terms.CALL_TERMS` (that package's docstring, "How to add a
+term"); nothing here changes. For the fast kernels to weigh it while they
+choose the admitted requests, also its kernel: its arrays in
+:meth:`ObjectiveTerms.kernel_arrays` and its cost in the kernel's cost function
+:func:`bfio.solvers.fast._life_cost` (``_pivots`` and the heap's ``_key`` are
+its minimizers and follow it).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from bfio.errors import ConfigError
+from bfio.solvers.terms import Term
 
 # Chosen by the objective study (docs/bfio.md, "Objective study"; bfio.studies.objective_study).
 DEFAULT_DISCOUNT = 0.6
@@ -175,6 +180,44 @@ def imbalance_objective(loads: np.ndarray, weights: np.ndarray):
     return float(out) if np.ndim(out) == 0 else out
 
 
+def imbalance_candidate_costs(loads: np.ndarray, add: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per worker ``g``, ``J`` (:func:`imbalance_objective`, float) of the loads
+    ``(G, W + 1)`` when ``g`` alone gains ``add[g]``: the envelope is the larger of
+    the others' top and ``g``'s new load (``O(G W)``, not ``O(G^2 W)``)."""
+    G, W1 = loads.shape
+    h = np.arange(W1)
+    first = loads.argmax(axis=0)  # per offset the top worker (the first of equal ones)
+    top = loads[first, h]
+    if G > 1:
+        rest = loads.copy()
+        rest[first, h] = -np.inf
+        second = rest.max(axis=0)
+    else:
+        second = np.full(W1, -np.inf)
+    others = np.where(first[None, :] == np.arange(G)[:, None], second[None, :], top[None, :])
+    envelope = np.maximum(others, loads + add)
+    return (G * envelope - (loads.sum(axis=0)[None, :] + add)) @ weights
+
+
+@dataclass(frozen=True, eq=False)
+class ImbalanceTerm(Term):
+    """The discounted imbalance of Eq. (IO), ``sum_h w_h [G max_g Lhat_g(h) -
+    sum_g Lhat_g(h)]`` (Section 4): the first term of ``J``. Its kernel is the fast
+    path's (:func:`bfio.solvers.fast._life_cost`, the heap's ``_key``); its MILP
+    is the aggregated model of :mod:`bfio.solvers.model` itself."""
+
+    weights: np.ndarray
+    name = "imbalance"
+    in_kernel = True
+
+    def candidate_costs(self, k, loads, add, entry) -> np.ndarray:
+        """``J`` with the request on each worker (:func:`imbalance_candidate_costs`)."""
+        return imbalance_candidate_costs(loads, add, self.weights)
+
+    def value(self, loads, assign=None):
+        return imbalance_objective(loads, self.weights)
+
+
 #: Lifetime of a new request that persists over the whole window (``new_requests = persist``):
 #: beyond every window, so ``h < l_j`` holds at every offset (the kernels clip it to ``H + 1``).
 PERSIST = np.int64(2**40)
@@ -202,7 +245,9 @@ class ObjectiveTerms:
     - ``lifetimes``: ``l_j`` of the call's waiting requests (oldest first; a new
       request adds ``s_j + h`` while ``h < l_j``), ``None`` when they persist
       over the window (and, with ``predicted``, before :meth:`for_call` binds
-      the terms to a call).
+      the terms to a call);
+    - ``extra``: the call's terms of ``J`` besides the imbalance
+      (:class:`bfio.solvers.terms.Term`, e.g. the prefix-cache term; :meth:`with_terms`).
     """
 
     horizon: int
@@ -211,6 +256,7 @@ class ObjectiveTerms:
     new_requests: str
     weights: np.ndarray
     lifetimes: np.ndarray | None = None
+    extra: tuple = ()
 
     @classmethod
     def build(cls, horizon: int, discount: float = UNDISCOUNTED, new_requests: str = "persist", decode_estimate=None,
@@ -244,15 +290,13 @@ class ObjectiveTerms:
     def with_lifetimes(self, lifetimes) -> ObjectiveTerms:
         """The same terms with the given lifetimes ``l_j`` (``None``: every new
         request persists; the model follows: ``persist`` | ``predicted``)."""
-        return ObjectiveTerms(self.horizon, self.window, self.discount,
-                              "persist" if lifetimes is None else "predicted", self.weights, lifetimes)
+        return replace(self, new_requests="persist" if lifetimes is None else "predicted", lifetimes=lifetimes)
 
     def full(self) -> ObjectiveTerms:
         """These terms over every offset ``0..H`` (what the exact backends solve)."""
         if self.window == self.horizon:
             return self
-        return ObjectiveTerms(self.horizon, self.horizon, self.discount, self.new_requests,
-                              offset_weights(self.horizon, self.discount), self.lifetimes)
+        return replace(self, window=self.horizon, weights=offset_weights(self.horizon, self.discount))
 
     def fast(self) -> ObjectiveTerms:
         """These terms over the fast path's offsets ``0..effective_horizon(H, delta)``
@@ -262,8 +306,16 @@ class ObjectiveTerms:
             return self
         if window > self.window:
             raise ValueError(f"terms over offsets 0..{self.window} cannot give the fast window 0..{window}")
-        return ObjectiveTerms(self.horizon, window, self.discount, self.new_requests,
-                              np.ascontiguousarray(self.weights[:window + 1]), self.lifetimes)
+        return replace(self, window=window, weights=np.ascontiguousarray(self.weights[:window + 1]))
+
+    def with_terms(self, *extra: Term) -> ObjectiveTerms:
+        """The same terms with ``extra`` as the call's terms besides the imbalance."""
+        return replace(self, extra=tuple(extra))
+
+    @property
+    def terms(self) -> tuple[Term, ...]:
+        """Every term of ``J``: the imbalance (:class:`ImbalanceTerm`) then :attr:`extra`."""
+        return (ImbalanceTerm(self.weights), *self.extra)
 
     @property
     def offsets(self) -> int:
@@ -272,8 +324,9 @@ class ObjectiveTerms:
 
     @property
     def integral(self) -> bool:
-        """True when ``J`` is an integer for integer loads (``delta = 1``)."""
-        return self.discount == 1.0
+        """True when ``J`` is an integer for integer loads (``delta = 1``, no extra term:
+        an extra term's costs may be fractional)."""
+        return self.discount == 1.0 and not self.extra
 
     def profiles(self, sizes: np.ndarray) -> np.ndarray:
         """``(n, window + 1)`` int64: what each waiting request of prefill ``sizes``
@@ -286,9 +339,53 @@ class ObjectiveTerms:
         ``J`` that is linear in the admitted requests)."""
         return self.profiles(sizes).astype(np.float64) @ self.weights
 
-    def evaluate(self, loads: np.ndarray):
-        """``J`` of predicted loads ``(..., G, window + 1)`` (:func:`imbalance_objective`)."""
-        return imbalance_objective(loads, self.weights)
+    def evaluate(self, loads: np.ndarray, assign: np.ndarray | None = None):
+        """``J`` of predicted loads ``(..., G, window + 1)``: the sum of every term's
+        :meth:`~bfio.solvers.terms.Term.value` (:func:`imbalance_objective` alone
+        without :attr:`extra`; the extra terms also read ``assign``)."""
+        J = imbalance_objective(loads, self.weights)
+        if self.extra and assign is None:
+            raise ValueError(f"the objective's terms {[t.name for t in self.extra]} need the assignment")
+        for term in self.extra:
+            J = J + term.value(loads, assign)
+        return J
+
+    def candidate_costs(self, k: int, loads: np.ndarray, add: np.ndarray, entry: np.ndarray) -> np.ndarray:
+        """Per worker, ``J`` when the ``k``-th request of the call joins it (the sum of
+        every term's :meth:`~bfio.solvers.terms.Term.candidate_costs`; ``loads``,
+        ``add`` ``(G, window + 1)``, ``entry`` the offsets at which each worker would
+        admit it); follow the binding with :meth:`bound`."""
+        J = imbalance_candidate_costs(loads, add, self.weights)
+        for term in self.extra:
+            J = J + term.candidate_costs(k, loads, add, entry)
+        return J
+
+    def bound(self, k: int, g: int) -> None:
+        """The ``k``-th request of the call was bound to worker ``g`` (each term's
+        :meth:`~bfio.solvers.terms.Term.bound`)."""
+        for term in self.extra:
+            term.bound(k, g)
+
+    def check_solver(self, solver: str, key: str = "solver") -> None:
+        """Refuse, with a :class:`ConfigError` naming ``key`` and the term, a term the
+        exact backend ``solver``'s MILP cannot express (no
+        :meth:`~bfio.solvers.terms.Term.linear_costs`)."""
+        for term in self.extra:
+            if not term.linear:
+                raise ConfigError(f"{key}: objective term {term.name!r} cannot be expressed by solver {solver!r} "
+                                  f"(it is not linear in the assignment); use solver='fast'")
+
+    def milp_costs(self, workers: int, n: int, solver: str = "exact") -> np.ndarray | None:
+        """``(n, G)`` the extra terms' costs of ``x_jg`` in the MILP (the sum of their
+        :meth:`~bfio.solvers.terms.Term.linear_costs`), ``None`` without extra terms;
+        a term that is not linear is refused naming ``solver`` (:meth:`check_solver`)."""
+        if not self.extra:
+            return None
+        self.check_solver(solver)
+        out = np.zeros((n, workers), dtype=np.float64)
+        for term in self.extra:
+            out = out + term.linear_costs(workers)
+        return out
 
     def kernel_arrays(self, base: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``(life, weights)``, the terms as the numba kernels take them
@@ -296,6 +393,10 @@ class ObjectiveTerms:
         ``life[j]`` the lifetimes of the ``n`` waiting requests (:data:`PERSIST`
         when they persist) and the offset weights; ``base`` (the active
         requests' loads) must span exactly the offsets ``0..window``."""
+        for term in self.extra:
+            if not term.in_kernel:
+                raise ValueError(f"objective term {term.name!r} has no kernel (bfio.solvers.terms, "
+                                 "'How to add a term'): the fast kernels cannot weigh it")
         if base.shape[-1] != self.window + 1:
             raise ValueError(f"loads over {base.shape[-1]} offsets, the objective's terms are over "
                              f"0..{self.window} ({self.window + 1})")
@@ -310,4 +411,5 @@ class ObjectiveTerms:
 
 __all__ = ["DEFAULT_DISCOUNT", "UNDISCOUNTED", "NEW_REQUEST_MODELS", "OBJECTIVES", "NEGLIGIBLE_WEIGHT", "PERSIST",
            "check_discount", "check_new_requests", "check_objective", "offset_weights", "effective_horizon",
-           "request_profiles", "imbalance_objective", "persisting", "ObjectiveTerms"]
+           "request_profiles", "imbalance_objective", "imbalance_candidate_costs", "persisting", "ImbalanceTerm",
+           "ObjectiveTerms"]

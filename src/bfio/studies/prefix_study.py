@@ -2,7 +2,7 @@
 
 Every router of ``prefix_study.routers`` (instant dispatch; ``bfio`` is BF-IO
 with horizon ``prefix_study.horizon`` and its prefix-cache term,
-:class:`bfio.solvers.dispatch.PrefillTerm`) on each setting, with the prefill
+:class:`bfio.solvers.terms.prefill.PrefillTerm`) on each setting, with the prefill
 step model (:mod:`bfio.prefill`: ``prefix_study.prefill``, each rank's cache
 capacity derived from ``kv_tokens_per_rank``) and every seed. Settings name a
 ``workload``:
@@ -312,7 +312,7 @@ STUDY = register_study(Study(
     tabulate=_tabulate, plot="bfio.figures.prefix_tradeoff:plot_prefix_tradeoff",
     modules=("studies/prefix_study.py", "prefill.py", "prefix.py", "sessions.py", "policies/cache_first.py",
              "policies/tpu_least_loaded.py", "policies/sglang_prefix_match.py", "policies/sgl_cache_aware.py",
-             "policies/prefix_state.py", "solvers/dispatch.py", "step_model"),
+             "policies/prefix_state.py", "solvers/dispatch.py", "solvers/terms/prefill.py", "step_model"),
     table_modules=("studies/prefix_summary.py",), figure_modules=("figures/prefix_tradeoff.py",),
     validate=validate_section,
     caption="""Prefix caches against the lockstep barrier (issue 32, ``docs/studies.md``):

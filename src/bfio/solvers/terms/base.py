@@ -1,0 +1,46 @@
+"""The base class of the extra terms of BF-IO's objective ``J`` (Section 4, Eq. (IO);
+:mod:`bfio.solvers.terms`, "How to add a term")."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Term:
+    """One term of ``J`` at one routing call (module docstring).
+
+    A term may be sequential: the requests of a call are bound one at a time
+    (:meth:`candidate_costs` of the ``k``-th, then :meth:`bound`), each seeing the
+    earlier bindings."""
+
+    #: the term's name, as errors and docs give it
+    name: str = ""
+    #: True when the fast path's numba kernels compute this term
+    in_kernel: bool = False
+    #: True when the term is linear in the assignment (:meth:`linear_costs`): the
+    #: exact backends' MILP holds it; they refuse a run with a term that is not
+    linear: bool = False
+
+    def candidate_costs(self, k: int, loads: np.ndarray, add: np.ndarray, entry: np.ndarray) -> np.ndarray:
+        """Per worker ``g``, the change of this term of ``J`` when the ``k``-th request
+        of the call joins ``g``: ``loads`` ``(G, W + 1)`` the predicted loads before,
+        ``add`` ``(G, W + 1)`` what the request adds on each worker, ``entry[g]`` the
+        offset at which ``g`` would admit it."""
+        raise NotImplementedError
+
+    def bound(self, k: int, g: int) -> None:
+        """The ``k``-th request of the call was bound to worker ``g`` (after :meth:`candidate_costs`)."""
+
+    def value(self, loads: np.ndarray, assign: np.ndarray):
+        """This term's part of ``J`` for ``assign`` (request -> worker or -1) with
+        predicted loads ``loads``."""
+        raise NotImplementedError
+
+    def linear_costs(self, workers: int) -> np.ndarray:
+        """``(n, G)`` costs ``c_jg`` with this term ``= sum_{j,g} c_jg x_jg`` (the MILP's
+        coefficients), for a term with ``linear = True`` (an exact backend cannot
+        express another and refuses the run)."""
+        raise NotImplementedError
+
+
+__all__ = ["Term"]
