@@ -108,3 +108,55 @@ def test_instant_bfio_reads_the_expected_loads_of_a_probabilistic_predictor(monk
     assert stepped.requests["queue_worker"].equals(oracle.requests["queue_worker"])
 
 
+
+
+def _dispatch_state(step, slot_request, generated, head, nxt, workload):
+    from bfio.policies.base import DispatchState
+
+    G, B = slot_request.shape
+    running = (slot_request >= 0).sum(axis=1)
+    loads = np.array([sum(workload.prefill[i] + generated[i] for i in row if i >= 0) for row in slot_request])
+    zeros = np.zeros(G, dtype=np.int64)
+    return DispatchState(step=step, clock=0.0, workers=G, slots=B, waiting=zeros, waiting_tokens=zeros,
+                         running=running, loads=loads, free=B - running, workload=workload,
+                         slot_request=slot_request, generated=generated, queue_head=head, queue_next=nxt)
+
+
+def test_lagged_bfio_reads_the_last_report_plus_its_own_bindings():
+    """With report_interval k, instant BF-IO sees the running requests and queues of
+    the window's first call, plus what it bound since; a new window reads the
+    state afresh (issue 44, equal information)."""
+    from bfio.policies import make_policy
+
+    w = Workload(np.array([5000, 10, 10, 10, 10]), np.array([100, 100, 100, 100, 100]))
+    policy = make_policy("bfio", horizon=10, report_interval=5)
+    policy.reset(2, 2)
+    no_queue = np.full(2, -1, dtype=np.int64), np.full(5, -1, dtype=np.int64)
+    # step 0: request 0 (long prompt) runs on worker 0; request 1 arrives
+    sr = np.array([[0, -1], [-1, -1]])
+    gen = np.zeros(5, dtype=np.int64)
+    assert policy.dispatch(_dispatch_state(0, sr, gen, *no_queue, w), np.array([1])).tolist() == [1]
+    # step 3, same window: the cluster is empty now, but the report still shows the
+    # 5,000-token request on worker 0 and its own binding of request 1 to worker 1
+    empty = np.full((2, 2), -1)
+    lagged = policy.dispatch(_dispatch_state(3, empty, gen, *no_queue, w), np.array([2]))
+    exact = make_policy("bfio", horizon=10)
+    exact.reset(2, 2)
+    fresh = exact.dispatch(_dispatch_state(3, empty, gen, *no_queue, w), np.array([2]))
+    assert lagged.tolist() == [1] and fresh.tolist() == [0]
+    # step 5, a new window: the empty cluster is read, as the exact router reads it
+    assert policy.dispatch(_dispatch_state(5, empty, gen, *no_queue, w), np.array([3])).tolist() == fresh.tolist()
+
+
+def test_lagged_bfio_runs_and_refuses_the_central_pool():
+    from bfio.errors import ConfigError
+
+    w = _workload(600, 300.0)
+    exact = simulate(w, 4, 8, "bfio", entry="arrivals", dispatch="instant", policy_options={"horizon": 10})
+    lagged = simulate(w, 4, 8, "bfio", entry="arrivals", dispatch="instant",
+                      policy_options={"horizon": 10, "report_interval": 50})
+    assert "report_interval" not in exact.config["policy_options"]
+    assert lagged.config["policy_options"]["report_interval"] == 50
+    assert not exact.requests["queue_worker"].equals(lagged.requests["queue_worker"])
+    with pytest.raises(ConfigError, match="report_interval"):
+        simulate(w, 4, 8, "bfio", entry="arrivals", policy_options={"report_interval": 10})

@@ -73,7 +73,7 @@ from bfio.errors import ConfigError
 from bfio.jit import run_clock
 from bfio.policies import register
 from bfio.progress import CallProgress
-from bfio.policies.base import DISPATCH_MODES, DispatchState, Policy, RoutingState
+from bfio.policies.base import DISPATCH_MODES, REPORT_INTERVAL, DispatchState, Policy, RoutingState
 from bfio.policies.drain import plan_drain
 from bfio.solvers.dispatch import bind, queue_profiles
 from bfio.policies.options import Option
@@ -192,7 +192,21 @@ OPTIONS = (
            "O(U (log G + H_eff)) per call) | auto (the greedy while its modelled cost is within 5% of the decode "
            "step, else the heap; docs/bfio.md 'Production scale')", choices=_placements,
            applies_with=("solver", ("fast",)), identity="non-default", identity_omits=GREEDY_PLACEMENT),
+    # instant dispatch on lagged reports (issue 44, "equal information"): the production routers' option
+    REPORT_INTERVAL,
 )
+
+
+def _queues(state: DispatchState) -> list[list[int]]:
+    """Each worker's FIFO queue of request ids, walked from ``queue_head`` along
+    ``queue_next`` (the non-empty queues only)."""
+    queues: list[list[int]] = [[] for _ in range(state.workers)]
+    for g in np.flatnonzero(state.queue_head >= 0).tolist():
+        i = int(state.queue_head[g])
+        while i >= 0:
+            queues[g].append(i)
+            i = int(state.queue_next[i])
+    return queues
 
 
 @register
@@ -230,6 +244,7 @@ class BFIO(Policy):
         self.time_limit_s = v["time_limit_s"]
         self.shard_workers = v["shard_workers"]
         self.placement = v["placement"]
+        self.report_interval = v["report_interval"]
         # an exact backend has no placement of its own: a placement given for it (but the greedy,
         # the paper's, which a config may set for every BF-IO row) would be ignored
         if self.solver != "fast" and options.get("placement", GREEDY_PLACEMENT) != GREEDY_PLACEMENT:
@@ -284,6 +299,7 @@ class BFIO(Policy):
         self._heap_refreshes = 0
         self._tracker: TrackedLoads | None = None
         self._reserved: dict[int, int] = {}  # admission drain:N: request id -> its reserved worker
+        self._report: dict | None = None  # instant dispatch with report_interval: the last report
         # exact backends (highs, gurobi): a line every CALL_PROGRESS_EVERY_S seconds with the
         # solves done and their mean time (issue 31 item 5: minutes without output otherwise)
         self._exact_progress = (CallProgress(f"BF-IO exact solver {self.solver} (H={self.horizon}, time limit "
@@ -299,6 +315,9 @@ class BFIO(Policy):
         return self._estimate
 
     def route(self, state: RoutingState) -> np.ndarray:
+        if self.report_interval:
+            raise ConfigError("report_interval: lagged load reports are modelled for dispatch 'instant'; a central "
+                              "pool reads the exact state")
         n = state.pool.shape[0]
         U = state.admissible
         if U == 0:
@@ -456,6 +475,7 @@ class BFIO(Policy):
         expected release (:meth:`_expected_release`)."""
         t0 = run_clock()
         window = self._objective.window
+        state, queues = self._view(state)
         sr = state.slot_request
         if self.predictor.probabilistic:  # expected loads, as the central path reads them (issue 44)
             base, est = self._expected(state, window)
@@ -468,19 +488,36 @@ class BFIO(Policy):
             # per slot its release offset: r_i (as predicted_loads reads it) or 0 when free
             remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
         release = np.sort(remaining, axis=1).tolist()  # a sorted row is a valid heap (bfio.solvers.dispatch)
-        queues = [[] for _ in range(state.workers)]
-        for g in np.flatnonzero(state.queue_head >= 0).tolist():  # walk the non-empty queues only
-            i = int(state.queue_head[g])
-            while i >= 0:
-                queues[g].append(i)
-                i = int(state.queue_next[i])
         lifetimes = self._new_lifetimes(est, window, len(state.workload))
         loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
         requests = np.asarray(requests)
         terms = self._objective.with_terms(*call_terms(state, requests))  # e.g. the prefix-cache term (issue 32)
         out = bind(loads, release, requests, state.workload.prefill, lifetimes, terms)
+        if self._report is not None:  # its own bindings join the report's queues until the next report
+            for i, g in zip(requests.tolist(), np.asarray(out).tolist()):
+                self._report["queues"][g].append(i)
         self._times.append(run_clock() - t0)
         return out
+
+    def _view(self, state: DispatchState) -> tuple[DispatchState, list[list[int]]]:
+        """The state instant dispatch reads and each worker's queue (request ids,
+        FIFO): the exact ones, or with ``report_interval`` ``k >= 1`` the last
+        report (running requests, their generated tokens and the queues, copied at
+        the first call of each window of ``k`` steps, as
+        :class:`~bfio.policies.base.InstantPolicy` reports the production routers'
+        state) plus its own bindings since; completions, admissions and decode
+        growth stay invisible until the next report. The completed requests the
+        oracle-free predictors learn from are not lagged."""
+        k = self.report_interval
+        if k == 0:
+            return state, _queues(state)
+        window = int(state.step) // k
+        rep = self._report
+        if rep is None or rep["window"] != window or rep["slot_request"].shape != state.slot_request.shape:
+            rep = self._report = {"window": window, "slot_request": np.array(state.slot_request, copy=True),
+                                  "generated": np.array(state.generated, copy=True), "queues": _queues(state)}
+        lagged = replace(state, slot_request=rep["slot_request"], generated=rep["generated"])
+        return lagged, [list(q) for q in rep["queues"]]
 
     def _route_exact(self, inst: Instance) -> np.ndarray:
         if self.admission_mode == "aging" and inst.admissible < inst.waiting:
