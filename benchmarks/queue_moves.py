@@ -42,7 +42,7 @@ ROWS = [  # label, policy, dispatch, queue_moves, options
     ("sglang_total_tokens + sglang_balancer", "sglang_total_tokens", "instant", "sglang_balancer", None),
 ]
 KEEP = ("e2e_s_p50", "e2e_s_p99", "throughput_run", "queue_wait_s_p99", "ttft_s_p99", "tpot_s_p99",
-        "queue_moves", "queue_moved_requests", "preemptions", "avg_imbalance_run")
+        "queue_move_count", "queue_moved_requests", "preemptions", "avg_imbalance_run")
 
 
 def main(out: str, seeds: int = 3, load: float = 0.9, n: int = 4000, regime: str = "paper") -> None:
@@ -71,7 +71,7 @@ def main(out: str, seeds: int = 3, load: float = 0.9, n: int = 4000, regime: str
             print(json.dumps(row), flush=True)
     runs = pd.DataFrame(map(json.loads, log.read_text().splitlines()))
     table = runs.groupby("label", sort=False)[list(KEEP) + ["wall_s"]].mean()
-    table["moves_per_1000"] = 1000 * table["queue_moves"] / n
+    table["moves_per_1000"] = 1000 * table["queue_move_count"] / n
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))
 
 

@@ -153,7 +153,7 @@ def test_runs_with_moves_finish_every_request_once_and_only_unadmitted_ones_move
     opts = {"horizon": 20} if policy == "bfio" else None
     res = simulate(work, 4, 8, policy, queue_moves=rule, policy_options=opts, **KW)
     r, m = res.requests, res.metrics
-    assert m["queue_moves"] > 0 and m["queue_moves"] == len(seen) == r["moves"].sum()
+    assert m["queue_move_count"] > 0 and m["queue_move_count"] == len(seen) == r["moves"].sum()
     assert m["queue_moved_requests"] == (r["moves"] > 0).sum()
     assert all(not_started and worker < 0 for _, not_started, worker in seen)  # never admitted before
     assert r["finish_s"].notna().all() and len(r) == len(work)
@@ -166,7 +166,7 @@ def test_moves_are_deterministic():
     work = _workload(n=300)
     a, b = (simulate(work, 4, 8, "bfio", queue_moves="bfio", policy_options={"horizon": 20}, **KW) for _ in range(2))
     assert a.requests.equals(b.requests) and a.series.equals(b.series)
-    assert a.metrics["queue_moves"] == b.metrics["queue_moves"] > 0
+    assert a.metrics["queue_move_count"] == b.metrics["queue_move_count"] > 0
 
 
 def test_no_moves_is_the_run_as_before():
@@ -174,7 +174,7 @@ def test_no_moves_is_the_run_as_before():
     a = simulate(work, 4, 8, "bfio", policy_options={"horizon": 20}, **KW)
     b = simulate(work, 4, 8, "bfio", queue_moves="none", policy_options={"horizon": 20}, **KW)
     assert a.requests.equals(b.requests) and a.series.equals(b.series) and a.config == b.config
-    assert "moves" not in a.requests and "queue_moves" not in a.metrics and "queue_moves" not in a.config
+    assert "moves" not in a.requests and "queue_move_count" not in a.metrics and "queue_moves" not in a.config
     strip = (lambda m: {k: v for k, v in m.items() if not k.startswith(TIMINGS)})
     assert strip(a.metrics) == strip(b.metrics)
 
@@ -192,3 +192,22 @@ def test_moves_are_refused_where_they_cannot_apply():
     spec = RunSpec("longbench", 10, 2, 4, "bfio_h20", 0, dispatch="instant", queue_moves="bfio")
     assert spec.ident()["queue_moves"] == "bfio"
     assert "queue_moves" not in RunSpec("longbench", 10, 2, 4, "bfio_h20", 0).ident()
+
+
+def test_simulate_cli_moves_queued_requests_and_names_its_flag(data_dir, capsys):
+    """``--queue-moves`` reaches the run (its summary counts the moves) and is
+    refused, by its flag, without instant dispatch."""
+    import json
+
+    from bfio.cli import main
+
+    base = ["simulate", "--trace", "burstgpt", "--requests", "300", "--workers", "4", "--slots", "4", "--policy",
+            "sglang_total_tokens", "--dispatch", "instant", "--arrival-mode", "poisson", "--arrival-rate", "400",
+            "--data-dir", str(data_dir)]
+    assert main(base + ["--queue-moves", "sglang_balancer", "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["queue_move_count"] > 0 and out["queue_moves"] == "sglang_balancer"
+    assert main(base + ["--json", "-"]) == 0
+    assert "queue_moves" not in json.loads(capsys.readouterr().out)
+    assert main([a if a != "instant" else "central" for a in base] + ["--queue-moves", "sglang_balancer"]) != 0
+    assert "--queue-moves: " in capsys.readouterr().err

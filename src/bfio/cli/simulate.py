@@ -248,6 +248,9 @@ def cmd_simulate(args) -> int:
     from bfio.traces import load_trace
 
     resolve_dispatch(args)
+    if args.queue_moves != "none" and args.dispatch != "instant":
+        raise ConfigError(f"--queue-moves: {args.queue_moves} moves requests between ranks' queues, which only "
+                          f"--dispatch instant has (got --dispatch {args.dispatch})")
     options = policy_options(args)
     step_model = step_model_options(args)
     mode = arrival_mode(args)
@@ -322,8 +325,8 @@ def cmd_simulate(args) -> int:
             if "preemptions" in m:  # KV preemption (issue 44)
                 print(f"  KV preemption ({args.preemption}): {m['preemptions']:,} evictions of "
                       f"{m['preempted_requests']:,} requests, {m['recomputed_tokens']:,} tokens recomputed")
-        if "queue_moves" in m:  # queue moves (issue 45)
-            print(f"  queue moves ({args.queue_moves}): {m['queue_moves']:,} moves of {m['queue_moved_requests']:,} "
+        if "queue_move_count" in m:  # queue moves (issue 45)
+            print(f"  queue moves ({args.queue_moves}): {m['queue_move_count']:,} moves of {m['queue_moved_requests']:,} "
                   "requests")
     return 0
 

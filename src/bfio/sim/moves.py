@@ -14,7 +14,7 @@ stand (what still waits is what no slot took), then, only when something moved,
 one more admission (a request moved to a rank with a free slot starts at once).
 :meth:`~bfio.sim.dispatch.InstantDispatch.move` re-links the request
 (``head``/``tail``/``next``/``length``/``tokens``/``queue_worker``); it refuses
-a request not in a queue. Every move is counted: metrics ``queue_moves`` and
+a request not in a queue. Every move is counted: metrics ``queue_move_count`` and
 ``queue_moved_requests``, per request the ``moves`` column.
 
 A request that was preempted and put back in a queue does not move (the PR
@@ -94,7 +94,7 @@ class QueueMoves:
         return len(orders)
 
     def metrics(self) -> dict:
-        return {"queue_moves": int(self.count), "queue_moved_requests": int((self.times > 0).sum())}
+        return {"queue_move_count": int(self.count), "queue_moved_requests": int((self.times > 0).sum())}
 
 
 class SglangBalancer(QueueMoves):
