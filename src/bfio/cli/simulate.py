@@ -326,8 +326,8 @@ def cmd_simulate(args) -> int:
                 print(f"  KV preemption ({args.preemption}): {m['preemptions']:,} evictions of "
                       f"{m['preempted_requests']:,} requests, {m['recomputed_tokens']:,} tokens recomputed")
         if "queue_move_count" in m:  # queue moves (issue 45)
-            print(f"  queue moves ({args.queue_moves}): {m['queue_move_count']:,} moves of {m['queue_moved_requests']:,} "
-                  "requests")
+            print(f"  queue moves ({args.queue_moves}): {m['queue_move_count']:,} moves of "
+                  f"{m['queue_moved_requests']:,} requests")
     return 0
 
 
