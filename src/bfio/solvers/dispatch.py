@@ -109,8 +109,10 @@ def plan_moves(base: np.ndarray, release: list[list[int]], queues: list[list[int
                lifetimes: np.ndarray, terms_for, movable: np.ndarray, budget: int) -> list[tuple[int, int]]:
     """Queued requests to re-bind (issue 45, :mod:`bfio.sim.moves`): at most
     ``budget`` evaluations, each of the tail of one queue, the queue whose next
-    admission comes latest (the most backed-up worker) among those whose tail is
-    ``movable`` and not yet kept. The tail is taken out of its queue and bound
+    admission comes latest (the most backed-up worker; among ties, e.g. ranks
+    whose slots are free but whose KV memory holds the queue back, which the
+    predicted loads do not model, the most queued prompt tokens, then the first)
+    among those whose tail is ``movable`` and not yet kept. The tail is taken out of its queue and bound
     again as :func:`bind` binds an arrival (:func:`candidate`, :func:`choose`:
     the same ``J``, the same ties); it moves when that worker is another one and
     ``J`` falls, or ``J`` ties and it would be admitted strictly earlier there
@@ -125,11 +127,11 @@ def plan_moves(base: np.ndarray, release: list[list[int]], queues: list[list[int
     kept: set[int] = set()
     out: list[tuple[int, int]] = []
     for _ in range(budget):
-        ends = [(heaps[g][0], -g) for g in range(len(queues))
+        ends = [(heaps[g][0], int(sizes[queues[g]].sum()), -g) for g in range(len(queues))
                 if queues[g] and g not in kept and movable[queues[g][-1]]]
         if not ends:
             break
-        g = -max(ends)[1]
+        g = -max(ends)[2]
         j = queues[g][-1]
         row, heap = queue_profiles(base[g:g + 1], [list(release[g])], [queues[g][:-1]], sizes, lifetimes)
         without, rel = loads.copy(), [list(r) for r in heaps]
