@@ -24,9 +24,11 @@ Rules (``MOVES``):
 
 - ``sglang_balancer``: SGLang PR #37401 (sgl-project/sglang, "feat(dp): DP
   waiting-queue load balancing with PD-prefill migration (mori)", open,
-  2026-09-01), ``DPQueueBalancer.plan`` as read at its source (the module
-  defining ``MigrationOrder``, ``DPQueueBalancer`` and
-  ``SchedulerMigrationAgent``): ``mean`` of the ranks' waiting-queue lengths
+  2026-09-01), ``DPQueueBalancer.plan`` as read in a public copy of its module
+  (the ``queue_lb`` feature: ``MigrationOrder``, ``DPQueueBalancer``,
+  ``SchedulerMigrationAgent``; its repository path was not recoverable, so its
+  tie to the PR is by content: the PR's text names the same ``MigrationOrder(src,
+  dst, count)`` and the same eligibility): ``mean`` of the ranks' waiting-queue lengths
   (``num_waiting_reqs``); nothing if ``mean <= 0``; donors ``waiting > mean (1 +
   threshold)`` and ``waiting >= min_abs``, largest first; recipients ``waiting <
   mean (1 - threshold)``, smallest first; ``excess = int(waiting - mean)``,
@@ -46,7 +48,10 @@ Rules (``MOVES``):
   the tails of the most backed-up queues re-bound by the same ``J`` and ties as
   instant BF-IO's arrivals (:func:`bfio.solvers.dispatch.plan_moves`), moved when
   ``J`` falls (or ties and the request starts earlier); at most
-  :data:`BFIO_EVALUATIONS` evaluations per routing call.
+  :data:`BFIO_EVALUATIONS` evaluations per routing call. A request may move
+  again in a later call (a move is free here; no cap per request). The
+  predicted loads admit a queue into free slots and do not see a rank's KV
+  memory holding its queue back (with ``PrefillModel.kv_tokens``).
 """
 
 from __future__ import annotations
