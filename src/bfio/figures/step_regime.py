@@ -24,7 +24,8 @@ def plot_step_regime(summary: pd.DataFrame):
             r = s[(s["dispatch"] == dispatch) & (s["row"] == row)].set_index("regime").reindex(regimes)
             first = s[(s["dispatch"] == dispatch) & (s["row"] == row)].iloc[0]
             ax.plot(range(len(regimes)), r["vs_best"], linewidth=1.2,
-                    label=policy_label(row, dispatch, first["report_interval"], first["policy"]) if j == 0 else None,
+                    label=policy_label(row, dispatch, first["report_interval"], first["policy"], first.get("horizon"))
+                    if j == 0 else None,
                     **series_style(k, len(routers)))
         ax.set_xticks(range(len(regimes)), regimes, rotation=30, ha="right")
         ax.set_ylabel("p99 e2e / best router's")

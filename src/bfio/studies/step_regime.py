@@ -22,7 +22,7 @@ from dataclasses import replace
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, run_batch
+from bfio.run import ArrivalSpec, RunSpec, resolve_row, run_batch
 from bfio.step_model import from_config
 from bfio.studies.goodput_study import regime_capacity, router_rows
 from bfio.studies.online import report_interval
@@ -71,6 +71,7 @@ def run_step_regime(name: str, setting: dict, section: dict, seeds, slots: int, 
         done["offered_rps"] = rate
         done["load"] = load
         done["report_interval"] = [report_interval(r.policy_options) for r in runs]
+        done["horizon"] = [float("nan") if r.horizon is None else float(r.horizon) for r in runs]
         frames.append(done)
         if log is not None:
             log.info("step regime %s %s: capacity %.4g req/s, offered %.4g", name, regime["name"], cap, rate)
@@ -90,6 +91,10 @@ def validate_section(section: dict, config: dict) -> None:
 def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
     from bfio.studies.step_regime_summary import step_regime_markdown, summarize_step_regime
 
+    if "horizon" not in runs.columns:  # runs written before the column: BF-IO's H from the rows
+        runs = runs.assign(horizon=[float(resolve_row(row, section.get("variants"))[1].get("horizon", float("nan")))
+                                    if policy == "bfio" else float("nan")
+                                    for row, policy in zip(runs["row"], runs["policy"])])
     summary = summarize_step_regime(runs)
     return summary, step_regime_markdown(summary, section["description"])
 

@@ -17,7 +17,7 @@ from bfio.studies.report import fmt, markdown_table
 RANK_METRIC = "e2e_s_p99"
 METRICS = (RANK_METRIC, "throughput_run", "imbalance_share")
 GROUP = ["setting", "regime", "beta", "trace", "requests", "workers", "slots", "load", "capacity_rps", "dispatch",
-         "row", "policy", "report_interval"]
+         "row", "policy", "report_interval", "horizon"]
 
 
 def summarize_step_regime(runs: pd.DataFrame) -> pd.DataFrame:
@@ -65,7 +65,7 @@ def step_regime_markdown(summary: pd.DataFrame, title: str = "Router ranking by 
         rows = []
         for (dispatch, row), sub in grp.groupby(["dispatch", "row"], sort=False):
             r0 = sub.iloc[0]
-            rec = {"router": policy_label(row, dispatch, r0["report_interval"], r0["policy"])}
+            rec = {"router": policy_label(row, dispatch, r0["report_interval"], r0["policy"], r0.get("horizon"))}
             for regime in regimes:
                 cell = sub[sub["regime"] == regime]
                 rec[regime] = (f"{cell['vs_best'].iloc[0]:.3f} ({int(cell['rank'].iloc[0])})" if len(cell) else "")
