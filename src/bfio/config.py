@@ -30,7 +30,7 @@ from bfio.studies.starvation_summary import COST_METRICS
 
 
 def _default_filling_validator():
-    import jsonschema
+    import jsonschema  # local: loaded when a config is validated, not by the modules that import this one
 
     base = jsonschema.Draft7Validator
 
@@ -97,7 +97,8 @@ def validate_config(config: dict, schema) -> dict:
     dotted key at fault, e.g. ``config key 'experiments.table1.requests': ...``.
     """
     if not isinstance(schema, dict):
-        import yaml
+        import yaml  # local: as jsonschema above
+
         with open(schema) as f:
             schema = yaml.safe_load(f)
     schema = _registry_enums(schema)
