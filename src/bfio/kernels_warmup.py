@@ -35,6 +35,7 @@ from bfio.jit import compile_seconds
 from bfio.policies import available, policy_class
 from bfio.prefill import PrefillModel
 from bfio.sessions import grpo_groups, multi_turn_sessions
+from bfio.simulator import simulate
 from bfio.step_model import StepModel
 from bfio.workload import Workload, draw_workload, poisson_arrivals
 
@@ -69,8 +70,6 @@ def _workload(arrivals: bool = False, blocks: bool = False, n: int = REQUESTS):
 
 def _simulate(policy: str, *, dispatch: str = "central", entry: str = "backlog", prefill=None, workload=None,
               **options) -> None:
-    from bfio.simulator import simulate  # local: `bfio --help` builds this module's parser, without the simulator
-
     w = workload if workload is not None else _workload(arrivals=entry == "arrivals")
     simulate(w, WORKERS, SLOTS, policy, dispatch=dispatch, entry=entry, prefill=prefill, policy_options=options,
              show_progress=False, record_loads=True)
@@ -138,8 +137,6 @@ def _closed_loop() -> None:
 def _calibrated_step() -> None:
     """The calibrated step model (issue 44): lockstep (with and without prefill) and
     independent ranks; skipped when the kernel profiles are not in the data directory."""
-    from bfio.simulator import simulate  # local: `bfio --help` builds this module's parser, without the simulator
-
     w = _workload(arrivals=False)
     try:
         StepModel("calibrated").coefficients()
@@ -152,7 +149,7 @@ def _calibrated_step() -> None:
 
 def _theory() -> None:
     """The theory checks' kernels: the slot model (FCFS and BF-IO's balanced placement)."""
-    # local: `bfio --help` builds this module's parser, without the theory checks
+    # local: `bfio --help` builds this module's parser; the theory checks load when their kernels compile
     from bfio.theory.distributions import uniform
     from bfio.theory.drift import make_drift
     from bfio.theory.slot_model import run_slot_model

@@ -29,6 +29,7 @@ FLAGS = {
     "workers": "--workers",
     "slots": "--slots",
     "dispatch": "--dispatch",
+    "queue_moves": "--queue-moves",
     "policy": "--policy",
 }
 

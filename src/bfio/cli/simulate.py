@@ -18,6 +18,7 @@ from bfio.prefill import DEFAULT_CHUNK_TOKENS, DEFAULT_TOKEN_S, PREEMPTION_RULES
 from bfio.limits import MAX_SLOTS
 from bfio.policies import policy_class, policy_options as declared_options, registered, supporting
 from bfio.results_diff import without_timings
+from bfio.sim.moves import QUEUE_MOVES
 from bfio.solvers import warn_fallbacks
 from bfio.step_model import OPTIONS
 from bfio.traces import load_trace
@@ -82,6 +83,10 @@ def add_parser(subparsers) -> None:
                         "the policy's: instant for the engines' routers (" + ", ".join(instant_by_default())
                         + ") and the instant-only ones, central otherwise; give --dispatch central to run an "
                         "engine's router from the central pool")
+    s.add_argument("--queue-moves", choices=QUEUE_MOVES, default="none",
+                   help="with --dispatch instant: move queued, not yet admitted requests between ranks' queues "
+                        "(issue 45): none (default), sglang_balancer (SGLang PR #37401's waiting-queue balancer), "
+                        "bfio (BF-IO moves a queued request when that lowers its objective J; policy bfio)")
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
@@ -231,9 +236,12 @@ def arrival_mode(args) -> str:
 
 
 def cmd_simulate(args) -> int:
-    from bfio.run import ArrivalSpec, RunSpec, simulate_run  # local: `bfio --help` runs without the simulator
+    from bfio.run import ArrivalSpec, RunSpec, simulate_run  # local: `bfio --help` starts without bfio.run
 
     resolve_dispatch(args)
+    if args.queue_moves != "none" and args.dispatch != "instant":
+        raise ConfigError(f"--queue-moves: {args.queue_moves} moves requests between ranks' queues, which only "
+                          f"--dispatch instant has (got --dispatch {args.dispatch})")
     options = policy_options(args)
     step_model = step_model_options(args)
     mode = arrival_mode(args)
@@ -264,7 +272,7 @@ def cmd_simulate(args) -> int:
                    "kv_tokens": None, **prefill}
     spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
                    args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())),
-                   tuple(sorted(step_model.items())))
+                   tuple(sorted(step_model.items())), args.queue_moves)
     try:
         result = simulate_run(spec, trace.to_frame(), show_progress=None)
     except ConfigError as e:  # the library names its arguments; say which flags set them
@@ -304,6 +312,9 @@ def cmd_simulate(args) -> int:
             if "preemptions" in m:  # KV preemption (issue 44)
                 print(f"  KV preemption ({args.preemption}): {m['preemptions']:,} evictions of "
                       f"{m['preempted_requests']:,} requests, {m['recomputed_tokens']:,} tokens recomputed")
+        if "queue_move_count" in m:  # queue moves (issue 45)
+            print(f"  queue moves ({args.queue_moves}): {m['queue_move_count']:,} moves of "
+                  f"{m['queue_moved_requests']:,} requests")
     return 0
 
 

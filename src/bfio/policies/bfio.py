@@ -75,7 +75,7 @@ from bfio.policies import register
 from bfio.progress import CallProgress
 from bfio.policies.base import DISPATCH_MODES, REPORT_INTERVAL, DispatchState, Policy, RoutingState
 from bfio.policies.drain import plan_drain
-from bfio.solvers.dispatch import bind, queue_profiles
+from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
 from bfio.policies.options import Option
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaining, make_predictor
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT, PLACEMENTS, SOLVERS, SolverError, solve
@@ -286,6 +286,7 @@ class BFIO(Policy):
         self._estimate = None
         self._estimate_key = None
         self._times: list[float] = []
+        self._move_times: list[float] = []  # plan_moves (issue 45)
         self._gaps: list[float] = []
         self._proven = 0
         self._fallbacks = 0
@@ -468,8 +469,26 @@ class BFIO(Policy):
         expected loads (:meth:`_expected`, as on the central path) and each slot's
         expected release (:meth:`_expected_release`)."""
         t0 = run_clock()
-        window = self._objective.window
         state, queues = self._view(state)
+        base, release, lifetimes = self._predicted(state)
+        loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
+        requests = np.asarray(requests)
+        terms = self._objective.with_terms(*call_terms(state, requests))  # e.g. the prefix-cache term (issue 32)
+        out = bind(loads, release, requests, state.workload.prefill, lifetimes, terms)
+        if self._report is not None:  # its own bindings join the report's queues until the next report
+            for i, g in zip(requests.tolist(), np.asarray(out).tolist()):
+                self._report["queues"][g].append(i)
+        self._times.append(run_clock() - t0)
+        return out
+
+    def _predicted(self, state: DispatchState) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+        """What instant dispatch predicts from: the running requests' loads over the
+        window ``(G, H_eff + 1)``, per worker its slots' release offsets (a sorted row,
+        a valid heap for :mod:`bfio.solvers.dispatch`) and every request's lifetime as
+        a new request. Every predictor (issue 44): a probabilistic one gives the
+        expected loads (:meth:`_expected`, as on the central path) and each slot's
+        expected release (:meth:`_expected_release`)."""
+        window = self._objective.window
         sr = state.slot_request
         if self.predictor.probabilistic:  # expected loads, as the central path reads them (issue 44)
             base, est = self._expected(state, window)
@@ -482,15 +501,26 @@ class BFIO(Policy):
             # per slot its release offset: r_i (as predicted_loads reads it) or 0 when free
             remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
         release = np.sort(remaining, axis=1).tolist()  # a sorted row is a valid heap (bfio.solvers.dispatch)
-        lifetimes = self._new_lifetimes(est, window, len(state.workload))
-        loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
-        requests = np.asarray(requests)
-        terms = self._objective.with_terms(*call_terms(state, requests))  # e.g. the prefix-cache term (issue 32)
-        out = bind(loads, release, requests, state.workload.prefill, lifetimes, terms)
-        if self._report is not None:  # its own bindings join the report's queues until the next report
-            for i, g in zip(requests.tolist(), np.asarray(out).tolist()):
-                self._report["queues"][g].append(i)
-        self._times.append(run_clock() - t0)
+        return base, release, self._new_lifetimes(est, window, len(state.workload))
+
+    def plan_moves(self, state: DispatchState, movable: np.ndarray, budget: int) -> list[tuple[int, int]]:
+        """Queued requests to move between worker queues (issue 45, ``queue_moves =
+        bfio``, :mod:`bfio.sim.moves`): the tails of the most backed-up queues, each
+        re-bound as :meth:`dispatch` binds an arrival, moved when that lowers ``J``
+        (or ties it and starts the request earlier); at most ``budget`` evaluations
+        (:func:`bfio.solvers.dispatch.plan_moves`). ``movable[i]``: request ``i`` may
+        move. Reads the exact queues (the ranks' own, as an engine-side balancer
+        does), never a lagged report."""
+        t0 = run_clock()
+        base, release, lifetimes = self._predicted(state)
+        objective = self._objective
+
+        def terms_for(j: int):
+            return objective.with_terms(*call_terms(state, np.array([j], dtype=np.int64)))
+
+        out = plan_moves(base, release, _queues(state), state.workload.prefill, lifetimes, terms_for, movable,
+                         budget)
+        self._move_times.append(run_clock() - t0)
         return out
 
     def _view(self, state: DispatchState) -> tuple[DispatchState, list[list[int]]]:
@@ -545,5 +575,7 @@ class BFIO(Policy):
             out["drain_admissions"] = self._forced
         if self.placement != "greedy":
             out["heap_key_refreshes"] = self._heap_refreshes
+        if self._move_times:
+            out.update({"move_plan_calls": len(self._move_times), "move_plan_s_total": float(sum(self._move_times))})
         out.update(self.predictor.stats())
         return out

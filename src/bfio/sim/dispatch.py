@@ -6,7 +6,8 @@
   admits (:func:`bfio.kernels.admit_assigned`);
 - :class:`InstantDispatch`, as vLLM / SGLang data-parallel routers: the policy's
   ``dispatch`` binds each request to one worker's FIFO queue when it enters
-  (:func:`bfio.kernels.enqueue`), never moved afterwards; every worker admits
+  (:func:`bfio.kernels.enqueue`), never moved afterwards unless a queue-move
+  rule runs (issue 45, :mod:`bfio.sim.moves`); every worker admits
   from the head of its own queue into its free slots
   (:func:`bfio.kernels.admit_queues`, with the KV bound of
   :class:`bfio.prefill.PrefillModel` ``kv_tokens``).
@@ -30,12 +31,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from bfio.errors import PolicyError
 from bfio.jit import run_clock
 from bfio.kernels import admit_assigned, admit_queues, enqueue
 from bfio.policies import Policy
 from bfio.prefill import CacheView, Prefill
 from bfio.routing_checks import check_assignment, check_dispatch
 from bfio.sim.entry import Entry
+from bfio.sim.moves import make_moves
 from bfio.sim.preemption import make_preemption
 from bfio.sim.state import ClusterState
 
@@ -43,6 +46,8 @@ from bfio.sim.state import ClusterState
 class CentralDispatch:
     """One shared pool of waiting requests, oldest first; ``queue_worker`` stays -1
     (no request is bound before admission)."""
+
+    moves = None  # no queues, no queue moves (bfio.sim.moves)
 
     def __init__(self, state: ClusterState, policy: Policy, prefill: Prefill | None, token_latency_s: float):
         self.state = state
@@ -143,9 +148,10 @@ class InstantDispatch:
     """Per-worker FIFO queues, singly linked lists of request ids (``head[g]`` ->
     ``next[i]`` -> ... -> ``tail[g]``, -1 ends them; see :func:`bfio.kernels.enqueue`)
     with their lengths and prompt tokens; ``queue_worker[i]`` is the worker bound
-    at entry."""
+    at entry (or of its last move, :meth:`move`)."""
 
-    def __init__(self, state: ClusterState, policy: Policy, prefill: Prefill | None, token_latency_s: float):
+    def __init__(self, state: ClusterState, policy: Policy, prefill: Prefill | None, token_latency_s: float,
+                 queue_moves: str = "none"):
         G, N = state.workers, state.requests
         self.state = state
         self.policy = policy
@@ -162,16 +168,57 @@ class InstantDispatch:
         self.preemption = make_preemption(prefill, state)
         self._admitted = np.empty(max(1, min(N, G * state.slots)), dtype=np.int64)
         self._no_memory = np.zeros(G, dtype=np.int64)  # admit_queues' KV tokens when admission is not bounded
+        self.moves = make_moves(queue_moves, state, policy)
 
     def waiting(self) -> int:
         return self.queued
 
-    def enter(self, new: np.ndarray) -> None:
-        """The policy's ``dispatch`` binds each new request to one worker's queue (checked)."""
+    def dispatch_state(self):
+        """What the policy reads (:meth:`ClusterState.dispatch_state` with these queues)."""
         st = self.state
         view = None if self.prefill is None else CacheView(self.prefill, st.slot_request, self.tokens,
                                                            self.token_latency_s, self.head, self.next)
-        ds = st.dispatch_state(self.length, self.tokens, self.head, self.next, view)
+        return st.dispatch_state(self.length, self.tokens, self.head, self.next, view)
+
+    def queue(self, g: int) -> list[int]:
+        """Worker ``g``'s queue, head first."""
+        out, i = [], int(self.head[g])
+        while i >= 0:
+            out.append(i)
+            i = int(self.next[i])
+        return out
+
+    def move(self, i: int, dst: int) -> None:
+        """Re-bind queued request ``i`` to the tail of worker ``dst``'s queue (issue 45):
+        unlinked from its queue, its length and prompt tokens carried over. A request
+        not in a queue (admitted, finished, not entered) is a :class:`PolicyError`."""
+        g = int(self.queue_worker[i])
+        prev, j = -1, int(self.head[g]) if g >= 0 else -1
+        while j >= 0 and j != i:
+            prev, j = j, int(self.next[j])
+        if j != i:
+            raise PolicyError(f"queue move: request {i} is not queued (step {self.state.step})")
+        if not 0 <= dst < self.state.workers:
+            raise PolicyError(f"queue move: request {i} to worker {dst}, which does not exist "
+                              f"(G = {self.state.workers})")
+        nxt = int(self.next[i])
+        if prev < 0:
+            self.head[g] = nxt
+        else:
+            self.next[prev] = nxt
+        if self.tail[g] == i:
+            self.tail[g] = prev
+        prompt = self.state.workload.prefill
+        self.length[g] -= 1
+        self.tokens[g] -= prompt[i]
+        enqueue(np.array([i], dtype=np.int64), np.array([dst], dtype=np.int64), prompt, self.head, self.tail,
+                self.next, self.length, self.tokens)
+        self.queue_worker[i] = dst
+
+    def enter(self, new: np.ndarray) -> None:
+        """The policy's ``dispatch`` binds each new request to one worker's queue (checked)."""
+        st = self.state
+        ds = self.dispatch_state()
         t0 = run_clock()
         to = np.asarray(self.policy.dispatch(ds, new))
         st.route_times.append(run_clock() - t0)
@@ -228,7 +275,9 @@ class InstantDispatch:
     def routing_call(self, entry: Entry) -> int:
         """With preemption, ranks over their KV memory evict first; then queued
         requests take the slots freed by the last step, then requests due now are
-        bound and may start at once on workers with room; returns the admissions."""
+        bound and may start at once on workers with room; with a queue-move rule
+        (:mod:`bfio.sim.moves`) the queues left then are rebalanced, and when
+        something moved the workers admit once more; returns the admissions."""
         if self.preemption is not None:
             evicted = self.preemption.run(self.state)
             if evicted:
@@ -237,15 +286,18 @@ class InstantDispatch:
         new = entry.due(self.state, self.waiting())
         if new is not None:
             self.enter(new)
-        return n + self.admit()
+        n += self.admit()
+        if self.moves is not None and self.queued and self.moves.run(self):
+            n += self.admit()
+        return n
 
 
 Dispatch = CentralDispatch | InstantDispatch
 
 
 def make_dispatch(dispatch: str, state: ClusterState, policy: Policy, prefill: Prefill | None,
-                  token_latency_s: float) -> Dispatch:
-    """The dispatch part of ``simulate(dispatch=...)``."""
+                  token_latency_s: float, queue_moves: str = "none") -> Dispatch:
+    """The dispatch part of ``simulate(dispatch=...)`` (``queue_moves``: instant only)."""
     if dispatch == "central":
         return CentralDispatch(state, policy, prefill, token_latency_s)
-    return InstantDispatch(state, policy, prefill, token_latency_s)
+    return InstantDispatch(state, policy, prefill, token_latency_s, queue_moves)

@@ -32,7 +32,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
              record_loads: bool = False, show_progress: bool | None = None,
              policy_options: dict | None = None, dispatch: str = "central",
              fast_forward: bool = True, admission_mode: str | None = None,
-             prefill: PrefillModel | None = None, step_model: StepModel | str | None = None) -> SimulationResult:
+             prefill: PrefillModel | None = None, step_model: StepModel | str | None = None,
+             queue_moves: str = "none") -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
@@ -64,6 +65,12 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     ``dt = C + t_l max_g L_g``, unchanged; ``calibrated`` the lockstep step fitted
     to public kernel profiles (read from the data directory, sha256-verified).
 
+    ``queue_moves`` (issue 45, :mod:`bfio.sim.moves`; ``dispatch="instant"`` only):
+    ``none`` (the default: a request stays in the queue it was bound to),
+    ``sglang_balancer`` (SGLang PR #37401's waiting-queue balancer) or ``bfio``
+    (the policy's ``plan_moves``: BF-IO moves a queued request when that lowers its
+    ``J``); a moved request is re-bound to another rank's queue before it is admitted.
+
     A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
     is a closed loop: a request that follows another arrives ``think_s`` after that
     one completes (the steps then run one at a time while such a release is
@@ -72,13 +79,14 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     t_wall = time.perf_counter()
     run = setup(workload, workers, slots, policy, seed=seed, constants=constants, entry=entry,
                 policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode, prefill=prefill,
-                step_model=step_model)
+                step_model=step_model, queue_moves=queue_moves)
     G, B, policy, c = run.workers, run.slots, run.policy, run.constants
     coef = None if run.step_model.is_paper else run.step_model.coefficients()
     chunked = Prefill(run.prefill, workload, G, B) if run.prefill is not None else None
     state = ClusterState.empty(workload, G, B)
     # what a step costs per resident KV token of the slowest rank (a router's view of the step)
-    router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s if coef is None else coef.a_kv)
+    router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s if coef is None else coef.a_kv,
+                           run.queue_moves)
     arrivals = make_entry(run.entry, workload, c.pool_factor * G)
     engine = make_engine(chunked, c, G, B, record_loads, None if coef is None else coef.array(),
                          run.step_model.barrier)

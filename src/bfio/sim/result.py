@@ -41,6 +41,8 @@ def run_config(run: Setup, overhead: float) -> dict:
               **{k: v for k, v in c.to_dict().items() if k != "overhead_s"}}
     if run.prefill is not None:
         config["prefill"] = run.prefill.to_dict()
+    if run.queue_moves != "none":  # runs without moves record what they always did
+        config["queue_moves"] = run.queue_moves
     if not run.step_model.is_paper:  # the paper's runs record what they always did
         config["step_model"] = {**run.step_model.to_dict(), "coefficients": run.step_model.coefficients().to_dict()}
     return config
@@ -88,6 +90,8 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
                                     None if chunked is None else chunked.first_token))
     if dispatch.preemption is not None:
         metrics.update(dispatch.preemption.metrics())
+    if dispatch.moves is not None:
+        metrics.update(dispatch.moves.metrics())
     requests = pd.DataFrame({"prefill": s, "decode": o, "worker": state.worker_of, "start_s": start,
                              "finish_s": finish, "start_step": state.start_step, "finish_step": state.finish_step,
                              "enter_step": state.enter_step, "wait_steps": wait_st, "wait_s": wait_sec,
@@ -98,6 +102,8 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
         requests["cached_tokens"] = chunked.cached
     if dispatch.preemption is not None:
         requests["preemptions"] = dispatch.preemption.times
+    if dispatch.moves is not None:
+        requests["moves"] = dispatch.moves.times
     frame = pd.DataFrame(arrays)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
     metrics.update(imbalance_terms(run, arrays, requests, frame))

@@ -17,6 +17,7 @@ from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.policies import Policy, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, REQUIREMENTS
 from bfio.prefill import PrefillModel
+from bfio.sim.moves import check_queue_moves
 from bfio.step_model import StepModel
 from bfio.workload import ENTRY_MODES, Workload
 
@@ -55,6 +56,8 @@ class Setup:
     dispatch: str
     prefill: PrefillModel | None
     step_model: StepModel
+    #: the queue-move rule (issue 45, :mod:`bfio.sim.moves`; ``none``: no moves)
+    queue_moves: str = "none"
 
 
 def _check_cluster(workload, workers, slots, policy) -> tuple[int, int]:
@@ -124,7 +127,7 @@ def _check_step_model(step_model) -> StepModel:
 
 
 def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_options, dispatch, admission_mode,
-          prefill, step_model=None) -> Setup:
+          prefill, step_model=None, queue_moves="none") -> Setup:
     """:func:`bfio.simulator.simulate`'s arguments checked, in its order (the
     first fault is the one reported), as a :class:`Setup`."""
     workers, slots = _check_cluster(workload, workers, slots, policy)
@@ -135,5 +138,6 @@ def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_op
         raise ConfigError("step_model.barrier: 'independent' ranks with the prefill model are not modelled yet "
                           "(decode only; docs/step_model.md, 'Independent ranks')")
     policy = _checked_policy(policy, seed, policy_options, dispatch, prefill, workload)
+    queue_moves = check_queue_moves(queue_moves, dispatch, policy)
     return Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
-                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model)
+                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves)

@@ -358,7 +358,7 @@ def by_figure(figure: str) -> Study:
 
 #: Built-in study modules (registration order: the order of the report).
 BUILTIN_MODULES = ("online", "predictor_study", "starvation", "generality", "objective_study", "prefix_study",
-                   "goodput_study")
+                   "goodput_study", "step_regime")
 
 
 def _load() -> None:
