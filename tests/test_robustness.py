@@ -139,12 +139,12 @@ def test_online_trace_rate_without_arrivals_names_the_problem():
 
 # -- item 6: outputs checked before the simulation runs ----------------------------------------
 def test_json_destination_checked_before_simulating(small_trace, tmp_path, monkeypatch, capsys):
-    import bfio.simulator
+    import bfio.run
 
     def boom(*a, **k):
         raise AssertionError("simulated although the output cannot be written")
 
-    monkeypatch.setattr(bfio.simulator, "simulate", boom)
+    monkeypatch.setattr(bfio.run, "simulate", boom)
     rc = main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
                "--requests", "10", "--workers", "2", "--json", str(tmp_path)])
     assert rc == 2 and "is a directory" in capsys.readouterr().err

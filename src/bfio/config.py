@@ -16,14 +16,21 @@ from bfio.errors import ConfigError
 from bfio.paper import TABLE_SETTINGS
 from bfio.traces.registry import ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec
 from bfio.traces.registry import trace_specs  # noqa: F401  (re-exported: bfio.config.trace_specs)
-from bfio.policies import check_policy_options
+from bfio.policies import baselines as registry_baselines, check_policy_options, policy_class, registered, row_pattern
 from bfio.experiments import experiment_rows
 from bfio.studies.registry import studies
 from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.config.trace_references)
+from bfio.limits import MAX_REQUESTS
+from bfio.policies.options import schema_properties
+from bfio.predictors import PREDICTORS
+from bfio.run import resolve_row
+from bfio.solvers.instance import ADMISSION_PATTERN
+from bfio.step_model import schema as step_model_schema
+from bfio.studies.starvation_summary import COST_METRICS
 
 
 def _default_filling_validator():
-    import jsonschema
+    import jsonschema  # local: loaded when a config is validated, not by the modules that import this one
 
     base = jsonschema.Draft7Validator
 
@@ -90,7 +97,8 @@ def validate_config(config: dict, schema) -> dict:
     dotted key at fault, e.g. ``config key 'experiments.table1.requests': ...``.
     """
     if not isinstance(schema, dict):
-        import yaml
+        import yaml  # local: as jsonschema above
+
         with open(schema) as f:
             schema = yaml.safe_load(f)
     schema = _registry_enums(schema)
@@ -126,8 +134,6 @@ def _check_request_counts(obj, path: str = "", seen: set | None = None) -> None:
     loads (the dry run), not in a job. Each dict or list is visited once (by
     ``id``): a YAML alias shares one object between places, and seven nested
     levels of them (a 4 kB "alias bomb") would otherwise be millions of visits."""
-    from bfio.limits import MAX_REQUESTS
-
     seen = set() if seen is None else seen
     if isinstance(obj, (dict, list)):
         if id(obj) in seen:
@@ -151,11 +157,6 @@ def _registry_enums(schema: dict) -> dict:
     enum, :func:`bfio.policies.baselines`, and the row pattern,
     :func:`bfio.policies.row_pattern`), and whose starvation study's admission
     rules and cost metrics come from theirs, so the schema never lists them twice."""
-    from bfio.policies import baselines as registry_baselines
-    from bfio.policies import policy_class, registered, row_pattern
-    from bfio.policies.options import schema_properties
-    from bfio.predictors import PREDICTORS
-
     schema = copy.deepcopy(schema)
     defs = schema.get("definitions", {})
     if "row" in defs:
@@ -177,8 +178,6 @@ def _registry_enums(schema: dict) -> dict:
             props[name] = copy.deepcopy(study.schema)
     for section in props.values():  # a study's step model: its options' declarations (bfio.step_model.OPTIONS)
         if isinstance(section, dict) and "step_model" in section.get("properties", {}):
-            from bfio.step_model import schema as step_model_schema
-
             section["properties"]["step_model"] = {**step_model_schema(),
                                                    **{k: v for k, v in section["properties"]["step_model"].items()
                                                       if k == "description"}}
@@ -190,28 +189,14 @@ def _registry_enums(schema: dict) -> dict:
         pred["enum"] = list(PREDICTORS)
     starvation = props.get("starvation", {}).get("properties", {})
     if "admissions" in starvation:  # the admission rules' registry (bfio.solvers.instance.ADMISSIONS)
-        from bfio.solvers.instance import ADMISSION_PATTERN
-
         starvation["admissions"]["items"]["pattern"] = f"^({ADMISSION_PATTERN})$"
     if "cost_metric" in starvation:
-        from bfio.studies.starvation_summary import COST_METRICS
-
         starvation["cost_metric"]["enum"] = list(COST_METRICS)
     return schema
 
 
-def policy_defaults(config: dict) -> dict[str, dict]:
-    """Policy name -> the options the config sets for every row of that policy:
-    ``policy_options.<name>`` and, for BF-IO, ``bfio`` (what :func:`bfio.run.resolve_row`
-    starts a row's options from)."""
-    return {**{k: dict(v) for k, v in (config.get("policy_options") or {}).items()},
-            "bfio": dict(config.get("bfio") or {})}
-
-
 def _check_policies(config: dict) -> None:
     """The policy options sections, every study variant and every study row build a policy."""
-    from bfio.run import resolve_row
-
     bfio = config.get("bfio") or {}
     check_policy_options("bfio", "bfio", dict(bfio))
     for name, options in (config.get("policy_options") or {}).items():

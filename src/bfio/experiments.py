@@ -26,7 +26,7 @@ from bfio.errors import ChecksumError, TraceError
 from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rerun triggers)
 from bfio.run_keys import parse_bfio_row, row_key
 from bfio.results_io import atomic_path, write_json
-from bfio.run import RunSpec, baselines
+from bfio.run import RunSpec, baselines, simulate_run
 from bfio.traces.registry import KNOWN_TRACES, TraceSpec, sha256_of, verify_sha256
 from bfio.traces import load_trace
 from bfio.traces.formats import unreadable
@@ -183,10 +183,8 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
     """Draw the workload of ``spec``, simulate it and write its summary (JSON),
     per-step series (parquet) and, if ``loads_path`` is given, the ``(steps, G)``
     gating-load matrix (``.npy``). Options: the config's per-policy ``defaults``
-    (:func:`bfio.config.policy_defaults`; ``bfio_options``: BF-IO's alone).
+    (:func:`bfio.run.policy_defaults`; ``bfio_options``: BF-IO's alone).
     Returns the summary."""
-    from bfio.run import simulate_run
-
     spec = spec.with_bfio_defaults(bfio_options, defaults)
     frame = read_trace_table(trace_table)
     t0 = time.perf_counter()

@@ -21,6 +21,8 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 
+from bfio.plugins import plugin_modules, without_implicit_cwd
+
 PACKAGE = "bfio"
 ROOT = Path(__file__).resolve().parent
 
@@ -110,8 +112,6 @@ def plugin_files() -> list[Path]:
     ``.py`` file of a package. A plugin that cannot be found has no file (the
     job reports it)."""
     import importlib.util
-
-    from bfio.plugins import plugin_modules, without_implicit_cwd
 
     files: list[Path] = []
     with without_implicit_cwd():

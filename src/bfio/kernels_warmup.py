@@ -30,6 +30,15 @@ from pathlib import Path
 
 import numpy as np
 
+from bfio.errors import ProfileError
+from bfio.jit import compile_seconds
+from bfio.policies import available, policy_class
+from bfio.prefill import PrefillModel
+from bfio.sessions import grpo_groups, multi_turn_sessions
+from bfio.simulator import simulate
+from bfio.step_model import StepModel
+from bfio.workload import Workload, draw_workload, poisson_arrivals
+
 #: Requests in a scenario's workload: enough for every solver phase to run (waiting > free slots).
 REQUESTS = 48
 WORKERS = 4
@@ -47,14 +56,10 @@ class Scenario:
 def _workload(arrivals: bool = False, blocks: bool = False, n: int = REQUESTS):
     """``n`` requests with fixed synthetic lengths (int64, as a trace's), optional
     Poisson arrivals and prompt block hashes."""
-    from bfio.workload import Workload, draw_workload, poisson_arrivals
-
     rng = np.random.default_rng(7)
     prefill = rng.integers(16, 2_000, 200).astype(np.int64)
     decode = rng.integers(1, 60, 200).astype(np.int64)
     if blocks:
-        from bfio.sessions import grpo_groups
-
         return grpo_groups(prefill, decode, groups=n // 8, group_size=8, seed=1, block_tokens=64,
                            group_rate_per_s=50.0)
     w = draw_workload(prefill, decode, n, seed=1)
@@ -65,8 +70,6 @@ def _workload(arrivals: bool = False, blocks: bool = False, n: int = REQUESTS):
 
 def _simulate(policy: str, *, dispatch: str = "central", entry: str = "backlog", prefill=None, workload=None,
               **options) -> None:
-    from bfio.simulator import simulate
-
     w = workload if workload is not None else _workload(arrivals=entry == "arrivals")
     simulate(w, WORKERS, SLOTS, policy, dispatch=dispatch, entry=entry, prefill=prefill, policy_options=options,
              show_progress=False, record_loads=True)
@@ -74,8 +77,6 @@ def _simulate(policy: str, *, dispatch: str = "central", entry: str = "backlog",
 
 def _every_policy() -> None:
     """Every registered policy that needs nothing beyond the paper's state, under each dispatch it supports."""
-    from bfio.policies import available, policy_class
-
     for name in available():
         cls = policy_class(name)
         if getattr(cls, "requires", ()):
@@ -112,9 +113,6 @@ def _bfio_instant() -> None:
 
 def _prefill_and_prefix() -> None:
     """The prefill step model, prefix caches and KV-bounded admission, with the policies that need them."""
-    from bfio.policies import available, policy_class
-    from bfio.prefill import PrefillModel
-
     w = _workload(blocks=True)
     cache = PrefillModel(chunk_tokens=256, cache_blocks=64)
     for name in available():
@@ -129,8 +127,6 @@ def _prefill_and_prefix() -> None:
 
 def _closed_loop() -> None:
     """Closed-loop sessions (a request follows another's completion)."""
-    from bfio.sessions import multi_turn_sessions
-
     rng = np.random.default_rng(7)
     w = multi_turn_sessions(rng.integers(16, 2_000, 200), rng.integers(1, 60, 200), sessions=8, turns=3, seed=1,
                             block_tokens=64)
@@ -141,11 +137,6 @@ def _closed_loop() -> None:
 def _calibrated_step() -> None:
     """The calibrated step model (issue 44): lockstep (with and without prefill) and
     independent ranks; skipped when the kernel profiles are not in the data directory."""
-    from bfio.errors import ProfileError
-    from bfio.prefill import PrefillModel
-    from bfio.simulator import simulate
-    from bfio.step_model import StepModel
-
     w = _workload(arrivals=False)
     try:
         StepModel("calibrated").coefficients()
@@ -158,6 +149,7 @@ def _calibrated_step() -> None:
 
 def _theory() -> None:
     """The theory checks' kernels: the slot model (FCFS and BF-IO's balanced placement)."""
+    # local: `bfio --help` builds this module's parser; the theory checks load when their kernels compile
     from bfio.theory.distributions import uniform
     from bfio.theory.drift import make_drift
     from bfio.theory.slot_model import run_slot_model
@@ -209,8 +201,6 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 def run(args: argparse.Namespace) -> int:
     """Compile (or load) the kernels of ``args.group`` (default every group); write
     ``args.marker`` if given."""
-    from bfio.jit import compile_seconds
-
     groups = args.group or list(GROUPS)
     total = warm(tuple(sc for g in groups for sc in GROUPS[g]))
     line = (f"bfio compile: {', '.join(groups)} kernels ready in {total:.1f} s "

@@ -9,6 +9,8 @@ comparison can round ours to the same number of significant digits.
 
 from __future__ import annotations
 
+from bfio import run_keys
+
 # Scales of the printed units (paper Table 1 and Table 2 headers).
 TABLE1_UNITS = {"avg_imbalance": (1e8, "x1e8 tokens"), "throughput": (1e3, "1e3 tok/s"),
                 "tpot": (1.0, "s/tok"), "energy_j": (1e6, "MJ")}
@@ -98,8 +100,6 @@ MOVED_TO_RUN_KEYS = ("row_key", "parse_bfio_row", "admission_label", "parse_admi
 def __getattr__(name: str):
     if name in MOVED_TO_RUN_KEYS:
         import warnings
-
-        from bfio import run_keys
 
         warnings.warn(f"bfio.paper.{name} moved to bfio.run_keys.{name}", DeprecationWarning, stacklevel=2)
         return getattr(run_keys, name)

@@ -44,6 +44,8 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.errors import ConfigError
+from bfio.limits import MAX_NOISE_HIGH
+from bfio.profiles import expected_loads
 
 PREDICTORS = ("oracle", "noisy", "none", "empirical", "geometric", "lognormal", "bucket", "prompt_survival")
 PROBABILISTIC = ("empirical", "geometric", "prompt_survival")
@@ -273,8 +275,6 @@ class SurvivalPredictor(Predictor):
     def expected_loads(self, state, horizon: int) -> np.ndarray:
         """Observe the new completions of ``state`` and return the ``(G, H + 1)``
         expected loads ``E[Lhat_g(h)]`` of the active requests (float)."""
-        from bfio.profiles import expected_loads
-
         self.observe_state(state)
         surv, rho = self.survival()
         return expected_loads(state.slot_request, state.workload.prefill, state.generated, surv, float(rho),
@@ -596,7 +596,6 @@ def _error_model(name, noise_low, noise_high, seed, noise_sigma, bucket_accuracy
         for key, v in (("noise_low", noise_low), ("noise_high", noise_high)):
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
                 raise ConfigError(f"{key}: expected a finite number >= 0, got {v!r}")
-        from bfio.limits import MAX_NOISE_HIGH
 
         if noise_high > MAX_NOISE_HIGH:
             raise ConfigError(f"noise_high: expected a value in [0, {MAX_NOISE_HIGH:g}] (bfio.limits.MAX_NOISE_HIGH: "

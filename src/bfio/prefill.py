@@ -42,6 +42,7 @@ from bfio.jit import kernel
 from bfio.kernels import load_stats, retire, write_row
 from bfio.prefix import PrefixCache
 from bfio.step_time import lockstep_prefill_dt
+from bfio.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
 
 #: prefill tokens a rank computes per step at most: vLLM's API-server default
 #: ``max_num_batched_tokens`` on A100 (``EngineArgs.get_batch_defaults``; docs/prefix_cache.md)
@@ -76,8 +77,6 @@ class PrefillModel:
     preemption: str = "none"
 
     def __post_init__(self):
-        from bfio.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
-
         for field in ("chunk_tokens", "cache_blocks", "kv_tokens"):
             v = getattr(self, field)
             if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > MAX_RANK_TOKENS:

@@ -35,6 +35,15 @@ from bfio.errors import ConfigError
 from bfio.run_keys import bfio_row_options, parse_bfio_row
 from bfio.policies.base import DISPATCH_MODES
 from bfio.workload import ARRIVAL_MODES, entry_mode
+from bfio import workload as wl
+from bfio.policies import baselines as registry_baselines, policy_class
+from bfio.policies.options import resolve
+from bfio.prefill import PrefillModel
+from bfio.prefix import PrefixBlocks
+from bfio.progress import progress, progress_line
+from bfio.simulator import simulate
+from bfio.step_model import StepModel
+from bfio.traces.registry import KNOWN_TRACES
 
 RUN_RE = re.compile(r"^(?P<trace>[a-z][a-z0-9_]*)/n(?P<requests>\d+)-g(?P<workers>\d+)-b(?P<slots>\d+)/"
                     r"(?P<row>[a-z][a-z0-9_]*)/seed(?P<seed>\d+)$")
@@ -48,8 +57,6 @@ RUN_WILDCARD = CELL_WILDCARD + r"/seed\d+"
 def baselines() -> tuple[str, ...]:
     """Baseline policy names (row key = policy name), from the policy registry
     (:func:`bfio.policies.baselines`), so a newly registered policy is one."""
-    from bfio.policies import baselines as registry_baselines
-
     return tuple(registry_baselines())
 
 
@@ -65,9 +72,17 @@ def parse_row(row: str) -> tuple[str, int | None]:
     raise ConfigError(f"row: '{row}' is neither a baseline ({', '.join(names)}) nor bfio_h<H>[_literal]")
 
 
+def policy_defaults(config: dict) -> dict[str, dict]:
+    """Policy name -> the options the config sets for every row of that policy:
+    ``policy_options.<name>`` and, for BF-IO, ``bfio`` (what :func:`resolve_row`
+    starts a row's options from)."""
+    return {**{k: dict(v) for k, v in (config.get("policy_options") or {}).items()},
+            "bfio": dict(config.get("bfio") or {})}
+
+
 def row_defaults(defaults: dict | None = None, bfio_defaults: dict | None = None) -> dict[str, dict]:
     """Policy name -> options every row of that policy starts from: ``defaults``
-    (the config's, :func:`bfio.config.policy_defaults`) with ``bfio_defaults``
+    (the config's, :func:`policy_defaults`) with ``bfio_defaults``
     (BF-IO's alone, the older form) over its ``bfio`` entry."""
     out = {k: dict(v) for k, v in (defaults or {}).items()}
     if bfio_defaults:
@@ -205,9 +220,6 @@ class RunSpec:
         """Every option of the run's policy: its own, the rest at the policy's
         declared defaults (:func:`bfio.policies.options.resolve`); what a study
         reports as a run's option columns."""
-        from bfio.policies import policy_class
-        from bfio.policies.options import resolve
-
         return resolve(policy_class(self.policy), self.policy_options)
 
     @property
@@ -250,15 +262,11 @@ class RunSpec:
     @property
     def prefill_model(self):
         """The run's :class:`bfio.prefill.PrefillModel`, or ``None`` (the paper's step loop)."""
-        from bfio.prefill import PrefillModel
-
         return PrefillModel(**dict(self.prefill)) if self.prefill else None
 
     @property
     def step_model_spec(self):
         """The run's :class:`bfio.step_model.StepModel` (the paper's when :attr:`step_model` is empty)."""
-        from bfio.step_model import StepModel
-
         return StepModel.from_items(self.step_model)
 
 
@@ -268,8 +276,6 @@ def frame_blocks(trace: str, frame: pd.DataFrame):
     ``attrs["block_tokens"]`` tokens, else the known trace's), or ``None``."""
     if "block_hashes" not in frame:
         return None
-    from bfio.prefix import PrefixBlocks
-    from bfio.traces.registry import KNOWN_TRACES
 
     spec = KNOWN_TRACES.get(trace)
     block_tokens = frame.attrs.get("block_tokens") or (spec.block_tokens if spec is not None else None)
@@ -282,8 +288,6 @@ def frame_blocks(trace: str, frame: pd.DataFrame):
 def build_workload(run: RunSpec, frame: pd.DataFrame):
     """The workload of ``run`` from a canonical trace table (``prefill_tokens``,
     ``decode_tokens`` [, ``arrival_s``])."""
-    from bfio import workload as wl
-
     s = frame["prefill_tokens"].to_numpy()
     o = frame["decode_tokens"].to_numpy()
     blocks = frame_blocks(run.trace, frame)
@@ -311,8 +315,6 @@ def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=No
     A BF-IO row without options is resolved first (:meth:`RunSpec.with_bfio_defaults`
     with the library's defaults).
     Returns the :class:`~bfio.simulator.SimulationResult`."""
-    from bfio.simulator import simulate
-
     # a spec read from a path alone (RunSpec.from_path) has no options yet: its bfio_h<H>
     # row still runs its own H and objective (library defaults for the rest), never H = 0
     run = run.with_bfio_defaults(None)
@@ -344,8 +346,6 @@ def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None, w
     ``workload_of(run)``, when given, builds each run's workload instead (a study's
     generated workloads, e.g. :mod:`bfio.sessions`); ``extra(run, result)`` adds
     columns to each row (:func:`run_study`)."""
-    from bfio.progress import progress, progress_line
-
     rows = []
     bar = progress(total=len(runs), desc="study runs", enabled=show_progress, log=log is None, unit="run")
     t0 = time.perf_counter()

@@ -30,6 +30,7 @@ import re
 from typing import Callable
 
 from bfio.solvers.instance import ADMISSIONS, parse_admission
+from bfio.solvers.objective import OBJECTIVES
 
 #: Suffix of a paper-literal BF-IO row key (``bfio_h40_literal``).
 LITERAL_SUFFIX = "_literal"
@@ -85,8 +86,6 @@ def paper_row(row: str) -> str:
 def bfio_row_options(row: str) -> dict:
     """Policy options a BF-IO row key fixes: its horizon and, for ``_literal``, the
     paper-literal objective (``delta = 1``, persisting new requests)."""
-    from bfio.solvers.objective import OBJECTIVES
-
     H, objective = parse_bfio_row(row)
     if objective == "paper-literal":
         return {"horizon": H, "objective": objective, **OBJECTIVES[objective]}

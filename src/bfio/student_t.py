@@ -15,7 +15,7 @@ import math
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom
     (``scipy.stats.t.ppf(p, df)``); the normal quantile for ``df = inf``."""
-    from scipy.special import ndtri, stdtrit
+    from scipy.special import ndtri, stdtrit  # local: scipy.special loads at the first interval (startup)
 
     if math.isinf(df):
         return float(ndtri(p))

@@ -24,9 +24,11 @@ import numpy as np
 import pandas as pd
 
 from bfio.paper import TABLE_SETTINGS, at_least_as_good, compare_to_printed, matches_printed, round_like
-from bfio.run_keys import row_key
+from bfio.run_keys import row_key, row_label as key_label
 from bfio.errors import BfioError
 from bfio.student_t import t_quantile
+from bfio.policies import KEYED_ROWS, policy_label
+from bfio.solvers.objective import NEGLIGIBLE_WEIGHT
 
 #: Metric -> (label, SI unit, convention).
 METRIC_INFO = {
@@ -178,8 +180,6 @@ def effective_window_note(frame: pd.DataFrame) -> str:
     ``effective_horizon``); ``''`` otherwise. The cut-off is
     :func:`bfio.solvers.objective.effective_horizon`: offsets whose weight
     ``delta^h`` is below ``NEGLIGIBLE_WEIGHT`` of offset 0's."""
-    from bfio.solvers.objective import NEGLIGIBLE_WEIGHT
-
     col = "effective_horizon" if "effective_horizon" in frame else "fast_solver_horizon"
     if col not in frame or "horizon" not in frame:
         return ""
@@ -200,9 +200,6 @@ def effective_window_note(frame: pd.DataFrame) -> str:
 def row_label(row: str) -> str:
     """Paper-style label: ``FCFS``, ``JSQ``, ``BF-IO (H=40)`` (:func:`bfio.run_keys.row_label`
     with the policy registry's labels, :func:`bfio.policies.policy_label`)."""
-    from bfio.policies import KEYED_ROWS, policy_label
-    from bfio.run_keys import row_label as key_label
-
     return row if row in KEYED_ROWS else key_label(row, policy_label)
 
 

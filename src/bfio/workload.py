@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from bfio.errors import ConfigError
-from bfio.limits import MAX_DECODE, MAX_PREFILL
+from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_ARRIVAL_S, MAX_REQUESTS
 from bfio.closed_loop import FollowUps
 from bfio.prefix import PrefixBlocks, check_blocks_cover
 
@@ -96,7 +96,6 @@ class Workload:
                 raise ValueError("arrival_s must have one entry per request")
             if a.size and (not np.all(np.isfinite(a)) or np.any(np.diff(a) < 0)):
                 raise ValueError("arrival_s must be finite and non-decreasing")
-            from bfio.limits import MAX_ARRIVAL_S
 
             if a.size and a[-1] - a[0] > MAX_ARRIVAL_S:
                 raise ConfigError(f"arrival_s: the arrivals span {a[-1] - a[0]:.3g} s, beyond the bound of "
@@ -138,8 +137,6 @@ def draw_workload(prefill, decode, n: int, seed: int, arrival_s=None, name: str 
     (sorted by the drawn arrival time; ties by draw order). ``blocks`` (one
     entry per trace row) follows the drawn rows; it does not change the draw.
     """
-    from bfio.limits import MAX_REQUESTS
-
     prefill = np.asarray(prefill)
     if n < 1:
         raise ValueError(f"requests must be >= 1, got {n}")

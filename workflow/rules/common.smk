@@ -1,7 +1,7 @@
 # Shared helpers: config validation (with defaults), run lists expanded from
 # the config, input functions. All logic lives in the bfio package (experiments, config, traces.sources).
-from bfio.run import CELL_WILDCARD, RunSpec
-from bfio.config import policy_defaults, trace_specs, validate_config
+from bfio.run import CELL_WILDCARD, RunSpec, policy_defaults
+from bfio.config import trace_specs, validate_config
 from bfio.experiments import (
     all_runs,
     experiment_rows,

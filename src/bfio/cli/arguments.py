@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 import math
 
+from bfio.limits import BYTES_PER_REQUEST, MAX_RANK_TOKENS, MAX_REQUESTS, MAX_TOKEN_S, MEMORY_BUDGET
+from bfio.policies import registered
+
 
 def _int_at_least(minimum: int, what: str):
     """argparse type: an integer >= ``minimum`` (``what`` names it in the error)."""
@@ -27,8 +30,6 @@ positive_int = _int_at_least(1, "positive")
 
 def request_count(text: str) -> int:
     """argparse type: a number of requests in ``1..MAX_REQUESTS`` (:mod:`bfio.limits`)."""
-    from bfio.limits import MAX_REQUESTS
-
     v = positive_int(text)
     if v > MAX_REQUESTS:
         raise argparse.ArgumentTypeError(request_bound_message(v))
@@ -37,8 +38,6 @@ def request_count(text: str) -> int:
 
 def request_bound_message(n: int) -> str:
     """Why ``n`` requests are refused: the bound and the memory they would need."""
-    from bfio.limits import BYTES_PER_REQUEST, MAX_REQUESTS, MEMORY_BUDGET
-
     return (f"{n:,} requests exceed the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS): a run needs about "
             f"{BYTES_PER_REQUEST} bytes a request, {n * BYTES_PER_REQUEST / 2 ** 30:,.1f} GiB here, above the "
             f"{MEMORY_BUDGET / 2 ** 30:.0f} GiB budget")
@@ -47,8 +46,6 @@ def request_bound_message(n: int) -> str:
 def rank_tokens(text: str) -> int:
     """argparse type: a prefill size of one rank (tokens or blocks) in
     ``1..MAX_RANK_TOKENS`` (:mod:`bfio.limits`), so it fits the step kernels' int64."""
-    from bfio.limits import MAX_RANK_TOKENS
-
     v = positive_int(text)
     if v > MAX_RANK_TOKENS:
         raise argparse.ArgumentTypeError(f"{v:,} exceeds the bound of {MAX_RANK_TOKENS:,} "
@@ -74,8 +71,6 @@ def positive_float(text: str) -> float:
 def token_seconds(text: str) -> float:
     """argparse type: seconds per prompt token, finite, > 0 and at most
     ``MAX_TOKEN_S`` (:mod:`bfio.limits`), so the simulated clock stays finite."""
-    from bfio.limits import MAX_TOKEN_S
-
     v = positive_float(text)
     if v > MAX_TOKEN_S:
         raise argparse.ArgumentTypeError(f"{text} s per token exceeds the bound of {MAX_TOKEN_S:g} s "
@@ -86,8 +81,6 @@ def token_seconds(text: str) -> float:
 def policy_name(text: str) -> str:
     """argparse type: a registered policy (:func:`bfio.policies.registered`);
     anything else, the empty name included, is a usage error listing them."""
-    from bfio.policies import registered
-
     if text not in registered():
         raise argparse.ArgumentTypeError(f"'{text}' is not a policy ({', '.join(registered())})")
     return text

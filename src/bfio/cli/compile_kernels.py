@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
+from bfio.kernels_warmup import build_parser, run
+
 
 def add_parser(subparsers) -> None:
     """The ``compile`` subcommand and its options (those of :mod:`bfio.kernels_warmup`)."""
-    from bfio.kernels_warmup import build_parser
-
     c = subparsers.add_parser("compile", help="compile every numba kernel once (the install step; about 1-2 min)",
                               description="Compile every numba kernel of the package into numba's on-disk cache "
                                           "(once per installation; later runs load them in about a second). A "
@@ -16,6 +16,4 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_compile(args) -> int:
-    from bfio.kernels_warmup import run
-
     return run(args)

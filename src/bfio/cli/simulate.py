@@ -9,16 +9,22 @@ import sys
 
 from bfio.cli.arguments import (policy_name, positive_float, positive_int, rank_tokens, request_count, seed_int,
                                 token_seconds)
-from bfio.traces.registry import KNOWN_TRACES
 from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
 from bfio.cli.library_words import cli_words
 from bfio.errors import ConfigError
 from bfio.policies.base import DISPATCH_MODES
 from bfio.prefill import DEFAULT_CHUNK_TOKENS, DEFAULT_TOKEN_S, PREEMPTION_RULES
+from bfio.limits import MAX_SLOTS
+from bfio.policies import policy_class, policy_options as declared_options, registered, supporting
+from bfio.results_diff import without_timings
 from bfio.sim.moves import QUEUE_MOVES
-from bfio.traces.registry import ARRIVAL_UNITS
+from bfio.solvers import warn_fallbacks
+from bfio.step_model import OPTIONS
+from bfio.traces import load_trace
+from bfio.traces.registry import ARRIVAL_UNITS, KNOWN_TRACES, resolve_trace
 from bfio.workload import ARRIVAL_MODES
+
 
 def add_parser(subparsers) -> None:
     """The ``simulate`` subcommand and its options."""
@@ -35,8 +41,6 @@ def add_parser(subparsers) -> None:
     s.add_argument("--seed", type=seed_int, default=42, help="seed (>= 0) of the workload draw and of random policies (default 42)")
     s.add_argument("--workers", type=positive_int, required=True, help="number of workers G")
     s.add_argument("--slots", type=positive_int, default=72, help="slots (max batch size) per worker B (default 72)")
-    from bfio.policies import registered, supporting
-
     s.add_argument("--policy", default="fcfs", type=policy_name,
                    help="routing policy: " + ", ".join(registered()))
     s.add_argument("--json", metavar="DEST", help="write the result as one JSON object to DEST ('-' for stdout)")
@@ -126,8 +130,6 @@ def _option_value(option):
 
 def add_step_model_options(s) -> None:
     """One flag per declared step-model option (:data:`bfio.step_model.OPTIONS`)."""
-    from bfio.step_model import OPTIONS
-
     g = s.add_argument_group("step time model (issue 44, docs/step_model.md; default: the paper's)")
     for o in OPTIONS:
         allowed = o.allowed()
@@ -138,8 +140,6 @@ def add_step_model_options(s) -> None:
 def step_model_options(args) -> dict:
     """The step-model flags given, refused (as policy options are) when they would be
     ignored: ``--gpu``, ``--model``, ``--beta``, ``--barrier`` need ``--step-model calibrated``."""
-    from bfio.step_model import OPTIONS
-
     given = {o.name: getattr(args, o.name) for o in OPTIONS if getattr(args, o.name, None) is not None}
     for o in OPTIONS:
         if o.name in given and o.applies_with is not None:
@@ -157,10 +157,8 @@ def add_policy_options(s) -> None:
     """One flag per declared policy option (:func:`bfio.policies.policy_options`),
     grouped by the policies that take it; each flag's help, values and default
     come from its declaration."""
-    from bfio.policies import policy_options
-
     groups: dict[tuple, list] = {}
-    for option, policies in policy_options().values():
+    for option, policies in declared_options().values():
         groups.setdefault(tuple(policies), []).append(option)
     for policies, options in groups.items():
         g = s.add_argument_group(f"options of --policy {' | '.join(policies)}")
@@ -174,16 +172,12 @@ def add_policy_options(s) -> None:
 def instant_by_default() -> list[str]:
     """The registered policies that run with instant dispatch unless told otherwise
     although they support the central pool (:attr:`bfio.policies.base.Policy.default_dispatch`)."""
-    from bfio.policies import policy_class, registered
-
     return [n for n in registered() if len(policy_class(n).dispatch_modes) > 1
             and policy_class(n).dispatch_default() == "instant"]
 
 
 def resolve_dispatch(args) -> str:
     """``--dispatch``, or the chosen policy's default when not given (set on ``args``)."""
-    from bfio.policies import policy_class
-
     if args.dispatch is None:
         args.dispatch = policy_class(args.policy).dispatch_default()
     return args.dispatch
@@ -194,8 +188,6 @@ def policy_options(args) -> dict:
     for all) when the chosen policy does not take them, when they would be
     ignored (:attr:`bfio.policies.options.Option.applies_with`) or, for
     ``--report-interval``, without instant dispatch."""
-    from bfio.policies import policy_class, policy_options as declared_options
-
     declared = declared_options()
     cls = policy_class(args.policy)
     options = {o.name: o for o in cls.options}
@@ -244,8 +236,7 @@ def arrival_mode(args) -> str:
 
 
 def cmd_simulate(args) -> int:
-    from bfio.run import ArrivalSpec, RunSpec, simulate_run
-    from bfio.traces import load_trace
+    from bfio.run import ArrivalSpec, RunSpec, simulate_run  # local: `bfio --help` starts without bfio.run
 
     resolve_dispatch(args)
     if args.queue_moves != "none" and args.dispatch != "instant":
@@ -289,15 +280,11 @@ def cmd_simulate(args) -> int:
     check_finite_clock(result)
     summary = {"trace": trace.name, "arrival_mode": mode, "arrival_rate": args.arrival_rate,
                "time_scale": args.time_scale if mode == "trace" else None, **result.summary()}
-    from bfio.solvers import warn_fallbacks
-
     fell_back = warn_fallbacks(result.metrics.get("solver_fallbacks", 0), result.metrics.get("solver_calls", 0),
                                options.get("solver", "fast"))
     if fell_back:
         summary.setdefault("warnings", []).append(fell_back)
-    keep = (lambda v: v)
-    if args.no_timings:
-        from bfio.results_diff import without_timings as keep
+    keep = without_timings if args.no_timings else (lambda v: v)
     outputs = [(dest, frame_output(keep(frame), dest, option), option)
                for dest, frame, option in ((args.series, result.series, "--series"),
                                            (args.per_request, result.requests, "--per-request")) if dest]
@@ -355,8 +342,6 @@ def check_path_flags(args):
     """``--arrival-unit``, ``--hash-col`` and ``--block-tokens`` describe a trace
     given by path; a known trace's unit and hash column are pinned. Returns the
     known trace's spec (``None``: a trace given by path)."""
-    from bfio.traces.registry import resolve_trace
-
     _, spec = resolve_trace(args.trace, args.data_dir)
     given = [f for f, v in (("--arrival-unit", args.arrival_unit), ("--hash-col", args.hash_col),
                             ("--block-tokens", args.block_tokens)) if v is not None]
@@ -390,8 +375,6 @@ def check_arrival_unit(args, trace, known) -> None:
 def check_simulate_outputs(args) -> None:
     """Every check that needs no trace, before the trace is read or a step runs:
     the cluster size bound and the writability of each output."""
-    from bfio.limits import MAX_SLOTS
-
     if args.workers * args.slots > MAX_SLOTS:
         raise ConfigError(f"--workers x --slots: G * B = {args.workers} * {args.slots} = "
                           f"{args.workers * args.slots:,} exceeds the bound of {MAX_SLOTS:,} slots (bfio.limits)")

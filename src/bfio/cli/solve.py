@@ -10,6 +10,8 @@ from bfio.cli.arguments import positive_float
 from bfio.cli.output import check_writable, write_json
 from bfio.errors import ConfigError
 from bfio.solvers import SOLVERS
+from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
+from bfio.solvers.instance import solve_instance_file
 
 
 def add_parser(subparsers) -> None:
@@ -33,8 +35,6 @@ def check_instance_bounds(path: str) -> None:
     """Token counts of a saved instance within :mod:`bfio.limits`, checked
     before the instance loader (:mod:`bfio.solvers.instance`) casts them to
     int64, where ``1e30`` would overflow. Malformed files are left to the loader."""
-    from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
-
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError):
@@ -60,8 +60,6 @@ def check_instance_bounds(path: str) -> None:
 
 
 def cmd_solve(args) -> int:
-    from bfio.solvers.instance import solve_instance_file
-
     check_writable(args.json, "--json")
     check_instance_bounds(args.instance)
     write_json(solve_instance_file(args.instance, args.solver, time_limit_s=args.time_limit_s,

@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 from bfio.errors import BfioError
+from bfio.download import DEFAULT_DOWNLOAD_DIR, fetch_trace
+from bfio.traces.registry import (
+    KNOWN_TRACES, default_data_dir, locate_known_trace, pinned_status, resolve_trace, sha256_of)
 
 
 def add_parser(subparsers) -> None:
@@ -26,8 +29,6 @@ def add_parser(subparsers) -> None:
 
 
 def download_dir(args) -> Path:
-    from bfio.download import DEFAULT_DOWNLOAD_DIR
-
     return Path(args.download_dir or DEFAULT_DOWNLOAD_DIR)
 
 
@@ -42,8 +43,6 @@ def known_trace_dir(args):
     data directory if the file is there, else the download directory if the
     file is there (fetched into it with ``--download``); a missing trace is a
     one-line error saying how to get it. ``--data-dir`` as given otherwise."""
-    from bfio.traces.registry import default_data_dir, locate_known_trace, pinned_status, resolve_trace, sha256_of
-
     path, spec = resolve_trace(args.trace, args.data_dir)
     if spec is None or path.exists():
         return args.data_dir
@@ -52,8 +51,6 @@ def known_trace_dir(args):
     if found is not None:
         if not found.exists() or (args.download and (pinned_status(found, spec) is not None
                                                      or sha256_of(found) != spec.sha256)):  # missing or corrupted
-            from bfio.download import fetch_trace
-
             print(f"bfio: downloading trace '{spec.name}' into {found}", file=sys.stderr)
             fetch_trace(spec, ddir)
         return ddir
@@ -67,9 +64,6 @@ def known_trace_dir(args):
 
 
 def cmd_traces(args) -> int:
-    from bfio.download import fetch_trace
-    from bfio.traces.registry import KNOWN_TRACES, default_data_dir, locate_known_trace, pinned_status, sha256_of
-
     ddir = download_dir(args)
     data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
     rows = []

@@ -11,6 +11,8 @@ import pandas as pd
 
 from bfio.figures.horizon_sweep import _err
 from bfio.figures.style import figure, plain_log_ticks, scale_for, series_style
+from bfio.studies.online_summary import record_label
+
 #: Panel rows: (metric, axis label, unit, log scale).
 PANELS = [("e2e_s_p99", "p99 end-to-end latency", "s", True), ("throughput_run", "whole-run throughput",
                                                                  "tokens/s", False)]
@@ -57,8 +59,6 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
     """Rows of ``panels`` against ``load`` for every Poisson setting of the
     online table: mean over seeds with 95% CI bars. Policies with identical
     results share one line, labelled ``A = B``."""
-    from bfio.studies.online_summary import record_label
-
     sub = summary[summary["arrival_mode"] == "poisson"]
     if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers
         sub = sub[sub["report_interval"].fillna(0) == 0]

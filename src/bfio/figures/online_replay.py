@@ -9,13 +9,12 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.style import HATCHES, figure
+from bfio.studies.online_summary import policy_label
 
 BARS = [("e2e_s_p50", "e2e p50"), ("e2e_s_p99", "e2e p99"), ("queue_wait_s_p99", "queue wait p99")]
 
 
 def plot_online_replay(summary: pd.DataFrame, bars=BARS):
-    from bfio.studies.online_summary import policy_label
-
     sub = summary[summary["arrival_mode"] == "trace"]
     if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers
         sub = sub[sub["report_interval"].fillna(0) == 0]

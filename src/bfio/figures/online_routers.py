@@ -11,6 +11,7 @@ import pandas as pd
 
 from bfio.figures.horizon_sweep import _err
 from bfio.figures.style import figure, plain_log_ticks, scale_for, series_style
+from bfio.studies.online_summary import policy_label
 
 #: Panel rows: (metric, axis label, unit, log scale); ``vs_reference`` is the
 #: router's p99 e2e over the reference's, paired by seed.
@@ -34,8 +35,6 @@ def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panel
     present), one line per instant router (a marker only for a router run at
     one interval), the reference row as a horizontal line with its 95% CI band
     (at 1 in the ratio panel)."""
-    from bfio.studies.online_summary import policy_label
-
     settings = list(dict.fromkeys(summary["setting"]))
     at = figure_loads(summary, load)
     inst = summary[summary["role"] == "instant"]

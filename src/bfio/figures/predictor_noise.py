@@ -11,13 +11,12 @@ import pandas as pd
 
 from bfio.figures.horizon_sweep import _err
 from bfio.figures.style import figure, line_style, scale_for, series_style
+from bfio.tables import row_label
 
 PANELS = [("avg_imbalance", "Avg imbalance", "tokens"), ("throughput", "Throughput", "tokens/s")]
 
 
 def _ref_label(r) -> str:
-    from bfio.tables import row_label
-
     if r["predictor"] == "-":
         return row_label(r["row"])
     return f"BF-IO, {r['predictor']}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bfio.figures.style import figure, series_style
+from bfio.studies.prefix_summary import router_label
 
 PANELS = [("ttft_s_p99", "p99 TTFT (s)"), ("throughput_run", "throughput (tokens/s)")]
 #: settings per row of panel pairs
@@ -15,8 +16,6 @@ COLUMNS = 5
 
 
 def plot_prefix_tradeoff(summary: pd.DataFrame):
-    from bfio.studies.prefix_summary import router_label
-
     settings = list(dict.fromkeys(summary["setting"]))
     routers = list(dict.fromkeys(summary["row"]))
     cols = max(1, min(COLUMNS, len(settings)))

@@ -8,11 +8,10 @@ from __future__ import annotations
 import pandas as pd
 
 from bfio.figures.style import figure, series_style
+from bfio.studies.online_summary import policy_label
 
 
 def plot_step_regime(summary: pd.DataFrame):
-    from bfio.studies.online_summary import policy_label
-
     settings = list(dict.fromkeys(summary["setting"]))
     fig, axes = figure(1, len(settings), width=4.2 * len(settings) + 0.6, height=3.6)
     routers = list(dict.fromkeys(zip(summary["dispatch"], summary["row"])))

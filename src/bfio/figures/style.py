@@ -7,6 +7,7 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
+from matplotlib.colors import to_rgba_array
 from matplotlib.ticker import FuncFormatter, LogFormatter, NullFormatter
 import numpy as np
 
@@ -110,8 +111,6 @@ def non_gray_artists(fig, tol: float = 1e-6) -> list[str]:
     """Descriptions of the drawn elements of ``fig`` whose colour is not a gray
     level (lines, markers, patches, collections, texts); empty for a figure
     that follows the pipeline's grayscale rule (docs/pipeline.md)."""
-    from matplotlib.colors import to_rgba_array
-
     def colours(x):
         if x is None or (isinstance(x, str) and x == "none"):
             return np.zeros((0, 4))

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.style import figure, series_colours
+from bfio.tables import row_label
 
 #: inches per bar (labels of 8 pt need about 0.2)
 BAR_HEIGHT_IN = 0.26
@@ -18,8 +19,6 @@ def plot_summary_bars(summary: pd.DataFrame, metric: str):
     """Horizontal bars of ``<metric>_mean`` with the interval ``_ci_lo``..``_ci_hi``
     per row of ``summary`` (an ``<experiment>_summary`` table), labelled by policy
     and ``G``; bars coloured by policy (colour-blind palette)."""
-    from bfio.tables import row_label
-
     s = summary.assign(policy=summary["row"].map(row_label)).iloc[::-1]  # first row on top
     mean = s[f"{metric}_mean"].to_numpy(dtype=float)
     err = np.nan_to_num(np.vstack([mean - s[f"{metric}_ci_lo"].to_numpy(dtype=float),

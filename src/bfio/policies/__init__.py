@@ -24,6 +24,8 @@ import re
 from bfio.errors import ConfigError
 from bfio.run_keys import BFIO_ROW_PATTERN
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, DispatchState, Policy, RoutingState
+from bfio.plugins import load_plugins
+from bfio.policies.options import declared_options
 
 _REGISTRY: dict[str, type[Policy]] = {}
 
@@ -131,8 +133,6 @@ def policy_options() -> dict:
     """Option name -> ``(declaration, policies that take it)`` over every registered
     policy (:func:`bfio.policies.options.declared_options`): what the CLI's flags
     and the config's ``policy_options`` sections are made of."""
-    from bfio.policies.options import declared_options
-
     return declared_options(policy_class(n) for n in registered())
 
 
@@ -164,7 +164,6 @@ def _load_builtin() -> None:
         others = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in BUILTIN_MODULES)
         for mod in (*BUILTIN_MODULES, *others):
             importlib.import_module(f"{__name__}.{mod}")
-        from bfio.plugins import load_plugins
 
         load_plugins()  # policies outside the package ($BFIO_PLUGINS, entry points)
     except BaseException:

@@ -78,10 +78,10 @@ from bfio.policies.drain import plan_drain
 from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
 from bfio.policies.options import Option
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaining, make_predictor
-from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT, SolverError, solve
+from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT, PLACEMENTS, SOLVERS, SolverError, solve
 from bfio.solvers.instance import (ADMISSION_HELP, ADMISSION_PATTERN, Instance, forced_mask, instance_of_call,
                                   parse_admission)
-from bfio.solvers.objective import OBJECTIVES, ObjectiveTerms
+from bfio.solvers.objective import NEW_REQUEST_MODELS, OBJECTIVES, ObjectiveTerms
 from bfio.profiles import predicted_loads
 from bfio.tracked_loads import TrackedLoads
 from bfio.solvers.placement import place_terms
@@ -117,14 +117,10 @@ def _remaining():
 
 
 def _solvers():
-    from bfio.solvers import SOLVERS
-
     return SOLVERS
 
 
 def _placements():
-    from bfio.solvers import PLACEMENTS
-
     return PLACEMENTS
 
 
@@ -133,8 +129,6 @@ def _objectives():
 
 
 def _new_request_models():
-    from bfio.solvers.objective import NEW_REQUEST_MODELS
-
     return tuple(NEW_REQUEST_MODELS)
 
 

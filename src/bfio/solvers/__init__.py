@@ -20,6 +20,10 @@ import numpy as np
 
 from bfio.errors import ConfigError
 from bfio.solvers.result import Solution, SolverError
+from bfio.jit import run_clock  # a clock without numba's compile (bfio.jit)
+from bfio.solvers.fast import fast_assign
+from bfio.solvers.heap import heap_assign
+from bfio.solvers.placement import INSTANCE_SLOTS, call_step_s, resolve_placement
 
 SOLVERS = ("fast", "highs", "gurobi")
 #: The fast solver's placement algorithms (BF-IO option ``placement``, :mod:`.placement`):
@@ -57,12 +61,6 @@ def trivial_bound(inst) -> float:
 def solve_fast_instance(inst, max_rounds: int = 4, placement: str = GREEDY_PLACEMENT) -> Solution:
     """The fast solver on ``inst`` with ``placement`` (:data:`PLACEMENTS`); ``solver``
     of the result: ``fast`` (greedy) or ``fast-heap`` (``auto`` resolved on the instance)."""
-    from bfio.jit import run_clock  # a clock without numba's compile (bfio.jit)
-    from bfio.solvers.fast import fast_assign
-    from bfio.solvers.heap import heap_assign
-
-    from bfio.solvers.placement import INSTANCE_SLOTS, call_step_s, resolve_placement
-
     placement = resolve_placement(check_placement(placement), inst.free, inst.admissible,
                                   call_step_s(inst.base[:, 0], INSTANCE_SLOTS))
     t0 = run_clock()
@@ -133,8 +131,6 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
           warm_start: Solution | None = None, threads: int = 1, placement: str = GREEDY_PLACEMENT) -> Solution:
     """Solve ``inst`` with ``solver``; see the module docstring. ``placement`` is the
     fast solver's (:data:`PLACEMENTS`), also the exact backends' warm start."""
-    from bfio.jit import run_clock  # a clock without numba's compile (bfio.jit)
-
     check_solver(solver)
     if on_error not in ("fail", "fallback"):
         raise ConfigError(f"on_solver_error: expected fail | fallback, got {on_error!r}")
@@ -148,6 +144,8 @@ def solve(inst, solver: str = "fast", *, time_limit_s: float | None = None, on_e
     t0 = run_clock()
     start = warm_start
     try:
+        # local: the exact backends build their model with scipy.sparse (bfio.solvers.model), a
+        # startup cost that the fast solver and ``bfio --help`` never pay
         if solver == "highs":
             from bfio.solvers.highs import check_size
             from bfio.solvers.highs import solve_highs as backend

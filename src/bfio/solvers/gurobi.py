@@ -32,7 +32,7 @@ _HINT = "use --solver highs or fast, or --on-solver-error fallback"
 
 
 def _env():
-    import gurobipy as gp
+    import gurobipy as gp  # local: a missing gurobipy is a SolverError of solve_gurobi, not an ImportError here
 
     env = gp.Env(empty=True)
     env.setParam("OutputFlag", 0)
@@ -45,7 +45,7 @@ def size_limited() -> bool:
     """True when this Gurobi's licence limits a model to :data:`RESTRICTED_LIMIT`
     variables and constraints (the pip licence): probed once per process by
     optimizing an empty model one variable over the limit (milliseconds)."""
-    import gurobipy as gp
+    import gurobipy as gp  # local: as in _env
 
     try:
         with _env() as env, gp.Model("bfio_probe", env=env) as model:

@@ -78,7 +78,7 @@ def _stdout_to_devnull():
 
 def quiet_highs():
     """A ``highspy.Highs`` that writes nothing to stdout (see the module docstring)."""
-    import highspy
+    import highspy  # local: a missing highspy is a SolverError of solve_highs, not an ImportError of this module
 
     with _stdout_to_devnull():
         h = highspy.Highs()
@@ -101,7 +101,7 @@ def check_size(inst, max_binaries: int | None = None) -> None:
 
 def _run_highs(inst, m, time_limit_s: float | None, warm_vec: np.ndarray | None, threads: int) -> dict:
     """Run HiGHS on the built model ``m``; a picklable dict of what came out."""
-    import highspy
+    import highspy  # local: as in quiet_highs
 
     h = quiet_highs()
     if inst.integral:

@@ -44,6 +44,10 @@ import numpy as np
 
 from bfio.errors import BfioError, ConfigError
 from bfio.solvers.objective import UNDISCOUNTED, ObjectiveTerms, check_discount
+from bfio.profiles import predicted_loads
+from bfio.results_io import atomic_path
+from bfio.solvers import solve
+from bfio.traces.formats import refuse_repeated_keys
 
 FORMAT = "bfio-instance/1"
 
@@ -242,8 +246,6 @@ class Instance:
 
 def save_instance(inst: Instance, path) -> Path:
     """Write ``inst`` as JSON (atomically)."""
-    from bfio.results_io import atomic_path
-
     path = Path(path)
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(inst.to_dict()) + "\n")
@@ -342,8 +344,6 @@ def load_instance(path) -> Instance:
     except OSError as e:
         raise InstanceError(path, f"cannot read ({e.strerror or e})") from None
     try:
-        from bfio.traces.formats import refuse_repeated_keys
-
         data = json.loads(text, object_pairs_hook=refuse_repeated_keys(
             lambda k: InstanceError(path, "key appears twice (which value is meant is ambiguous)", k)))
     except json.JSONDecodeError as e:
@@ -371,8 +371,6 @@ def instance_of_call(state, decode_estimate: np.ndarray, terms: ObjectiveTerms, 
     offsets, whatever ``terms.window`` the fast path solves), its discount, and
     the waiting requests' lifetimes (:meth:`~bfio.solvers.objective.ObjectiveTerms.for_call`)
     and its extra terms (:attr:`~bfio.solvers.objective.ObjectiveTerms.extra`)."""
-    from bfio.profiles import predicted_loads
-
     base = predicted_loads(state.slot_request, state.workload.prefill, state.generated,
                            decode_estimate, terms.horizon)
     ages = state.step - state.enter_step[state.pool]
@@ -387,8 +385,6 @@ def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None =
     """Load an instance file, solve it with ``solver`` and return a JSON-ready dict
     with ``objective``, ``assignment`` (request index -> worker or -1),
     ``proven_optimal``, ``wall_s`` and the solver's bound and status."""
-    from bfio.solvers import solve
-
     inst = load_instance(path)
     sol = solve(inst, solver, time_limit_s=time_limit_s, on_error=on_error)
     return {"instance": str(path), "workers": inst.workers, "horizon": inst.horizon, "discount": inst.discount,

@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.constants import PaperConstants
+from bfio.solvers.heap import solve_heap_terms
+from bfio.solvers.shards import solve_sharded_terms
 
 #: The greedy's modelled seconds per unit of ``U n_T`` (placements times workers with a
 #: free slot), from ``benchmarks/bench_scaling.py``: 1.8 ms a call at ``G = 256`` for a
@@ -57,9 +59,6 @@ def place_terms(base, free, sizes, forced, U, terms, placement, max_rounds, shar
     (0 for the greedy). ``terms`` is the call's
     :class:`~bfio.solvers.objective.ObjectiveTerms`, ``base`` the active loads over
     its offsets ``0..terms.window``."""
-    from bfio.solvers.heap import solve_heap_terms
-    from bfio.solvers.shards import solve_sharded_terms
-
     if resolve_placement(placement, free, U, step_s) == "heap":
         assign, refreshed = solve_heap_terms(base, free, sizes, forced, U, terms)
         return assign, int(refreshed)

@@ -109,7 +109,7 @@ def split(n: int, seed: int = SPLIT_SEED, share: float = HOLDOUT) -> np.ndarray:
 
 def _fit(op: str, file: str, names: tuple[str, ...], X: np.ndarray, y: np.ndarray) -> tuple[OpFit, np.ndarray]:
     """Non-negative least squares on relative error over the rows not held out."""
-    from scipy.optimize import nnls
+    from scipy.optimize import nnls  # local: scipy.optimize loads when a step model is fitted (startup)
 
     held = split(len(y))
     A, b = X[~held], y[~held]

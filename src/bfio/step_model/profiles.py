@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bfio.errors import ProfileError
+from bfio.traces.registry import default_data_dir, sha256_of
 
 PROFILE_DIR = "vidur-profiles"
 #: where the files come from (README of the data directory)
@@ -67,8 +68,6 @@ def all_reduce_file(gpu: str) -> str:
 
 
 def data_root(data_dir=None) -> Path:
-    from bfio.traces.registry import default_data_dir
-
     return Path(data_dir) if data_dir is not None else default_data_dir()
 
 
@@ -76,8 +75,6 @@ def profile_path(name: str, data_dir=None, verify: bool = True) -> Path:
     """The verified path of registered profile file ``name`` under ``data_dir``
     (default: the traces' data directory). Missing, not a regular file, not the
     pinned size or sha256: a :class:`ProfileError` naming the file."""
-    from bfio.traces.registry import sha256_of
-
     spec = PROFILE_FILES.get(name)
     if spec is None:
         raise ProfileError(name, f"not a registered profile file (known: {', '.join(sorted(PROFILE_FILES))})")

@@ -17,6 +17,10 @@ import pandas as pd
 
 from bfio.solvers import solve
 from bfio.solvers.instance import Instance
+from bfio.policies import make_policy
+from bfio.simulator import simulate
+from bfio.traces import load_trace
+from bfio.workload import draw_workload
 
 METRICS = ("avg_imbalance", "throughput", "tpot", "energy_j")
 
@@ -25,11 +29,6 @@ def capture_instances(trace: str, workers: int, slots: int, requests: int, horiz
                       every: int = 1, limit: int | None = None, admission: str = "free") -> list[Instance]:
     """Run BF-IO (fast solver, oracle) and keep the Eq. (IO) instance of every
     ``every``-th routing call (at most ``limit``)."""
-    from bfio.policies import make_policy
-    from bfio.simulator import simulate
-    from bfio.traces import load_trace
-    from bfio.workload import draw_workload
-
     t = load_trace(trace)
     w = draw_workload(t.prefill, t.decode, requests, seed)
     policy = make_policy("bfio", seed=seed, horizon=horizon, admission=admission)
@@ -97,10 +96,6 @@ def simulation_agreement(traces=("longbench", "burstgpt"), workers: int = 8, slo
     """Whole BF-IO simulations per (trace, H, solver): the paper metrics, wait
     and per-call solver times, plus each metric's relative difference to the
     first solver (``*_rel_diff``)."""
-    from bfio.simulator import simulate
-    from bfio.traces import load_trace
-    from bfio.workload import draw_workload
-
     rows = []
     for trace in traces:
         t = load_trace(trace)

@@ -41,6 +41,8 @@ import pandas as pd
 from bfio.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec, run_batch
 from bfio.studies.registry import Figure, Study, Table, register_study
+from bfio.studies.generality_report import generality_markdown, generality_table
+from bfio.traces.registry import trace_specs
 
 #: Per arrival mode: the metric columns behind the table's unified metrics.
 MODE_METRICS = {
@@ -132,7 +134,7 @@ def generality_runs(trace: str, workers: int, arrival: str, study: dict, seeds, 
                     backlog_runs: pd.DataFrame | None = None, bfio_defaults: dict | None = None,
                     defaults: dict | None = None):
     """``[(case, offered load, RunSpec), ...]`` of one job (trace, G, arrival job);
-    ``defaults``: the config's per-policy options (:func:`bfio.config.policy_defaults`)."""
+    ``defaults``: the config's per-policy options (:func:`bfio.run.policy_defaults`)."""
     rows, k = list(study["rows"]), float(study["requests_per_slot"])
     if arrival == "backlog":
         n = backlog_requests(workers, slots, k)
@@ -175,8 +177,6 @@ def plan(config: dict) -> dict:
     """The study's jobs as settings, by name: a backlog job per trace and G, then
     (when the section has replay cases) a replay job per trace with arrival
     times and G; ``slots``: the section's, when it sets one."""
-    from bfio.traces.registry import trace_specs
-
     gen = config.get("generality") or {}
     traces, workers = list(gen.get("traces") or []), [int(g) for g in gen.get("workers") or []]
     replay = gen.get("replay") or {}
@@ -202,8 +202,6 @@ def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prior=
 
 def _tabulate(runs, section, settings, inputs=()):
     import json
-
-    from bfio.studies.generality_report import generality_markdown, generality_table
 
     stats = {}
     for t, p in zip(section["traces"], inputs):

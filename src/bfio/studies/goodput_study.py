@@ -24,10 +24,13 @@ from bfio.capacity import trace_capacity
 from bfio.errors import ConfigError
 from bfio.goodput import SLO, goodput
 from bfio.prefill import PrefillModel
-from bfio.run import ArrivalSpec, RunSpec, run_batch
+from bfio.run import ArrivalSpec, RunSpec, policy_defaults, resolve_row, run_batch
 from bfio.step_model import StepModel, from_config
 from bfio.studies.registry import Study, register_study
 from bfio.studies.online import report_interval
+from bfio.policies import check_policy_options
+from bfio.studies.goodput_summary import goodput_markdown, summarize_goodput
+from bfio.studies.report import check_settings
 
 
 def router_rows(section: dict) -> list[tuple[str, str]]:
@@ -68,8 +71,6 @@ def plan(config: dict) -> dict:
     """One job per (setting, regime): ``<setting>_<regime>``, the setting with its
     ``regime`` and ``base`` (its name in ``goodput.settings``); a setting's
     ``regimes`` (default: every regime) must name regimes of the section."""
-    from bfio.studies.report import check_settings
-
     section = config.get("goodput") or {}
     names = list(regimes(section))
     out = {}
@@ -139,11 +140,6 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
 def validate_section(section: dict, config: dict) -> None:
     """Every router row builds its policy with its dispatch (errors name the key);
     at least one router."""
-    from bfio.config import policy_defaults
-    from bfio.errors import ConfigError
-    from bfio.policies import check_policy_options
-    from bfio.run import resolve_row
-
     regimes(section)
     rows = router_rows(section)
     if not rows:
@@ -160,8 +156,6 @@ def validate_section(section: dict, config: dict) -> None:
 
 
 def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
-    from bfio.studies.goodput_summary import goodput_markdown, summarize_goodput
-
     summary = summarize_goodput(runs)
     return summary, goodput_markdown(summary, settings, section["description"], rel_tol=section.get("rel_tol"))
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from bfio.metrics import STEADY, WARMUP_SHARE
 from bfio.studies.report import fmt, markdown_table
+from bfio.studies.online_summary import policy_label
 
 
 def summarize_goodput(runs: pd.DataFrame) -> pd.DataFrame:
@@ -53,8 +54,6 @@ def headroom_recovered(grp: pd.DataFrame) -> dict:
 
 
 def _label(r) -> str:
-    from bfio.studies.online_summary import policy_label
-
     return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"), r.get("horizon"))
 
 

@@ -33,6 +33,8 @@ from bfio.errors import ConfigError
 from bfio.solvers.objective import OBJECTIVES, check_discount, check_new_requests
 from bfio.run import RunSpec, run_batch
 from bfio.studies.registry import Figure, Product, Study, Table, register_study
+from bfio.studies.aggregate import paired_effect, summarize_runs
+from bfio.studies.report import ci_cell, fmt
 
 KEY_COLUMNS = ("discount", "new_requests")
 
@@ -141,8 +143,6 @@ def summarize_confirm(runs: pd.DataFrame) -> pd.DataFrame:
     energy over seeds, plus the paired (by seed) imbalance ratio paper-literal /
     default (> 1: the default balances better) and throughput gain of the default
     (:func:`bfio.studies.aggregate.paired_effect`)."""
-    from bfio.studies.aggregate import paired_effect, summarize_runs
-
     by = ["trace", "workers", "horizon"]
     metrics = ["avg_imbalance", "throughput", "tpot", "energy_j"]
     summ = summarize_runs(runs, [*by, "objective_name", "discount", "new_requests"], metrics)
@@ -160,8 +160,6 @@ def summarize_confirm(runs: pd.DataFrame) -> pd.DataFrame:
 
 def objective_markdown(scored: pd.DataFrame, rec: dict, confirm: pd.DataFrame, title: str) -> str:
     """The study's Markdown: the choose-stage scores and the confirm table."""
-    from bfio.studies.report import ci_cell, fmt
-
     default = OBJECTIVES["default"]
     same = rec["discount"] == default["discount"] and rec["new_requests"] == default["new_requests"]
     mine = scored[(scored["discount"] == default["discount"]) & (scored["new_requests"] == default["new_requests"])]

@@ -26,8 +26,13 @@ import pandas as pd
 
 from bfio.capacity import trace_capacity
 from bfio.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, run_batch, simulate_run
+from bfio.run import ArrivalSpec, RunSpec, resolve_row, run_batch, simulate_run
 from bfio.studies.registry import Figure, Study, Table, register_study
+from bfio.policies import check_policy_options
+from bfio.studies.online_summary import online_markdown, summarize_online
+from bfio.studies.report import check_settings
+from bfio.studies.routers_summary import routers_markdown, summarize_routers
+from bfio.traces.registry import trace_specs
 
 #: What an online load is a fraction of (``online.load_basis``): the saturation of
 #: backlog runs of ``online.saturation_row`` or the model's capacity (issue 44).
@@ -172,8 +177,6 @@ KINDS = ("poisson", "replay")
 def plan(config: dict) -> dict:
     """The settings of ``online.poisson`` and ``online.replay`` by name, each with
     its ``kind`` (names unique, traces known: :func:`bfio.studies.report.check_settings`)."""
-    from bfio.studies.report import check_settings
-
     section = config.get("online") or {}
     kind = {s["name"]: k for k in KINDS for s in section.get(k) or []}
     return {name: {**s, "kind": kind[name]} for name, s in check_settings(config, "online", KINDS).items()}
@@ -202,15 +205,11 @@ def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prepar
 
 
 def _online_table(runs, section, settings):
-    from bfio.studies.online_summary import online_markdown, summarize_online
-
     summary = summarize_online(runs)
     return summary, online_markdown(summary, settings, section["description"])
 
 
 def _routers_table(runs, section, settings):
-    from bfio.studies.routers_summary import routers_markdown, summarize_routers
-
     summary = summarize_routers(runs, section["reference"])
     return summary, routers_markdown(summary, settings)
 
@@ -220,10 +219,6 @@ def _validate(section: dict, config: dict) -> None:
     row, and trace replays need an arrival column and never more rows than the
     trace has (known traces pin their row count; extra traces are checked when
     the job reads the file): no silent clipping."""
-    from bfio.policies import check_policy_options
-    from bfio.traces.registry import trace_specs
-    from bfio.run import resolve_row
-
     bfio = config.get("bfio") or {}
     variants = section.get("variants") or {}
     for dispatch in ("central", "instant"):

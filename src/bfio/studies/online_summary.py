@@ -16,6 +16,9 @@ from bfio.metrics import STEADY
 from bfio.capacity import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
+from bfio.policies import registered
+from bfio.run_keys import parse_admission_row, parse_bfio_row, row_key
+from bfio.tables import row_label
 
 #: Metric -> (label, unit). Per-request latencies are quantiles over the run's
 #: requests; "run" metrics cover the whole run (no measurement window: with
@@ -67,13 +70,9 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     a row with lagging load reports (``report_interval`` k > 0, the row's
     registry ``policy`` given): ``'vLLM DP, reports every 10 steps (instant)'``; a
     BF-IO variant row with its stored ``horizon``: ``'BF-IO (H=40) (instant)'``."""
-    from bfio.run_keys import parse_admission_row, parse_bfio_row, row_key
-    from bfio.tables import row_label
-
     adm = parse_admission_row(row)
     if adm:
         return f"BF-IO (H={adm[0]}, {adm[1]}) ({dispatch})"
-    from bfio.policies import registered
 
     k = 0 if report_interval is None or pd.isna(report_interval) else int(report_interval)
     if policy and isinstance(policy, str) and row not in registered() and not parse_bfio_row(row):

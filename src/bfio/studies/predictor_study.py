@@ -28,6 +28,7 @@ from bfio.predictors import default_remaining
 from bfio.run import RunSpec, run_batch
 from bfio.run_keys import row_key
 from bfio.studies.registry import Study, register_study
+from bfio.studies.predictor_summary import predictor_markdown, summarize_predictors
 
 #: Error models of the study: predictor -> (config key of its levels, the BF-IO
 #: option each level sets, the row label's prefix of a level).
@@ -92,8 +93,6 @@ def run_predictor_study(name: str, setting: dict, study: dict, seeds, slots: int
 
 
 def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
-    from bfio.studies.predictor_summary import predictor_markdown, summarize_predictors
-
     summary = summarize_predictors(runs, row_key("bfio", section["horizon"]))
     return summary, predictor_markdown(summary, settings, section["description"])
 

@@ -13,6 +13,7 @@ import pandas as pd
 from bfio.capacity import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, scale_note, setting_sections
+from bfio.tables import row_label
 
 #: The paper's metric window, then the whole run (``*_run``, drain included): under
 #: free admission a router can raise its window throughput by leaving expensive
@@ -55,8 +56,6 @@ def summarize_predictors(runs: pd.DataFrame, oracle_row: str, fcfs_row: str | No
 
 
 def _predictor_label(r) -> str:
-    from bfio.tables import row_label
-
     if r["predictor"] == "-":
         return row_label(r["row"])
     h = int(r["horizon"]) if "horizon" in r and pd.notna(r.get("horizon")) else None

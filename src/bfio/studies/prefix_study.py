@@ -36,6 +36,12 @@ from bfio.prefix import cache_capacity_blocks
 from bfio.run import RunSpec, run_batch
 from bfio.step_model import from_config
 from bfio.studies.registry import Study, register_study
+from bfio.errors import ConfigError
+from bfio.limits import MAX_REQUESTS, MAX_SLOTS
+from bfio.policies import available, policy_class
+from bfio.sessions import check_block_hashes, session_hash_bound, session_requests
+from bfio.studies.prefix_summary import prefix_markdown, summarize_prefix
+from bfio.traces.registry import KNOWN_TRACES
 
 #: the workloads a setting may name
 WORKLOADS = ("trace", "grpo", "sessions")
@@ -62,8 +68,6 @@ def _variants(section: dict) -> dict:
 
 def prefix_runs(setting: dict, section: dict, seeds, slots: int, defaults=None) -> list[RunSpec]:
     """Every router x seed of ``setting`` (instant dispatch, timed arrivals)."""
-    from bfio.traces.registry import KNOWN_TRACES
-
     kind = setting.get("workload", "trace")
     bt = KNOWN_TRACES[setting["trace"]].block_tokens if kind == "trace" else GENERATED_BLOCK_TOKENS
     if kind == "trace":
@@ -107,8 +111,6 @@ def kv_peak(result, budget: int) -> dict:
 def generated_requests(setting: dict, frame: pd.DataFrame, seed: int):
     """The GRPO or session requests of ``setting`` and ``seed`` (lengths from
     ``frame``): a :class:`bfio.sessions.SessionRequests`."""
-    from bfio.sessions import session_requests
-
     kind = setting["workload"]
     group = int(setting.get("group_size", 1)) if kind == "grpo" else 1
     sessions = int(setting["groups"]) * group if kind == "grpo" else int(setting["sessions"])
@@ -175,10 +177,6 @@ _COMMON_KEYS = ("name", "description", "workload", "trace", "workers", "slots")
 def validate_section(section: dict, config: dict) -> None:
     """Every router is an instant-dispatch policy; every setting has its workload's
     keys; a replayed trace carries block hashes and arrival times."""
-    from bfio.errors import ConfigError
-    from bfio.policies import available, policy_class
-    from bfio.traces.registry import KNOWN_TRACES
-
     for i, row in enumerate(section["routers"]):
         policy = "bfio" if row == "bfio" else row
         if policy not in available():
@@ -213,8 +211,6 @@ def _check_finite(where: str, key: str, value) -> None:
     ``minimum``); the error names ``where.key``."""
     import math
 
-    from bfio.errors import ConfigError
-
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"config key '{where}.{key}': expected a finite number, got {value}")
 
@@ -229,9 +225,6 @@ def _check_setting_keys(i: int, setting: dict, config: dict) -> None:
     """A setting's numbers finite, its cluster within :data:`bfio.limits.MAX_SLOTS`,
     and no key its workload does not read (:data:`WORKLOAD_READS`; a schema default
     left in place is no mistake)."""
-    from bfio.errors import ConfigError
-    from bfio.limits import MAX_SLOTS
-
     where = f"prefix_study.settings.{i}"
     kind = setting["workload"]
     for key, value in setting.items():
@@ -253,9 +246,6 @@ def _check_kv_budget(i: int, setting: dict, prefill: dict) -> None:
     """``kv_tokens_per_rank`` holds at least one cache block of the setting's
     workload and, for a known trace, its longest prompt (``TraceSpec.longest``):
     a run whose draw holds a prompt beyond the budget fails in its job."""
-    from bfio.errors import ConfigError
-    from bfio.traces.registry import KNOWN_TRACES
-
     kv = int(prefill["kv_tokens_per_rank"])
     spec = KNOWN_TRACES.get(setting["trace"])
     bt = spec.block_tokens if setting["workload"] == "trace" and spec is not None else GENERATED_BLOCK_TOKENS
@@ -273,11 +263,6 @@ def _check_generated_size(i: int, setting: dict) -> None:
     its block hashes within the memory budget (:func:`bfio.sessions.check_block_hashes`),
     the hashes bounded from the longest prompt and output of its known trace
     (``TraceSpec.longest``; an extra trace's are checked by the generator in the job)."""
-    from bfio.errors import ConfigError
-    from bfio.limits import MAX_REQUESTS
-    from bfio.sessions import check_block_hashes, session_hash_bound
-    from bfio.traces.registry import KNOWN_TRACES
-
     grpo = setting["workload"] == "grpo"
     sessions = int(setting["groups"]) * int(setting["group_size"]) if grpo else int(setting["sessions"])
     turns = int(setting["turns"])
@@ -298,8 +283,6 @@ def _check_generated_size(i: int, setting: dict) -> None:
 
 
 def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
-    from bfio.studies.prefix_summary import prefix_markdown, summarize_prefix
-
     summary = summarize_prefix(runs)
     return summary, prefix_markdown(summary, settings, section["description"])
 

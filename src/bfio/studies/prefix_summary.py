@@ -10,7 +10,7 @@ import pandas as pd
 
 from bfio.capacity import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
-from bfio.tables import MIN_INTERVAL_SEEDS
+from bfio.tables import MIN_INTERVAL_SEEDS, row_label
 
 #: the table's metrics, in column order: (column, header, format)
 METRICS = [("throughput_run", "throughput (tok/s)", "{:,.0f}"), ("ttft_s_p50", "TTFT p50 (s)", "{:.2f}"),
@@ -35,8 +35,6 @@ OPTIONAL = [("kv_peak_share", "peak KV / budget", "{:.0%}")] + PINNING
 
 def router_label(row: str) -> str:
     """Display label of a router row (``bfio``: BF-IO with its prefix-cache term)."""
-    from bfio.tables import row_label
-
     return "BF-IO (prefix-cache term)" if row == SUBJECT else row_label(row)
 
 

@@ -50,6 +50,8 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from bfio.errors import ConfigError
+from bfio.plugins import load_plugins
+from bfio.studies.report import check_settings
 
 
 def _resolve(plot):
@@ -158,7 +160,7 @@ class Study:
     ``simulate(setting_name, setting, section, seeds, slots, frame, defaults, log)
     -> DataFrame`` runs one setting (``section``: the config section without its
     settings; ``defaults``: the config's per-policy options,
-    :func:`bfio.config.policy_defaults`), with keyword ``prior={setting name:
+    :func:`bfio.run.policy_defaults`), with keyword ``prior={setting name:
     runs}`` when the study declares :attr:`needs` and ``prepared=<JSON object>``
     when it declares :attr:`prepare`. ``tabulate``/``table`` and
     ``plot``/``figure``/``caption``: its first (or only) table and figure
@@ -277,7 +279,6 @@ class Study:
         :func:`bfio.studies.report.check_settings`)."""
         if self.plan is not None:
             return dict(self.plan(config))
-        from bfio.studies.report import check_settings
 
         return check_settings(config, self.name, self.settings_groups)
 
@@ -370,7 +371,6 @@ def _load() -> None:
     try:
         for mod in BUILTIN_MODULES:
             importlib.import_module(f"bfio.studies.{mod}")
-        from bfio.plugins import load_plugins
 
         load_plugins()
     except BaseException:

@@ -10,6 +10,9 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import ConfigError
+from bfio.experiments import read_trace_table
+from bfio.paper import TABLE_SETTINGS
+from bfio.traces.registry import KNOWN_TRACES
 
 
 def setting_slots(setting: dict, config: dict) -> int:
@@ -22,8 +25,6 @@ def check_settings(config: dict, study: str, groups=("settings",)) -> dict:
     after checking that names are unique across ``groups`` and every trace is a
     known trace or one of ``extra_traces`` (it need not be listed in ``traces``:
     its table is prepared on demand). Raises :class:`ConfigError` naming the key."""
-    from bfio.traces.registry import KNOWN_TRACES
-
     known = set(KNOWN_TRACES) | set(config.get("extra_traces") or {})
     seen, out = {}, {}
     for group in groups:
@@ -117,14 +118,10 @@ def read_product(path):
 
 def read_frames(paths: dict) -> dict:
     """trace name -> canonical trace table (``results/traces/<trace>.parquet``)."""
-    from bfio.experiments import read_trace_table
-
     return {name: read_trace_table(p) for name, p in paths.items()}
 
 
 def _paper_settings() -> dict:
-    from bfio.paper import TABLE_SETTINGS
-
     return {t["trace"]: (int(t["requests"]), int(t["workers"])) for t in TABLE_SETTINGS.values()}
 
 

@@ -18,8 +18,11 @@ import numpy as np
 import pandas as pd
 
 from bfio.run_keys import admission_label, row_key
-from bfio.run import RunSpec, run_batch
-from bfio.studies.registry import Study, register_study
+from bfio.run import RunSpec, policy_defaults, resolve_row, run_batch
+from bfio.studies.registry import Study, register_study, studies
+from bfio.errors import ConfigError
+from bfio.studies.starvation_summary import (
+    online_admission_effects, recommend_admission, starvation_markdown, summarize_starvation)
 
 
 def starvation_variants(setting: dict, study: dict) -> dict:
@@ -61,8 +64,6 @@ def _online_effects(section: dict, inputs) -> pd.DataFrame | None:
     """The online study's runs (``inputs``: its runs files) as
     :func:`bfio.studies.starvation_summary.online_admission_effects`, when
     ``starvation.online_rows`` names its rows; else ``None``."""
-    from bfio.studies.starvation_summary import online_admission_effects
-
     rows = online_rows(section)
     if not rows or not inputs:
         return None
@@ -71,8 +72,6 @@ def _online_effects(section: dict, inputs) -> pd.DataFrame | None:
 
 
 def _recommendation(runs: pd.DataFrame, section: dict, inputs=()):
-    from bfio.studies.starvation_summary import recommend_admission, summarize_starvation
-
     summary = summarize_starvation(runs)
     online = _online_effects(section, inputs)
     return summary, online, recommend_admission(
@@ -82,8 +81,6 @@ def _recommendation(runs: pd.DataFrame, section: dict, inputs=()):
 
 
 def _tabulate(runs: pd.DataFrame, section: dict, settings: dict, inputs=()):
-    from bfio.studies.starvation_summary import starvation_markdown
-
     summary, online, rec = _recommendation(runs, section, inputs)
     return summary, starvation_markdown(summary, settings, rec, section["description"], online=online)
 
@@ -92,10 +89,6 @@ def validate_section(section: dict, config: dict) -> None:
     """``starvation.proposed_default`` is one of the study's admissions; every row of
     ``starvation.online_rows`` is a central row of the online study that runs BF-IO
     with the admission it is listed under (``free`` among them)."""
-    from bfio.config import policy_defaults
-    from bfio.errors import ConfigError
-    from bfio.run import resolve_row
-
     proposed = section.get("proposed_default")
     if proposed is not None and proposed not in (section.get("admissions") or []):
         raise ConfigError(f"config key 'starvation.proposed_default': {proposed!r} is not one of "
@@ -121,8 +114,6 @@ def validate_section(section: dict, config: dict) -> None:
 
 def _online_run_files(config: dict) -> list[str]:
     """The online study's runs files, when ``starvation.online_rows`` reads them."""
-    from bfio.studies.registry import studies
-
     if not (config.get("starvation") or {}).get("online_rows"):
         return []
     online = studies()["online"]

@@ -15,6 +15,8 @@ import pandas as pd
 from bfio.errors import ConfigError
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, fmt, markdown_table, scale_note, setting_sections
+from bfio.policies.bfio import DEFAULT_ADMISSION
+from bfio.tables import row_label
 
 STARVATION_METRICS = {"wait_steps_p99": ("wait p99", "steps"), "wait_steps_max": ("wait max", "steps"),
            "wait_s_p99": ("wait p99", "s"), "wait_s_max": ("wait max", "s"),
@@ -193,8 +195,6 @@ def recommend_admission(summary: pd.DataFrame, max_cost_pct: float, by: str = "w
 
 
 def _starvation_label(r) -> str:
-    from bfio.tables import row_label
-
     if r["admission"] == "-":
         return row_label(r["row"])
     return f"BF-IO (H={int(r['horizon'])}), {r['admission']}"
@@ -249,8 +249,6 @@ def starvation_markdown(summary: pd.DataFrame, settings: dict, recommendation: d
     lines += [f"Smallest worst-case {recommendation['by']} within the bounds: `admission: {pick}`." if pick else
               "**No admission meets the bounds** (docs/studies.md, section 3).", ""]
     if "proposed" in recommendation:
-        from bfio.policies.bfio import DEFAULT_ADMISSION
-
         prop = recommendation["proposed"]
         ours = (f"it is the library's default admission (`bfio.policies.bfio.DEFAULT_ADMISSION`)"
                 if prop == DEFAULT_ADMISSION else f"the library's default admission is `{DEFAULT_ADMISSION}`")

@@ -24,9 +24,10 @@ import pandas as pd
 from bfio.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec, resolve_row, run_batch
 from bfio.step_model import from_config
-from bfio.studies.goodput_study import regime_capacity, router_rows
+from bfio.studies.goodput_study import regime_capacity, router_rows, validate_section as validate_routers
 from bfio.studies.online import report_interval
 from bfio.studies.registry import Study, register_study
+from bfio.studies.step_regime_summary import step_regime_markdown, summarize_step_regime
 
 #: The first regime of every setting: the paper's step.
 PAPER = "paper"
@@ -82,15 +83,11 @@ def run_step_regime(name: str, setting: dict, section: dict, seeds, slots: int, 
 
 def validate_section(section: dict, config: dict) -> None:
     """The regimes build (step-model options checked) and the routers resolve."""
-    from bfio.studies.goodput_study import validate_section as validate_routers
-
     step_regimes(section)
     validate_routers({**section, "regimes": None}, config)
 
 
 def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
-    from bfio.studies.step_regime_summary import step_regime_markdown, summarize_step_regime
-
     if "horizon" not in runs.columns:  # runs written before the column: BF-IO's H from the rows
         runs = runs.assign(horizon=[float(resolve_row(row, section.get("variants"))[1].get("horizon", float("nan")))
                                     if policy == "bfio" else float("nan")

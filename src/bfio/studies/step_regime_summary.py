@@ -12,6 +12,8 @@ import pandas as pd
 
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import fmt, markdown_table
+from bfio.capacity import with_imbalance_share
+from bfio.studies.online_summary import policy_label
 
 #: the metric the routers are ranked by, then the others the CSV carries
 RANK_METRIC = "e2e_s_p99"
@@ -24,8 +26,6 @@ def summarize_step_regime(runs: pd.DataFrame) -> pd.DataFrame:
     """Mean and 95% CI over seeds per (setting, regime, router), with
     ``vs_best`` (p99 e2e over the regime's best router's mean) and ``rank`` (1:
     the lowest p99 e2e in the regime)."""
-    from bfio.capacity import with_imbalance_share
-
     runs = with_imbalance_share(runs)
     out = summarize_runs(runs, GROUP, METRICS)
     key = ["setting", "regime"]
@@ -49,8 +49,6 @@ def ranking_changes(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def step_regime_markdown(summary: pd.DataFrame, title: str = "Router ranking by step regime") -> str:
-    from bfio.studies.online_summary import policy_label
-
     lines = [f"# {title}", "",
              "Each cell: a router's p99 end-to-end latency over the best router's in the same regime (mean over "
              "seeds), and its rank (1: lowest p99). Poisson arrivals at the same share of each regime's capacity "

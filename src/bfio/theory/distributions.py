@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bfio.traces import load_trace
+
 
 @dataclass(frozen=True)
 class PrefillLaw:
@@ -104,8 +106,6 @@ def empirical(name: str, values, s_max: int, clip_quantile: float = 1.0) -> Pref
 
 def trace_law(trace: str, s_max: int, clip_quantile: float = 1.0, data_dir=None) -> PrefillLaw:
     """Empirical prefill law of a known trace (``longbench``, ``burstgpt``, ...)."""
-    from bfio.traces import load_trace
-
     t = load_trace(trace, data_dir=data_dir)
     return empirical(trace, t.prefill, s_max, clip_quantile)
 

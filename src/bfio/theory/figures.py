@@ -13,6 +13,7 @@ import pandas as pd
 from bfio.figures.style import plain_log_ticks
 from bfio.figures.style import save as save_figure
 from bfio.theory.checks import C2_PROOF
+from bfio.student_t import t_quantile
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 LINES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1))]
@@ -33,8 +34,6 @@ def save(fig, stem) -> list[str]:
 def loglog_slope(x, y) -> tuple[float, float, float, float]:
     """Least-squares ``log y = a + b log x``: ``(b, b_lo, b_hi, a)`` with the 95%
     Student-t interval of the exponent ``b`` (NaN bounds with fewer than 3 points)."""
-    from bfio.student_t import t_quantile
-
     lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
     ok = np.isfinite(lx) & np.isfinite(ly)
     lx, ly = lx[ok], ly[ok]

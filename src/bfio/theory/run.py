@@ -15,7 +15,7 @@ from bfio.theory.energy import compare_runs, round_energy
 from bfio.theory.homogeneous import homogeneous_cell
 from bfio.theory.estimates import steady_state_estimates
 from bfio.theory.predictions import geometric_snapshot, snapshot_moments, theorem2_rate, theorem3_rate
-from bfio.theory.slot_model import run_slot_model
+from bfio.theory.slot_model import run_slot_model, POLICY_BF
 
 
 def laws(cfg: dict, names) -> dict:
@@ -78,8 +78,6 @@ def _fits(df: pd.DataFrame, by, xcol: str, ycol: str, tol: dict, theorem: str) -
 def run_slots(cfg: dict, section: str = "geometric", bf_policy: int | None = None) -> dict[str, pd.DataFrame]:
     """Theorem 2 (``section="geometric"``, drift ``one``) or Theorem 3
     (``section="drift"``, every configured drift) grid."""
-    from bfio.theory.slot_model import POLICY_BF
-
     s = cfg[section]
     sl = cfg["slot"]
     tol = cfg["tolerances"]

@@ -59,7 +59,7 @@ def read_table(path: Path, columns=None) -> pd.DataFrame:
             _check_csv_header(path)
             return pd.read_csv(path, encoding="utf-8-sig", skipinitialspace=True)
         if suffix in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # local: loaded for a parquet trace alone (startup)
 
             _check_unique(path, pq.read_schema(path).names, "column")
             return pd.read_parquet(path)
