@@ -246,7 +246,8 @@ def _declare(policy: str, option: str, default):
 
 
 @pytest.mark.parametrize("edit, expected", [
-    (_readme_says("none (policy: `auto`)", "none (policy: `greedy`)"),
+    (_readme_says("`bfio.solvers.PLACEMENTS` | none (policy: `auto`)",
+                  "`bfio.solvers.PLACEMENTS` | none (policy: `greedy`)"),
      ["bfio.placement: the policy declares default `auto`, config/README.md gives none (policy: `greedy`)"]),
     (_declare("bfio", "time_limit_s", 30.0),
      ["bfio.time_limit_s: the policy declares default `30.0`, config/README.md gives none (policy: `10`)"]),

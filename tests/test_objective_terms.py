@@ -157,7 +157,7 @@ def test_a_candidate_cost_sums_every_term():
         terms.evaluate(loads, np.array([2])))
 
 
-def _favour_last(state, requests):
+def _favour_last(state, requests, window=None):
     """The toy term's factory: every request strongly prefers the last worker."""
     G = state.workers
     costs = np.full((len(requests), G), 1e9)

@@ -62,6 +62,10 @@ class RoutingState:
     #: with the prefill step model (:class:`bfio.prefill.CacheView`, no queues): each
     #: rank's prefill backlog and a probe of its prefix cache; ``None`` without it
     prefill: object | None = None
+    #: the run's calibrated step model (:class:`bfio.step_model.StepCoefficients`,
+    #: ``docs/step_model.md``): what a step costs per KV token, per decoding request
+    #: and per prefill token; ``None`` with the paper's step ``C + t_l max_g L_g``
+    step_costs: object | None = None
 
     @property
     def mean_step_s(self) -> float:
@@ -120,6 +124,8 @@ class DispatchState:
     #: ids of the completed requests in completion order (what the oracle-free
     #: predictors learn from, as in :class:`RoutingState`)
     completed: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    #: the run's calibrated step model, as in :class:`RoutingState` (``None``: the paper's step)
+    step_costs: object | None = None
 
     def prefill_of(self, requests: np.ndarray) -> np.ndarray:
         """``s_i`` of ``requests``."""

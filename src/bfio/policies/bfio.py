@@ -60,7 +60,12 @@ Options (all keyword, validated; errors name the option):
   apply to it). Registry: :data:`bfio.solvers.PLACEMENTS`;
 - ``shard_workers`` (default 256, :data:`bfio.solvers.shards.DEFAULT_SHARD_WORKERS`;
   ``solver = fast`` only): a routing call with more workers with free slots is
-  split into shards of at most this many (:mod:`bfio.solvers.shards`); 0 never splits.
+  split into shards of at most this many (:mod:`bfio.solvers.shards`); 0 never splits;
+- ``step_terms``: ``auto`` (default) | ``off``: with the calibrated step model
+  (``docs/step_model.md``; the views' ``step_costs``) ``auto`` adds the step's
+  per-request term to ``J`` (:mod:`bfio.solvers.terms.batch`: a decoding request
+  weighs ``(a_n + beta) / a_kv`` KV tokens per step); ``off`` balances KV tokens
+  alone. With the paper's step there is no such term either way.
 """
 
 from __future__ import annotations
@@ -86,7 +91,7 @@ from bfio.profiles import predicted_loads
 from bfio.tracked_loads import TrackedLoads
 from bfio.solvers.placement import place_terms
 from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
-from bfio.solvers.terms import call_terms
+from bfio.solvers.terms import CallWindow, call_terms
 
 MAX_HORIZON = 100_000
 #: Default admission rule with the fast solver (issue 40): ``drain:100`` meets the rule
@@ -106,6 +111,9 @@ DEFAULT_PLACEMENT = "auto"
 #: the fast solver (docs/bfio.md), and H = 20 keeps the exact backends' programs small.
 DEFAULT_HORIZON = 20
 LOCAL_SEARCH_ROUNDS = 4
+#: ``step_terms``: whether J weighs the calibrated step's terms beyond KV tokens
+#: (:mod:`bfio.solvers.terms.batch`); with the paper's step neither adds anything
+STEP_TERMS = ("auto", "off")
 
 
 def _predictors():
@@ -186,6 +194,10 @@ OPTIONS = (
            "O(U (log G + H_eff)) per call) | auto (the greedy while its modelled cost is within 5% of the decode "
            "step, else the heap; docs/bfio.md 'Production scale')", choices=_placements,
            applies_with=("solver", ("fast",)), identity="non-default", identity_omits=GREEDY_PLACEMENT),
+    Option("step_terms", str, "auto",
+           "with the calibrated step model: auto adds its per-request term to J (a decoding request weighs "
+           "(a_n + beta) / a_kv KV tokens, bfio.solvers.terms.batch); off balances KV tokens alone (no effect with "
+           "the paper's step)", choices=STEP_TERMS, identity="non-default"),
     # instant dispatch on lagged reports (issue 44, "equal information"): the production routers' option
     REPORT_INTERVAL,
 )
@@ -239,6 +251,7 @@ class BFIO(Policy):
         self.shard_workers = v["shard_workers"]
         self.placement = v["placement"]
         self.report_interval = v["report_interval"]
+        self.step_terms = v["step_terms"]
         # an exact backend has no placement of its own: a placement given for it (but the greedy,
         # the paper's, which a config may set for every BF-IO row) would be ignored
         if self.solver != "fast" and options.get("placement", GREEDY_PLACEMENT) != GREEDY_PLACEMENT:
@@ -326,7 +339,7 @@ class BFIO(Policy):
         else:
             terms = self._objective
             if self.solver != "fast":  # the call's other terms of J: expressed by the backend, or refused by name
-                terms = terms.with_terms(*call_terms(state, state.pool))
+                terms = terms.with_terms(*call_terms(state, state.pool, self._window(state)))
                 terms.check_solver(self.solver)
             inst = instance_of_call(state, est, terms, self.admission)  # over all H + 1 offsets
             if self.capture is not None:
@@ -361,7 +374,8 @@ class BFIO(Policy):
             if self.admission_mode == "aging" and U < n:
                 self._forced += int(forced.sum())
             assign = self._place(base, free, sizes, forced, U, terms, step_s)
-        if est is not None:  # the call's other terms of J (the prefix-cache term): placed by their costs
+        if est is not None or self._step_costs(state) is not None:
+            # the call's other terms of J (the prefix-cache term, the calibrated step's): placed by their costs
             assign = self._place_sequential(state, assign, base, est, window)
         if tracker is not None:
             placed = assign >= 0
@@ -417,10 +431,11 @@ class BFIO(Policy):
         if picked.size == 0:
             return assign
         requests = state.pool[picked]
-        extra = call_terms(state, requests)
+        lifetimes = self._new_lifetimes(est, window, len(state.workload))
+        extra = call_terms(state, requests, self._window(state, lambda: self._running_counts(state, window),
+                                                         lifetimes))
         if not extra:
             return assign
-        lifetimes = self._new_lifetimes(est, window, est.shape[0])
         free = np.asarray(state.free, dtype=np.int64).copy()
         release = [[0] * int(f) if f > 0 else [window + 1] for f in free.tolist()]
         to = bind(np.asarray(base, dtype=float).copy(), release, requests, state.workload.prefill, lifetimes,
@@ -471,15 +486,58 @@ class BFIO(Policy):
         t0 = run_clock()
         state, queues = self._view(state)
         base, release, lifetimes = self._predicted(state)
-        loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes)
+        step = self._step_costs(state)
+        counts = None if step is None else self._running_counts(state, self._objective.window)
+        loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes, counts)
         requests = np.asarray(requests)
-        terms = self._objective.with_terms(*call_terms(state, requests))  # e.g. the prefix-cache term (issue 32)
+        # e.g. the prefix-cache term (issue 32), the calibrated step's per-request term
+        terms = self._objective.with_terms(*call_terms(state, requests, self._window(state, lambda: counts,
+                                                                                     lifetimes)))
         out = bind(loads, release, requests, state.workload.prefill, lifetimes, terms)
         if self._report is not None:  # its own bindings join the report's queues until the next report
             for i, g in zip(requests.tolist(), np.asarray(out).tolist()):
                 self._report["queues"][g].append(i)
         self._times.append(run_clock() - t0)
         return out
+
+    def _step_costs(self, state):
+        """The run's calibrated step coefficients when ``J`` weighs them (``step_terms:
+        auto`` and a calibrated run), else ``None``."""
+        return getattr(state, "step_costs", None) if self.step_terms == "auto" else None
+
+    def _window(self, state, counts=None, lifetimes=None) -> CallWindow:
+        """The call's :class:`~bfio.solvers.terms.CallWindow`: the objective's weights, the
+        step coefficients :meth:`_step_costs` and, when they are weighed, the predicted
+        request counts (``counts()``, computed only then) and the new requests' lifetimes."""
+        step = self._step_costs(state)
+        if step is None or counts is None:
+            return CallWindow(self._objective.weights, step)
+        return CallWindow(self._objective.weights, step, counts(), lifetimes)
+
+    def _running_counts(self, state, window: int) -> np.ndarray:
+        """``(G, window + 1)`` float: the predicted number of running requests on each
+        worker at each offset, as the loads predict them: a point predictor's
+        ``[h < r_i]``, ``r_i = max(1, o_hat_i - tau_i)``; a probabilistic one's
+        ``P(r_i > h)``, read off each request's own expected load (as
+        :meth:`_expected_release`)."""
+        sr = state.slot_request
+        G = sr.shape[0]
+        h = np.arange(window + 1)
+        busy = sr >= 0
+        if not busy.any():
+            return np.zeros((G, window + 1))
+        if self.predictor.probabilistic:
+            ids = sr[busy]
+            alone = replace(state, slot_request=np.ascontiguousarray(ids[:, None]))
+            own = self.predictor.expected_loads(alone, window)  # (running, window + 1)
+            volume = (state.workload.prefill[ids] + state.generated[ids]).astype(np.float64)
+            out = np.zeros((G, window + 1))
+            np.add.at(out, np.nonzero(busy)[0], own / (volume[:, None] + h[None, :]))
+            return out
+        est = self._decode_estimate(state.workload)
+        ids = np.where(busy, sr, 0)
+        r = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
+        return (r[:, :, None] > h[None, None, :]).sum(axis=1).astype(np.float64)
 
     def _predicted(self, state: DispatchState) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
         """What instant dispatch predicts from: the running requests' loads over the

@@ -83,7 +83,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     G, B, policy, c = run.workers, run.slots, run.policy, run.constants
     coef = None if run.step_model.is_paper else run.step_model.coefficients()
     chunked = Prefill(run.prefill, workload, G, B) if run.prefill is not None else None
-    state = ClusterState.empty(workload, G, B)
+    state = ClusterState.empty(workload, G, B, coef)  # the policies' views carry the step model
     # what a step costs per resident KV token of the slowest rank (a router's view of the step)
     router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s if coef is None else coef.a_kv,
                            run.queue_moves)

@@ -52,10 +52,14 @@ class ClusterState:
     idle_s: float = 0.0
     last_admission_step: int = 0
     route_times: list[float] = field(default_factory=list)
+    #: the run's calibrated step model (:class:`bfio.step_model.StepCoefficients`), what
+    #: the policy views carry as ``step_costs``; ``None`` with the paper's step
+    step_costs: object | None = None
 
     @classmethod
-    def empty(cls, workload: Workload, workers: int, slots: int) -> ClusterState:
-        """Every slot free, no request entered, the clock at 0."""
+    def empty(cls, workload: Workload, workers: int, slots: int, step_costs=None) -> ClusterState:
+        """Every slot free, no request entered, the clock at 0; ``step_costs`` the run's
+        calibrated step coefficients (``None``: the paper's step)."""
         n = len(workload)
         return cls(workload=workload, workers=workers, slots=slots, requests=n,
                    slot_request=np.full((workers, slots), -1, dtype=np.int64),
@@ -64,7 +68,7 @@ class ClusterState:
                    start=np.full(n, np.nan), finish=np.full(n, np.nan),
                    start_step=np.full(n, -1, dtype=np.int64), finish_step=np.full(n, -1, dtype=np.int64),
                    enter_step=np.full(n, -1, dtype=np.int64), enter_clock=np.full(n, np.nan),
-                   completed=np.full(n, -1, dtype=np.int64))
+                   completed=np.full(n, -1, dtype=np.int64), step_costs=step_costs)
 
     def wait_until(self, clock: float) -> None:
         """Nothing is active: the clock jumps to ``clock`` (if later) without a step,
@@ -80,7 +84,8 @@ class ClusterState:
         return RoutingState(step=self.step, clock=self.clock, workers=self.workers, slots=self.slots, pool=pool,
                             free=free, loads=self.loads, active=self.active, workload=self.workload,
                             slot_request=self.slot_request, generated=self.generated, enter_step=self.enter_step,
-                            completed=self.completed[:self.finished], idle_s=self.idle_s, prefill=prefill)
+                            completed=self.completed[:self.finished], idle_s=self.idle_s, prefill=prefill,
+                            step_costs=self.step_costs)
 
     def dispatch_state(self, waiting: np.ndarray, waiting_tokens: np.ndarray, queue_head: np.ndarray,
                        queue_next: np.ndarray, prefill=None) -> DispatchState:
@@ -95,4 +100,5 @@ class ClusterState:
                              generated=self.generated, queue_head=queue_head, queue_next=queue_next,
                              running_prompt_tokens=np.where(slot_request >= 0, self.workload.prefill[slot_request],
                                                             0).sum(axis=1),
-                             prefill=prefill, completed=self.completed[:self.finished])
+                             prefill=prefill, completed=self.completed[:self.finished],
+                             step_costs=self.step_costs)

@@ -31,11 +31,13 @@ from bfio.solvers.objective import ObjectiveTerms
 
 
 def queue_profiles(base: np.ndarray, release: list[list[int]], queues: list[np.ndarray], sizes: np.ndarray,
-                   lifetimes: np.ndarray) -> tuple[np.ndarray, list[list[int]]]:
+                   lifetimes: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.ndarray, list[list[int]]]:
     """The ``(G, W + 1)`` predicted loads of every worker: ``base`` (its running
     requests) plus its queued requests ``queues[g]`` (ids, FIFO order) admitted
     into the slots of ``release[g]`` (a heap of release offsets, taken over and
-    updated); returns the loads and the heaps after the queues."""
+    updated); returns the loads and the heaps after the queues. ``counts`` (``(G,
+    W + 1)``, the running requests' predicted numbers, updated in place): each
+    queued request adds 1 over the offsets it adds its load."""
     loads = np.asarray(base, dtype=float).copy()
     W1 = loads.shape[1]
     for g, queue in enumerate(queues):
@@ -45,6 +47,8 @@ def queue_profiles(base: np.ndarray, release: list[list[int]], queues: list[np.n
             end = min(e + int(lifetimes[j]), W1)
             if e < W1:
                 loads[g, e:end] += sizes[j] + np.arange(end - e)
+                if counts is not None:
+                    counts[g, e:end] += 1
             heapq.heappush(heap, e + int(lifetimes[j]))
     return loads, release
 

@@ -5,8 +5,9 @@ imbalance of Eq. (IO), ``sum_h delta^h [G max_g Lhat_g(h) - sum_g Lhat_g(h)]``
 (:class:`bfio.solvers.objective.ImbalanceTerm`, its data the call's
 :class:`~bfio.solvers.objective.ObjectiveTerms`); the others are :class:`Term`
 objects held in :attr:`ObjectiveTerms.extra <bfio.solvers.objective.ObjectiveTerms.extra>`,
-built for each call by the factories of :data:`CALL_TERMS` (today the
-prefix-cache term, :mod:`bfio.solvers.terms.prefill`). Every consumer reads
+built for each call by the factories of :data:`CALL_TERMS` (the
+prefix-cache term, :mod:`bfio.solvers.terms.prefill`, and the calibrated step's
+per-request term, :mod:`bfio.solvers.terms.batch`). Every consumer reads
 the terms through :class:`~bfio.solvers.objective.ObjectiveTerms`:
 
 - the value of ``J`` (:meth:`ObjectiveTerms.evaluate
@@ -35,7 +36,8 @@ How to add a term
 
 1. its own module here: a :class:`Term` subclass (``name``, :meth:`~Term.candidate_costs`,
    :meth:`~Term.bound`, :meth:`~Term.value`, and :meth:`~Term.linear_costs` if the
-   MILP can hold it) and a factory ``for_call(state, requests) -> Term | None``;
+   MILP can hold it) and a factory ``for_call(state, requests, window) -> Term | None``
+   (``window``: the caller's :class:`CallWindow`, or ``None``);
 2. that factory appended to :data:`CALL_TERMS` (this file).
 
 With these two files the term counts in ``J``, in instant dispatch, in the
@@ -51,23 +53,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.solvers.terms import prefill
-from bfio.solvers.terms.base import Term
+from bfio.solvers.terms.base import CallWindow, Term
+from bfio.solvers.terms import batch, prefill  # noqa: E402 (after base: they import it)
 
 
-def call_terms(state, requests: np.ndarray) -> tuple[Term, ...]:
+def call_terms(state, requests: np.ndarray, window: CallWindow | None = None) -> tuple[Term, ...]:
     """The extra terms of ``J`` at a routing call (every factory of :data:`CALL_TERMS`
-    that applies to ``state``), for the call's ``requests`` (ids, in binding order)."""
+    that applies to ``state``), for the call's ``requests`` (ids, in binding order);
+    ``window``: what the caller predicts over the window beside the loads
+    (:class:`CallWindow`; ``None``: nothing, and a term that needs it does not apply)."""
     out = []
     for factory in CALL_TERMS:
-        term = factory(state, requests)
+        term = factory(state, requests, window)
         if term is not None:
             out.append(term)
     return tuple(out)
 
 
-#: The factories of the extra terms, ``(state, requests) -> Term | None`` (None: the
-#: term does not apply to this run); a new term appends its own.
-CALL_TERMS = (prefill.for_call,)
+#: The factories of the extra terms, ``(state, requests, window) -> Term | None`` (None:
+#: the term does not apply to this run); a new term appends its own.
+CALL_TERMS = (prefill.for_call, batch.for_call)
 
-__all__ = ["Term", "call_terms", "CALL_TERMS"]
+__all__ = ["Term", "CallWindow", "call_terms", "CALL_TERMS"]

@@ -3,7 +3,31 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class CallWindow:
+    """What a routing call's caller predicts over the window ``0..W`` besides the
+    loads, for the terms that read it (:func:`bfio.solvers.terms.call_terms`):
+
+    - ``weights``: the offset weights ``w_h`` of the imbalance term (the call's
+      :attr:`ObjectiveTerms.weights <bfio.solvers.objective.ObjectiveTerms.weights>`);
+    - ``step_costs``: the run's calibrated step coefficients
+      (:class:`bfio.step_model.StepCoefficients`) when the policy weighs them, else ``None``;
+    - ``counts``: ``(G, W + 1)`` the predicted number of requests on each worker at
+      each offset before the call's bindings (the same prediction as the loads:
+      running requests while ``h < r_i``, queued ones over their predicted stay),
+      ``None`` when the caller has none (an exact backend's instance);
+    - ``lifetimes``: per request of the workload the steps it is modelled to stay
+      once placed (the objective's new-request model), ``None`` with ``counts``."""
+
+    weights: np.ndarray
+    step_costs: object | None = None
+    counts: np.ndarray | None = None
+    lifetimes: np.ndarray | None = None
 
 
 class Term:
@@ -43,4 +67,4 @@ class Term:
         raise NotImplementedError
 
 
-__all__ = ["Term"]
+__all__ = ["CallWindow", "Term"]

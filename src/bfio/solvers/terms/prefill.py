@@ -17,10 +17,10 @@ import numpy as np
 from bfio.solvers.terms.base import Term
 
 
-def for_call(state, requests: np.ndarray) -> PrefillTerm | None:
+def for_call(state, requests: np.ndarray, window=None) -> PrefillTerm | None:
     """The term at a routing call with the prefill step model (``state.prefill``, a
     :class:`bfio.prefill.CacheView`), for ``requests`` in binding order; ``None``
-    without the model."""
+    without the model (``window`` is not read)."""
     if state.prefill is None:
         return None
     return PrefillTerm(state.prefill, requests, state.workload.prefill, state.slots)
