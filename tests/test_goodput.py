@@ -107,3 +107,21 @@ def test_goodput_of_simulated_runs_is_a_met_rate_below_the_capacity():
     assert max(p.rate for p in met) == r.goodput_rps
     assert min(p.rate for p in failed) <= r.goodput_rps + 0.02 * cap + 1e-9
     assert all(p.ttft_p99_s <= slo.ttft_p99_s for p in met)
+
+
+def test_the_latency_floor_is_a_lone_request_on_an_idle_rank():
+    """The floor's TPOT is a lone request's mean step, and its TTFT its prompt's
+    chunks: a simulated lone request meets them exactly (paper step) or from above."""
+    from bfio.goodput import latency_floor
+    from bfio.prefill import PrefillModel
+    from bfio.step_model import StepModel
+
+    w = Workload(np.array([3000]), np.array([41]))
+    r = simulate(w, 2, 4, "fcfs")
+    floor = latency_floor(w.prefill, w.decode, 4)
+    assert floor["tpot_floor_s"] == pytest.approx(r.metrics["tpot_s_p99"], rel=1e-9) and floor["ttft_floor_s"] == 0
+    model = StepModel(step_model="calibrated")
+    r = simulate(w, 2, 4, "fcfs", prefill=PrefillModel(chunk_tokens=1024), step_model=model)
+    floor = latency_floor(w.prefill, w.decode, 4, coefficients=model.coefficients(), chunk_tokens=1024)
+    assert 0 < floor["ttft_floor_s"] <= r.metrics["ttft_s_p99"] + 1e-12
+    assert floor["tpot_floor_s"] <= r.metrics["tpot_decode_s_p99"] * (1 + 1e-9)

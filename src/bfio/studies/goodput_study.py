@@ -22,7 +22,7 @@ import pandas as pd
 
 from bfio.capacity import trace_capacity
 from bfio.errors import ConfigError
-from bfio.goodput import SLO, goodput
+from bfio.goodput import SLO, goodput, latency_floor
 from bfio.prefill import PrefillModel
 from bfio.run import ArrivalSpec, RunSpec, policy_defaults, resolve_row, run_batch
 from bfio.step_model import StepModel, from_config
@@ -85,6 +85,16 @@ def plan(config: dict) -> dict:
     return out
 
 
+def regime_floor(frame: pd.DataFrame, slots: int, regime: dict) -> dict:
+    """The p99 TTFT and TPOT of a request alone on an idle rank in ``regime``
+    (:func:`bfio.goodput.latency_floor`): targets below them no router meets."""
+    step = StepModel.from_items(regime["step_model"])
+    prefill = PrefillModel(**dict(regime["prefill"])) if regime["prefill"] else None
+    return latency_floor(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), slots,
+                         coefficients=None if step.is_paper else step.coefficients(),
+                         chunk_tokens=prefill.chunk_tokens if prefill is not None else None)
+
+
 def regime_capacity(frame: pd.DataFrame, workers: int, slots: int, regime: dict):
     """The model's capacity of the trace in ``regime`` (:func:`bfio.capacity.capacity`
     with its calibrated step, prefill model and KV memory)."""
@@ -104,6 +114,7 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
     regime = regimes(section)[regime_name]
     slots = int(setting.get("slots", slots))
     cap = regime_capacity(frame, setting["workers"], slots, regime)
+    floor = regime_floor(frame, slots, regime)
     variants = section.get("variants") or {}
     out = []
     for dispatch, row in router_rows(section):
@@ -127,7 +138,7 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
                     "policy": spec.policy, "report_interval": report_interval(spec.policy_options),
                     "horizon": float("nan") if spec.horizon is None else float(spec.horizon),
                     "goodput_rps": res.goodput_rps, "capacity_rps": res.capacity_rps,
-                    "goodput_share": res.share_of_capacity, "at_capacity": res.at_capacity,
+                    "goodput_share": res.share_of_capacity, "at_capacity": res.at_capacity, **floor,
                     "ttft_metric": res.ttft_metric, "ttft_slo_s": slo.ttft_p99_s, "tpot_slo_s": slo.tpot_p99_s,
                     "n_seeds": len(seeds), "sim_wall_s": wall[0],
                     "probes": json.dumps([[p.rate, p.ttft_p99_s, p.tpot_p99_s, p.meets] for p in res.probes])})
@@ -171,4 +182,4 @@ STUDY = register_study(Study(
     settings_groups=(), plan=plan,
 ))
 
-__all__ = ["PAPER_REGIME", "plan", "regime_capacity", "regimes", "router_rows", "run_goodput", "STUDY"]
+__all__ = ["PAPER_REGIME", "plan", "regime_capacity", "regime_floor", "regimes", "router_rows", "run_goodput", "STUDY"]

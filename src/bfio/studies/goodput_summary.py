@@ -78,6 +78,15 @@ def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodpu
         lines += [f"## {setting}, {regime} regime: {grp['trace'].iloc[0]}, G={int(grp['workers'].iloc[0])}, "
                   f"B={int(grp['slots'].iloc[0])}, N={int(grp['requests'].iloc[0]):,}; capacity "
                   f"{fmt(grp['capacity_rps'].iloc[0])} req/s", ""]
+        if "ttft_floor_s" in grp.columns:
+            r0 = grp.iloc[0]
+            beyond = [f"p99 {m} {r0[f'{k}_floor_s']:.3g} s" for m, k, slo in (("TTFT", "ttft", "ttft_slo_s"),
+                                                                               ("TPOT", "tpot", "tpot_slo_s"))
+                      if r0[f"{k}_floor_s"] > r0[slo]]
+            lines += [f"A request alone on an idle rank: p99 TTFT {r0['ttft_floor_s']:.3g} s, p99 TPOT "
+                      f"{r0['tpot_floor_s']:.3g} s (`bfio.goodput.latency_floor`)"
+                      + (f"; {' and '.join(beyond)} exceed the targets, so no router has any goodput here."
+                         if beyond else "."), ""]
         rec = headroom_recovered(grp)
         if rec:
             lines += [f"Best production router: {_label(rec['best_router'])}, {fmt(rec['best_router']['goodput_rps'])} "
