@@ -85,7 +85,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from bfio.errors import ConfigError
-from bfio.solvers.terms import Term
+from bfio.solvers.terms.base import Term
 
 # Chosen by the objective study (docs/bfio.md, "Objective study"; bfio.studies.objective_study).
 DEFAULT_DISCOUNT = 0.6
