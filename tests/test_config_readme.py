@@ -216,7 +216,7 @@ def _policy_classes() -> dict:
 
 def test_readme_policy_defaults_are_the_declared_option_defaults():
     """Issue 28: the ``(policy: `...`)`` defaults of the ``bfio`` rows are the
-    ``Option`` defaults of :data:`bfio.policies.bfio.OPTIONS`, every option is checked."""
+    ``Option`` defaults of :data:`bfio.policies.bfio_options.OPTIONS`, every option is checked."""
     from bfio.policies.options import declared
 
     classes = _policy_classes()

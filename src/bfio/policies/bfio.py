@@ -77,146 +77,22 @@ import numpy as np
 from bfio.errors import ConfigError
 from bfio.jit import run_clock
 from bfio.policies import register
-from bfio.progress import CallProgress
-from bfio.policies.base import DISPATCH_MODES, REPORT_INTERVAL, DispatchState, Policy, RoutingState
+from bfio.policies.base import DISPATCH_MODES, Policy, RoutingState
+from bfio.policies.bfio_instant import InstantBinding
+from bfio.policies.bfio_options import DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION, LOCAL_SEARCH_ROUNDS, OPTIONS
 from bfio.policies.drain import plan_drain
-from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
-from bfio.policies.options import Option
-from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING, default_remaining, make_predictor
-from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT, PLACEMENTS, SOLVERS, SolverError, solve
-from bfio.solvers.instance import (ADMISSION_HELP, ADMISSION_PATTERN, Instance, forced_mask, instance_of_call,
-                                  parse_admission)
-from bfio.solvers.objective import NEW_REQUEST_MODELS, OBJECTIVES, ObjectiveTerms
-from bfio.profiles import predicted_loads
-from bfio.tracked_loads import TrackedLoads
+from bfio.predictors import default_remaining, make_predictor
+from bfio.progress import CallProgress
+from bfio.solvers import GREEDY_PLACEMENT, SolverError, solve
+from bfio.solvers.dispatch import bind
+from bfio.solvers.instance import Instance, forced_mask, instance_of_call, parse_admission
+from bfio.solvers.objective import OBJECTIVES, ObjectiveTerms
 from bfio.solvers.placement import place_terms
-from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
+from bfio.tracked_loads import TrackedLoads
 from bfio.solvers.terms import CallWindow, call_terms
 
-MAX_HORIZON = 100_000
-#: Default admission rule with the fast solver (issue 40): ``drain:100`` meets the rule
-#: for a default admission (whole-run throughput at most 0.5% below ``free`` and the
-#: longest wait at most 10x ``free``'s p99 wait, on every setting of the starvation and
-#: online studies; ``results/tables/starvation.md``, docs/studies.md section 3).
-DEFAULT_ADMISSION = "drain:100"
-#: Default admission with an exact backend, which cannot drain (drain reserves workers
-#: from the fast solver's predicted loads): ``aging:200``, the same bound on waits.
-DEFAULT_EXACT_ADMISSION = "aging:200"
-#: Default placement of the fast solver (issue 40): the greedy while its modelled cost is
-#: within 5% of the decode step, else the heap (``bfio.solvers.placement``).
-DEFAULT_PLACEMENT = "auto"
-#: Default lookahead H (issue 40): at least the default objective's reach
-#: (``bfio.solvers.objective.effective_horizon`` of its discount: 13), so the default
-#: looks ahead as far as the objective weighs; every H >= 13 routes the same way with
-#: the fast solver (docs/bfio.md), and H = 20 keeps the exact backends' programs small.
-DEFAULT_HORIZON = 20
-LOCAL_SEARCH_ROUNDS = 4
-#: ``step_terms``: whether J weighs the calibrated step's terms beyond KV tokens
-#: (:mod:`bfio.solvers.terms.batch`); with the paper's step neither adds anything
-STEP_TERMS = ("auto", "off")
-
-
-def _predictors():
-    return PREDICTORS
-
-
-def _remaining():
-    return REMAINING
-
-
-def _solvers():
-    return SOLVERS
-
-
-def _placements():
-    return PLACEMENTS
-
-
-def _objectives():
-    return tuple(OBJECTIVES)
-
-
-def _new_request_models():
-    return tuple(NEW_REQUEST_MODELS)
-
-
-#: BF-IO's options (:class:`bfio.policies.options.Option`): the one place their
-#: names, defaults and help are written (the CLI flags, the config schema's
-#: ``bfio`` section and :meth:`BFIO.describe` derive from it).
-OPTIONS = (
-    Option("horizon", int, DEFAULT_HORIZON, "lookahead window H", minimum=0, maximum=MAX_HORIZON),
-    Option("solver", str, "fast", "solver backend of Eq. (IO) (bfio.solvers)", choices=_solvers),
-    Option("admission", str, None,
-           "which waiting requests are admitted: aging:N admits requests waiting N or more steps first, the rest "
-           "free; drain:N reserves a worker for a request waiting N steps and places it when it fits, by 2N at the latest "
-           "(solver fast); free is Eq. (IO) as in the paper's tables; fifo admits the oldest U (docs/studies.md, "
-           "section 3)",
-           pattern=ADMISSION_PATTERN, pattern_help=ADMISSION_HELP,
-           derived=f"{DEFAULT_ADMISSION} with solver fast, {DEFAULT_EXACT_ADMISSION} with an exact solver",
-           metavar="RULE"),
-    Option("on_solver_error", str, "fail", "when an exact solver errors: fail, or fall back gurobi -> highs -> fast",
-           choices=("fail", "fallback"), applies_with=("solver", ("highs", "gurobi"))),
-    Option("objective", str, "default",
-           "the objective: default is discount %g with new requests finishing at their predicted length (the "
-           "objective study's choice); paper-literal is Eq. (IO) as printed (no discount, new requests persist)"
-           % OBJECTIVES["default"]["discount"],
-           choices=_objectives),
-    Option("discount", float, None, "offset discount delta: J weighs offset h by delta^h",
-           exclusive_minimum=0.0, maximum=1.0, derived="the objective's"),
-    Option("new_requests", str, None,
-           "predicted: a new request adds s_j + h while h < its predicted decode length; persist: at every offset",
-           choices=_new_request_models, derived="the objective's; persist for predictors without o_hat"),
-    Option("predictor", str, "oracle",
-           "decode-length predictor (bfio.predictors); empirical and geometric learn from completed requests, "
-           "no oracle (fast solver only)", choices=_predictors),
-    Option("noise_low", float, 0.2, "noisy predictor: d_lo in o_est = o * U[1 - d_lo, 1 + d_hi]", minimum=0.0,
-           applies_with=("predictor", ("noisy",)), identity="applies"),
-    Option("noise_high", float, 0.2, "noisy predictor: d_hi", minimum=0.0,
-           applies_with=("predictor", ("noisy",)), identity="applies"),
-    Option("noise_sigma", float, 0.5, "lognormal predictor: sigma in o_est = o * exp(N(0, sigma^2))",
-           minimum=0.0, maximum=5.0, applies_with=("predictor", ("lognormal",)), identity="applies"),
-    Option("bucket_accuracy", float, 0.8,
-           "bucket predictor: probability the length bucket (1-64, 65-256, 257-1024, > 1024 tokens) is right; "
-           "else a neighbouring one", minimum=0.0, maximum=1.0, applies_with=("predictor", ("bucket",)),
-           identity="applies"),
-    Option("remaining", str, None,
-           "how the lookahead reads an erring estimate: posterior (its error distribution learned online from "
-           "completed and running requests, issue 29) | paper (r = max(1, o_hat - tau), the paper's convention)",
-           choices=_remaining, derived="posterior with solver fast, else paper",
-           applies_with=("predictor", ERROR_MODELS), identity="applies"),
-    Option("time_limit_s", float, DEFAULT_TIME_LIMIT_S, "time limit per exact solve in seconds",
-           exclusive_minimum=0.0, applies_with=("solver", ("highs", "gurobi")), identity="applies"),
-    Option("shard_workers", int, DEFAULT_SHARD_WORKERS,
-           "solver fast: split a routing call with more workers with free slots into shards of at most this many "
-           "(0: never)", minimum=0, applies_with=("solver", ("fast",)), identity="applies"),
-    Option("placement", str, DEFAULT_PLACEMENT,
-           "solver fast: greedy (fill plus local search) | heap (largest-that-fits on a heap of pivots, "
-           "O(U (log G + H_eff)) per call) | auto (the greedy while its modelled cost is within 5% of the decode "
-           "step, else the heap; docs/bfio.md 'Production scale')", choices=_placements,
-           applies_with=("solver", ("fast",)), identity="non-default", identity_omits=GREEDY_PLACEMENT),
-    Option("step_terms", str, "auto",
-           "with the calibrated step model: auto adds its per-request term to J (a decoding request weighs "
-           "(a_n + beta) / a_kv KV tokens, bfio.solvers.terms.batch); off balances KV tokens alone (no effect with "
-           "the paper's step)", choices=STEP_TERMS, identity="non-default"),
-    # instant dispatch on lagged reports (issue 44, "equal information"): the production routers' option
-    REPORT_INTERVAL,
-)
-
-
-def _queues(state: DispatchState) -> list[list[int]]:
-    """Each worker's FIFO queue of request ids, walked from ``queue_head`` along
-    ``queue_next`` (the non-empty queues only)."""
-    queues: list[list[int]] = [[] for _ in range(state.workers)]
-    for g in np.flatnonzero(state.queue_head >= 0).tolist():
-        i = int(state.queue_head[g])
-        while i >= 0:
-            queues[g].append(i)
-            i = int(state.queue_next[i])
-    return queues
-
-
 @register
-class BFIO(Policy):
+class BFIO(InstantBinding, Policy):
     name = "bfio"
     label = "BF-IO"
     options = OPTIONS
@@ -393,24 +269,6 @@ class BFIO(Policy):
             est = self.predictor.expected_lengths(state.workload)
         return base, est
 
-    def _expected_release(self, state: DispatchState, window: int) -> np.ndarray:
-        """Per slot ``(G, B)``, the offset at which a probabilistic predictor expects its
-        running request to free it: the expected remaining steps within the window,
-        ``E[min(r_i, W + 1)] = sum_h P(r_i > h)``, with ``P(r_i > h)`` read off the
-        request's own expected load ``(s_i + tau_i + h) P(r_i > h)`` (the predictor's
-        ``expected_loads`` with each running request on a row of its own: the central
-        path's formula); at least 1 (as ``r_i``), 0 for a free slot."""
-        sr = state.slot_request
-        busy = sr >= 0
-        ids = sr[busy]
-        alone = replace(state, slot_request=np.ascontiguousarray(ids[:, None]))
-        own = self.predictor.expected_loads(alone, window)  # (running, window + 1)
-        h = np.arange(window + 1, dtype=np.float64)
-        volume = (state.workload.prefill[ids] + state.generated[ids]).astype(np.float64)
-        out = np.zeros(sr.shape, dtype=np.int64)
-        out[busy] = np.maximum(1, np.rint((own / (volume[:, None] + h[None, :])).sum(axis=1)))
-        return out
-
     def _new_lifetimes(self, est: np.ndarray | None, window: int, n: int) -> np.ndarray:
         """The steps each of the ``n`` requests of the workload is modelled to stay once
         placed (the objective's new-request model): its predicted length ``est``
@@ -474,32 +332,6 @@ class BFIO(Policy):
             self._tracker = TrackedLoads(state.workers, n, window)
         return self._tracker
 
-    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
-        """Instant dispatch (issue 30, :mod:`bfio.solvers.dispatch`): each arriving
-        request to the worker queue minimizing the discounted predicted imbalance
-        over the window (offsets ``0..H_eff``), queues admitted FIFO into the slots
-        their running requests free; new requests live their predicted length
-        (``new_requests: predicted``) or the whole window (``persist``). Every
-        predictor (issue 44): a probabilistic one gives the running requests'
-        expected loads (:meth:`_expected`, as on the central path) and each slot's
-        expected release (:meth:`_expected_release`)."""
-        t0 = run_clock()
-        state, queues = self._view(state)
-        base, release, lifetimes = self._predicted(state)
-        step = self._step_costs(state)
-        counts = None if step is None else self._running_counts(state, self._objective.window)
-        loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes, counts)
-        requests = np.asarray(requests)
-        # e.g. the prefix-cache term (issue 32), the calibrated step's per-request term
-        terms = self._objective.with_terms(*call_terms(state, requests, self._window(state, lambda: counts,
-                                                                                     lifetimes)))
-        out = bind(loads, release, requests, state.workload.prefill, lifetimes, terms)
-        if self._report is not None:  # its own bindings join the report's queues until the next report
-            for i, g in zip(requests.tolist(), np.asarray(out).tolist()):
-                self._report["queues"][g].append(i)
-        self._times.append(run_clock() - t0)
-        return out
-
     def _step_costs(self, state):
         """The run's calibrated step coefficients when ``J`` weighs them (``step_terms:
         auto`` and a calibrated run), else ``None``."""
@@ -538,68 +370,6 @@ class BFIO(Policy):
         ids = np.where(busy, sr, 0)
         r = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
         return (r[:, :, None] > h[None, None, :]).sum(axis=1).astype(np.float64)
-
-    def _predicted(self, state: DispatchState) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
-        """What instant dispatch predicts from: the running requests' loads over the
-        window ``(G, H_eff + 1)``, per worker its slots' release offsets (a sorted row,
-        a valid heap for :mod:`bfio.solvers.dispatch`) and every request's lifetime as
-        a new request. Every predictor (issue 44): a probabilistic one gives the
-        expected loads (:meth:`_expected`, as on the central path) and each slot's
-        expected release (:meth:`_expected_release`)."""
-        window = self._objective.window
-        sr = state.slot_request
-        if self.predictor.probabilistic:  # expected loads, as the central path reads them (issue 44)
-            base, est = self._expected(state, window)
-            remaining = self._expected_release(state, window)
-        else:
-            est = self._decode_estimate(state.workload)
-            base = predicted_loads(sr, state.workload.prefill, state.generated, est, window)
-            busy = sr >= 0
-            ids = np.where(busy, sr, 0)
-            # per slot its release offset: r_i (as predicted_loads reads it) or 0 when free
-            remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
-        release = np.sort(remaining, axis=1).tolist()  # a sorted row is a valid heap (bfio.solvers.dispatch)
-        return base, release, self._new_lifetimes(est, window, len(state.workload))
-
-    def plan_moves(self, state: DispatchState, movable: np.ndarray, budget: int) -> list[tuple[int, int]]:
-        """Queued requests to move between worker queues (issue 45, ``queue_moves =
-        bfio``, :mod:`bfio.sim.moves`): the tails of the most backed-up queues, each
-        re-bound as :meth:`dispatch` binds an arrival, moved when that lowers ``J``
-        (or ties it and starts the request earlier); at most ``budget`` evaluations
-        (:func:`bfio.solvers.dispatch.plan_moves`). ``movable[i]``: request ``i`` may
-        move. Reads the exact queues (the ranks' own, as an engine-side balancer
-        does), never a lagged report."""
-        t0 = run_clock()
-        base, release, lifetimes = self._predicted(state)
-        objective = self._objective
-
-        def terms_for(j: int):
-            return objective.with_terms(*call_terms(state, np.array([j], dtype=np.int64)))
-
-        out = plan_moves(base, release, _queues(state), state.workload.prefill, lifetimes, terms_for, movable,
-                         budget)
-        self._move_times.append(run_clock() - t0)
-        return out
-
-    def _view(self, state: DispatchState) -> tuple[DispatchState, list[list[int]]]:
-        """The state instant dispatch reads and each worker's queue (request ids,
-        FIFO): the exact ones, or with ``report_interval`` ``k >= 1`` the last
-        report (running requests, their generated tokens and the queues, copied at
-        the first call of each window of ``k`` steps, as
-        :class:`~bfio.policies.base.InstantPolicy` reports the production routers'
-        state) plus its own bindings since; completions, admissions and decode
-        growth stay invisible until the next report. The completed requests the
-        oracle-free predictors learn from are not lagged."""
-        k = self.report_interval
-        if k == 0:
-            return state, _queues(state)
-        window = int(state.step) // k
-        rep = self._report
-        if rep is None or rep["window"] != window or rep["slot_request"].shape != state.slot_request.shape:
-            rep = self._report = {"window": window, "slot_request": np.array(state.slot_request, copy=True),
-                                  "generated": np.array(state.generated, copy=True), "queues": _queues(state)}
-        lagged = replace(state, slot_request=rep["slot_request"], generated=rep["generated"])
-        return lagged, [list(q) for q in rep["queues"]]
 
     def _route_exact(self, inst: Instance) -> np.ndarray:
         if self.admission_mode == "aging" and inst.admissible < inst.waiting:

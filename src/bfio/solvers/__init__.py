@@ -32,7 +32,7 @@ SOLVERS = ("fast", "highs", "gurobi")
 #: on few workers with free slots, the heap on many).
 PLACEMENTS = ("greedy", "heap", "auto")
 #: The placement :func:`solve` uses unless told: the greedy, the reference the others are
-#: measured against (BF-IO's own default is ``bfio.policies.bfio.DEFAULT_PLACEMENT``).
+#: measured against (BF-IO's own default is ``bfio.policies.bfio_options.DEFAULT_PLACEMENT``).
 GREEDY_PLACEMENT = "greedy"
 
 

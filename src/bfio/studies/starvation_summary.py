@@ -15,7 +15,7 @@ import pandas as pd
 from bfio.errors import ConfigError
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, fmt, markdown_table, scale_note, setting_sections
-from bfio.policies.bfio import DEFAULT_ADMISSION
+from bfio.policies.bfio_options import DEFAULT_ADMISSION
 from bfio.tables import row_label
 
 STARVATION_METRICS = {"wait_steps_p99": ("wait p99", "steps"), "wait_steps_max": ("wait max", "steps"),
@@ -250,7 +250,7 @@ def starvation_markdown(summary: pd.DataFrame, settings: dict, recommendation: d
               "**No admission meets the bounds** (docs/studies.md, section 3).", ""]
     if "proposed" in recommendation:
         prop = recommendation["proposed"]
-        ours = (f"it is the library's default admission (`bfio.policies.bfio.DEFAULT_ADMISSION`)"
+        ours = (f"it is the library's default admission (`bfio.policies.bfio_options.DEFAULT_ADMISSION`)"
                 if prop == DEFAULT_ADMISSION else f"the library's default admission is `{DEFAULT_ADMISSION}`")
         lines += [f"**Proposed default `{prop}`: "
                   + (f"meets the rule; {ours}." if recommendation["proposed_passes"] else

@@ -1,0 +1,148 @@
+"""BF-IO's instant dispatch (issue 30; :class:`bfio.policies.bfio.BFIO` with
+``dispatch="instant"``): each arriving request bound to the worker queue that
+minimizes ``J`` over the lookahead window (:mod:`bfio.solvers.dispatch`), on the
+exact state or on lagged reports (``report_interval``, issue 44), with every
+predictor, and the queued-request moves of issue 45 (:meth:`InstantBinding.plan_moves`).
+
+A mixin of :class:`~bfio.policies.bfio.BFIO`: it reads the policy's objective
+(``_objective``), predictor, ``report_interval`` and the helpers shared with the
+central path (``_expected``, ``_decode_estimate``, ``_new_lifetimes``,
+``_step_costs``, ``_running_counts``, ``_window``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from bfio.jit import run_clock
+from bfio.policies.base import DispatchState
+from bfio.profiles import predicted_loads
+from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
+from bfio.solvers.terms import call_terms
+
+
+def _queues(state: DispatchState) -> list[list[int]]:
+    """Each worker's FIFO queue of request ids, walked from ``queue_head`` along
+    ``queue_next`` (the non-empty queues only)."""
+    queues: list[list[int]] = [[] for _ in range(state.workers)]
+    for g in np.flatnonzero(state.queue_head >= 0).tolist():
+        i = int(state.queue_head[g])
+        while i >= 0:
+            queues[g].append(i)
+            i = int(state.queue_next[i])
+    return queues
+
+
+class InstantBinding:
+    """Instant dispatch of :class:`~bfio.policies.bfio.BFIO` (module docstring)."""
+
+    def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
+        """Instant dispatch (issue 30, :mod:`bfio.solvers.dispatch`): each arriving
+        request to the worker queue minimizing the discounted predicted imbalance
+        over the window (offsets ``0..H_eff``), queues admitted FIFO into the slots
+        their running requests free; new requests live their predicted length
+        (``new_requests: predicted``) or the whole window (``persist``). Every
+        predictor (issue 44): a probabilistic one gives the running requests'
+        expected loads (:meth:`_expected`, as on the central path) and each slot's
+        expected release (:meth:`_expected_release`)."""
+        t0 = run_clock()
+        state, queues = self._view(state)
+        base, release, lifetimes = self._predicted(state)
+        step = self._step_costs(state)
+        counts = None if step is None else self._running_counts(state, self._objective.window)
+        loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes, counts)
+        requests = np.asarray(requests)
+        # e.g. the prefix-cache term (issue 32), the calibrated step's per-request term
+        terms = self._objective.with_terms(*call_terms(state, requests, self._window(state, lambda: counts,
+                                                                                     lifetimes)))
+        out = bind(loads, release, requests, state.workload.prefill, lifetimes, terms)
+        if self._report is not None:  # its own bindings join the report's queues until the next report
+            for i, g in zip(requests.tolist(), np.asarray(out).tolist()):
+                self._report["queues"][g].append(i)
+        self._times.append(run_clock() - t0)
+        return out
+
+    def _expected_release(self, state: DispatchState, window: int) -> np.ndarray:
+        """Per slot ``(G, B)``, the offset at which a probabilistic predictor expects its
+        running request to free it: the expected remaining steps within the window,
+        ``E[min(r_i, W + 1)] = sum_h P(r_i > h)``, with ``P(r_i > h)`` read off the
+        request's own expected load ``(s_i + tau_i + h) P(r_i > h)`` (the predictor's
+        ``expected_loads`` with each running request on a row of its own: the central
+        path's formula); at least 1 (as ``r_i``), 0 for a free slot."""
+        sr = state.slot_request
+        busy = sr >= 0
+        ids = sr[busy]
+        alone = replace(state, slot_request=np.ascontiguousarray(ids[:, None]))
+        own = self.predictor.expected_loads(alone, window)  # (running, window + 1)
+        h = np.arange(window + 1, dtype=np.float64)
+        volume = (state.workload.prefill[ids] + state.generated[ids]).astype(np.float64)
+        out = np.zeros(sr.shape, dtype=np.int64)
+        out[busy] = np.maximum(1, np.rint((own / (volume[:, None] + h[None, :])).sum(axis=1)))
+        return out
+
+    def _predicted(self, state: DispatchState) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+        """What instant dispatch predicts from: the running requests' loads over the
+        window ``(G, H_eff + 1)``, per worker its slots' release offsets (a sorted row,
+        a valid heap for :mod:`bfio.solvers.dispatch`) and every request's lifetime as
+        a new request. Every predictor (issue 44): a probabilistic one gives the
+        expected loads (:meth:`_expected`, as on the central path) and each slot's
+        expected release (:meth:`_expected_release`)."""
+        window = self._objective.window
+        sr = state.slot_request
+        if self.predictor.probabilistic:  # expected loads, as the central path reads them (issue 44)
+            base, est = self._expected(state, window)
+            remaining = self._expected_release(state, window)
+        else:
+            est = self._decode_estimate(state.workload)
+            base = predicted_loads(sr, state.workload.prefill, state.generated, est, window)
+            busy = sr >= 0
+            ids = np.where(busy, sr, 0)
+            # per slot its release offset: r_i (as predicted_loads reads it) or 0 when free
+            remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
+        release = np.sort(remaining, axis=1).tolist()  # a sorted row is a valid heap (bfio.solvers.dispatch)
+        return base, release, self._new_lifetimes(est, window, len(state.workload))
+
+    def plan_moves(self, state: DispatchState, movable: np.ndarray, budget: int) -> list[tuple[int, int]]:
+        """Queued requests to move between worker queues (issue 45, ``queue_moves =
+        bfio``, :mod:`bfio.sim.moves`): the tails of the most backed-up queues, each
+        re-bound as :meth:`dispatch` binds an arrival, moved when that lowers ``J``
+        (or ties it and starts the request earlier); at most ``budget`` evaluations
+        (:func:`bfio.solvers.dispatch.plan_moves`). ``movable[i]``: request ``i`` may
+        move. Reads the exact queues (the ranks' own, as an engine-side balancer
+        does), never a lagged report."""
+        t0 = run_clock()
+        base, release, lifetimes = self._predicted(state)
+        objective = self._objective
+
+        def terms_for(j: int):
+            return objective.with_terms(*call_terms(state, np.array([j], dtype=np.int64)))
+
+        out = plan_moves(base, release, _queues(state), state.workload.prefill, lifetimes, terms_for, movable,
+                         budget)
+        self._move_times.append(run_clock() - t0)
+        return out
+
+    def _view(self, state: DispatchState) -> tuple[DispatchState, list[list[int]]]:
+        """The state instant dispatch reads and each worker's queue (request ids,
+        FIFO): the exact ones, or with ``report_interval`` ``k >= 1`` the last
+        report (running requests, their generated tokens and the queues, copied at
+        the first call of each window of ``k`` steps, as
+        :class:`~bfio.policies.base.InstantPolicy` reports the production routers'
+        state) plus its own bindings since; completions, admissions and decode
+        growth stay invisible until the next report. The completed requests the
+        oracle-free predictors learn from are not lagged."""
+        k = self.report_interval
+        if k == 0:
+            return state, _queues(state)
+        window = int(state.step) // k
+        rep = self._report
+        if rep is None or rep["window"] != window or rep["slot_request"].shape != state.slot_request.shape:
+            rep = self._report = {"window": window, "slot_request": np.array(state.slot_request, copy=True),
+                                  "generated": np.array(state.generated, copy=True), "queues": _queues(state)}
+        lagged = replace(state, slot_request=rep["slot_request"], generated=rep["generated"])
+        return lagged, [list(q) for q in rep["queues"]]
+
+
+__all__ = ["InstantBinding"]

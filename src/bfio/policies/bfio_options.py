@@ -1,0 +1,128 @@
+"""BF-IO's options and defaults (:class:`bfio.policies.options.Option`): the one
+place their names, defaults and help are written; the CLI flags, the config
+schema's ``bfio`` section and :meth:`bfio.policies.bfio.BFIO.describe` derive
+from :data:`OPTIONS`. The options' meaning: the module docstring of
+:mod:`bfio.policies.bfio`."""
+
+from __future__ import annotations
+
+from bfio.policies.base import REPORT_INTERVAL
+from bfio.policies.options import Option
+from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING
+from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT, PLACEMENTS, SOLVERS
+from bfio.solvers.instance import ADMISSION_HELP, ADMISSION_PATTERN
+from bfio.solvers.objective import NEW_REQUEST_MODELS, OBJECTIVES
+from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
+
+MAX_HORIZON = 100_000
+#: Default admission rule with the fast solver (issue 40): ``drain:100`` meets the rule
+#: for a default admission (whole-run throughput at most 0.5% below ``free`` and the
+#: longest wait at most 10x ``free``'s p99 wait, on every setting of the starvation and
+#: online studies; ``results/tables/starvation.md``, docs/studies.md section 3).
+DEFAULT_ADMISSION = "drain:100"
+#: Default admission with an exact backend, which cannot drain (drain reserves workers
+#: from the fast solver's predicted loads): ``aging:200``, the same bound on waits.
+DEFAULT_EXACT_ADMISSION = "aging:200"
+#: Default placement of the fast solver (issue 40): the greedy while its modelled cost is
+#: within 5% of the decode step, else the heap (``bfio.solvers.placement``).
+DEFAULT_PLACEMENT = "auto"
+#: Default lookahead H (issue 40): at least the default objective's reach
+#: (``bfio.solvers.objective.effective_horizon`` of its discount: 13), so the default
+#: looks ahead as far as the objective weighs; every H >= 13 routes the same way with
+#: the fast solver (docs/bfio.md), and H = 20 keeps the exact backends' programs small.
+DEFAULT_HORIZON = 20
+LOCAL_SEARCH_ROUNDS = 4
+#: ``step_terms``: whether J weighs the calibrated step's terms beyond KV tokens
+#: (:mod:`bfio.solvers.terms.batch`); with the paper's step neither adds anything
+STEP_TERMS = ("auto", "off")
+
+
+def _predictors():
+    return PREDICTORS
+
+
+def _remaining():
+    return REMAINING
+
+
+def _solvers():
+    return SOLVERS
+
+
+def _placements():
+    return PLACEMENTS
+
+
+def _objectives():
+    return tuple(OBJECTIVES)
+
+
+def _new_request_models():
+    return tuple(NEW_REQUEST_MODELS)
+
+
+#: BF-IO's options (:class:`bfio.policies.options.Option`): the one place their
+#: names, defaults and help are written (the CLI flags, the config schema's
+#: ``bfio`` section and :meth:`BFIO.describe` derive from it).
+OPTIONS = (
+    Option("horizon", int, DEFAULT_HORIZON, "lookahead window H", minimum=0, maximum=MAX_HORIZON),
+    Option("solver", str, "fast", "solver backend of Eq. (IO) (bfio.solvers)", choices=_solvers),
+    Option("admission", str, None,
+           "which waiting requests are admitted: aging:N admits requests waiting N or more steps first, the rest "
+           "free; drain:N reserves a worker for a request waiting N steps and places it when it fits, by 2N at the latest "
+           "(solver fast); free is Eq. (IO) as in the paper's tables; fifo admits the oldest U (docs/studies.md, "
+           "section 3)",
+           pattern=ADMISSION_PATTERN, pattern_help=ADMISSION_HELP,
+           derived=f"{DEFAULT_ADMISSION} with solver fast, {DEFAULT_EXACT_ADMISSION} with an exact solver",
+           metavar="RULE"),
+    Option("on_solver_error", str, "fail", "when an exact solver errors: fail, or fall back gurobi -> highs -> fast",
+           choices=("fail", "fallback"), applies_with=("solver", ("highs", "gurobi"))),
+    Option("objective", str, "default",
+           "the objective: default is discount %g with new requests finishing at their predicted length (the "
+           "objective study's choice); paper-literal is Eq. (IO) as printed (no discount, new requests persist)"
+           % OBJECTIVES["default"]["discount"],
+           choices=_objectives),
+    Option("discount", float, None, "offset discount delta: J weighs offset h by delta^h",
+           exclusive_minimum=0.0, maximum=1.0, derived="the objective's"),
+    Option("new_requests", str, None,
+           "predicted: a new request adds s_j + h while h < its predicted decode length; persist: at every offset",
+           choices=_new_request_models, derived="the objective's; persist for predictors without o_hat"),
+    Option("predictor", str, "oracle",
+           "decode-length predictor (bfio.predictors); empirical and geometric learn from completed requests, "
+           "no oracle (fast solver only)", choices=_predictors),
+    Option("noise_low", float, 0.2, "noisy predictor: d_lo in o_est = o * U[1 - d_lo, 1 + d_hi]", minimum=0.0,
+           applies_with=("predictor", ("noisy",)), identity="applies"),
+    Option("noise_high", float, 0.2, "noisy predictor: d_hi", minimum=0.0,
+           applies_with=("predictor", ("noisy",)), identity="applies"),
+    Option("noise_sigma", float, 0.5, "lognormal predictor: sigma in o_est = o * exp(N(0, sigma^2))",
+           minimum=0.0, maximum=5.0, applies_with=("predictor", ("lognormal",)), identity="applies"),
+    Option("bucket_accuracy", float, 0.8,
+           "bucket predictor: probability the length bucket (1-64, 65-256, 257-1024, > 1024 tokens) is right; "
+           "else a neighbouring one", minimum=0.0, maximum=1.0, applies_with=("predictor", ("bucket",)),
+           identity="applies"),
+    Option("remaining", str, None,
+           "how the lookahead reads an erring estimate: posterior (its error distribution learned online from "
+           "completed and running requests, issue 29) | paper (r = max(1, o_hat - tau), the paper's convention)",
+           choices=_remaining, derived="posterior with solver fast, else paper",
+           applies_with=("predictor", ERROR_MODELS), identity="applies"),
+    Option("time_limit_s", float, DEFAULT_TIME_LIMIT_S, "time limit per exact solve in seconds",
+           exclusive_minimum=0.0, applies_with=("solver", ("highs", "gurobi")), identity="applies"),
+    Option("shard_workers", int, DEFAULT_SHARD_WORKERS,
+           "solver fast: split a routing call with more workers with free slots into shards of at most this many "
+           "(0: never)", minimum=0, applies_with=("solver", ("fast",)), identity="applies"),
+    Option("placement", str, DEFAULT_PLACEMENT,
+           "solver fast: greedy (fill plus local search) | heap (largest-that-fits on a heap of pivots, "
+           "O(U (log G + H_eff)) per call) | auto (the greedy while its modelled cost is within 5% of the decode "
+           "step, else the heap; docs/bfio.md 'Production scale')", choices=_placements,
+           applies_with=("solver", ("fast",)), identity="non-default", identity_omits=GREEDY_PLACEMENT),
+    Option("step_terms", str, "auto",
+           "with the calibrated step model: auto adds its per-request term to J (a decoding request weighs "
+           "(a_n + beta) / a_kv KV tokens, bfio.solvers.terms.batch); off balances KV tokens alone (no effect with "
+           "the paper's step)", choices=STEP_TERMS, identity="non-default"),
+    # instant dispatch on lagged reports (issue 44, "equal information"): the production routers' option
+    REPORT_INTERVAL,
+)
+
+
+__all__ = ["DEFAULT_ADMISSION", "DEFAULT_EXACT_ADMISSION", "DEFAULT_HORIZON", "DEFAULT_PLACEMENT",
+           "LOCAL_SEARCH_ROUNDS", "MAX_HORIZON", "OPTIONS", "STEP_TERMS"]
