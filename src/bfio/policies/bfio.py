@@ -346,12 +346,24 @@ class BFIO(InstantBinding, Policy):
             return CallWindow(self._objective.weights, step)
         return CallWindow(self._objective.weights, step, counts(), lifetimes)
 
+    def _survival(self, state, window: int) -> np.ndarray:
+        """``(running, window + 1)``: ``P(r_i > h)`` of each running request (the busy
+        slots in row order), read off its own expected load ``(s_i + tau_i + h)
+        P(r_i > h)``: the probabilistic predictor's ``expected_loads`` with each
+        running request on a row of its own (the central path's formula)."""
+        sr = state.slot_request
+        ids = sr[sr >= 0]
+        alone = replace(state, slot_request=np.ascontiguousarray(ids[:, None]))
+        own = self.predictor.expected_loads(alone, window)  # (running, window + 1)
+        h = np.arange(window + 1, dtype=np.float64)
+        volume = (state.workload.prefill[ids] + state.generated[ids]).astype(np.float64)
+        return own / (volume[:, None] + h[None, :])
+
     def _running_counts(self, state, window: int) -> np.ndarray:
         """``(G, window + 1)`` float: the predicted number of running requests on each
         worker at each offset, as the loads predict them: a point predictor's
         ``[h < r_i]``, ``r_i = max(1, o_hat_i - tau_i)``; a probabilistic one's
-        ``P(r_i > h)``, read off each request's own expected load (as
-        :meth:`_expected_release`)."""
+        ``P(r_i > h)`` (:meth:`_survival`)."""
         sr = state.slot_request
         G = sr.shape[0]
         h = np.arange(window + 1)
@@ -359,12 +371,8 @@ class BFIO(InstantBinding, Policy):
         if not busy.any():
             return np.zeros((G, window + 1))
         if self.predictor.probabilistic:
-            ids = sr[busy]
-            alone = replace(state, slot_request=np.ascontiguousarray(ids[:, None]))
-            own = self.predictor.expected_loads(alone, window)  # (running, window + 1)
-            volume = (state.workload.prefill[ids] + state.generated[ids]).astype(np.float64)
             out = np.zeros((G, window + 1))
-            np.add.at(out, np.nonzero(busy)[0], own / (volume[:, None] + h[None, :]))
+            np.add.at(out, np.nonzero(busy)[0], self._survival(state, window))
             return out
         est = self._decode_estimate(state.workload)
         ids = np.where(busy, sr, 0)

@@ -7,7 +7,7 @@ predictor, and the queued-request moves of issue 45 (:meth:`InstantBinding.plan_
 A mixin of :class:`~bfio.policies.bfio.BFIO`: it reads the policy's objective
 (``_objective``), predictor, ``report_interval`` and the helpers shared with the
 central path (``_expected``, ``_decode_estimate``, ``_new_lifetimes``,
-``_step_costs``, ``_running_counts``, ``_window``).
+``_step_costs``, ``_running_counts``, ``_survival``, ``_window``).
 """
 
 from __future__ import annotations
@@ -67,19 +67,11 @@ class InstantBinding:
     def _expected_release(self, state: DispatchState, window: int) -> np.ndarray:
         """Per slot ``(G, B)``, the offset at which a probabilistic predictor expects its
         running request to free it: the expected remaining steps within the window,
-        ``E[min(r_i, W + 1)] = sum_h P(r_i > h)``, with ``P(r_i > h)`` read off the
-        request's own expected load ``(s_i + tau_i + h) P(r_i > h)`` (the predictor's
-        ``expected_loads`` with each running request on a row of its own: the central
-        path's formula); at least 1 (as ``r_i``), 0 for a free slot."""
+        ``E[min(r_i, W + 1)] = sum_h P(r_i > h)`` (``P(r_i > h)``: :meth:`_survival`);
+        at least 1 (as ``r_i``), 0 for a free slot."""
         sr = state.slot_request
-        busy = sr >= 0
-        ids = sr[busy]
-        alone = replace(state, slot_request=np.ascontiguousarray(ids[:, None]))
-        own = self.predictor.expected_loads(alone, window)  # (running, window + 1)
-        h = np.arange(window + 1, dtype=np.float64)
-        volume = (state.workload.prefill[ids] + state.generated[ids]).astype(np.float64)
         out = np.zeros(sr.shape, dtype=np.int64)
-        out[busy] = np.maximum(1, np.rint((own / (volume[:, None] + h[None, :])).sum(axis=1)))
+        out[sr >= 0] = np.maximum(1, np.rint(self._survival(state, window).sum(axis=1)))
         return out
 
     def _predicted(self, state: DispatchState) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
