@@ -20,7 +20,7 @@ from bfio.solvers.brute import brute_force
 from bfio.solvers.dispatch import bind
 from bfio.solvers.model import build_milp
 from bfio.solvers.objective import ObjectiveTerms
-from bfio.solvers.random_instances import random_instance
+from bfio.solvers.random_instances import random_feasible, random_instance
 from bfio.solvers.terms import Term
 from bfio.workload import Workload, poisson_arrivals, with_arrivals
 
@@ -54,16 +54,6 @@ class BarrierTerm(AffinityTerm):
     linear = False
 
 
-def _random_feasible(inst, rng) -> np.ndarray:
-    forced = np.flatnonzero(inst.forced())
-    others = rng.permutation(np.flatnonzero(~inst.forced()))
-    chosen = np.concatenate([forced, others[: inst.admissible - forced.size]]).astype(np.int64)
-    seats = rng.permutation(np.repeat(np.arange(inst.workers), inst.free))[: chosen.size]
-    out = np.full(inst.waiting, -1, dtype=np.int64)
-    out[chosen] = seats
-    return out
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), with_term=st.booleans())
 def test_J_of_the_interface_equals_the_MILP_objective(seed, with_term):
@@ -77,7 +67,7 @@ def test_J_of_the_interface_equals_the_MILP_objective(seed, with_term):
         inst.extra = (AffinityTerm(rng.normal(0.0, 500.0, (inst.waiting, inst.workers))),)
     m = build_milp(inst)
     for _ in range(3):
-        a = _random_feasible(inst, rng)
+        a = random_feasible(inst, rng)
         J = inst.objective(a)
         model = m.objective_of(m.vector_from_assign(inst, a))
         assert abs(model - J) <= 1e-7 * max(1.0, abs(J)), (model, J)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bfio.solvers import solve
-from bfio.solvers.random_instances import random_instance
+from bfio.solvers.random_instances import random_feasible, random_instance
 from bfio.solvers.brute import brute_force, enumeration_size
 from bfio.solvers.gurobi import gurobi_available
 from bfio.solvers.instance import Instance
@@ -23,18 +23,6 @@ REL_TOL = 1e-9
 
 def _close(a, b) -> bool:
     return abs(a - b) <= REL_TOL * max(1.0, abs(a), abs(b))
-
-
-def _random_feasible(inst: Instance, rng) -> np.ndarray:
-    """A uniformly drawn feasible assignment (admission rule and capacities)."""
-    forced = np.flatnonzero(inst.forced())
-    others = rng.permutation(np.flatnonzero(~inst.forced()))
-    chosen = np.concatenate([forced, others[: inst.admissible - forced.size]]).astype(np.int64)
-    seats = rng.permutation(np.repeat(np.arange(inst.workers), inst.free))[: chosen.size]
-    out = np.full(inst.waiting, -1, dtype=np.int64)
-    out[chosen] = seats
-    inst.check(out)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +60,7 @@ def test_model_objective_equals_instance_objective(instances):
         m = build_milp(inst)
         assert (m.num_vars, m.num_rows, m.n * m.touched.size) == model_size(inst)
         for _ in range(5):
-            a = _random_feasible(inst, rng)
+            a = random_feasible(inst, rng)
             v = m.vector_from_assign(inst, a)
             Av = m.A @ v
             assert np.all(Av >= m.row_lo - 1e-6) and np.all(Av <= m.row_hi + 1e-6)
@@ -91,7 +79,7 @@ def test_model_envelope_is_tight_only_at_the_max(instances):
         if inst.admissible == 0:
             continue
         m = build_milp(inst)
-        v = m.vector_from_assign(inst, _random_feasible(inst, rng))
+        v = m.vector_from_assign(inst, random_feasible(inst, rng))
         ie = m.num_vars - (inst.horizon + 1)
         bumped = v.copy()
         bumped[ie:] += 1.0
@@ -106,7 +94,7 @@ def test_brute_force_is_the_minimum_of_instance_objective(instances, optima):
         inst.check(a)
         assert J == inst.objective(a)
         for _ in range(5):
-            assert inst.objective(_random_feasible(inst, rng)) >= J - REL_TOL * max(1.0, abs(J))
+            assert inst.objective(random_feasible(inst, rng)) >= J - REL_TOL * max(1.0, abs(J))
 
 
 def test_highs_matches_brute_force(instances, optima):

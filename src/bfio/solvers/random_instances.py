@@ -50,4 +50,18 @@ def random_instance(rng: np.random.Generator, workers: int | None = None, waitin
                     discount=1.0 if discount is None else discount, lifetimes=lifetimes)
 
 
-__all__ = ["random_instance"]
+def random_feasible(inst: Instance, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly drawn feasible assignment of ``inst`` (its admission rule: every
+    forced request and the rest up to ``admissible``; each worker's free slots),
+    checked by :meth:`Instance.check`."""
+    forced = np.flatnonzero(inst.forced())
+    others = rng.permutation(np.flatnonzero(~inst.forced()))
+    chosen = np.concatenate([forced, others[: inst.admissible - forced.size]]).astype(np.int64)
+    seats = rng.permutation(np.repeat(np.arange(inst.workers), inst.free))[: chosen.size]
+    out = np.full(inst.waiting, -1, dtype=np.int64)
+    out[chosen] = seats
+    inst.check(out)
+    return out
+
+
+__all__ = ["random_instance", "random_feasible"]
