@@ -162,12 +162,14 @@ def imbalance_share(series, workers: int, constants: PaperConstants | None = Non
     return float(lost_share(np.asarray(series["imbalance_pre"], dtype=np.float64).sum(), busy, workers, constants))
 
 
-def lost_share(imbalance_total, busy_s, workers, constants: PaperConstants | None = None):
+def lost_share(imbalance_total, busy_s, workers, constants: PaperConstants | None = None, token_s=None):
     """The formula of :func:`imbalance_share` on a run's totals: ``t_l
     imbalance_total / G / busy_s``, where ``imbalance_total = sum (G max L - sum L)``
-    over the steps and ``busy_s = sum dt`` (scalars or columns, element-wise)."""
-    c = constants or PaperConstants()
-    return c.token_latency_s * imbalance_total / workers / busy_s
+    over the steps and ``busy_s = sum dt`` (scalars or columns, element-wise);
+    ``token_s``: the step's cost a KV token when not the paper's ``t_l``
+    (:data:`KV_TOKEN_S`)."""
+    cost = (constants or PaperConstants()).token_latency_s if token_s is None else token_s
+    return cost * imbalance_total / workers / busy_s
 
 
 #: The run metric (:func:`bfio.sim.result.imbalance_terms`): the step seconds one
@@ -186,10 +188,9 @@ def imbalance_share_of_runs(runs, constants: PaperConstants | None = None, total
     loaded rank's extra KV tokens cost; its batch and prefill terms left out,
     so a lower estimate), NaN for independent ranks (no barrier)."""
     busy = runs["makespan_s"].astype(float)
-    share = lost_share(runs[total].astype(float), busy, runs["workers"].astype(float), constants)
-    if KV_TOKEN_S in runs.columns:  # the run's own cost a KV token (a_kv with a calibrated step), not t_l
-        t_l = (constants or PaperConstants()).token_latency_s
-        share = share / t_l * runs[KV_TOKEN_S].astype(float)
+    # the run's own cost a KV token (a_kv with a calibrated step), where the runs record it
+    cost = runs[KV_TOKEN_S].astype(float) if KV_TOKEN_S in runs.columns else None
+    share = lost_share(runs[total].astype(float), busy, runs["workers"].astype(float), constants, cost)
     return share.where(busy > 0)
 
 
