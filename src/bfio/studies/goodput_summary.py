@@ -57,27 +57,32 @@ def _label(r) -> str:
     return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"), r.get("horizon"))
 
 
+def _ttft_words(grp: pd.DataFrame) -> str:
+    """What a section's runs read as TTFT (their ``ttft_metric``)."""
+    key = str(grp["ttft_metric"].iloc[0])
+    words = ("p99 queue wait (this step loop has no prefill: the first token comes with the first decode step)"
+             if key.startswith("queue_wait_s_p99") else "p99 TTFT of the prefill model")
+    if key.endswith(STEADY):
+        words += (f", over the requests arriving after the first {100 * WARMUP_SHARE:g}% of a run (discarded as "
+                  "warm-up: a run starts empty)")
+    return words
+
+
 def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodput", rel_tol: float | None = None) -> str:
     lines = [f"# {title}", ""]
     if len(summary):
         r0 = summary.iloc[0]
-        key = str(r0["ttft_metric"])
-        ttft = ("p99 queue wait (the paper's step loop has no prefill: the first token comes with the first "
-                "decode step)" if key.startswith("queue_wait_s_p99") else "p99 TTFT")
-        if key.endswith(STEADY):
-            ttft += (f"; every p99 over the requests arriving after the first {100 * WARMUP_SHARE:g}% of a run, "
-                     "discarded as warm-up (a run starts empty)")
         lines += [f"Goodput: the highest Poisson arrival rate (requests/s) whose runs meet p99 TTFT <= "
                   f"{r0['ttft_slo_s']:g} s and p99 TPOT <= {r0['tpot_slo_s']:g} s (means over {int(r0['n_seeds'])} "
-                  f"seeds of each run's p99; TTFT read as the {ttft}), by bisection up to the model's capacity "
-                  "(every slot busy, every worker at the mean load: no router sustains more). *at capacity*: the "
-                  "targets held at the capacity itself, so the runs there are a transient."
+                  "seeds of each run's p99; what TTFT is read as is said per section), by bisection up to the "
+                  "model's capacity (every slot busy, every worker at the mean load: no router sustains more). "
+                  "*at capacity*: the targets held at the capacity itself, so the runs there are a transient."
                   + (f" The bisection stops at a bracket of {100 * rel_tol:g}% of the capacity: smaller differences "
                      "between routers are not resolved." if rel_tol else ""), ""]
     for (setting, regime), grp in summary.groupby(SECTION, sort=False):
         lines += [f"## {setting}, {regime} regime: {grp['trace'].iloc[0]}, G={int(grp['workers'].iloc[0])}, "
                   f"B={int(grp['slots'].iloc[0])}, N={int(grp['requests'].iloc[0]):,}; capacity "
-                  f"{fmt(grp['capacity_rps'].iloc[0])} req/s", ""]
+                  f"{fmt(grp['capacity_rps'].iloc[0])} req/s", "", f"TTFT read as the {_ttft_words(grp)}.", ""]
         if "ttft_floor_s" in grp.columns:
             r0 = grp.iloc[0]
             beyond = [f"p99 {m} {r0[f'{k}_floor_s']:.3g} s" for m, k, slo in (("TTFT", "ttft", "ttft_slo_s"),
