@@ -39,7 +39,9 @@ preparatory stage per setting, the simulation of each setting (in the order its
 the tables, the figures.
 
 The built-in studies register in their modules under :mod:`bfio.studies`
-(read on first use of the registry); others are plugins (:mod:`bfio.plugins`).
+(every module of the package is imported on first use of the registry, so a new
+study module is found without being listed); others are plugins
+(:mod:`bfio.plugins`).
 A study with ``generic=False`` registers its config section only (validation,
 variants) and brings its own rules.
 """
@@ -356,20 +358,22 @@ def by_figure(figure: str) -> Study:
     raise ConfigError(f"no generic study draws figures/{figure}.png")
 
 
-#: Built-in study modules (registration order: the order of the report).
-BUILTIN_MODULES = ("online", "predictor_study", "starvation", "generality", "objective_study", "prefix_study",
-                   "goodput_study", "step_regime")
-
-
 def _load() -> None:
+    """Import every module of :mod:`bfio.studies` (by name, so the order of
+    registration, and of the report, is the modules' alphabetical order): a study
+    module registers itself on import, so adding one is adding its module, not
+    a name to a list here. Then the plugins (:mod:`bfio.plugins`)."""
     global _loaded
     if _loaded:
         return
     _loaded = True
     import importlib
+    import pkgutil
+
+    import bfio.studies as package
 
     try:
-        for mod in BUILTIN_MODULES:
+        for mod in sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")):
             importlib.import_module(f"bfio.studies.{mod}")
 
         load_plugins()
