@@ -407,20 +407,31 @@ def routers_views(routers: pd.DataFrame, load: float = 0.95) -> list[View]:
 
 def goodput_views(goodput: pd.DataFrame) -> list[View]:
     """Per step regime of the goodput table: each router's goodput in req/s
-    (and its share of the capacity) per setting, with the capacity as the last row."""
+    per setting (the mean over seeds with its 95% interval where the table has
+    one, ``goodput_ci_lo``/``_hi``) and its share of the capacity; then the
+    capacity and each setting's latency targets as the last rows."""
     views = []
+    has_ci = {"goodput_ci_lo", "goodput_ci_hi"} <= set(goodput.columns)
+
+    def cell(r) -> str:
+        g = f"{r['goodput_rps']:.1f}"
+        if has_ci and pd.notna(r["goodput_ci_lo"]) and pd.notna(r["goodput_ci_hi"]):
+            g += f" [{max(r['goodput_ci_lo'], 0.0):.1f}, {r['goodput_ci_hi']:.1f}]"
+        return f"{g} ({r['goodput_share']:.0%})"
+
     for regime, sub in goodput.groupby("regime", sort=False):
-        sub = sub.assign(router=[_router(r) for r in sub.to_dict("records")],
-                         cell=[f"{g:.1f} ({s:.0%})" for g, s in zip(sub["goodput_rps"], sub["goodput_share"])])
+        recs = sub.to_dict("records")
+        sub = sub.assign(router=[_router(r) for r in recs], cell=[cell(r) for r in recs])
         cells = sub.pivot_table(index="router", columns="setting", values="cell", aggfunc="first",
                                 sort=False).fillna("")
-        cap = sub.groupby("setting", sort=False)["capacity_rps"].first()
-        cells.loc["capacity (the bound)"] = [f"{cap[c]:.1f}" for c in cells.columns]
+        first = sub.groupby("setting", sort=False).first()
+        cells.loc["capacity (the bound)"] = [f"{first.loc[c, 'capacity_rps']:.1f}" for c in cells.columns]
+        cells.loc["targets: p99 TTFT / TPOT"] = [
+            f"{first.loc[c, 'ttft_slo_s']:g} s / {1000 * first.loc[c, 'tpot_slo_s']:g} ms" for c in cells.columns]
         cells.index.name = None
-        first = sub.iloc[0]
-        views.append(View(f"regime {regime}: goodput in req/s (share of the capacity), the highest Poisson rate "
-                          f"whose p99 TTFT is at most {first['ttft_slo_s']:g} s and p99 TPOT at most "
-                          f"{1000 * first['tpot_slo_s']:g} ms; {_seeds(sub)}", cells))
+        views.append(View(f"regime {regime}: goodput in req/s{', mean [95% CI]' if has_ci else ''} (share of the "
+                          "capacity), the highest Poisson rate whose p99 TTFT and p99 TPOT meet the setting's targets "
+                          f"(last row); {_seeds(sub)}", cells))
     return views
 
 
