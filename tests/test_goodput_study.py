@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from bfio.studies.goodput_study import run_goodput
-from bfio.studies.goodput_summary import goodput_markdown, summarize_goodput
+from bfio.goodput import SLO
+from bfio.studies.goodput_study import run_goodput, setting_slo
+from bfio.studies.goodput_summary import goodput_markdown, headroom_recovered, summarize_goodput
 
 
 def test_goodput_study_runs_every_router_and_tabulates(tmp_path):
@@ -20,8 +21,10 @@ def test_goodput_study_runs_every_router_and_tabulates(tmp_path):
                                                                                 "tpot_p99_s": 0.05},
                "rel_tol": 0.1}
     runs = run_goodput("s", setting, section, [0, 1], 8, frame)
-    assert list(runs["row"]) == ["fcfs", "sglang_total_tokens", "bfio_h3_instant"]
-    assert list(runs["dispatch"]) == ["central", "instant", "instant"]
+    routers = ["fcfs", "sglang_total_tokens", "bfio_h3_instant"]
+    assert list(runs["row"]) == [r for r in routers for _ in (0, 1)]  # one row per router and seed
+    assert list(runs["seed"]) == [0, 1] * 3
+    assert list(runs["dispatch"]) == ["central"] * 2 + ["instant"] * 4
     assert (runs["goodput_rps"] <= runs["capacity_rps"]).all() and (runs["goodput_rps"] >= 0).all()
     assert (runs["sim_wall_s"] > 0).all()  # the pipeline's script sums it
     for _, r in runs.iterrows():
@@ -29,6 +32,49 @@ def test_goodput_study_runs_every_router_and_tabulates(tmp_path):
         met = [p[0] for p in probes if p[3]]
         assert r["goodput_rps"] == (max(met) if met else 0.0)
     s = summarize_goodput(runs)
+    assert len(s) == 3 and (s["n_seeds"] == 2).all()
+    for _, r in s.iterrows():  # the mean of the seeds' own bisections, inside its interval
+        seeds = runs[runs["row"] == r["row"]]["goodput_rps"]
+        assert np.isclose(r["goodput_rps"], seeds.mean())
+        assert r["goodput_ci_lo"] <= r["goodput_rps"] <= r["goodput_ci_hi"]
     assert s["vs_best_pct"].max() == 0.0
     md = goodput_markdown(s, {"s": setting}, "Goodput")
     assert "capacity" in md and "SGLang" in md and "p99 queue wait" in md and "BF-IO (H=3) (instant)" in md
+    assert "2 seeds" in md and "95%" in md
+
+
+def test_a_setting_slo_overrides_the_sections_targets():
+    section = {"slo": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.2}}
+    assert setting_slo({"slo": {"ttft_p99_s": 6.0}}, section) == SLO(6.0, 0.2)
+    assert setting_slo({}, section) == SLO(2.0, 0.2)
+    assert setting_slo({}, {}) == SLO()
+
+
+def _seed_rows(row, policy, dispatch, goodputs, capacity=100.0, predictor=""):
+    return [{"setting": "s", "regime": "paper", "trace": "t", "requests": 10, "workers": 2, "slots": 4, "row": row,
+             "dispatch": dispatch, "policy": policy, "predictor": predictor, "report_interval": 0,
+             "horizon": 20.0 if policy == "bfio" else float("nan"), "seed": i, "goodput_rps": g,
+             "capacity_rps": capacity, "goodput_share": g / capacity, "at_capacity": g == capacity,
+             "ttft_metric": "queue_wait_s_p99_steady", "ttft_slo_s": 2.0, "tpot_slo_s": 0.2, "n_seeds": 1,
+             "sim_wall_s": 1.0, "probes": "[]"} for i, g in enumerate(goodputs)]
+
+
+def test_headroom_recovered_is_paired_over_the_seeds():
+    runs = pd.DataFrame(_seed_rows("vllm_dp", "vllm_dp", "instant", [60.0, 80.0, 70.0])
+                        + _seed_rows("bfio_h20_ps", "bfio", "central", [70.0, 95.0, 85.0], predictor="prompt_survival"))
+    s = summarize_goodput(runs)
+    rec = headroom_recovered(s)
+    assert rec["bfio"]["row"] == "bfio_h20_ps" and rec["best_router"]["row"] == "vllm_dp"
+    assert np.isclose(rec["recovered"], (250 / 3 - 70.0) / (100.0 - 70.0))  # on the means
+    shares = [(70 - 60) / 40, (95 - 80) / 20, (85 - 70) / 30]  # each seed against its own router run
+    lo, hi = rec["recovered_ci"]
+    assert lo < np.mean(shares) < hi
+    md = goodput_markdown(s, {}, "Goodput")
+    assert "prompt_survival lengths" in md and "paired" in md
+
+
+def test_no_goodput_anywhere_reads_as_not_applicable():
+    runs = pd.DataFrame(_seed_rows("vllm_dp", "vllm_dp", "instant", [0.0, 0.0])
+                        + _seed_rows("bfio_h20", "bfio", "central", [0.0, 0.0], predictor="oracle"))
+    md = goodput_markdown(summarize_goodput(runs), {}, "Goodput")
+    assert "nan" not in md and "n/a" in md and "true lengths (oracle)" in md

@@ -73,7 +73,8 @@ def test_smoke_tables_exist_and_are_well_formed(smoke, smoke_config):
         printed = TABLE_SETTINGS[table]["values"]
         for row in printed:
             assert row in set(comp["row"]), row
-        assert {"paper", "ours", "rel_diff", "mean", "ci_lo", "ci_hi", "check", "ok", "convention"} <= set(comp)
+        assert {"paper", "ours", "rel_diff", "mean", "ci_lo", "ci_hi", "verdict", "expected", "ok", "convention",
+                "kind", "effective_horizon", "same_program_as"} <= set(comp)
         ran = comp[comp["ran"] & comp["paper_printed"].notna()]
         assert len(ran) > 0 and np.isfinite(ran["rel_diff"]).all()
         assert set(comp["metric"]) >= {"avg_imbalance_pre", "energy_j_pre"}

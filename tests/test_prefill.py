@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bfio.errors import ConfigError
+from bfio.policies import make_policy
 from bfio.prefill import PrefillModel, cached_tokens
 from bfio.prefix import PrefixBlocks
 from bfio.simulator import simulate
@@ -197,6 +198,34 @@ def test_kv_memory_bounds_central_admission_too():
         assert res.requests["finish_s"].notna().all() and res.loads.max() <= 1000
         for _, r in res.requests.sort_values(["worker", "start_s"]).groupby("worker"):
             assert (r["start_s"].to_numpy()[1:] >= r["finish_s"].to_numpy()[:-1]).all()
+
+
+def test_central_routing_shows_only_the_slots_memory_can_fill():
+    """Issue 44: under the KV bound the routing state's free slots are what the
+    ranks' memory can seat (bfio.sim.dispatch.CentralDispatch._memory_free): with
+    one 600-token prompt at a time on ranks of 1,000 tokens, a busy rank shows no
+    free slot, so the policy is called only when a rank has gone idle (at most
+    once a request), not at every step while the pool waits; and no admission
+    the memory allows is hidden (every request runs, one at a time per rank)."""
+    n = 24
+    w = with_arrivals(Workload(np.full(n, 600), np.full(n, 20)), np.zeros(n))
+    calls = []
+
+    policy = make_policy("jsq_tokens")
+
+    class Spy(type(policy)):
+        def route(self, rs):
+            calls.append((rs.free.copy(), rs.active.copy()))
+            return super().route(rs)
+
+    policy.__class__ = Spy
+    res = simulate(w, 2, 8, policy, prefill=PrefillModel(chunk_tokens=4096, kv_tokens=1000),
+                   entry="arrivals", show_progress=False)
+    assert res.requests["finish_s"].notna().all()
+    assert res.steps > 5 * n  # the pool waited through many steps ...
+    assert 0 < len(calls) <= n  # ... and was routed only when a rank went idle
+    for free, active in calls:
+        assert (free[active > 0] == 0).all() and (free[active == 0] == 1).all()
 
 
 def test_kv_memory_counts_the_prompt_still_to_compute():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -11,8 +12,8 @@ import pytest
 from scipy import stats
 
 from bfio.paper import TABLE1, TABLE1_UNITS, TABLE2, TABLE2_UNITS
+from bfio.paper_tables import AUTHORS_SIMULATOR
 from bfio.tables import (
-    vs_paper_cell,
     distinct_runs,
     energy_reduction,
     is_paper_setting,
@@ -102,32 +103,159 @@ def test_paper_comparison_tolerances():
     runs.loc[sel("bfio_h60", None), "avg_imbalance"] = 1.0e8    # better: passes
     comp = paper_comparison(runs, "table1", 42).set_index(["row", "metric"])
     assert not comp.loc[("fcfs", "avg_imbalance"), "ok"]
-    assert comp.loc[("fcfs", "avg_imbalance"), "check"] == "exact to printed digits"
+    assert comp.loc[("fcfs", "avg_imbalance"), "expected"] == "reproduced"
     assert comp.loc[("jsq_tokens", "throughput"), "ok"]
     assert comp.loc[("bfio_h40", "throughput"), "ok"]
-    assert comp.loc[("bfio_h40", "throughput"), "check"] == "equal or better"
+    assert comp.loc[("bfio_h40", "throughput"), "expected"] == "reproduced or better"
     assert not comp.loc[("bfio_h20", "energy_j"), "ok"]
     assert comp.loc[("bfio_h60", "avg_imbalance"), "ok"]
     assert comp.loc[("bfio_h20", "energy_j"), "rel_diff"] == pytest.approx(22.0 / 21.3 - 1)
-    # the comparison is named for what it is: equal / better / worse than the paper
-    assert comp.loc[("fcfs", "avg_imbalance"), "vs_paper"] == "worse"       # 37.06 > 37.0 printed
-    assert comp.loc[("jsq_tokens", "throughput"), "vs_paper"] == "equal"
-    assert comp.loc[("bfio_h40", "throughput"), "vs_paper"] == "better"
-    assert comp.loc[("bfio_h20", "energy_j"), "vs_paper"] == "worse"
-    assert comp.loc[("bfio_h60", "avg_imbalance"), "vs_paper"] == "better"
+    # the verdict is named for what it is: reproduced / better / worse than the print
+    assert comp.loc[("fcfs", "avg_imbalance"), "verdict"] == "worse"       # 37.06 > 37.0 printed
+    assert comp.loc[("jsq_tokens", "throughput"), "verdict"] == "reproduced"
+    assert comp.loc[("bfio_h40", "throughput"), "verdict"] == "better"
+    assert comp.loc[("bfio_h20", "energy_j"), "verdict"] == "worse"
+    assert comp.loc[("bfio_h60", "avg_imbalance"), "verdict"] == "better"
     md = paper_markdown(comp.reset_index(), "table1", True, 42)
     assert "FAIL" not in md and "pass" not in md
-    rel = 100 * (22.0 / 21.3 - 1)
-    assert f"worse by {rel:.1f}% (unexpected: equal or better)" in md
-    assert f"better by {100 * (11.0 / float(TABLE1['bfio_h40']['throughput']) - 1):.1f}% |" in md
-    assert "| equal " in md
+    energy = md_section(md, "Energy (")
+    h20 = [r for r in energy if r["row"] == "BF-IO (H=20)" and r["objective"].startswith("default")][0]
+    assert (h20["verdict"], h20["expected"], h20["met"]) == ("worse", "reproduced or better", "no")
+    assert h20["rel. diff"] == f"{100 * (22.0 / 21.3 - 1):+.1f}%"
+    thr = {r["row"]: r for r in md_section(md, "Throughput (")}
+    assert (thr["BF-IO (H=40)"]["verdict"], thr["BF-IO (H=40)"]["met"]) == ("better", "yes")
+    assert (thr["JSQ"]["verdict"], thr["JSQ"]["met"]) == ("reproduced", "yes")
+    assert thr["BF-IO (H=40)"]["print"] == TABLE1["bfio_h40"]["throughput"]  # the printed digits, not a float
 
 
-def test_vs_paper_cell_names_direction_and_difference():
-    assert vs_paper_cell("equal", 0.0004, "exact to printed digits") == "equal"
-    assert vs_paper_cell("better", -0.032, "equal or better") == "better by 3.2%"
-    assert vs_paper_cell("better", 0.012, "exact to printed digits") == "better by 1.2% (unexpected: exact to printed digits)"
-    assert vs_paper_cell("worse", 0.015, "equal or better") == "worse by 1.5% (unexpected: equal or better)"
+def md_section(md: str, heading: str) -> list[dict]:
+    """The rows (column -> cell) of the first Markdown table after the ``## `` heading starting with ``heading``."""
+    lines = md.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("#") and ln.lstrip("# ").startswith(heading))
+    rows = []
+    for ln in lines[start + 1:]:
+        if ln.startswith("#"):
+            break
+        if ln.startswith("|"):
+            rows.append([c.strip() for c in ln.strip().strip("|").split("|")])
+    head, _, *body = rows
+    return [dict(zip(head, r)) for r in body]
+
+
+@pytest.mark.parametrize("printed, scale, metric, value, outcome", [
+    ("1.25", 1e-2, "tpot", 1.254e-2, "reproduced"),       # rounds to the printed digits
+    ("1.25", 1e-2, "tpot", 1.246e-2, "reproduced"),
+    ("1.25", 1e-2, "tpot", 1.256e-2, "worse"),            # TPOT: lower is better
+    ("1.25", 1e-2, "tpot", 1.244e-2, "better"),
+    ("9.13", 1e4, "throughput", 9.134e4, "reproduced"),
+    ("9.13", 1e4, "throughput", 9.136e4, "better"),       # throughput: higher is better
+    ("9.13", 1e4, "throughput", 9.124e4, "worse"),
+    ("8.00", 1e4, "throughput", 7.996e4, "reproduced"),   # trailing zeros are printed digits
+    ("8.00", 1e4, "throughput", 7.994e4, "worse"),
+    ("396", 1e3, "energy_j", 396.4e3, "reproduced"),      # no decimals: the unit is the last digit
+    ("396", 1e3, "energy_j", 396.6e3, "worse"),
+    ("2.49", 1e8, "avg_imbalance", 1.62e8, "better"),
+])
+def test_verdict_rule_on_constructed_cells(printed, scale, metric, value, outcome):
+    from bfio.verdicts import verdict
+
+    assert verdict(value, printed, scale, metric) == outcome
+
+
+def test_what_each_row_must_reach():
+    from bfio.verdicts import BETTER, REPRODUCED, WORSE, expected, meets, row_kind
+
+    base, default, literal = row_kind(None), row_kind("default"), row_kind("paper-literal")
+    assert [meets(v, base) for v in (REPRODUCED, BETTER, WORSE)] == [True, False, False]
+    assert [meets(v, default) for v in (REPRODUCED, BETTER, WORSE)] == [True, True, False]
+    assert [meets(v, literal) for v in (REPRODUCED, BETTER, WORSE)] == [None, None, None]
+    assert "reproduced" in expected(base) and "better" in expected(default) and "reported only" in expected(literal)
+    with pytest.raises(ValueError, match="objective"):
+        row_kind("some-new-objective")
+
+
+def table1_with_effective_window(h_eff=13):
+    """Table 1's printed values as runs, BF-IO rows storing ``fast_solver_horizon = min(H, h_eff)``
+    and their options (the default's discount), plus paper-literal rows (``H_eff = H``)."""
+    runs = synthetic_runs("table1", TABLE1, TABLE1_UNITS)
+    bf = runs["horizon"].notna()
+    runs["fast_solver_horizon"] = np.where(bf, np.minimum(runs["horizon"], h_eff), np.nan)
+    runs["policy_options"] = [json.dumps({"name": "bfio", "horizon": int(h), "discount": 0.6, "objective": "default"})
+                              if b else json.dumps({"name": p}) for b, h, p in
+                              zip(bf, runs["horizon"].fillna(0), runs["policy_name"])]
+    lit = runs[runs["row"].isin(["bfio_h20", "bfio_h100"])].copy()
+    lit["row"] = lit["row"] + "_literal"
+    lit["objective"] = "paper-literal"
+    lit["fast_solver_horizon"] = lit["horizon"]
+    lit["policy_options"] = [json.dumps({"name": "bfio", "horizon": int(h), "discount": 1.0,
+                                         "objective": "paper-literal"}) for h in lit["horizon"]]
+    lit["avg_imbalance"] *= 2.0  # the printed IO is worse
+    return pd.concat([runs, lit], ignore_index=True)
+
+
+def test_paper_markdown_states_what_each_row_is_and_its_effective_lookahead():
+    """Issue 42: every metric table has the print, the verdict per cell, what the row must
+    reach, the H_eff of every BF-IO row (the runs' fast_solver_horizon) and the rows that
+    solve the same program; seed-42 value, mean, interval and seeds in separate columns."""
+    runs = table1_with_effective_window()
+    comp = paper_comparison(runs, "table1", 42)
+    md = paper_markdown(comp, "table1", True, 42)
+    stored = runs.drop_duplicates("row").set_index("row")["fast_solver_horizon"]
+    for heading in ("Avg imbalance (", "Throughput (", "TPOT (", "Energy ("):
+        rows = md_section(md, heading)
+        assert list(rows[0]) == ["row", "objective", "H_eff", "same program as", "print", "ours (seed 42)",
+                                 "rel. diff", "verdict", "expected", "met", "mean", "95% CI", "seeds"]
+        kinds = [r["objective"] for r in rows]
+        assert kinds == sorted(kinds, key=lambda k: ("baseline", "default", "paper-literal").index(k.split()[0]))
+        for r in rows:
+            assert r["verdict"] in ("reproduced", "better", "worse")
+            assert ";" not in r["mean"] and "[" not in r["mean"] and r["seeds"] == "3"
+            assert r["95% CI"].startswith("[")
+        by = {(r["row"], r["objective"].split()[0]): r for r in rows}
+        for row, h_eff in stored.dropna().items():
+            key = (row_label_of(row), "paper-literal" if row.endswith("_literal") else "default")
+            assert by[key]["H_eff"] == str(int(h_eff))
+        # the default rows past the reach are one program; H = 0 and the literal rows are not in it
+        assert by[("BF-IO (H=20)", "default")]["same program as"] == "H=40, 60, 80, 100"
+        assert by[("BF-IO (H=100)", "default")]["same program as"] == "H=20, 40, 60, 80"
+        assert by[("BF-IO (H=0)", "default")]["same program as"] == "-"
+        assert by[("BF-IO (H=20)", "paper-literal")]["same program as"] == "-"
+        assert by[("FCFS", "baseline")]["H_eff"] == "-"
+        assert by[("BF-IO (H=20)", "paper-literal")]["expected"] == "none (reported only)"
+        assert by[("BF-IO (H=20)", "paper-literal")]["met"] == "-"
+    assert "default (delta = 0.6)" in md and "paper-literal (Eq. (IO) as printed)" in md
+    assert "released simulator" in md and "not modelled" in md
+    for row, cells in AUTHORS_SIMULATOR["table1"].items():  # the spec's quotes of that simulator, with the print
+        for metric, value in cells.items():
+            assert f"{value} (printed {TABLE1[row][metric]};" in md
+    assert "H = 20, 100" in md  # the paper-literal rows that ran are named in the header
+    # the rule is stated in the header, once, from bfio.verdicts
+    from bfio.verdicts import EXPECTATION_RULE, RULE
+    assert RULE in md and EXPECTATION_RULE in md
+    # the comparison's CSV carries the same
+    cell = comp.set_index(["row", "metric"]).loc[("bfio_h40", "throughput")]
+    assert cell["effective_horizon"] == 13 and cell["kind"] == "default"
+    assert set(cell["same_program_as"].split("; ")) == {"bfio_h20", "bfio_h60", "bfio_h80", "bfio_h100"}
+
+
+def test_same_program_needs_the_same_objective_options_and_window():
+    from bfio.paper_tables import same_programs
+
+    keys = {"a": (20, "default"), "b": (40, "default"), "c": (40, "paper-literal"), "d": (60, "default"),
+            "e": (80, "default"), "f": None}
+    eff = {"a": 13, "b": 13, "c": 13, "d": 13, "e": 12, "f": None}
+    opts = {"a": {"horizon": 20, "predictor": "oracle"}, "b": {"horizon": 40, "predictor": "oracle"},
+            "c": {"horizon": 40, "predictor": "oracle"}, "d": {"horizon": 60, "predictor": "noisy"},
+            "e": {"horizon": 80, "predictor": "oracle"}}
+    same = same_programs(keys, eff, opts)
+    assert same["a"] == ("b",) and same["b"] == ("a",)
+    assert same["c"] == () and same["d"] == () and same["e"] == () and "f" not in same
+
+
+def row_label_of(row: str) -> str:
+    from bfio.tables import row_label
+
+    return row_label(row.removesuffix("_literal"))
 
 
 def test_paper_comparison_missing_rows_and_markdown():
@@ -217,9 +345,9 @@ def test_effective_window_is_stated_when_h_goes_beyond_it():
 
 
 def test_order_and_checks_read_the_stored_columns_not_the_key():
-    """Issue 28: the row order, the printed row a run is compared with and the check
+    """Issue 28: the row order, the printed row a run is compared with and what it must reach
     come from the ``horizon`` and ``objective`` columns a run stores; the key is not parsed."""
-    from bfio.tables import REPORTED_ONLY, check_kind, stored_keys
+    from bfio.tables import stored_keys
 
     runs = synthetic_runs("table2", TABLE2, TABLE2_UNITS, trace="burstgpt", workers=16, requests=100000)
     lit = runs[runs["row"] == "bfio_h20"].assign(row="twenty_literal", objective="paper-literal")
@@ -236,12 +364,11 @@ def test_order_and_checks_read_the_stored_columns_not_the_key():
     assert "objective" not in s  # the summary tables keep their columns (results byte-identical)
     comp = paper_comparison(runs, "table2", 42).set_index(["row", "metric"])
     cell = comp.loc[("twenty_literal", "throughput")]  # compared with the printed bfio_h20, reported only
-    assert cell["paper_printed"] == TABLE2["bfio_h20"]["throughput"] and cell["check"] == REPORTED_ONLY
-    assert comp.loc[("bfio_h20", "throughput"), "check"] == "equal or better"
-    assert comp.loc[("fcfs", "throughput"), "check"] == "exact to printed digits"
+    assert cell["paper_printed"] == TABLE2["bfio_h20"]["throughput"] and cell["kind"] == "paper-literal"
+    assert cell["expected"] == "none (reported only)" and pd.isna(cell["ok"])
+    assert comp.loc[("bfio_h20", "throughput"), "kind"] == "default"
+    assert comp.loc[("fcfs", "throughput"), "kind"] == "baseline"
     assert comp.loc[("a_late_one", "throughput"), "paper_printed"] == ""  # H = 30: not printed
-    assert (check_kind(None), check_kind("default"), check_kind("paper-literal")) == (
-        "exact to printed digits", "equal or better", REPORTED_ONLY)
 
 
 def test_runs_without_an_objective_column_read_as_the_default_objective():

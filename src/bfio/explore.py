@@ -315,8 +315,8 @@ def online_views(online: pd.DataFrame, metric: str = "e2e_s_p99") -> list[View]:
 
 
 #: Columns of a paper table's cells the notebook shows, when the table has them.
-PAPER_CELL_COLUMNS = ["label", "metric_label", "unit", "paper_printed", "ours_rounded", "rel_diff", "vs_paper",
-                      "verdict", "check", "ok"]
+PAPER_CELL_COLUMNS = ["label", "objective_label", "metric_label", "unit", "paper_printed", "ours_rounded", "rel_diff",
+                      "verdict", "vs_paper", "expected", "check", "ok"]
 
 
 def paper_cells(table: pd.DataFrame) -> pd.DataFrame:

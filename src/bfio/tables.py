@@ -2,10 +2,8 @@
 
 * :func:`summarize` - per (row, workers): the reference-seed value and the mean
   with a 95% Student-t confidence interval over seeds, for every metric.
-* :func:`paper_comparison` - Table 1 / Table 2 cells: the paper's printed value,
-  ours (reference seed, rounded like the paper), the relative difference, the
-  mean and CI over seeds in the paper's unit, and the check the project applies
-  (exact to printed digits for FCFS and JSQ, equal-or-better for BF-IO).
+* the paper's Table 1 / Table 2 cell by cell: :mod:`bfio.paper_tables` (the
+  verdict of a cell against the print: :mod:`bfio.verdicts`);
 * :func:`energy_reduction` - per G: energy of a baseline vs a target row and
   the reduction in percent (paired over seeds).
 * writers for CSV and Markdown (``write_table``).
@@ -23,8 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bfio.paper import TABLE_SETTINGS, at_least_as_good, compare_to_printed, matches_printed, round_like
-from bfio.run_keys import row_key, row_label as key_label
+from bfio.run_keys import row_label as key_label
 from bfio.errors import BfioError
 from bfio.student_t import t_quantile
 from bfio.policies import KEYED_ROWS, policy_label
@@ -203,108 +200,6 @@ def row_label(row: str) -> str:
     return row if row in KEYED_ROWS else key_label(row, policy_label)
 
 
-#: The check of a paper-literal row: shown beside the default, no expectation (the printed IO
-#: degrades with H; docs/bfio.md "Findings").
-REPORTED_ONLY = "reported only (paper-literal)"
-
-
-def check_kind(objective: str | None) -> str:
-    """The tolerance the project applies to a paper cell of a row with BF-IO
-    ``objective`` (the stored column; ``None``: a baseline)."""
-    if objective is None:
-        return "exact to printed digits"
-    return "equal or better" if objective == "default" else REPORTED_ONLY
-
-
-def _printed_keys(table: str) -> dict:
-    """Row -> ``(H, 'default')`` of the BF-IO rows the paper prints in ``table``
-    (:data:`bfio.paper.TABLE_SETTINGS`' ``horizons``), ``None`` for its baselines."""
-    setting = TABLE_SETTINGS[table]
-    bfio = {row_key("bfio", h): (int(h), "default") for h in setting["horizons"]}
-    return {row: bfio.get(row) for row in setting["values"]}
-
-
-def paper_comparison(runs: pd.DataFrame, table: str, ref_seed: int) -> pd.DataFrame:
-    """Long table, one row per (policy row, metric) of paper ``table``
-    (``'table1'`` or ``'table2'``), plus the pre-step metrics (no paper value).
-
-    ``ours`` is the reference-seed value in the paper's unit (full precision),
-    ``ours_rounded`` the same rounded to the printed digits, ``rel_diff`` is
-    ``ours / paper - 1``; ``mean``, ``ci_lo``, ``ci_hi`` are over seeds in the
-    paper's unit; ``vs_paper`` says whether the reference seed is ``equal`` to the printed
-    digits, ``better`` or ``worse`` than the paper (metric direction), and
-    ``ok`` whether that meets the expectation of :func:`check_kind`.
-    Rows the paper prints but the runs lack are kept with NaN (``ran=False``).
-    """
-    setting = TABLE_SETTINGS[table]
-    printed, units = setting["values"], setting["units"]
-    summary = summarize(runs, ref_seed) if len(runs) else pd.DataFrame(columns=["row"])
-    by_row = {r["row"]: r for r in summary.to_dict("records")}
-    keys = {**_printed_keys(table), **stored_keys(runs)}
-    rows = _row_order(list(printed) + list(by_row), keys)
-    out = []
-    for row in rows:
-        rec = by_row.get(row)
-        key = keys.get(row)
-        printed_row = row_key("bfio", key[0]) if key else row  # bfio_h40_literal is compared with bfio_h40
-        for metric in (*PAPER_METRICS, *PRE_STEP_UNIT_OF):
-            unit_metric = PRE_STEP_UNIT_OF.get(metric, metric)
-            scale, unit = units[unit_metric]
-            paper = printed.get(printed_row, {}).get(metric) if metric in PAPER_METRICS else None
-            label, _, convention = METRIC_INFO[metric]
-            cell = {"table": table, "row": row, "label": row_label(row), "metric": metric,
-                    "metric_label": label, "unit": unit, "convention": convention,
-                    "paper": float(paper) if paper is not None else float("nan"),
-                    "paper_printed": paper or "", "ran": rec is not None}
-            if rec is not None:
-                v = rec[metric]
-                cell.update({"ours": v / scale, "ours_rounded": round_like(v, paper, scale) if paper else
-                             f"{v / scale:.3g}",
-                             "mean": rec[f"{metric}_mean"] / scale, "ci_lo": rec[f"{metric}_ci_lo"] / scale,
-                             "ci_hi": rec[f"{metric}_ci_hi"] / scale, "n_seeds": rec["n_seeds"]})
-                if paper is not None:
-                    cell["rel_diff"] = v / (float(paper) * scale) - 1.0
-                    cell["check"] = check_kind(key[1] if key else None)
-                    cell["vs_paper"] = compare_to_printed(v, paper, scale, metric)
-                    kind = cell["check"]
-                    cell["ok"] = (bool(at_least_as_good(v, paper, scale, metric)) if kind == "equal or better" else
-                                  bool(matches_printed(v, paper, scale)) if kind == "exact to printed digits" else None)
-            out.append(cell)
-    cols = ["table", "row", "label", "metric", "metric_label", "unit", "convention", "paper_printed", "paper",
-            "ours", "ours_rounded", "rel_diff", "mean", "ci_lo", "ci_hi", "n_seeds", "check", "vs_paper", "ok", "ran"]
-    frame = pd.DataFrame(out)
-    for c in cols:
-        if c not in frame:
-            frame[c] = np.nan
-    return frame[cols]
-
-
-def paper_pivot(comp: pd.DataFrame, values: str = "ours_rounded") -> pd.DataFrame:
-    """The paper's metrics of a :func:`paper_comparison` table (or its CSV) as
-    the paper lays them out: one row per policy in the order of the table
-    (:func:`paper_comparison` writes the paper's: FCFS, JSQ, then BF-IO by H
-    ascending; the table stores no horizon, and the row key is not parsed),
-    one column per metric in table order."""
-    cells = comp[comp["metric"].isin(PAPER_METRICS)]
-    if cells.empty:
-        raise ValueError("paper_pivot: no paper metric in the table (expected a paper_comparison table)")
-    rows = list(dict.fromkeys(cells["row"]))
-    labels = [cells.loc[cells["row"] == r, "label"].iloc[0] for r in rows]
-    metrics = [m for m in PAPER_METRICS if m in set(cells["metric"])]
-    columns = [cells.loc[cells["metric"] == m, "metric_label"].iloc[0] for m in metrics]
-    out = cells.pivot(index="label", columns="metric_label", values=values)
-    return out.reindex(index=labels, columns=columns)
-
-
-def is_paper_setting(runs: pd.DataFrame, table: str) -> bool:
-    """True when every run has the trace, N, G, B of the paper's ``table``."""
-    s = TABLE_SETTINGS[table]
-    if runs.empty:
-        return False
-    return bool((runs["trace"] == s["trace"]).all() and (runs["requests"] == s["requests"]).all()
-                and (runs["workers"] == s["workers"]).all() and (runs["slots"] == s["slots"]).all())
-
-
 def _fmt(x, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and not np.isfinite(x)):
         return "n/a"
@@ -317,102 +212,50 @@ def _fmt_pct(x) -> str:
     return f"{100 * x:+.1f}%"
 
 
-def vs_paper_cell(outcome: str, rel_diff: float, check: str) -> str:
-    """Markdown of one comparison: ``'equal'``, ``'better by 3.2%'``,
-    ``'worse by 1.5% (unexpected: exact to printed digits)'``."""
-    text = "equal" if outcome == "equal" else f"{outcome} by {abs(100 * rel_diff):.1f}%"
-    expected = {"exact to printed digits": ("equal",), "equal or better": ("equal", "better"),
-                REPORTED_ONLY: ("equal", "better", "worse")}.get(check, ())
-    return text if outcome in expected else f"{text} (unexpected: {check})"
-
-
-def paper_markdown(comp: pd.DataFrame, table: str, paper_setting: bool, ref_seed: int,
-                   setting_note: str = "", window_note: str = "") -> str:
-    """Markdown rendering of :func:`paper_comparison`: one block per metric."""
-    s = TABLE_SETTINGS[table]
-    title = {"table1": "Table 1 (LongBench)", "table2": "Table 2 (BurstGPT)"}[table]
-    lines = [f"# {title}: paper vs this reproduction", ""]
-    lines.append(f"Paper setting: {s['trace']}, G={s['workers']}, B={s['slots']}, N={s['requests']:,}, seed {s['seed']}.")
-    if setting_note:
-        lines.append(f"This run: {setting_note}.")
-    if window_note:
-        lines += ["", window_note]
-    if not paper_setting:
-        lines += ["", "**Warning: these runs do not use the paper's setting (the trace, N, G or B differ: "
-                      "see 'This run' above); differences from the paper are expected and the checks are not "
-                      "meaningful.**"]
-    lines += ["", f"*ours* = seed {ref_seed} (the paper's seed is 42), rounded like the paper; "
-                  "*rel. diff* = ours (full precision) / paper - 1; *mean [95% CI]* over seeds (Student t"
-                  f"{_few_seeds_note(comp.loc[comp['ran'].astype(bool), 'n_seeds'])}). "
-                  "*vs paper*: ours is *equal* to the printed digits, or *better* / *worse* than the paper "
-                  "(in the metric's direction) by the relative difference; expected: FCFS and JSQ equal, "
-                  "BF-IO equal or better (a cell that misses it is marked *unexpected*); BF-IO *paper-literal* rows "
-                  "(Eq. (IO) as printed, no discount) are shown beside the default without an expectation.", ""]
-    for metric in PAPER_METRICS:
-        sub = comp[comp["metric"] == metric]
-        label, unit = sub["metric_label"].iloc[0], sub["unit"].iloc[0]
-        arrow = "higher is better" if metric == "throughput" else "lower is better"
-        lines += [f"## {label} ({unit}; paper convention, {arrow})", ""]
-        rows = []
-        for r in sub.itertuples():
-            rows.append({"policy": r.label, "paper": r.paper_printed or "n/a",
-                         "ours": r.ours_rounded if r.ran else "not run", "rel. diff": _fmt_pct(r.rel_diff),
-                         "mean [95% CI]": (_paper_ci_cell(r) if r.ran else "n/a"),
-                         "vs paper": vs_paper_cell(r.vs_paper, r.rel_diff, r.check)
-                                     if r.ran and r.paper_printed else "n/a"})
-        lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
-    lines += ["## Pre-step convention (theory: loads that gate each step; not printed in the paper)", ""]
-    rows = []
-    for row in comp["row"].unique():
-        sub = comp[(comp["row"] == row)]
-        rec = {"policy": sub["label"].iloc[0]}
-        for metric in PRE_STEP_UNIT_OF:
-            m = sub[sub["metric"] == metric].iloc[0]
-            paper_m = sub[sub["metric"] == PRE_STEP_UNIT_OF[metric]].iloc[0]
-            head = f"{m['metric_label']} ({m['unit']})"
-            if not m["ran"]:
-                rec[head] = "not run"
-                continue
-            rec[head] = (f"{_fmt(m['ours'])} (paper conv. {_fmt(paper_m['ours'])}); mean "
-                         + ci_text(_fmt(m['mean']), _fmt(m['ci_lo']), _fmt(m['ci_hi']), m.get("n_seeds")))
-        rows.append(rec)
-    lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
-    return "\n".join(lines)
-
-
-def _few_seeds_note(n_seeds) -> str:
+def few_seeds_note(n_seeds) -> str:
     """``'; no interval with fewer than 3 seeds'`` when a cell has fewer, else ``''``
     (tables with enough seeds read as before)."""
     n = pd.to_numeric(pd.Series(list(n_seeds)), errors="coerce").dropna()
     return f"; no interval with fewer than {MIN_INTERVAL_SEEDS} seeds" if (n < MIN_INTERVAL_SEEDS).any() else ""
 
 
-def _paper_ci_cell(r) -> str:
-    """``'mean [lo, hi] (n=5)'``; ``'mean (n = 2, no interval)'`` below :data:`MIN_INTERVAL_SEEDS`."""
-    cell = ci_text(_fmt(r.mean), _fmt(r.ci_lo), _fmt(r.ci_hi), r.n_seeds)
-    return cell if int(r.n_seeds) < MIN_INTERVAL_SEEDS else f"{cell} (n={int(r.n_seeds)})"
+def interval_text(lo: str, hi: str, n) -> str:
+    """A table's *95% CI* cell on its own (the mean in a column of its own):
+    ``'[lo, hi]'`` (already formatted), ``'(n = 2, no interval)'`` below
+    :data:`MIN_INTERVAL_SEEDS` seeds."""
+    n = None if n is None or pd.isna(n) else int(n)
+    if n is not None and n < MIN_INTERVAL_SEEDS:
+        return f"(n = {n}, no interval)"
+    return f"[{lo}, {hi}]"
 
 
 def summary_markdown(summary: pd.DataFrame, title: str, ref_seed: int) -> str:
-    """Markdown of :func:`summarize`: reference-seed value and mean [95% CI] per metric (SI units)."""
+    """Markdown of :func:`summarize`: one table per metric (SI units) with the
+    reference-seed value, the mean, the 95% CI and the number of seeds in
+    columns of their own, and BF-IO's effective lookahead ``H_eff``."""
     lines = [f"# {title}", "",
-             f"Value at seed {ref_seed}; mean [95% CI] over seeds (Student t"
-             f"{_few_seeds_note(summary['n_seeds'] if 'n_seeds' in summary else [])}). SI units: imbalance in "
-             "tokens, throughput in tokens/s, TPOT in s/token, energy in J. 'pre-step' = theory convention "
-             "(loads that gate each step); the others follow the paper's convention.", ""]
-    rows = []
-    for r in summary.to_dict("records"):
-        rec = {"policy": row_label(r["row"]), "G": r["workers"]}
-        for m, (label, unit, _) in METRIC_INFO.items():
-            if m in r:
-                rec[f"{label} ({unit})"] = f"{_fmt(r[m], 4)}; " + ci_text(
-                    _fmt(r[m + '_mean'], 4), _fmt(r[m + '_ci_lo'], 4), _fmt(r[m + '_ci_hi'], 4), r.get("n_seeds"))
-        rec["seeds"] = r["n_seeds"]
-        rows.append(rec)
-    lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
+             f"Per metric: *seed {ref_seed}* the value at the reference seed; *mean* and *95% CI* over the "
+             f"*seeds* (Student t{few_seeds_note(summary['n_seeds'] if 'n_seeds' in summary else [])}); "
+             "*H_eff*: the offsets 0..H_eff BF-IO's fast solver optimizes (- for other rows). SI units: "
+             "imbalance in tokens, throughput in tokens/s, TPOT in s/token, energy in J. 'pre-step' = theory "
+             "convention (loads that gate each step); the others follow the paper's convention.", ""]
     note = effective_window_note(summary)
     if note:
         lines += [note, ""]
+    records = summary.to_dict("records")
+    for m, (label, unit, _) in METRIC_INFO.items():
+        if m not in summary:
+            continue
+        rows = []
+        for r in records:
+            h_eff = r.get("effective_horizon")
+            rows.append({"policy": row_label(r["row"]), "G": r["workers"],
+                         "H_eff": "-" if h_eff is None or pd.isna(h_eff) else str(int(h_eff)),
+                         f"seed {ref_seed}": _fmt(r[m], 4), "mean": _fmt(r[m + "_mean"], 4),
+                         "95% CI": interval_text(_fmt(r[m + "_ci_lo"], 4), _fmt(r[m + "_ci_hi"], 4),
+                                                 r.get("n_seeds")),
+                         "seeds": r["n_seeds"]})
+        lines += [f"## {label} ({unit})", "", pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), ""]
     return "\n".join(lines)
 
 
@@ -468,7 +311,18 @@ def write_table(frame: pd.DataFrame, csv_path, md_path=None, markdown: str | Non
         Path(md_path).write_text(markdown)
 
 
-__all__ = ["distinct_runs", "mean_ci", "ratio_ci", "ci_text", "MIN_INTERVAL_SEEDS", "stored_keys", "summarize",
-           "paper_comparison",
-           "paper_markdown", "summary_markdown", "energy_reduction",
-           "write_table", "row_label", "is_paper_setting", "METRIC_INFO"]
+#: The paper-table functions, now in :mod:`bfio.paper_tables`; importing them from here still works.
+MOVED_TO_PAPER_TABLES = ("paper_comparison", "paper_markdown", "paper_pivot", "is_paper_setting")
+
+
+def __getattr__(name: str):
+    if name in MOVED_TO_PAPER_TABLES:
+        from bfio import paper_tables
+
+        return getattr(paper_tables, name)
+    raise AttributeError(f"module 'bfio.tables' has no attribute '{name}'")
+
+
+__all__ = ["distinct_runs", "mean_ci", "ratio_ci", "ci_text", "interval_text", "few_seeds_note", "MIN_INTERVAL_SEEDS",
+           "stored_keys", "summarize", "summary_markdown", "energy_reduction", "write_table", "row_label",
+           "METRIC_INFO", *MOVED_TO_PAPER_TABLES]

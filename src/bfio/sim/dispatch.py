@@ -74,6 +74,8 @@ class CentralDispatch:
             return 0
         st = self.state
         free = st.slots - st.active
+        if self.kv_cap:
+            free = self._memory_free(pool, free)
         if not free.any():
             return 0
         view = None if self.prefill is None else CacheView(self.prefill, st.slot_request, self._no_queues,
@@ -97,6 +99,29 @@ class CentralDispatch:
             self.pool = rest[:kept]
         return int(n)
 
+    def _memory(self):
+        """Each rank's committed KV tokens, each request's need and the growth of one
+        step: what admission charges against ``kv_cap`` (with preemption, the
+        memory a request's next step needs)."""
+        st = self.state
+        if self.preemption is None:
+            return self.prefill.committed(st.loads), st.workload.prefill, 0
+        return self.preemption.admission_memory(st), self.preemption.need(st.workload), 1
+
+    def _memory_free(self, pool: np.ndarray, free: np.ndarray) -> np.ndarray:
+        """The free slots the routing state shows under the KV bound: on each rank at
+        most as many as the pool's smallest requests that fit its free memory
+        together (an idle rank seats one anyway). No admission :meth:`_within_memory`
+        would allow is hidden (seating k requests takes at least the k smallest
+        needs), and a call where no rank can seat anything routes nothing."""
+        st = self.state
+        committed, need, growth = self._memory()
+        smallest = np.cumsum(np.sort(need[pool].astype(np.int64) + growth))
+        room = np.maximum(self.kv_cap - committed, 0)
+        fit = np.searchsorted(smallest, room, side="right")
+        fit = np.where(st.active == 0, np.maximum(fit, 1), fit)
+        return np.minimum(free, fit)
+
     def _within_memory(self, pool: np.ndarray, assign: np.ndarray) -> np.ndarray:
         """The policy's assignment less what does not fit its rank's KV memory: in pool
         order, a rank seats a request while its memory holds it (an idle rank seats
@@ -104,10 +129,7 @@ class CentralDispatch:
         does not fit, the later ones bound to that rank wait too (vLLM's waiting loop
         stops at the first request it cannot allocate)."""
         st = self.state
-        if self.preemption is None:
-            committed, need, growth = self.prefill.committed(st.loads), st.workload.prefill, 0
-        else:
-            committed, need, growth = (self.preemption.admission_memory(st), self.preemption.need(st.workload), 1)
+        committed, need, growth = self._memory()
         seated = st.active.copy()
         stopped = np.zeros(st.workers, dtype=bool)
         out = np.array(assign, dtype=np.int64, copy=True)

@@ -8,9 +8,12 @@ data-parallel routers), the highest Poisson arrival rate whose runs meet p99
 TTFT and p99 TPOT targets (``goodput.slo``), found by bisection
 (:func:`bfio.goodput.goodput`) between a small share of the model's capacity
 (:func:`bfio.capacity.capacity` of the trace's lengths in the regime) and the
-capacity itself. Every probe runs every seed (the same seeds at every rate, so
-probes are paired) and judges the means of the seeds' p99s. Each (setting,
-regime) is one simulation job, named ``<setting>_<regime>`` (:func:`plan`).
+capacity itself. Each seed has its own bisection (one row per router and
+seed), so the table gives a goodput's mean over the seeds with its 95% interval
+(:mod:`bfio.studies.goodput_summary`). A setting's ``slo`` overrides the
+section's targets (a long-context trace is held to MLPerf's long-context
+targets, not to the chat ones). Each (setting, regime) is one simulation job,
+named ``<setting>_<regime>`` (:func:`plan`).
 """
 
 from __future__ import annotations
@@ -103,13 +106,19 @@ def regime_capacity(frame: pd.DataFrame, workers: int, slots: int, regime: dict)
                           prefill_model=PrefillModel(**dict(regime["prefill"])) if regime["prefill"] else None)
 
 
+def setting_slo(setting: dict, section: dict) -> SLO:
+    """The latency targets of a setting: the section's ``slo`` (default
+    :class:`bfio.goodput.SLO`), each target overridden by the setting's own ``slo``."""
+    return SLO(**{**(section.get("slo") or {}), **(setting.get("slo") or {})})
+
+
 def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, frame: pd.DataFrame, log=None,
                 defaults=None) -> pd.DataFrame:
-    """One row per router of setting ``name`` in its ``regime`` (the paper's when
-    none): its goodput (requests/s), the capacity, their ratio, whether the SLO
-    held at the capacity itself, the TTFT metric read and every probe (rate,
-    mean p99 TTFT and TPOT, met) as JSON."""
-    slo = SLO(**(section.get("slo") or {}))
+    """One row per router and seed of setting ``name`` in its ``regime`` (the
+    paper's when none): the seed's goodput (requests/s, its own bisection), the
+    capacity, their ratio, whether the SLO held at the capacity itself, the TTFT
+    metric read and every probe (rate, p99 TTFT and TPOT, met) as JSON."""
+    slo = setting_slo(setting, section)
     regime_name = setting.get("regime", PAPER_REGIME)
     regime = regimes(section)[regime_name]
     slots = int(setting.get("slots", slots))
@@ -118,33 +127,35 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
     variants = section.get("variants") or {}
     out = []
     for dispatch, row in router_rows(section):
-        wall = [0.0]  # simulation seconds of the router's probes
-
-        def run_at(rate, dispatch=dispatch, row=row, wall=wall):
-            runs = [replace(RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seed,
-                                         arrival=ArrivalSpec("poisson", rate=float(rate)), dispatch=dispatch,
-                                         variants=variants, defaults=defaults),
-                            prefill=regime["prefill"], step_model=regime["step_model"]) for seed in seeds]
-            done = run_batch(runs, {setting["trace"]: frame}, show_progress=False, log=log)
-            wall[0] += float(done["sim_wall_s"].sum())
-            return done.to_dict("records")
-
-        res = goodput(run_at, cap.requests_per_s, slo, rel_tol=section.get("rel_tol", 0.02))
         spec = RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seeds[0],
                             dispatch=dispatch, variants=variants, defaults=defaults)
-        out.append({"setting": setting.get("base", name), "regime": regime_name, "trace": setting["trace"],
-                    "requests": setting["requests"],
-                    "workers": setting["workers"], "slots": slots, "row": row, "dispatch": dispatch,
-                    "policy": spec.policy, "report_interval": report_interval(spec.policy_options),
-                    "horizon": float("nan") if spec.horizon is None else float(spec.horizon),
-                    "goodput_rps": res.goodput_rps, "capacity_rps": res.capacity_rps,
-                    "goodput_share": res.share_of_capacity, "at_capacity": res.at_capacity, **floor,
-                    "ttft_metric": res.ttft_metric, "ttft_slo_s": slo.ttft_p99_s, "tpot_slo_s": slo.tpot_p99_s,
-                    "n_seeds": len(seeds), "sim_wall_s": wall[0],
-                    "probes": json.dumps([[p.rate, p.ttft_p99_s, p.tpot_p99_s, p.meets] for p in res.probes])})
-        if log is not None:
-            log.info("goodput %s %s %s: %.4g req/s (%.1f%% of capacity %.4g)", name, dispatch, row,
-                     res.goodput_rps, 100 * res.share_of_capacity, res.capacity_rps)
+        for seed in seeds:
+            wall = [0.0]  # simulation seconds of the seed's probes
+
+            def run_at(rate, dispatch=dispatch, row=row, seed=seed, wall=wall):
+                run = replace(RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row,
+                                           seed, arrival=ArrivalSpec("poisson", rate=float(rate)), dispatch=dispatch,
+                                           variants=variants, defaults=defaults),
+                              prefill=regime["prefill"], step_model=regime["step_model"])
+                done = run_batch([run], {setting["trace"]: frame}, show_progress=False, log=log)
+                wall[0] += float(done["sim_wall_s"].sum())
+                return done.to_dict("records")
+
+            res = goodput(run_at, cap.requests_per_s, slo, rel_tol=section.get("rel_tol", 0.02))
+            out.append({"setting": setting.get("base", name), "regime": regime_name, "trace": setting["trace"],
+                        "requests": setting["requests"],
+                        "workers": setting["workers"], "slots": slots, "row": row, "dispatch": dispatch,
+                        "policy": spec.policy, "predictor": spec.policy_options.get("predictor", ""),
+                        "report_interval": report_interval(spec.policy_options),
+                        "horizon": float("nan") if spec.horizon is None else float(spec.horizon), "seed": seed,
+                        "goodput_rps": res.goodput_rps, "capacity_rps": res.capacity_rps,
+                        "goodput_share": res.share_of_capacity, "at_capacity": res.at_capacity, **floor,
+                        "ttft_metric": res.ttft_metric, "ttft_slo_s": slo.ttft_p99_s, "tpot_slo_s": slo.tpot_p99_s,
+                        "n_seeds": 1, "sim_wall_s": wall[0],
+                        "probes": json.dumps([[p.rate, p.ttft_p99_s, p.tpot_p99_s, p.meets] for p in res.probes])})
+            if log is not None:
+                log.info("goodput %s %s %s seed %s: %.4g req/s (%.1f%% of capacity %.4g)", name, dispatch, row, seed,
+                         res.goodput_rps, 100 * res.share_of_capacity, res.capacity_rps)
     return pd.DataFrame(out)
 
 
@@ -182,4 +193,4 @@ STUDY = register_study(Study(
     settings_groups=(), plan=plan,
 ))
 
-__all__ = ["PAPER_REGIME", "plan", "regime_capacity", "regime_floor", "regimes", "router_rows", "run_goodput", "STUDY"]
+__all__ = ["PAPER_REGIME", "plan", "setting_slo", "regime_capacity", "regime_floor", "regimes", "router_rows", "run_goodput", "STUDY"]

@@ -65,11 +65,14 @@ def summarize_online(runs: pd.DataFrame, metrics=None) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None = None, horizon=None) -> str:
+def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None = None, horizon=None,
+                 predictor: str | None = None) -> str:
     """``'vLLM DP (instant)'``, ``'BF-IO (H=40) (central)'``, ``'BF-IO (H=40, aging:200) (central)'``;
     a row with lagging load reports (``report_interval`` k > 0, the row's
     registry ``policy`` given): ``'vLLM DP, reports every 10 steps (instant)'``; a
-    BF-IO variant row with its stored ``horizon``: ``'BF-IO (H=40) (instant)'``."""
+    BF-IO variant row with its stored ``horizon``: ``'BF-IO (H=40) (instant)'``;
+    a BF-IO row with its ``predictor`` of decode lengths named:
+    ``'BF-IO (H=20), prompt_survival lengths (central)'`` (``oracle``: true lengths)."""
     adm = parse_admission_row(row)
     if adm:
         return f"BF-IO (H={adm[0]}, {adm[1]}) ({dispatch})"
@@ -77,11 +80,15 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     k = 0 if report_interval is None or pd.isna(report_interval) else int(report_interval)
     if policy and isinstance(policy, str) and row not in registered() and not parse_bfio_row(row):
         if policy == "bfio" and horizon is not None and not pd.isna(horizon):
-            return f"{row_label(row_key('bfio', int(horizon)))} ({dispatch})"
-        row = policy  # a variant row: shown by its policy's label
+            row = row_key("bfio", int(horizon))
+        else:
+            row = policy  # a variant row: shown by its policy's label
+    label = row_label(row)
+    if predictor and isinstance(predictor, str) and (policy == "bfio" or parse_bfio_row(row)):
+        label += ", true lengths (oracle)" if predictor == "oracle" else f", {predictor} lengths"
     if k > 0:
-        return f"{row_label(row)}, reports every {k} steps ({dispatch})"
-    return f"{row_label(row)} ({dispatch})"
+        label += f", reports every {k} steps"
+    return f"{label} ({dispatch})"
 
 
 def record_label(r) -> str:
