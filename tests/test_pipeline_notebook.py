@@ -72,12 +72,17 @@ def execute_notebook(workdir: Path):
 
 def test_notebook_plotting_cells_show_their_plots(tmp_path):
     """Each cell that plots leaves an image in its outputs (an inline backend is not
-    replaced by a file-only one), the first cell warns about nothing, and Table 1's
-    rows come in the paper's order."""
+    replaced by a file-only one) unless it says its table is missing (the synthetic
+    run has no serving studies: tests/test_explore.py draws them), the first cell
+    warns about nothing, and Table 1's rows come in the paper's order."""
     nb = execute_notebook(tmp_path)
     plots = plotting_cells(nb)
-    assert len(plots) >= 3
+    assert len(plots) >= 4
+    missing = [c for c in plots if "not found" in "".join(o.get("text", "") for o in c.outputs)]
+    assert len(missing) == 1 and "online" in missing[0].source, [c.source[:40] for c in missing]
     for cell in plots:
+        if cell in missing:
+            continue
         images = [o for o in cell.outputs if "image/png" in o.get("data", {})]
         assert images, f"cell produced no image:\n{cell.source}\noutputs: {[o.get('output_type') for o in cell.outputs]}"
     code = [c for c in nb.cells if c.cell_type == "code"]
