@@ -779,32 +779,3 @@ __all__ = ["COLOURS", "ORDER", "MARKERS", "LINESTYLES", "HATCHES", "OTHERS", "MA
            "row_or_label", "plain_text", "glossary_markdown", "HEFF", "setting_title", "setting_of", "interval", "interval_note", "reach_of", "heff_text",
            "raw_keys", "others_band", "panel_series", "crowded_panels", "apply_style", "figure", "save", "scale_for",
            "non_gray_artists", "off_palette_artists", "text_overlaps", "plain_log_ticks"]
-
-
-# --------------------------------------------------------------------------- until every figure reads the registry
-
-#: Gray line styles of the figures not yet on the registry (removed once none uses them).
-LINE_STYLES = [
-    {"color": "0.0", "linestyle": "-", "marker": "o"},
-    {"color": "0.4", "linestyle": "--", "marker": "s"},
-    {"color": "0.25", "linestyle": ":", "marker": "^"},
-    {"color": "0.6", "linestyle": "-.", "marker": "D"},
-    {"color": "0.15", "linestyle": (0, (5, 1, 1, 1, 1, 1)), "marker": "v"},
-    {"color": "0.5", "linestyle": (0, (1, 1)), "marker": "P"},
-]
-SERIES_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p"]
-
-
-def series_colours(n: int) -> list:
-    return [COLOURS[ORDER[i % len(ORDER)]] for i in range(n)]
-
-
-def series_style(i: int, n: int) -> dict:
-    return {"color": series_colours(n)[i], "marker": SERIES_MARKERS[i % len(SERIES_MARKERS)]}
-
-
-def line_style(i: int, markers: bool = True) -> dict:
-    st = dict(LINE_STYLES[i % len(LINE_STYLES)])
-    if not markers:
-        st.pop("marker")
-    return st
