@@ -18,7 +18,7 @@ from bfio.figures.energy_vs_workers import plot_energy_vs_workers
 from bfio.figures.horizon_sweep import plot_horizon_sweep
 from bfio.figures.load_trajectories import plot_load_trajectories, sample_workers
 from bfio.figures.power_timeseries import plot_power_timeseries
-from bfio.figures.style import non_gray_artists, scale_for, text_overlaps
+from bfio.figures.style import non_gray_artists, off_palette_artists, scale_for, text_overlaps
 from bfio.figures.worker_sweep import plot_worker_sweep
 
 RNG = np.random.default_rng(0)
@@ -36,9 +36,11 @@ def labelled(fig):
 
 
 def grayscale(fig):
-    """The pipeline's rule (docs/pipeline.md): every figure is grayscale."""
-    bad = non_gray_artists(fig)
-    assert not bad, f"coloured elements: {bad[:5]}"
+    """The pipeline's rule (docs/pipeline.md, issue 42): every colour of a figure is
+    the one palette's (bfio.figures.style.COLOURS) or a gray level; series differ
+    by marker and line style too, so the figure still reads in grayscale."""
+    bad = off_palette_artists(fig)
+    assert not bad, f"colours outside the palette: {bad[:5]}"
     return True
 
 
@@ -154,12 +156,14 @@ def test_horizon_sweep_marks_the_effective_window_and_logs_a_wide_panel(tmp_path
     for c in ("avg_imbalance", "avg_imbalance_mean", "avg_imbalance_ci_lo", "avg_imbalance_ci_hi"):
         summary.loc[bf, c] = summary.loc[bf, c] / 200
     fig = plot_horizon_sweep(summary)
-    marks = [ln for ln in fig.axes[0].get_lines() if "H_eff = 13" in ln.get_label()]
+    from bfio.figures.style import heff_text
+
+    marks = [ln for ln in fig.axes[0].get_lines() if heff_text(13) in ln.get_label()]  # one wording everywhere
     assert len(marks) == 1 and set(marks[0].get_xdata()) == {13}
     assert fig.axes[0].get_yscale() == "log" and fig.axes[1].get_yscale() == "linear"
     assert fig._suptitle is not None and fig._suptitle.get_text()
     summary["effective_horizon"] = summary["horizon"]  # no cut-off: no mark
-    assert not any("H_eff" in ln.get_label() for ln in plot_horizon_sweep(summary).axes[0].get_lines())
+    assert not any("H_{" in ln.get_label() for ln in plot_horizon_sweep(summary).axes[0].get_lines())
     check_saves(fig, tmp_path)
 
 
@@ -178,12 +182,23 @@ def test_worker_sweep_and_energy(tmp_path):
     check_saves(fig, tmp_path, "energy")
 
 
-def test_grayscale_styles_differ_without_colour():
-    from bfio.figures.style import LINE_STYLES
-    keys = {(str(s["linestyle"]), s["marker"]) for s in LINE_STYLES}
-    assert len(keys) == len(LINE_STYLES)
-    for s in LINE_STYLES:
-        assert 0.0 <= float(s["color"]) <= 1.0  # gray levels only
+def test_registry_series_differ_without_colour():
+    """Issue 42: one palette, one registry. Within a family every series has its
+    own (colour, marker, line style), every colour is the palette's, every label
+    is written once (no two series of a family share one) and is no raw key; the
+    ordinal levels differ by marker and line style as well as colour."""
+    from bfio.figures.style import COLOURS, MARKERS, SERIES, level_style, raw_keys
+
+    for family, entries in SERIES.items():
+        looks = [(s.colour, s.marker, str(s.linestyle), s.filled) for s in entries.values()]
+        assert len(set(looks)) == len(looks), family
+        assert all(s.colour in COLOURS for s in entries.values()), family
+        labels = [s.label for s in entries.values()]
+        assert len(set(labels)) == len(labels), family
+        assert not [lab for lab in labels if raw_keys(lab)], family
+        assert all(s.meaning for s in entries.values()), family
+    levels = [level_style(i) for i in range(len(MARKERS))]
+    assert len({(st["marker"], str(st["linestyle"])) for st in levels}) == len(levels)
 
 
 def test_scale_for():
@@ -223,19 +238,25 @@ def _online_rec(setting, load, row, dispatch, e2e, thr):
 
 
 def series_distinct(fig):
-    """Issue 31 items 3-4: the lines of a many-series figure differ in colour
-    (colour-blind palette) and in marker, so each stays legible in grayscale too."""
+    """Issues 31 and 42: the series of a figure differ in look (the registry's
+    colour, marker, line style and marker fill), every colour the palette's, so
+    each stays legible in grayscale too."""
+    from matplotlib.colors import to_hex
+
+    from bfio.figures.style import COLOURS
+
     seen = {}
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             line = handle.lines[0] if hasattr(handle, "lines") else handle  # errorbar container: its data line
             if hasattr(line, "get_marker") and line.get_marker() not in (None, "None", ""):
-                seen.setdefault(label, (str(line.get_color()), line.get_marker()))
+                seen.setdefault(label, (to_hex(line.get_color()), line.get_marker(), str(line.get_linestyle()),
+                                        str(line.get_markerfacecolor())))
     styles = list(seen.values())
     assert len(styles) >= 2, f"no series found in the legend: {seen}"
-    assert len(set(c for c, _ in styles)) == len(styles), f"two series share a colour: {seen}"
-    assert len(set(m for _, m in styles)) == len(styles), f"two series share a marker: {seen}"
-    assert all(c not in ("0.0", "black", "k") for c, _ in styles) or len(styles) == 1
+    assert len(set(styles)) == len(styles), f"two series look alike: {seen}"
+    palette = {to_hex(c) for c in COLOURS.values()}
+    assert all(c in palette for c, *_ in styles), seen
     return True
 
 
@@ -248,8 +269,10 @@ def test_online_load_marks_identical_series_colour_blind_safe_plain_ticks(tmp_pa
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     # every series is visible: the two duplicates share their twin's entry, named "A = B"
     assert len(labels) == 4
-    assert any("BF-IO (H=40) (central) = BF-IO (H=40, aging:200) (central)" == lab for lab in labels), labels
-    assert any("JSQ (central) = least tokens (instant)" == lab for lab in labels), labels
+    # the registry's labels; a router's dispatch is said where it is not its default (BF-IO and the
+    # paper's baselines: central pool, production routers: instant)
+    assert any("BF-IO (H=40) = BF-IO (H=40, aging 200)" == lab for lab in labels), labels
+    assert any("JSQ = Least tokens" == lab for lab in labels), labels
     assert "identical" in fig._suptitle.get_text()
     # plain tick labels on the log axis, no 5x10^0
     fig.canvas.draw()
@@ -391,30 +414,37 @@ def _legend_styles(ax):
 
 
 def test_objective_study_series_are_colour_blind_safe_and_distinct(tmp_path):
-    """Issue 31 item 4: no 12 gray dash styles. Each discount has its own colour
-    (colour-blind palette) and marker, each new-request model its own line style,
-    so every series differs from every other; the confirm panel's series differ too."""
+    """Issue 31 item 4, issue 42: no 12 gray dash styles, and no 12 series in one
+    panel either. One choose panel per new-request model (solid, filled: predicted;
+    dotted, open: persist), each discount its own colour (the palette) and marker
+    in it; the confirm panel's series differ too."""
     from bfio.figures.objective_study import plot_objective_study
+    from bfio.figures.style import MAX_SERIES, panel_series
 
     choose, confirm = _objective_frames()
     fig = plot_objective_study(choose, confirm, title="synthetic")
     assert non_gray_artists(fig), "the figure draws no colour"
-    left, right = fig.axes
-    series = [ln for ln in left.get_lines() if not ln.get_label().startswith("_") and len(ln.get_xdata()) > 2]
-    assert len(series) == 12, [ln.get_label() for ln in series]
-    colours = {tuple(np.round(matplotlib.colors.to_rgb(ln.get_color()), 4)) for ln in series}
-    assert len(colours) == 6 and not any(_is_gray(c) for c in colours), colours  # one colour per discount
-    looks = {(ln.get_color(), ln.get_marker(), str(ln.get_linestyle()), str(ln.get_markerfacecolor()))
-             for ln in series}
-    assert len(looks) == len(series), "two series of the choose panel look alike"
-    for panel in (left, right):  # the legend keys what tells the series apart
+    assert grayscale(fig)
+    *chooses, right = fig.axes
+    assert len(chooses) == 2
+    for ax, model in zip(chooses, ("predicted", "persist")):
+        assert model in ax.get_title()
+        series = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_") and len(ln.get_xdata()) > 2]
+        assert len(series) == 6, [ln.get_label() for ln in series]
+        assert len(panel_series(ax)) <= MAX_SERIES
+        colours = {tuple(np.round(matplotlib.colors.to_rgb(ln.get_color()), 4)) for ln in series}
+        assert len(colours) == 6 and not any(_is_gray(c) for c in colours), colours  # one colour per discount
+        assert len({ln.get_marker() for ln in series}) == 6
+    for panel in chooses:  # the legend keys what tells the series apart
         styles = _legend_styles(panel)
         coloured = {k: v for k, v in styles.items() if not _is_gray(v[0])}
         assert len(coloured) >= 4, styles
         assert len({c for c, _ in coloured.values()}) == len(coloured), f"two series share a colour: {coloured}"
         assert len({m for _, m in coloured.values()}) == len(coloured), f"two series share a marker: {coloured}"
-    labels = [t.get_text() for t in left.get_legend().get_texts()]
-    assert any("predicted" in lab for lab in labels) and any("persist" in lab for lab in labels), labels
+    # confirm: (trace, G) pairs, the trace's registry colour and G's marker: no two alike
+    styles = _legend_styles(right)
+    assert len(styles) == 4 and len(set(styles.values())) == 4, styles
+    assert all("G=" in k and "_" not in k for k in styles), styles  # trace labels, not keys
     check_saves(fig, tmp_path, "objective_study")
 
 
@@ -456,7 +486,7 @@ def _starvation_summary():
     for setting, trace, workers, horizon, wait in (("longbench_g256", "longbench", 256, 40, 30.0),
                                                    ("burstgpt_g16", "burstgpt", 16, 20, 0.3)):
         rows = [("fcfs", np.nan, "-")] + [(f"bfio_h{h}_{a}", h, a) for h in (0, horizon)
-                                          for a in ("free", "fifo", "aging:20", "aging:200")]
+                                          for a in ("free", "fifo", "aging:20", "aging:200", "drain:100")]
         for row, h, adm in rows:
             p99 = wait * rng.uniform(0.1, 2.0)
             rec = {"setting": setting, "trace": trace, "workers": workers, "row": row, "horizon": h,
@@ -472,26 +502,28 @@ PLAIN_NUMBER = __import__("re").compile(r"^−?\d+(\.\d+)?$")
 
 
 def test_starvation_keys_its_markers_and_uses_one_tick_format(tmp_path):
-    """Issue 31 item 4: the legend says what the markers (admission rules) and the
-    filled / open markers and lines (horizons, per setting) mean; every wait axis
+    """Issue 31 item 4, issue 42: the admission rules told apart by colour as
+    well as marker (the registry's family ``admission``), aging and drain one
+    line each through their N (written beside the points), one column per
+    setting and horizon, so no panel shows 9 rules; FCFS keyed; every wait axis
     labels its ticks as plain numbers (no 10^x beside 4x10^1 beside 0.5)."""
     from bfio.figures.starvation import plot_starvation
+    from bfio.figures.style import MAX_SERIES, panel_series
 
     summary = _starvation_summary()
     fig = plot_starvation(summary)
     labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
-    for adm in ("free", "fifo", "aging:20", "aging:200"):
-        assert sum(lab.endswith(f"admission {adm}") for lab in labels) == 1, (adm, labels)
-    assert any("H=0" in lab and "filled markers" in lab for lab in labels), labels
-    # the second horizon differs per setting: both named, with their setting
-    assert any("H=40 (longbench_g256)" in lab and "H=20 (burstgpt_g16)" in lab and "open markers" in lab
-               for lab in labels), labels
-    assert "FCFS" in labels
-    # every marker drawn on a panel has its key in the legend
-    keyed = {h.get_marker() for leg in fig.legends for h in leg.legend_handles if hasattr(h, "get_marker")}
-    drawn = {ln.get_marker() for ax in fig.axes for ln in ax.get_lines()
-             if ln.get_marker() not in ("None", "", None, "_", "|")}  # not the error bars' caps
-    assert drawn <= keyed, drawn - keyed
+    assert labels == ["free", "FIFO", "aging N", "drain N", "FCFS"], labels
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 4 and any("H = 40" in t for t in titles) and any("H = 20" in t for t in titles), titles
+    assert any("LongBench v2, G = 256 workers" in t for t in titles), titles
+    for ax in fig.axes:
+        assert len(panel_series(ax)) <= 5 <= MAX_SERIES
+        numbers = sorted(int(t.get_text()) for t in ax.texts)
+        assert numbers == [20, 100, 200], numbers  # aging:20, aging:200, drain:100 beside their points
+    styles = _legend_styles_of(fig)
+    colours = {v[0] for k, v in styles.items() if k != "FCFS"}
+    assert len(colours) == 4 and not any(_is_gray(c) for c in colours), styles
     fig.canvas.draw()
     for ax in fig.axes:
         lo, hi = ax.get_ylim()
@@ -502,6 +534,18 @@ def test_starvation_keys_its_markers_and_uses_one_tick_format(tmp_path):
         assert all(PLAIN_NUMBER.match(s) for s in texts), f"mixed tick formats on {ax.get_title()!r}: {texts}"
     assert labelled(fig) and grayscale(fig)
     check_saves(fig, tmp_path, "starvation")
+
+
+def _legend_styles_of(fig):
+    """Label -> (colour, marker) of the series a figure's panels label (an error
+    bar: its data line)."""
+    out = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            line = handle.lines[0] if hasattr(handle, "lines") else handle
+            out.setdefault(label, (tuple(np.round(matplotlib.colors.to_rgb(line.get_color()), 4)),
+                                   line.get_marker()))
+    return out
 
 
 def _generality_runs(ratios_by_seed, trace="burstgpt", workers=16):

@@ -216,10 +216,10 @@ def test_kernels_compile_in_one_job_per_group_before_every_job_that_runs_them(tm
 
 
 def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
-    """Issue 14: a figure module's helper changes (``bfio.figures.horizon_sweep``,
-    whose ``_err`` other figures borrow) in a copy of the package put first on
-    the path: the dry run schedules every figure that imports it, and nothing
-    that does not (no simulation)."""
+    """Issue 14: a figure module's helper changes (``bfio.figures.style``, whose
+    registry, intervals and titles every figure reads since issue 42) in a copy of
+    the package put first on the path: the dry run schedules the figures, and no
+    simulation, study stage or table."""
     import shutil
 
     import bfio
@@ -227,15 +227,15 @@ def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
     work, base = smoke
     pkg = tmp_path / "src" / "bfio"
     shutil.copytree(Path(bfio.__file__).parent, pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    helper = pkg / "figures" / "horizon_sweep.py"
+    helper = pkg / "figures" / "style.py"
     helper.write_text(helper.read_text() + "\n# changed helper\n")
     out = snakemake(work, "-n", *base, env={"PYTHONPATH": str(tmp_path / "src")})
     text = out.stdout + out.stderr
-    # (fig_starvation takes its markers from figures/style.py now, not from online_load: not rerun)
-    for rule in ("fig_horizon_sweep", "fig_worker_sweep", "study_figure"):
+    for rule in ("fig_horizon_sweep", "fig_worker_sweep", "fig_distributions", "fig_power_timeseries",
+                 "study_figure", "theory_fig_slot_iir"):
         assert f"rule {rule}" in text, (rule, text[-3000:])
     assert "figures/online_load.png" in text, text[-3000:]  # a study figure importing the helper
-    for rule in ("simulate", "fig_distributions", "fig_power_timeseries", "study_simulate", "study_prepare"):
+    for rule in ("simulate", "study_simulate", "study_prepare", "study_table", "paper_table", "theory_slot"):
         assert f"rule {rule}:" not in text and f"rule {rule}\n" not in text, (rule, text[-3000:])
 
 
@@ -401,10 +401,11 @@ def test_first_look_never_touches_the_paper_outputs(smoke):
 
 def test_every_figure_of_the_smoke_run_has_readable_text(smoke):
     """Issue 31 item 4: bfio.figures.save logs overlapping text (tick labels, axis
-    labels, legends, titles, a label over another panel); no figure may."""
+    labels, legends, titles, a label over another panel), and (issue 42) a panel
+    with more than 8 series; no figure may."""
     work, _ = smoke
     logs = sorted((work / SMOKE_RUN / "logs").rglob("*.log"))
     assert any("figures" in str(p) for p in logs)
     bad = [f"{p.name}: {line.strip()[:300]}" for p in logs for line in p.read_text(errors="replace").splitlines()
-           if "overlapping text" in line]
+           if "overlapping text" in line or "series in a panel" in line]
     assert not bad, "\n".join(bad)

@@ -404,9 +404,8 @@ def test_study_figures_render(tmp_path):
     pred = summarize_predictors(pd.DataFrame(pred_rows), "bfio_h40")
     for name, fig in (("online_load", plot_online_load(online)), ("online_replay", plot_online_replay(online)),
                       ("predictor_noise", plot_predictor_noise(pred)), ("starvation", plot_starvation(starv))):
-        from bfio.figures.style import non_gray_artists, text_overlaps
-        if name not in ("online_load", "predictor_noise"):  # the colour-blind palette (issues 31, 29)
-            assert not non_gray_artists(fig), (name, non_gray_artists(fig)[:5])   # grayscale
+        from bfio.figures.style import off_palette_artists, text_overlaps
+        assert not off_palette_artists(fig), (name, off_palette_artists(fig)[:5])  # the one palette (issue 42)
         assert not text_overlaps(fig), (name, text_overlaps(fig)[:5])
         save(fig, tmp_path / f"{name}.png")
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000, name

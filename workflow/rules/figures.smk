@@ -3,6 +3,19 @@
 # reruns a simulation.
 
 
+def figure_setting(what):
+    """The setting a figure's title names: a recorded run's trace, G, N, B and
+    seed, or an experiment's trace, N and B (its G on the figure's axis)."""
+    if what is None:
+        return {}
+    if isinstance(what, str):
+        exp = config["experiments"][what]
+        return {"trace": exp["trace"], "requests": int(exp["requests"]),
+                "slots": int(exp.get("slots", config["slots"]))}
+    return {"trace": what.trace, "workers": what.workers, "requests": what.requests, "slots": what.slots,
+            "seed": what.seed}
+
+
 rule fig_distributions:
     input:
         "results/traces/{trace}.parquet",
@@ -72,6 +85,8 @@ rule fig_load_trajectories:
         sample_workers=FIG["sample_workers"],
         sample_seed=FIG["sample_seed"],
         title=lambda wc: config["experiments"][wc.experiment]["description"],
+        # the setting the title names: trace, G, N, B and the seed drawn
+        setting=lambda wc: figure_setting(TRAJECTORY_RUNS[wc.experiment][0]),
     log:
         "logs/figures/load_trajectories_{experiment}.log",
     conda:
@@ -101,6 +116,8 @@ rule fig_power_timeseries:
         code=figure_code("power_timeseries"),
         rows=lambda wc: FIG["power"][wc.experiment],
         title=lambda wc: config["experiments"][wc.experiment]["description"],
+        # the setting the title names: trace, G, N, B and the seed drawn
+        setting=lambda wc: figure_setting(POWER_RUNS[wc.experiment][0]),
     log:
         "logs/figures/power_timeseries_{experiment}.log",
     conda:
@@ -168,6 +185,8 @@ rule fig_energy_vs_workers:
         ),
     params:
         code=figure_code("energy_vs_workers"),
+        # the energy table carries no setting: the title names it from the config
+        setting=figure_setting(GSWEEP),
     log:
         "logs/figures/energy_vs_workers.log",
     conda:

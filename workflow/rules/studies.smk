@@ -145,6 +145,8 @@ rule study_figure:
         options=lambda wc: by_figure(wc.figure).figure_named(wc.figure).plot_options(study_section(by_figure(wc.figure))),
         caption=lambda wc: study_caption(by_figure(wc.figure).figure_named(wc.figure)),
         code=lambda wc: figure_code_of(by_figure(wc.figure), by_figure(wc.figure).figure_named(wc.figure)),
+        # the study's settings by name: a figure whose plot takes ``settings`` titles its panels with them
+        settings=lambda wc: STUDY_SETTINGS[by_figure(wc.figure).name],
     wildcard_constraints:
         figure=_alternatives(f.name for s in GENERIC_STUDIES.values() for f in s.figures),
     log:

@@ -5,7 +5,6 @@ import pandas as pd
 from bfio.progress import script_log
 from bfio.figures import save
 from bfio.figures.load_trajectories import plot_load_trajectories
-from bfio.tables import row_label
 
 with script_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
@@ -14,7 +13,7 @@ with script_log(snakemake.log[0]):  # noqa: F821
         series = pd.read_parquet(series_path)
         loads = np.load(loads_path)
         t_start = (series["clock"] - series["dt"]).to_numpy()[: loads.shape[0]]
-        panels.append((row_label(row), loads, t_start))
+        panels.append((row, loads, t_start))
     fig = plot_load_trajectories(panels, sample=sm.params.sample_workers, seed=sm.params.sample_seed,
-                                 title=sm.params.title)
+                                 title=sm.params.title, setting=dict(sm.params.setting))
     save(fig, sm.output.pdf, sm.output.png)

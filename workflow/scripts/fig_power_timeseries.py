@@ -5,7 +5,6 @@ from bfio.progress import script_log
 from bfio.results_io import read_summary
 from bfio.figures import save
 from bfio.figures.power_timeseries import plot_power_timeseries
-from bfio.tables import row_label
 
 with script_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
@@ -15,6 +14,7 @@ with script_log(snakemake.log[0]):  # noqa: F821
         s = read_summary(summary_path)
         window = s["window_steps"]
         window_end = float(series["clock"].iloc[window - 1]) if window >= 1 else None
-        curves.append((row_label(row), series["clock"].to_numpy(), series["power_mean_post"].to_numpy(),
+        curves.append((row, series["clock"].to_numpy(), series["power_mean_post"].to_numpy(),
                        s["energy_j"], window_end))
-    save(plot_power_timeseries(curves, title=sm.params.title), sm.output.pdf, sm.output.png)
+    fig = plot_power_timeseries(curves, title=sm.params.title, setting=dict(sm.params.setting))
+    save(fig, sm.output.pdf, sm.output.png)

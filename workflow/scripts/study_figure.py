@@ -1,4 +1,7 @@
 """A registered study's figure from one of its tables and/or products (rule study_figure)."""
+import importlib
+import inspect
+
 import pandas as pd
 
 from bfio.figures import save
@@ -11,4 +14,11 @@ with script_log(snakemake.log[0]):  # noqa: F821
     figure = by_figure(sm.wildcards.figure).figure_named(sm.wildcards.figure)
     table = pd.read_csv(getattr(sm.input, "table", sm.input)[0]) if figure.table is not None else None
     products = {kw: read_product(p) for (kw, _), p in zip(figure.products, getattr(sm.input, "products", []))}
-    save(figure.draw(table, dict(sm.params.options), products), sm.output.pdf, sm.output.png)
+    options = dict(sm.params.options)
+    plot = figure.plot
+    if isinstance(plot, str):
+        module, _, name = plot.partition(":")
+        plot = getattr(importlib.import_module(module), name)
+    if "settings" in inspect.signature(plot).parameters:  # titles in words from the study's settings
+        options.setdefault("settings", dict(sm.params.settings))
+    save(figure.draw(table, options, products), sm.output.pdf, sm.output.png)

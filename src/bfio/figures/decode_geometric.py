@@ -17,7 +17,7 @@ from matplotlib.ticker import NullFormatter
 import numpy as np
 import pandas as pd
 
-from bfio.figures.style import figure
+from bfio.figures.style import COLOURS, OTHERS, figure, trace_label
 
 
 def fit_geometric(decode) -> dict:
@@ -66,11 +66,11 @@ def plot_decode_geometric(decodes: dict, fits: pd.DataFrame | None = None, ncols
         edges = np.linspace(0.5, max(top, 2.0) + 0.5, bins + 1)
         counts, _ = np.histogram(o, bins=edges)
         dens = counts / o.size / (edges[1] - edges[0])
-        ax.stairs(dens, edges, fill=True, color="0.78", edgecolor="0.3", linewidth=0.4,
+        ax.stairs(dens, edges, fill=True, color=OTHERS, edgecolor="0.3", linewidth=0.4,
                   label="trace (probability per token)")
         p = float(fits.loc[name, "p"])
         k = np.arange(1, int(edges[-1]) + 1)
-        ax.plot(k, (1 - p) ** (k - 1) * p, color="0.0", linestyle="--", linewidth=1.2,
+        ax.plot(k, (1 - p) ** (k - 1) * p, color=COLOURS["vermillion"], linestyle="--", linewidth=1.2,
                 label="geometric, MLE p = 1/mean")
         ax.set_yscale("log")
         ax.yaxis.set_minor_formatter(NullFormatter())  # minor labels (3x10^-4, 4x10^-4) collide
@@ -78,12 +78,14 @@ def plot_decode_geometric(decodes: dict, fits: pd.DataFrame | None = None, ncols
         if positive.size:
             ax.set_ylim(positive.min() / 3, max(positive.max(), p) * 3)
         ax.set_xlim(0, edges[-1])
-        ax.set_title(f"{name} (n={o.size:,}, mean {o.mean():.0f})\n"
+        ax.set_title(f"{trace_label(name)} (n={o.size:,}, mean {o.mean():.0f})\n"
                      f"p={p:.3g}, KS={fits.loc[name, 'ks']:.3f}, TV={fits.loc[name, 'tv']:.3f}")
         ax.set_xlabel("decode length (tokens)")
         ax.set_ylabel("probability (1/token, log scale)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, bbox_to_anchor=(0.5, -0.02))
+    fig.suptitle(f"Decode lengths of {len(names)} traces against the geometric law (the paper's Fig. 5 claim)",
+                 fontsize=9)
     fig.tight_layout(rect=(0, 0.04, 1, 1), w_pad=1.5, h_pad=1.2)
     return fig
 

@@ -13,20 +13,24 @@ and shows each run relative to ``H = 0`` on the same trace and seed (no
 lookahead: the same for every discount), so traces of different sizes share
 one axis. Seaborn draws the mean over traces and seeds with its 95% interval
 (bootstrap, seeded: the same data give the same figure), and each trace as a
-thin line with its own colour and marker (colour-blind palette).
+thin line in its colour and marker of the registry
+(:data:`bfio.figures.style.SERIES`, family ``trace``); with more traces than a
+panel can name (:data:`~bfio.figures.style.MAX_SERIES`) the traces are thin
+grey lines behind the mean. The default discount's effective window is worded
+by :func:`bfio.figures.style.heff_text`, as in every figure.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bfio.figures.style import figure
+from bfio.figures.style import (MAX_SERIES, OTHERS, SERIES, figure, heff_text, reach_of, series, setting_title,
+                                trace_label)
 from bfio.solvers.objective import DEFAULT_DISCOUNT, effective_horizon, offset_weights
 
 #: Panels: column, axis label.
 PANELS = (("imbalance_ratio", "AvgImbalance\n(relative to H = 0)"),
           ("throughput_gain_pct", "throughput change\nvs H = 0 (%)"))
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def reach(discount: float, horizon: int) -> float:
@@ -61,22 +65,29 @@ def plot_discount_reach(choose: pd.DataFrame, new_requests: str = "predicted"):
     import seaborn as sns
 
     data = reach_frame(choose, new_requests)
-    fig, axes = figure(1, 2, width=7.2, height=3.4)
+    fig, axes = figure(1, 2, width=7.2, height=3.6)
     traces = sorted(data["trace"].unique()) if len(data) else []
-    palette = dict(zip(traces, sns.color_palette("colorblind", max(1, len(traces)))))
+    named = len(traces) + 2 <= MAX_SERIES  # the traces, the mean and the default discount
     H = int(data["horizon"].iloc[0]) if len(data) else 0
+    default = SERIES["reference"]["h_eff"]
     for ax, (col, label) in zip(axes.flat, PANELS):
         if data.empty:
             ax.text(0.5, 0.5, f"no runs with new_requests = {new_requests}", transform=ax.transAxes, ha="center")
             continue
-        sns.lineplot(data=data, x="reach", y=col, hue="trace", style="trace", markers=list(MARKERS[:len(traces)]),
-                     dashes=False, palette=palette, errorbar=None, linewidth=0.8, alpha=0.6, markersize=4,
-                     ax=ax, legend=ax is axes.flat[0])
+        for k, tr in enumerate(traces):
+            g = data[data["trace"] == tr].groupby("reach")[col].mean()
+            if named:
+                st = series("trace", tr).style()
+                ax.plot(g.index, g.to_numpy(), linewidth=0.8, alpha=0.75, markersize=4,
+                        **{**st, "linestyle": "-"})
+            else:
+                ax.plot(g.index, g.to_numpy(), color=OTHERS, linewidth=0.8,
+                        label=f"each of the {len(traces)} traces (mean over seeds)" if k == 0 else "_trace")
         sns.lineplot(data=data, x="reach", y=col, color="black", errorbar=("ci", 95), seed=0, n_boot=1000,
-                     linewidth=2.0, marker="o", ax=ax, label="mean, 95% CI (traces x seeds)")
+                     linewidth=2.0, marker="o", ax=ax, label="mean over traces and seeds, 95% CI (bootstrap)")
         d0 = reach(DEFAULT_DISCOUNT, H)
-        ax.axvline(d0, color="0.3", linestyle="--", linewidth=1.0,
-                   label=f"default discount {DEFAULT_DISCOUNT:g} (H_eff = {effective_horizon(H, DEFAULT_DISCOUNT)})")
+        ax.axvline(d0, color=default.style()["color"], linestyle=default.linestyle, linewidth=1.0,
+                   label=f"default discount {DEFAULT_DISCOUNT:g}: {heff_text(reach_of(DEFAULT_DISCOUNT), H)}")
         ax.axhline(1.0 if col == "imbalance_ratio" else 0.0, color="0.6", linewidth=0.8)
         ax.set_xscale("log")
         ticks = []
@@ -95,12 +106,16 @@ def plot_discount_reach(choose: pd.DataFrame, new_requests: str = "predicted"):
     for h, lab in zip(handles, labels):
         if lab not in seen and lab != "trace":
             seen[lab] = h
-    fig.legend(list(seen.values()), list(seen), loc="upper center", ncol=4, fontsize=7, frameon=False,
-               bbox_to_anchor=(0.5, 0.99))
-    fig.suptitle(f"How far ahead should BF-IO look? (H = {H}, new requests {new_requests}; "
-                 f"reach = sum of delta^h over the window, about 1 / (1 - delta); delta = 1: {H + 1})",
-                 fontsize=8, y=1.07)
-    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    ncol = 3
+    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+    G = sorted(data["workers"].unique()) if "workers" in data and len(data) else None
+    B = data["slots"].iloc[0] if "slots" in data and len(data) else None
+    n = int(data["seed"].nunique()) if len(data) else 0
+    where = setting_title(workers=G, slots=B, seeds=n, extra=f"traces: {', '.join(map(trace_label, traces))}")
+    fig.suptitle(f"How far ahead should BF-IO look? H = {H}, new requests {new_requests}\n{where}\n"
+                 f"reach = sum of delta^h over the window, about 1 / (1 - delta); delta = 1: {H + 1}", fontsize=8)
+    rows = -(-len(seen) // ncol)
+    fig.tight_layout(rect=(0, (0.1 + 0.15 * rows) / fig.get_figheight(), 1, 1))
     return fig
 
 

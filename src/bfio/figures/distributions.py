@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.figures.style import HATCHES, figure
+from bfio.figures.style import COLOURS, HATCHES, OTHERS, figure, setting_title
 
 
 def log_bins(x, n: int = 40) -> np.ndarray:
@@ -24,16 +24,16 @@ def plot_distributions(frame: pd.DataFrame, trace: str, bins: int = 40):
     for ax, col, name, hatch in zip(axes[0], ("prefill_tokens", "decode_tokens"),
                                     ("Prefill (prompt) length", "Decode (output) length"), HATCHES[:2]):
         x = frame[col].to_numpy(dtype=float)
-        ax.hist(x, bins=log_bins(x, bins), color="0.65", edgecolor="0.2", linewidth=0.4, hatch=hatch)
+        ax.hist(x, bins=log_bins(x, bins), color=OTHERS, edgecolor="0.2", linewidth=0.4, hatch=hatch)
         ax.set_xscale("log")
         mean, med = float(np.mean(x)), float(np.median(x))
-        ax.axvline(mean, color="0.0", linestyle="-", linewidth=1.2, label=f"mean {mean:,.0f}")
-        ax.axvline(med, color="0.0", linestyle="--", linewidth=1.2, label=f"median {med:,.0f}")
+        ax.axvline(mean, color=COLOURS["blue"], linestyle="-", linewidth=1.2, label=f"mean {mean:,.0f}")
+        ax.axvline(med, color=COLOURS["vermillion"], linestyle="--", linewidth=1.2, label=f"median {med:,.0f}")
         ax.set_xlabel(f"{name} (tokens, log scale)")
         ax.set_ylabel("requests (count)")
         ax.legend(loc="upper right")
         ax.set_title(f"{name}")
-    fig.suptitle(f"{trace}: {len(frame):,} requests", fontsize=9)
+    fig.suptitle(f"Request lengths: {setting_title(trace, requests=len(frame))}", fontsize=9)
     fig.tight_layout()
     return fig
 

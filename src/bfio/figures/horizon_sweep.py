@@ -5,25 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.figures.style import figure, line_style, plain_log_ticks, scale_for
-from bfio.run_keys import parse_bfio_row
+from bfio.figures.style import (SERIES, figure, heff_text, interval, interval_note, plain_log_ticks, router,
+                                scale_for, setting_of)
+from bfio.run_keys import parse_bfio_row, row_key
 
 #: Metric -> (axis label, SI unit).
 METRIC_AXES = {"avg_imbalance": ("Avg imbalance", "tokens"), "throughput": ("Throughput", "tokens/s"),
                "tpot": ("TPOT", "s/token"), "energy_j": ("Energy", "J")}
-BASELINE_LABELS = {"fcfs": "FCFS", "jsq_tokens": "JSQ"}
 #: A panel whose positive values span more than this factor gets a log axis.
 LOG_SPAN = 10
-#: The effective-window marker: a colour apart from the grey curves (Okabe-Ito vermillion).
-H_EFF_COLOR = "#D55E00"
-
-
-def _err(sub, m, factor):
-    mean = sub[f"{m}_mean"].to_numpy(dtype=float) / factor
-    lo = sub[f"{m}_ci_lo"].to_numpy(dtype=float) / factor
-    hi = sub[f"{m}_ci_hi"].to_numpy(dtype=float) / factor
-    yerr = np.vstack([mean - lo, hi - mean])
-    return mean, np.where(np.isfinite(yerr), yerr, 0.0)
 
 
 def _objectives(summary: pd.DataFrame) -> pd.Series:
@@ -57,13 +47,15 @@ def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lo
     """Four panels (imbalance, throughput, TPOT, energy) against H for the BF-IO
     rows of an experiment summary (:func:`bfio.tables.summarize`), one curve per
     objective (the default and ``paper-literal``, side by side): mean over seeds
-    with 95% CI bars and the reference-seed value; baselines as horizontal
+    (bars: :func:`bfio.figures.style.interval`) and the reference-seed value; baselines as horizontal
     reference lines. A panel whose values span more than a factor :data:`LOG_SPAN` (the
     baselines' imbalance far above BF-IO's) has a log axis, so the BF-IO curves
     stay readable. The default objective's effective window ``H_eff`` (column
     ``effective_horizon``: the fast solver's cut-off,
     :func:`bfio.solvers.objective.effective_horizon`) is marked where some H
-    goes beyond it: rows past it solve the same program."""
+    goes beyond it: rows past it solve the same program (worded by
+    :func:`bfio.figures.style.heff_text`, as in every figure). The title names
+    the setting (trace, G, N, B, seeds)."""
     objective = _objectives(summary)
     bf = _bfio_rows(summary, objective)
     baselines = list(summary["row"][objective.isna()])
@@ -74,7 +66,9 @@ def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lo
         d = bf[(bf["objective"] == "default") & bf["effective_horizon"].notna()]
         if len(d) and (d["H"] > d["effective_horizon"]).any():
             h_eff = int(d["effective_horizon"].max())
-    fig, axes = figure(2, 2, width=6.8, height=5.6)
+    fig, axes = figure(2, 2, width=6.8, height=5.9)
+    kinds = []
+    h_eff_style = SERIES["reference"]["h_eff"].style(marker=False)
     for ax, (m, (label, unit)) in zip(axes.flat, METRIC_AXES.items()):
         vals = np.concatenate([bf[m].to_numpy(dtype=float), summary[m].to_numpy(dtype=float)])
         factor, u = scale_for(vals, unit) if unit in ("tokens", "J") else (1.0, unit)
@@ -82,32 +76,35 @@ def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lo
             ax.text(0.5, 0.5, "no BF-IO rows in this experiment", transform=ax.transAxes, ha="center")
         for k, obj in enumerate(objectives):
             sub = bf[bf["objective"] == obj]
-            mean, yerr = _err(sub, m, factor)
-            name = "BF-IO" if obj == "default" else "BF-IO paper-literal"
-            ax.errorbar(sub["H"], mean, yerr=yerr, capsize=2,
-                        label=f"{name}: mean, 95% CI (n={int(sub['n_seeds'].max())})", **line_style(k))
-            ax.plot(sub["H"], sub[m] / factor, linestyle="none", marker="x", color="0.45", markersize=4,
-                    label=f"seed {ref_seed}" if k == 0 else None)
-        for j, row in enumerate(baselines):
+            mean, yerr, kind = interval(sub, m, factor)
+            kinds.append(kind)
+            st = router(row_key("bfio", 1, obj)).style()
+            st["label"] = "BF-IO: mean" if obj == "default" else "BF-IO, paper-literal: mean"
+            ax.errorbar(sub["H"], mean, yerr=yerr, capsize=2, **st)
+            seed_style = SERIES["reference"]["seed"].style(line=False)
+            seed_style["label"] = seed_style["label"].format(N=ref_seed) if k == 0 else "_seed"
+            ax.plot(sub["H"], sub[m] / factor, markersize=4, **seed_style)
+        for row in baselines:
             val = float(summary.loc[summary["row"] == row, m].iloc[0]) / factor
-            st = line_style(j + len(objectives), markers=False)
-            ax.axhline(val, color=st["color"], linestyle=st["linestyle"], linewidth=1.0,
-                       label=f"{BASELINE_LABELS.get(row, row)} (seed {ref_seed})")
+            st = router(row).style(marker=False)
+            st["label"] = f"{st['label']} (seed {ref_seed})"
+            ax.axhline(val, linewidth=1.0, **st)
         finite = vals[np.isfinite(vals) & (vals > 0)]
         if finite.size and finite.max() / finite.min() > LOG_SPAN:
             ax.set_yscale("log")
             plain_log_ticks(ax.yaxis)
         if h_eff is not None:
-            ax.axvline(h_eff, color=H_EFF_COLOR, linestyle=(0, (4, 2, 1, 2)), linewidth=1.2,
-                       label=f"H_eff = {h_eff}: the default objective's reach (later H: same program)")
+            ax.axvline(h_eff, linewidth=1.2, **{**h_eff_style,
+                                                "label": f"{heff_text(h_eff)}: larger H solve the same program"})
         ax.set_xlabel("lookahead horizon H (steps)")
         ax.set_ylabel(f"{label} ({u})")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=2, fontsize=7, frameon=False,
-               bbox_to_anchor=(0.5, 0.955))
-    if title:
-        fig.suptitle(title, fontsize=9, y=0.995)
-    fig.tight_layout(rect=(0, 0, 1, 0.86))
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, frameon=False)
+    heading = "\n".join(t for t in (title, setting_of(summary.drop(columns="horizon", errors="ignore")),
+                                    f"mean over seeds, {interval_note(kinds)}") if t)
+    fig.suptitle(heading, fontsize=9)
+    rows = -(-len(labels) // 3)
+    fig.tight_layout(rect=(0, (0.1 + 0.16 * rows) / fig.get_figheight(), 1, 1))
     return fig
 
 

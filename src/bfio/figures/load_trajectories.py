@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from bfio.figures.style import figure, scale_for
+from bfio.figures.style import OTHERS, figure, row_or_label, scale_for, setting_title
 
 
 def sample_workers(workers: int, k: int, seed: int = 0) -> np.ndarray:
@@ -16,11 +16,13 @@ def sample_workers(workers: int, k: int, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(workers, size=k, replace=False))
 
 
-def plot_load_trajectories(panels, sample: int = 16, seed: int = 0, title: str = ""):
-    """``panels``: list of ``(label, loads, t_start)`` with ``loads`` the
-    ``(steps, G)`` gating loads and ``t_start`` the clock (s) at which each step
-    starts. Draws ``sample`` randomly chosen workers (same ones in every panel)
-    in shades of gray on a shared y axis."""
+def plot_load_trajectories(panels, sample: int = 16, seed: int = 0, title: str = "", setting: dict | None = None):
+    """``panels``: list of ``(row, loads, t_start)`` with ``row`` a row key
+    (or a label), ``loads`` the ``(steps, G)`` gating loads and ``t_start`` the
+    clock (s) at which each step starts. Draws ``sample`` randomly chosen
+    workers (same ones in every panel) in the policy's colour on a shared y
+    axis, over the grey min-max band of all workers; ``setting`` (trace, G, N,
+    B, seed) is named in the title."""
     n = len(panels)
     ncols = 2 if n > 1 else 1
     nrows = math.ceil(n / ncols)
@@ -29,31 +31,34 @@ def plot_load_trajectories(panels, sample: int = 16, seed: int = 0, title: str =
     chosen = sample_workers(G, sample, seed)
     top = max(float(np.max(p[1])) if p[1].size else 0.0 for p in panels)
     factor, unit = scale_for([top], "tokens")
-    shades = np.linspace(0.0, 0.65, len(chosen))
     for i, ax in enumerate(axes.flat):
         if i >= n:
             ax.set_visible(False)
             continue
-        label, loads, t = panels[i]
-        loads = np.asarray(loads, dtype=float)
-        for j, g in enumerate(chosen):
-            ax.plot(t, loads[:, g] / factor, color=str(shades[j]), linewidth=0.7, alpha=0.9)
+        label, st = row_or_label(panels[i][0])
+        colour = st["color"]
+        loads, t = np.asarray(panels[i][1], dtype=float), panels[i][2]
+        for j, g in enumerate(chosen):  # one series: the sampled workers, in the policy's colour
+            ax.plot(t, loads[:, g] / factor, color=colour, linewidth=0.6, alpha=0.55,
+                    label=f"{len(chosen)} sampled workers (one line each)" if j == 0 else "_worker")
         if loads.size:
-            ax.fill_between(t, loads.min(axis=1) / factor, loads.max(axis=1) / factor, color="0.85",
+            ax.fill_between(t, loads.min(axis=1) / factor, loads.max(axis=1) / factor, color=OTHERS, alpha=0.5,
                             linewidth=0, zorder=0, label=f"min-max over all {G} workers")
         ax.set_title(label)
         ax.set_xlabel("time (s)")
         ax.set_ylabel(f"load ({unit})")
-    # one legend for the figure, above the panels (inside a panel it hides curves)
+    # one legend for the figure, below the panels (inside a panel it hides curves); the
+    # title above (tight_layout makes room for it)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    top = 1.0
-    if title:
-        fig.suptitle(f"{title}: {len(chosen)} sampled workers", fontsize=9, y=0.995)
-        top -= 0.3 / fig.get_figheight()
-    if handles:
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, top), fontsize=7, ncol=len(labels))
-        top -= 0.25 / fig.get_figheight()
-    fig.tight_layout(rect=(0, 0, 1, top))
+    where = setting_title(**(setting or {}))
+    heading = "\n".join(t for t in (title, where) if t)
+    if heading:
+        fig.suptitle(f"{heading}\nper-worker load, {len(chosen)} of {G} workers sampled", fontsize=9)
+    bottom = 0.0
+    if handles:  # the band first: it is what every panel shares
+        fig.legend(handles[::-1], labels[::-1], loc="lower center", fontsize=7, ncol=len(labels))
+        bottom = 0.3 / fig.get_figheight()
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
 
 

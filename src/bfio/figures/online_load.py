@@ -1,34 +1,47 @@
 """Online study: p99 end-to-end latency and whole-run throughput against the
-offered load, one line per policy (central pool vs instant dispatch), one
-column per Poisson setting (``results/tables/online.csv``). Rows routing on
-lagging load reports (``report_interval > 0``) are left to
-:mod:`bfio.figures.online_routers`."""
+offered load, one column per Poisson setting (``results/tables/online.csv``).
+BF-IO's rows and the paper's baselines (FCFS, JSQ) are named lines in the
+registry's colours (:func:`bfio.figures.style.router`); the production routers
+are one grey band (the range of their means) when naming them all would put
+more than :data:`~bfio.figures.style.MAX_SERIES` series in a panel (each is
+drawn in ``figures/online_routers``). Fewer than three loads: points, not a
+load curve. Rows routing on lagging load reports (``report_interval > 0``)
+are left to :mod:`bfio.figures.online_routers`."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from bfio.figures.horizon_sweep import _err
-from bfio.figures.style import figure, plain_log_ticks, scale_for, series_style
-from bfio.studies.online_summary import record_label
+from bfio.figures.style import (MAX_SERIES, figure, interval, interval_note, others_band, plain_log_ticks, router,
+                                scale_for, setting_of)
 
 #: Panel rows: (metric, axis label, unit, log scale).
 PANELS = [("e2e_s_p99", "p99 end-to-end latency", "s", True), ("throughput_run", "whole-run throughput",
                                                                  "tokens/s", False)]
+#: A load axis needs this many loads to be drawn as a curve (fewer: points).
+MIN_LOADS = 3
+#: Offset between the points of two series at one load (no load curve drawn).
+DODGE = 0.006
+#: Rows named beside BF-IO's: the paper's baselines.
+BASELINES = ("fcfs", "jsq_tokens", "jsq_requests")
 
 
-def policy_styles(keys, highlight=()) -> dict:
-    """(row, dispatch) -> matplotlib kwargs: a colour of the colour-blind palette
-    and a marker per policy (:func:`bfio.figures.style.series_style`), solid
-    lines for the central pool and dashed for instant dispatch. Keys in
-    ``highlight`` (BF-IO's rows) take the palette's first colours and a thick line
-    drawn on top; the others a thin one."""
-    keys = list(keys)
-    order = [k for k in keys if k in highlight] + [k for k in keys if k not in highlight]
-    return {key: {**series_style(i, len(order)), "linestyle": "-" if key[1] == "central" else "--",
-                  "linewidth": 2.2 if key in highlight else 1.0, "zorder": 3 if key in highlight else 2}
-            for i, key in enumerate(order)}
+def _label(records: dict, key) -> str:
+    r = records[key]
+    return router(r["row"], r["dispatch"], r.get("policy"), r.get("horizon")).label
+
+
+def split_named(groups, policies: dict, limit: int = MAX_SERIES):
+    """``(named, others)``: the groups drawn as lines (BF-IO's first, then the
+    baselines, then the rest while they fit) and the rest, drawn as one band. All
+    are named when they fit in ``limit`` series."""
+    if len(groups) <= limit:
+        return list(groups), []
+    first = [g for g in groups if str(policies.get(g[0], "")).startswith("bfio")]
+    first += [g for g in groups if g[0][0] in BASELINES and g not in first]
+    named = first[:limit - 1]
+    return named, [g for g in groups if g not in named]
 
 
 def coincident_groups(sub: pd.DataFrame, keys, metrics, rtol: float = 1e-9) -> list[list]:
@@ -57,51 +70,74 @@ def coincident_groups(sub: pd.DataFrame, keys, metrics, rtol: float = 1e-9) -> l
 
 def plot_online_load(summary: pd.DataFrame, panels=PANELS):
     """Rows of ``panels`` against ``load`` for every Poisson setting of the
-    online table: mean over seeds with 95% CI bars. Policies with identical
-    results share one line, labelled ``A = B``."""
+    online table: mean over seeds (bars: :func:`bfio.figures.style.interval`).
+    Policies with identical results share one line, labelled ``A = B``; the
+    routers not named (:func:`split_named`) are a grey band."""
     sub = summary[summary["arrival_mode"] == "poisson"]
     if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers
         sub = sub[sub["report_interval"].fillna(0) == 0]
     settings = list(dict.fromkeys(sub["setting"]))
     fig, axes = figure(len(panels), max(1, len(settings)), width=3.4 * max(1, len(settings)) + 0.4,
-                       height=2.6 * len(panels) + 0.9)
+                       height=2.6 * len(panels) + 1.3)
     keys = list(dict.fromkeys(zip(sub["row"], sub["dispatch"])))
     groups = coincident_groups(sub, keys, [m for m, *_ in panels])
     policies = dict(zip(zip(sub["row"], sub["dispatch"]), sub["policy"] if "policy" in sub else sub["row"]))
-    styles = policy_styles([g[0] for g in groups],
-                           highlight={g[0] for g in groups if str(policies.get(g[0], "")).startswith("bfio")})
+    named, others = split_named(groups, policies)
     records = {k: r for r in sub.to_dict("records") for k in [(r["row"], r["dispatch"])]}
-    labels = {g[0]: " = ".join(record_label(records[k]) for k in g) for g in groups}
+    labels = {g[0]: " = ".join(_label(records, k) for k in g) for g in groups}
+    kinds, few_loads = [], False
     for j, name in enumerate(settings):
         s = sub[sub["setting"] == name]
-        first = s.iloc[0]
+        line = s["load"].nunique() >= MIN_LOADS
+        few_loads |= not line
         for i, (m, label, unit, log) in enumerate(panels):
             ax = axes[i, j]
             factor, u = scale_for(s[f"{m}_mean"], unit) if unit.startswith("tokens") else (1.0, unit)
-            for g in groups:
+            for k, g in enumerate(named):
                 key = g[0]
                 p = s[(s["row"] == key[0]) & (s["dispatch"] == key[1])].sort_values("load")
+                # points side by side (dodged) where no load curve is drawn
+                x = p["load"] if line else p["load"] + (k - (len(named) - 1) / 2) * DODGE
                 if p.empty or f"{m}_mean" not in p:
                     continue
-                mean, yerr = _err(p, m, factor)
-                ax.errorbar(p["load"], mean, yerr=yerr, capsize=2, markersize=4, label=labels[key], **styles[key])
+                mean, yerr, kind = interval(p, m, factor)
+                kinds.append(kind)
+                st = router(key[0], key[1], policies.get(key), records[key].get("horizon")).style()
+                st.update(label=labels[key], linestyle=st["linestyle"] if line else "none")
+                bold = str(policies.get(key, "")).startswith("bfio")
+                ax.errorbar(x, mean, yerr=yerr, capsize=2, markersize=5 if bold else 4,
+                            linewidth=2.0 if bold else 1.0, zorder=3 if bold else 2, **st)
+            rest = []
+            for g in others:
+                p = s[(s["row"] == g[0][0]) & (s["dispatch"] == g[0][1])].sort_values("load")
+                if len(p) and f"{m}_mean" in p:
+                    rest.append((p["load"].to_numpy(), p[f"{m}_mean"].to_numpy()))
+            others_band(ax, rest, factor,
+                        label=f"{len(others)} other routers (instant dispatch): range of their means")
             if log:
                 ax.set_yscale("log")
                 plain_log_ticks(ax.yaxis)
+            if not line:  # ticks at the loads run only: the dodge is no load
+                ax.set_xticks(sorted(s["load"].unique()))
+                ax.set_xlim(s["load"].min() - len(named) * DODGE, s["load"].max() + len(named) * DODGE)
             ax.set_xlabel("offered load (x saturation throughput)")
             ax.set_ylabel(f"{label} ({u})")
             if i == 0:
-                ax.set_title(f"{name}: {first['trace']}, G={first['workers']}")
+                ax.set_title(setting_of(s.drop(columns="n_seeds"), wrap=True), fontsize=8)
     handles, legend_labels = axes[0, 0].get_legend_handles_labels()
     n = int(sub["n_seeds"].max()) if len(sub) else 0
     ncol = min(3, max(1, len(legend_labels)))
     fig.legend(handles, legend_labels, loc="lower center", ncol=ncol, fontsize=7, bbox_to_anchor=(0.5, 0.0))
     merged = any(len(g) > 1 for g in groups)
-    fig.suptitle(f"Poisson arrivals: mean over {n} seeds, 95% CI bars (solid: central pool, dashed: instant "
-                 "dispatch; thick: BF-IO)" + ("\n'A = B': identical results, drawn as one line" if merged else ""), fontsize=9)
+    notes = [f"mean over {n} seeds, {interval_note(kinds)}; thick: BF-IO"]
+    if merged:
+        notes.append("'A = B': identical results, drawn as one line")
+    if few_loads:
+        notes.append(f"fewer than {MIN_LOADS} loads: points side by side, not a load curve")
+    fig.suptitle("Poisson arrivals: latency and throughput against the offered load\n" + "\n".join(notes), fontsize=9)
     rows = int(np.ceil(len(legend_labels) / ncol))
-    fig.tight_layout(rect=(0, min(0.4, (0.15 + 0.17 * rows) / fig.get_figheight()), 1, 0.93 if merged else 0.97))
+    fig.tight_layout(rect=(0, min(0.4, (0.15 + 0.17 * rows) / fig.get_figheight()), 1, 1))
     return fig
 
 
-__all__ = ["plot_online_load", "policy_styles", "coincident_groups", "PANELS"]
+__all__ = ["plot_online_load", "split_named", "coincident_groups", "PANELS", "MIN_LOADS"]

@@ -2,21 +2,26 @@
 every instant-dispatch router, relative to the reference row (BF-IO, central
 pool; paired by seed) and absolute, against the interval of the load reports
 the router routes on, one column per setting at the load closest to ``load``
-(``results/tables/online_routers.csv``)."""
+(``results/tables/online_routers.csv``). The routers run at several report
+intervals (lines) and BF-IO are named in the registry's colours
+(:func:`bfio.figures.style.router`); routers run at exact reports only are
+named too while a panel stays within :data:`~bfio.figures.style.MAX_SERIES`
+series, else they are one grey bar (the range of their means)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from bfio.figures.horizon_sweep import _err
-from bfio.figures.style import figure, plain_log_ticks, scale_for, series_style
-from bfio.studies.online_summary import policy_label
+from bfio.figures.style import (MAX_SERIES, figure, interval, interval_note, others_band, plain_log_ticks, router,
+                                scale_for, setting_of)
 
 #: Panel rows: (metric, axis label, unit, log scale); ``vs_reference`` is the
 #: router's p99 e2e over the reference's, paired by seed.
 PANELS = [("vs_reference", "p99 e2e / reference's", "x", True),
           ("e2e_s_p99", "p99 end-to-end latency", "s", True)]
+#: The other routers' bar sits this far left of its interval (clear of the named points).
+BAND_SHIFT = 0.15
 #: Default load shown for the Poisson settings (replays: the time scale whose load is closest).
 DEFAULT_LOAD = 0.95
 
@@ -32,59 +37,80 @@ def figure_loads(summary: pd.DataFrame, load: float = DEFAULT_LOAD) -> dict:
 
 def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panels=PANELS):
     """``panels`` against the report interval (categorical axis: the intervals
-    present), one line per instant router (a marker only for a router run at
-    one interval), the reference row as a horizontal line with its 95% CI band
-    (at 1 in the ratio panel)."""
+    present), one line per router run at several intervals, a point per named
+    router run at one, the reference row as a horizontal line with its interval
+    as a band (at 1 in the ratio panel)."""
     settings = list(dict.fromkeys(summary["setting"]))
     at = figure_loads(summary, load)
     inst = summary[summary["role"] == "instant"]
     intervals = sorted({int(k) for k in inst["report_interval"]})
     xpos = {k: i for i, k in enumerate(intervals)}
     policies = list(dict.fromkeys(inst["policy"]))
-    styles = {p: series_style(i, len(policies)) for i, p in enumerate(policies)}
+    several = [p for p in policies if inst.loc[inst["policy"] == p, "report_interval"].nunique() > 1]
+    first = [p for p in policies if p == "bfio"] + several
+    rest = [p for p in policies if p not in first]
+    # the reference, the named routers and (if any is left out) the band: at most MAX_SERIES
+    fits = len(first) + len(rest) + 1 <= MAX_SERIES
+    named = first + (rest if fits else rest[:max(0, MAX_SERIES - 2 - len(first))])
+    banded = [p for p in policies if p not in named]
     fig, axes = figure(len(panels), max(1, len(settings)), width=3.3 * max(1, len(settings)) + 0.4,
-                       height=2.5 * len(panels) + 1.1)
+                       height=2.5 * len(panels) + 1.4)
+    kinds = []
     for j, name in enumerate(settings):
         s = summary[(summary["setting"] == name) & (np.isclose(summary["load"].astype(float), at[name]))]
-        first = s.iloc[0]
+        first_rec = s.iloc[0]
         for i, (m, label, unit, log) in enumerate(panels):
             ax = axes[i, j]
             factor, u = scale_for(s[f"{m}_mean"], unit) if unit.startswith("tokens") else (1.0, unit)
             ref = s[s["role"] == "reference"]
             if not ref.empty:
-                mean, yerr = _err(ref, m, factor)
-                ax.axhline(mean[0], color="0.0", linewidth=1.6, label=ref["label"].iloc[0])
-                ax.axhspan(mean[0] - yerr[0, 0], mean[0] + yerr[1, 0], color="0.85", linewidth=0)
-            for p in policies:
+                mean, yerr, kind = interval(ref, m, factor)
+                kinds.append(kind)
+                r0 = ref.iloc[0]
+                st = router(r0["row"], r0["dispatch"], r0.get("policy"), r0.get("horizon")).style(marker=False)
+                st["label"] = f"{st['label']} (the reference; band: its interval)"
+                ax.axhline(mean[0], linewidth=1.6, **st)
+                ax.axhspan(mean[0] - yerr[0, 0], mean[0] + yerr[1, 0], color=st["color"], alpha=0.15, linewidth=0)
+            for p in named:
                 q = s[(s["role"] == "instant") & (s["policy"] == p)].copy()
                 if q.empty:
                     continue
                 q["_x"] = q["report_interval"].astype(int).map(xpos)
                 q = q.sort_values("_x")
-                mean, yerr = _err(q, m, factor)
-                ax.errorbar(q["_x"], mean, yerr=yerr, capsize=2, markersize=4, linewidth=1.1,
-                            linestyle="--" if len(q) > 1 else "none", label=policy_label(p, "instant"),
-                            **styles[p])
+                mean, yerr, kind = interval(q, m, factor)
+                kinds.append(kind)
+                r0 = q.iloc[0]
+                st = router(r0["row"], "instant", p, r0.get("horizon")).style()
+                st["linestyle"] = st["linestyle"] if len(q) > 1 else "none"
+                ax.errorbar(q["_x"], mean, yerr=yerr, capsize=2, markersize=4, linewidth=1.1, **st)
+            curves = []
+            for p in banded:
+                q = s[(s["role"] == "instant") & (s["policy"] == p)]
+                if len(q):
+                    curves.append((q["report_interval"].astype(int).map(xpos).to_numpy() - BAND_SHIFT,
+                                   q[f"{m}_mean"].to_numpy()))
+            others_band(ax, curves, factor, label=f"{len(banded)} other routers, exact reports only: range of "
+                                                  "their means")
             if log:
                 ax.set_yscale("log")
                 plain_log_ticks(ax.yaxis)
             ax.set_xticks(range(len(intervals)), [str(k) if k else "0 (exact)" for k in intervals])
-            ax.set_xlim(-0.3, len(intervals) - 0.7)
+            ax.set_xlim(-0.35, len(intervals) - 0.7)
             ax.set_xlabel("load report every k steps")
-            ax.set_ylabel(f"{label} ({u})" if u != "x" else label)
+            ax.set_ylabel(f"{label} ({u})" if u != "x" else f"{label} (ratio)")
             if i == 0:
-                how = ("Poisson" if first["arrival_mode"] == "poisson"
-                       else f"timestamps x{float(first['time_scale']):g}")
-                ax.set_title(f"{name}: {first['trace']}, G={first['workers']}\n{how}, load {at[name]:.2f}")
+                how = ("Poisson arrivals" if first_rec["arrival_mode"] == "poisson"
+                       else f"trace timestamps x{float(first_rec['time_scale']):g}")
+                ax.set_title(f"{setting_of(s.drop(columns='n_seeds'), wrap=True)}\n{how}, load {at[name]:.2f}", fontsize=8)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     n = int(summary["n_seeds"].max()) if len(summary) else 0
-    ncol = min(4, max(1, len(labels)))
+    ncol = min(3, max(1, len(labels)))
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, bbox_to_anchor=(0.5, 0.0))
-    fig.suptitle(f"Production routers (instant dispatch) with lagging load reports: mean over {n} seeds, 95% CI "
-                 "(bars; gray band: the reference's)\ntop: p99 end-to-end latency over the reference's, paired by "
-                 "seed (1 = as fast)", fontsize=9)
+    fig.suptitle(f"Production routers (instant dispatch) with lagging load reports: mean over {n} seeds, "
+                 f"{interval_note(kinds)}\ntop: p99 end-to-end latency over the reference's, paired by seed "
+                 "(1 = as fast)", fontsize=9)
     rows = int(np.ceil(len(labels) / ncol))
-    fig.tight_layout(rect=(0, min(0.4, (0.15 + 0.17 * rows) / fig.get_figheight()), 1, 0.93))
+    fig.tight_layout(rect=(0, min(0.4, (0.15 + 0.17 * rows) / fig.get_figheight()), 1, 1))
     return fig
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.figures.style import figure, line_style, scale_for
+from bfio.figures.style import figure, row_or_label, scale_for, setting_title
 
 
-def plot_power_timeseries(curves, title: str = "", smooth: int = 1):
-    """``curves``: list of ``(label, clock_s, power_w, energy_j, window_end_s)``;
+def plot_power_timeseries(curves, title: str = "", smooth: int = 1, setting: dict | None = None):
+    """``curves``: list of ``(row, clock_s, power_w, energy_j, window_end_s)``
+    (``row`` a row key, coloured from the registry, or a label);
     ``power_w`` is the mean over workers of ``P(u_g)`` per step and
     ``energy_j`` the run's energy (paper convention) over the measurement
     window, which ends at ``window_end_s`` (the last admission; a labelled
@@ -19,11 +20,12 @@ def plot_power_timeseries(curves, title: str = "", smooth: int = 1):
     ax = axes[0, 0]
     factor, unit = scale_for([c[3] for c in curves], "J")
     energy_lines, window_lines = [], []
-    for i, (label, t, pw, energy, window_end) in enumerate(curves):
+    for i, (row, t, pw, energy, window_end) in enumerate(curves):
         pw = np.asarray(pw, dtype=float)
         if smooth > 1 and pw.size > smooth:
             pw = np.convolve(pw, np.ones(smooth) / smooth, mode="same")
-        st = line_style(i, markers=False)
+        label, st = row_or_label(row, i)
+        st.pop("marker")
         energy_lines += ax.plot(t, pw, label=f"{label}: E = {energy / factor:.3g} {unit} over its window",
                                 linewidth=1.1, **st)
         if window_end is not None and np.isfinite(window_end):
@@ -34,8 +36,10 @@ def plot_power_timeseries(curves, title: str = "", smooth: int = 1):
                                                             f"t = {window_end:.3g} s"))
     ax.set_xlabel("time (s)")
     ax.set_ylabel("mean power per GPU (W)")
-    if title:
-        ax.set_title(title)
+    where = setting_title(**(setting or {}))
+    heading = "\n".join(t for t in (title, where) if t)
+    if heading:
+        ax.set_title(heading, fontsize=9)
     # below the panel: the curves (energy over the measurement window) in the first
     # column, the vertical lines ending each window in the second
     handles = energy_lines + window_lines

@@ -1,84 +1,99 @@
-"""Predictor study: BF-IO's average imbalance and throughput against the error
-level of every error model (uniform, log-normal, bucket), read by the posterior
-remaining length and by the paper's convention, with the oracle-free
-predictors, ``none``, FCFS and oracle BF-IO as reference lines; one column per
-setting (``results/tables/predictors.csv``)."""
+"""Predictor study: BF-IO with imperfect decode-length predictors
+(``results/tables/predictors.csv``), one column per setting and two panels:
+the imbalance change against BF-IO with oracle lengths (paired by seed, %) and
+the throughput, against the error level of every error model.
+
+All three error models share a panel (their levels on one axis: d, sigma and
+1 - accuracy), each in its registry colour and marker
+(:data:`bfio.figures.style.SERIES`, family ``predictor``), read by the
+posterior remaining length (solid, filled) and by the paper's convention
+(dashed, open): at most six series, plus the oracle (a black line) and the
+oracle-free predictors as one grey band (the range of their means), so no
+panel shows more than :data:`~bfio.figures.style.MAX_SERIES`. FCFS, far above,
+is left out (the table has it)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from bfio.figures.horizon_sweep import _err
-from bfio.figures.style import figure, line_style, scale_for, series_style
-from bfio.tables import row_label
+from bfio.figures.style import (OTHERS, figure, interval, interval_note, scale_for, series, setting_of)
 
-PANELS = [("avg_imbalance", "Avg imbalance", "tokens"), ("throughput", "Throughput", "tokens/s")]
+#: The error models: their level as x, growing with the error (bucket: 1 - accuracy).
+MODELS = {"noisy": lambda x: x, "lognormal": lambda x: x, "bucket": lambda x: 1.0 - x}
+#: The readings of a predicted length: line style and marker fill.
+READINGS = {"posterior": ("-", True), "paper": ("--", False)}
+#: Panels: (metric, axis label, unit, non-negative); the first is paired against the oracle.
+PANELS = [("imbalance_vs_oracle_pct", "imbalance change vs oracle lengths", "%", False),
+          ("throughput", "throughput", "tokens/s", True)]
+XLABEL = "error level: d (uniform), sigma (log-normal), 1 - accuracy (bucket)"
 
 
-def _ref_label(r) -> str:
-    if r["predictor"] == "-":
-        return row_label(r["row"])
-    return f"BF-IO, {r['predictor']}"
-
-
-#: The error models on the figure (one pair of panel rows each): the axis label and
-#: how a level maps to "more error" to the right (bucket: 1 - accuracy).
-MODELS = {"noisy": ("uniform error d (estimate o x U[1-d, 1+d])", lambda x: x),
-          "lognormal": ("log-normal error sigma (estimate o x exp(N(0, sigma^2)))", lambda x: x),
-          "bucket": ("bucket misclassification 1 - accuracy", lambda x: 1.0 - x)}
-READINGS = {"posterior": "BF-IO, posterior remaining length (default)", "paper": "BF-IO, paper's r = o_hat - tau"}
+def _panels(summary: pd.DataFrame):
+    """The imbalance panel reads the paired change when the table has it, else the imbalance."""
+    if "imbalance_vs_oracle_pct_mean" in summary:
+        return PANELS
+    return [("avg_imbalance", "Avg imbalance", "tokens", True)] + PANELS[1:]
 
 
 def plot_predictor_noise(summary: pd.DataFrame):
-    """Imbalance and throughput against the error level of every error model
-    (rows: model x metric; columns: settings), each model read by the posterior
-    remaining length and by the paper's convention, with BF-IO's references (the
-    oracle, ``none``, the oracle-free predictors) as lines (bands: their 95% CI)."""
+    """Two panels per setting (columns) against the error level; see the module."""
     settings = list(dict.fromkeys(summary["setting"]))
+    panels = _panels(summary)
     models = [m for m in MODELS if (summary["predictor"] == m).any()]
-    nrows = max(1, len(models)) * len(PANELS)
-    fig, axes = figure(nrows, max(1, len(settings)), width=3.4 * max(1, len(settings)) + 0.4,
-                       height=2.3 * nrows + 1.2)
+    fig, axes = figure(len(panels), max(1, len(settings)), width=3.6 * max(1, len(settings)) + 0.4,
+                       height=2.9 * len(panels) + 1.5)
+    kinds = []
     for j, name in enumerate(settings):
         s = summary[summary["setting"] == name]
-        # BF-IO's references only (oracle, none, oracle-free): FCFS, far above, would flatten the lines
-        refs = s[~s["predictor"].isin([*MODELS, "-"])]
-        first = s.iloc[0]
+        oracle = s[s["predictor"] == "oracle"]
+        free = s[~s["predictor"].isin([*MODELS, "oracle", "-"])]
         h = s["horizon"].dropna()
-        for k, model in enumerate(models):
-            rows = s[s["predictor"] == model]
-            xlabel, to_x = MODELS[model]
-            for i, (m, label, unit) in enumerate(PANELS):
-                ax = axes[k * len(PANELS) + i, j]
-                factor, u = scale_for(s[f"{m}_mean"], unit) if unit == "tokens" else (1.0, unit)
-                for r, (reading, text) in enumerate(READINGS.items()):
-                    sub = rows[rows["remaining"] == reading].copy()
+        for i, (m, label, unit, nonneg) in enumerate(panels):
+            ax = axes[i, j]
+            factor, u = scale_for(s[f"{m}_mean"], unit) if unit == "tokens" else (1.0, unit)
+            for model in models:
+                for reading, (dash, filled) in READINGS.items():
+                    sub = s[(s["predictor"] == model) & (s["remaining"] == reading)].copy()
                     if sub.empty:
                         continue
-                    sub["x"] = to_x(sub["noise"].astype(float))
+                    sub["x"] = MODELS[model](sub["noise"].astype(float))
                     sub = sub.sort_values("x")
-                    mean, yerr = _err(sub, m, factor)
-                    ax.errorbar(sub["x"], mean, yerr=yerr, capsize=2, label=text, linestyle="-" if r == 0 else "--",
-                                **series_style(r, len(READINGS)))
-                for q, r in enumerate(refs.to_dict("records")):  # a colour and a dash pattern each
-                    st = {**line_style(q + 2, markers=False), "color": series_style(q + 2, len(refs) + 2)["color"]}
-                    ax.axhline(r[f"{m}_mean"] / factor, color=st["color"], linestyle=st["linestyle"], linewidth=1.0,
-                               label=_ref_label(r))
-                    lo, hi = r[f"{m}_ci_lo"] / factor, r[f"{m}_ci_hi"] / factor
-                    if np.isfinite(lo) and np.isfinite(hi):
-                        ax.axhspan(lo, hi, color=st["color"], alpha=0.08, linewidth=0)
-                ax.set_xlabel(xlabel, fontsize=7)
-                ax.set_ylabel(f"{label} ({u})", fontsize=7)
-                if k == 0 and i == 0:
-                    ax.set_title(f"{name}: {first['trace']}, G={first['workers']}"
-                                 + (f", H={int(h.iloc[0])}" if len(h) else ""), fontsize=8)
+                    mean, yerr, kind = interval(sub, m, factor, nonneg=nonneg)
+                    kinds.append(kind)
+                    st = series("predictor", model).style()
+                    st.update(linestyle=dash, label=f"{st['label']}, {series('reading', reading).label}")
+                    if not filled:
+                        st["markerfacecolor"] = "white"
+                    ax.errorbar(sub["x"], mean, yerr=yerr, capsize=2, markersize=4, **st)
+            ref = series("predictor", "oracle").style(marker=False)
+            if m == "imbalance_vs_oracle_pct":
+                ax.axhline(0.0, linewidth=1.2, **{**ref, "label": "oracle lengths (0 by definition)"})
+            elif len(oracle):
+                ax.axhline(float(oracle[f"{m}_mean"].iloc[0]) / factor, linewidth=1.2,
+                           **{**ref, "label": "oracle lengths"})
+            vals = free[f"{m}_mean"].to_numpy(dtype=float) / factor
+            if len(free) == 1:  # one: its line
+                ax.axhline(vals[0], linewidth=1.0, **series("predictor", free["predictor"].iloc[0]).style(marker=False))
+            elif len(free):
+                ax.axhspan(np.nanmin(vals), np.nanmax(vals), color=OTHERS, alpha=0.45, linewidth=0, zorder=0,
+                           label=f"{len(free)} oracle-free predictors: range of their means")
+            ax.set_xlabel(XLABEL, fontsize=7)
+            ax.set_ylabel(f"{label} ({u})")
+            if i == 0:
+                hh = f", BF-IO H = {int(h.iloc[0])}" if len(h) else ""
+                ax.set_title(setting_of(s.drop(columns="n_seeds"), wrap=True) + hh, fontsize=8)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=7)
+    ncol = 2
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7)
     n = int(summary["n_seeds"].max()) if len(summary) else 0
-    fig.suptitle(f"BF-IO with imperfect predictors: mean over {n} seeds, 95% CI (bars and bands)", fontsize=9)
-    fig.tight_layout(rect=(0, 1.1 / (2.3 * nrows + 1.2), 1, 0.97))
+    fig.suptitle(f"BF-IO with imperfect decode-length predictors: mean over {n} seeds, {interval_note(kinds)}\n"
+                 "solid, filled: posterior remaining length (default); dashed, open: the paper's "
+                 "$r = \\hat{o} - \\tau$",
+                 fontsize=9)
+    rows = -(-len(labels) // ncol)
+    fig.tight_layout(rect=(0, (0.1 + 0.16 * rows) / fig.get_figheight(), 1, 1))
     return fig
 
 
-__all__ = ["plot_predictor_noise"]
+__all__ = ["plot_predictor_noise", "MODELS", "READINGS", "PANELS"]

@@ -1,94 +1,86 @@
 """Starvation study: p99 and max wait against throughput for every BF-IO
-admission rule (one marker per rule, one line per horizon: solid with filled
-markers for H = 0, dashed with open markers for the setting's lookahead H) and
-FCFS; one column per setting (``results/tables/starvation.csv``). The legend
-keys the markers (admission rules) and the lines (horizons, per setting when
-they differ); every wait axis labels its ticks as plain numbers of seconds."""
+admission rule, FCFS as reference (``results/tables/starvation.csv``).
+
+One column per (setting, BF-IO horizon H), the p99 wait above the max wait.
+In a panel each admission family is one series in its registry colour and
+marker (:data:`bfio.figures.style.SERIES`, family ``admission``): ``free`` and
+``FIFO`` a point each, ``aging N`` and ``drain N`` a line through their N (the
+steps a request waits before the rule acts, written beside each point); FCFS is
+its registry's black square. So a panel shows at most five series, told apart by colour as well
+as marker, whatever the number of rules. Every wait axis labels its ticks as
+plain numbers of seconds (:func:`bfio.figures.style.plain_log_ticks`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from matplotlib.lines import Line2D
-
-from bfio.figures.style import SERIES_MARKERS as MARKERS
-from bfio.figures.style import figure, line_style, plain_log_ticks, scale_for
-
-#: The reference rows' marker (FCFS), never an admission rule's.
-REFERENCE_MARKER = "*"
+from bfio.figures.style import (figure, interval, interval_note, plain_log_ticks, router, scale_for, series,
+                                setting_of)
 
 PANELS = [("wait_s_p99", "p99 wait"), ("wait_s_max", "max wait")]
 
 
-def _horizon_label(horizons: dict) -> str:
-    """``'BF-IO H=40'``, or ``'BF-IO H=40 (longbench_g256), H=20 (burstgpt_g16)'``
-    when the settings' k-th horizons differ."""
-    values = list(dict.fromkeys(horizons.values()))
-    if len(values) == 1:
-        return f"BF-IO H={values[0]}"
-    return "BF-IO " + ", ".join(f"H={h} ({name})" for name, h in horizons.items())
+def _family(rule: str) -> tuple[str, int]:
+    mode, _, n = str(rule).partition(":")
+    return mode, int(n) if n else 0
 
 
 def plot_starvation(summary: pd.DataFrame):
     settings = list(dict.fromkeys(summary["setting"]))
-    admissions = list(dict.fromkeys(summary.loc[summary["admission"] != "-", "admission"]))
-    rule_markers = [m for m in MARKERS if m != REFERENCE_MARKER]  # the star is the references'
-    marker = {a: rule_markers[k % len(rule_markers)] for k, a in enumerate(admissions)}
-    fig, axes = figure(len(PANELS), max(1, len(settings)), width=3.4 * max(1, len(settings)) + 0.4, height=6.2)
-    horizons: dict[int, dict] = {}  # k-th horizon of each setting -> {setting: H}
-    references: dict[str, Line2D] = {}
-    for j, name in enumerate(settings):
+    columns = []  # (setting, H)
+    for name in settings:
         s = summary[summary["setting"] == name]
-        first = s.iloc[0]
+        columns += [(name, int(h)) for h in sorted(s.loc[s["admission"] != "-", "horizon"].dropna().unique())]
+    fig, axes = figure(len(PANELS), max(1, len(columns)), width=3.3 * max(1, len(columns)) + 0.4, height=6.6)
+    kinds = []
+    for j, (name, H) in enumerate(columns):
+        s = summary[summary["setting"] == name]
+        rules = s[(s["admission"] != "-") & (s["horizon"] == H)].copy()
+        rules["family"], rules["N"] = zip(*rules["admission"].map(_family)) if len(rules) else ((), ())
+        refs = s[s["admission"] == "-"]
         xf, xunit = scale_for(s["throughput_mean"], "tokens/s")
         for i, (m, label) in enumerate(PANELS):
             ax = axes[i, j]
-            for k, (h, grp) in enumerate(s[s["admission"] != "-"].groupby("horizon", sort=True)):
-                st = line_style(k)
-                horizons.setdefault(k, {})[name] = int(h)
-                grp = grp.sort_values("throughput_mean")
-                ax.plot(grp["throughput_mean"] / xf, grp[f"{m}_mean"], color=st["color"], linestyle=st["linestyle"],
-                        linewidth=0.8, label=f"BF-IO H={int(h)}")
-                for r in grp.to_dict("records"):
-                    xerr = np.array([[r["throughput_mean"] - r["throughput_ci_lo"]],
-                                     [r["throughput_ci_hi"] - r["throughput_mean"]]]) / xf
-                    yerr = np.array([[r[f"{m}_mean"] - r[f"{m}_ci_lo"]], [r[f"{m}_ci_hi"] - r[f"{m}_mean"]]])
-                    ax.errorbar([r["throughput_mean"] / xf], [r[f"{m}_mean"]], xerr=np.nan_to_num(xerr),
-                                yerr=np.nan_to_num(yerr), marker=marker[r["admission"]], color=st["color"],
-                                markerfacecolor="white" if k else st["color"], linestyle="none", capsize=1.5,
-                                markersize=5)
-            for r in s[s["admission"] == "-"].to_dict("records"):
-                ref = r["row"].upper() if r["row"] == "fcfs" else r["row"]
-                references[ref], = ax.plot([r["throughput_mean"] / xf], [r[f"{m}_mean"]], marker=REFERENCE_MARKER, color="0.5",
-                                           markersize=9, linestyle="none", label=ref)
+            for fam in dict.fromkeys(rules["family"]):
+                grp = rules[rules["family"] == fam].sort_values("N")
+                x, xerr, kx = interval(grp, "throughput", xf)
+                y, yerr, ky = interval(grp, m)
+                kinds += [kx, ky]
+                st = series("admission", fam).style()
+                st["linestyle"] = st["linestyle"] if len(grp) > 1 else "none"
+                ax.errorbar(x, y, xerr=xerr, yerr=yerr, capsize=1.5, markersize=5, linewidth=1.0, **st)
+                if len(grp) > 1 or grp["N"].iloc[0] > 0:
+                    for xi, yi, n in zip(x, y, grp["N"]):
+                        ax.annotate(str(n), (xi, yi), xytext=(4, 2), textcoords="offset points", fontsize=6,
+                                    color=st["color"])
+            for r in refs.to_dict("records"):
+                one = pd.DataFrame([r])
+                x, xerr, _ = interval(one, "throughput", xf)
+                y, yerr, _ = interval(one, m)
+                st = router(r["row"]).style()
+                st["linestyle"] = "none"
+                ax.errorbar(x, y, xerr=xerr, yerr=yerr, markersize=7, capsize=1.5, **st)
             ax.set_yscale("log")
             ax.set_xlabel(f"throughput ({xunit})")
             ax.set_ylabel(f"{label} (s)")
             if i == 0:
-                ax.set_title(f"{name}: {first['trace']}, G={first['workers']}")
+                ax.set_title(f"{setting_of(s.drop(columns='n_seeds'), wrap=True)}\nBF-IO H = {H}", fontsize=8)
     # one tick format per axis (after every point is drawn: the view decides it)
     for ax in axes.flat:
         plain_log_ticks(ax.yaxis)
-    # legend: the lines (horizons: line style and filled / open markers), the
-    # references, then the markers (admission rules), each saying what it encodes
-    handles, labels = [], []
-    for k in sorted(horizons):
-        st = line_style(k)
-        handles.append(Line2D([], [], color=st["color"], linestyle=st["linestyle"], linewidth=0.8))
-        labels.append(f"{_horizon_label(horizons[k])} ({'filled' if k == 0 else 'open'} markers)")
-    for ref, line in references.items():
-        handles.append(line)
-        labels.append(ref)
-    handles += [Line2D([], [], marker=marker[a], color="0.2", linestyle="none") for a in admissions]
-    labels += [f"marker: admission {a}" for a in admissions]
-    ncol = 3
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7)
-    rows = -(-len(handles) // ncol)
+    seen = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    ncol = min(5, max(1, len(seen)))
+    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=ncol, fontsize=7)
     n = int(summary["n_seeds"].max()) if len(summary) else 0
-    fig.suptitle(f"Wait vs throughput by admission rule: mean over {n} seeds, 95% CI bars", fontsize=9)
-    fig.tight_layout(rect=(0, min(0.4, (0.1 + 0.16 * rows) / 6.2), 1, 0.97))
+    fig.suptitle(f"Wait against throughput by BF-IO admission rule: mean over {n} seeds, {interval_note(kinds)}\n"
+                 "aging N, drain N: the number beside each point is N (steps)", fontsize=9)
+    rows = -(-len(seen) // ncol)
+    fig.tight_layout(rect=(0, (0.1 + 0.16 * rows) / fig.get_figheight(), 1, 1))
     return fig
 
 
-__all__ = ["plot_starvation"]
+__all__ = ["plot_starvation", "PANELS"]

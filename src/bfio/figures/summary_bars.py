@@ -8,7 +8,7 @@ lines with their interval as a band, one panel per cluster size), against the
 cluster size G when only G varies (``worker_sweep``), else as bars
 (:func:`plot_summary_bars`). Series are named as in the tables (FCFS, JSQ,
 BF-IO, BF-IO paper-literal), at most :data:`MAX_SERIES` a panel, each with its
-colour and marker from the figure style (:func:`bfio.figures.style.series_style`);
+colour and marker from the figure style's one registry (:func:`bfio.figures.style.router`);
 values are in the tables' readable units (:func:`metric_scale`: ``x1e8 tokens``,
 ``MJ``), and the 95% interval is drawn only with at least
 :data:`bfio.tables.MIN_INTERVAL_SEEDS` seeds, never below zero (every metric of
@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from bfio.figures.style import figure, plain_log_ticks, scale_for, series_style
+from bfio.figures.style import figure, plain_log_ticks, router, scale_for, setting_of
 from bfio.run_keys import parse_bfio_row
 from bfio.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, row_label
 
@@ -42,6 +42,18 @@ def series_name(row: str) -> str:
     if parsed:
         return "BF-IO" if parsed[1] == "default" else "BF-IO paper-literal"
     return row_label(row)
+
+
+def _styles(s: pd.DataFrame, keys: list, column: str) -> dict:
+    """Colour and marker of each series ``key`` (a value of ``column``) from the
+    style registry, read off the first row of the series (:func:`bfio.figures.style.router`)."""
+    out = {}
+    for key in keys:
+        r = s[s[column] == key].iloc[0]
+        st = router(r["row"], r.get("dispatch"), r.get("policy"), r.get("horizon")).style()
+        st.pop("label", None)
+        out[key] = st
+    return out
 
 
 def metric_scale(metric: str, values) -> tuple[float, str]:
@@ -88,11 +100,8 @@ def _seeds_words(summary: pd.DataFrame) -> str:
 
 
 def _setting_words(summary: pd.DataFrame) -> str:
-    parts = []
-    for col, fmt in (("trace", "{}"), ("requests", "N={:,}"), ("slots", "B={}")):
-        if col in summary and summary[col].nunique() == 1:
-            parts.append(fmt.format(summary[col].iloc[0]))
-    return ", ".join(parts)
+    """The setting in words (:func:`bfio.figures.style.setting_of`: trace, G, N, B, seeds)."""
+    return setting_of(summary)
 
 
 def _panels(keys: list, groups: list) -> list[tuple]:
@@ -124,7 +133,7 @@ def plot_summary(summary: pd.DataFrame, metric: str, title: str | None = None):
     if not by_h and s["workers"].nunique() < 2:
         return plot_summary_bars(summary, metric, title=title)
     keys = list(dict.fromkeys(s["series"] if by_h else s["row"]))
-    styles = {k: series_style(i, len(keys)) for i, k in enumerate(keys)}
+    styles = _styles(s, keys, "series" if by_h else "row")
     values = s[[f"{metric}_mean", f"{metric}_ci_lo", f"{metric}_ci_hi"]].to_numpy(dtype=float)
     factor, unit = metric_scale(metric, values)
     groups = sorted(s["workers"].unique()) if by_h else [None]
@@ -173,7 +182,7 @@ def plot_summary_bars(summary: pd.DataFrame, metric: str, title: str | None = No
     s = summary.assign(policy=summary["row"].map(row_label),
                        series=summary["row"].map(series_name)).iloc[::-1]  # first row on top
     keys = list(dict.fromkeys(s["series"][::-1]))
-    styles = {k: series_style(i, len(keys)) for i, k in enumerate(keys)}
+    styles = _styles(s, keys, "series")
     factor, unit = metric_scale(metric, s[[f"{metric}_mean", f"{metric}_ci_hi"]].to_numpy(dtype=float))
     mean, err, _, _, _ = _interval(s, metric, factor)
     labels = (s["policy"] + " G=" + s["workers"].astype(str)).tolist()
@@ -214,7 +223,7 @@ def plot_online(online: pd.DataFrame, rows, metric: str = "e2e_s_p99", title: st
     factor, unit = (scale_for(data[f"{metric}_mean"], unit) if unit in ("tokens", "tokens/s", "J")
                     else (1.0, unit))
     rows = [r for r in rows if (data["row"] == r).any()]
-    styles = {r: series_style(i, len(rows)) for i, r in enumerate(rows)}
+    styles = _styles(data, rows, "row")
     names = {r: record_label(data[data["row"] == r].iloc[0]) for r in rows}
     settings = list(dict.fromkeys(data["setting"]))
     ncols = min(2, len(settings))
