@@ -88,109 +88,149 @@ def _extra_costs(inst, touched: np.ndarray) -> np.ndarray:
     return costs[:, touched].min(axis=1)
 
 
-def lagrangian_value(inst, a: np.ndarray, b: np.ndarray, sigma: float) -> float:
-    """The Lagrangian value ``L(a, b, sigma)`` of the relaxation (module docstring),
-    a lower bound on ``J`` of every feasible assignment of ``inst`` for any ``a``,
-    ``b`` (clipped to ``>= 0``; ``b`` scaled so that ``sum_t b_th <= G w_h``) and
-    ``sigma``. ``a``: ``(H1,)``; ``b``: ``(|T|, H1)`` over the workers with free slots."""
-    G = inst.workers
-    w = inst.weights.astype(np.float64)
+def safe_lagrangian(lp: dict, dual: np.ndarray) -> float:
+    """Weak duality read-back: for ``min c x + offset`` s.t. ``lo <= A x <= hi``,
+    ``l <= x <= u`` (all of ``l, u`` finite) and any row multipliers ``dual``,
+    ``min over the box and z in [lo, hi] of c x + offset + dual (z - A x)`` is at most
+    the LP's optimum. A multiplier whose side of the row is infinite is set to 0."""
+    y = np.asarray(dual, dtype=np.float64).copy()
+    y[(y > 0) & ~np.isfinite(lp["lo"])] = 0.0
+    y[(y < 0) & ~np.isfinite(lp["hi"])] = 0.0
+    rows = np.where(y > 0, y * np.where(np.isfinite(lp["lo"]), lp["lo"], 0.0),
+                    y * np.where(np.isfinite(lp["hi"]), lp["hi"], 0.0))
+    red = lp["c"] - lp["A"].T @ y
+    cols = np.where(red > 0, red * lp["l"], red * lp["u"])
+    return float(rows.sum() + cols.sum() + lp["offset"])
+
+
+def relaxation(inst) -> dict:
+    """The aggregated LP relaxation of the module docstring as ``{c, A, lo, hi, l, u, offset}``."""
+    G, H1, n, U = inst.workers, inst.horizon + 1, inst.waiting, inst.admissible
+    from bfio.solvers.model import lifetime_groups
+
     touched = np.flatnonzero(inst.free > 0)
+    nT = touched.size
+    free = inst.free[touched]
+    w = inst.weights.astype(np.float64)
     base = inst.base.astype(np.float64)
     E0 = base.max(axis=0)
     P = inst.profiles().astype(np.float64)
-    v = P @ w
-    c = _extra_costs(inst, touched)
-    cap = _capacities(P, inst.free[touched])
-    a = np.maximum(np.asarray(a, dtype=np.float64), 0.0)
-    b = np.maximum(np.asarray(b, dtype=np.float64).reshape(touched.size, -1), 0.0)
-    col = b.sum(axis=0)
-    over = col > G * w
-    if np.any(over):  # keep the M_h part bounded: sum_t b_th <= G w_h
-        b[:, over] *= (G * w[over]) / col[over]
-        b = np.minimum(b, G * w[None, :])  # guard against rounding in the scaling
-        while np.any(b.sum(axis=0) > G * w):  # pragma: no cover - rounding only
-            b *= 1.0 - 1e-12
-    L = float((b * base[touched]).sum()) + sigma * inst.admissible
-    L += float(E0 @ (G * w - b.sum(axis=0)))
-    L += float((cap * np.minimum(0.0, b - a[None, :])).sum())
-    r = P @ a - v + c - sigma
-    lo = inst.forced().astype(np.float64)
-    L += float(np.minimum(lo * r, r).sum())  # min over y in [lo, 1] of y r
-    return L - float(w @ base.sum(axis=0))
+    group, mq, bq = lifetime_groups(inst)
+    Q = mq.shape[0]
+    s = inst.sizes.astype(np.float64)
+    cap = _capacities(P, free)
+    # columns: y (n) | S (nT * Q, worker-major) | k (nT * Q) | M (H1)
+    iS, ik, iM = n, n + nT * Q, n + 2 * nT * Q
+    nv = iM + H1
+    c = np.concatenate([_extra_costs(inst, touched) - P @ w, np.zeros(2 * nT * Q), G * w])
+    size_q = np.bincount(group, minlength=Q)
+    kmax = np.minimum(free[:, None], size_q[None, :]).astype(np.float64)
+    desc = [np.sort(s[group == q])[::-1] for q in range(Q)]
+    smax = np.array([d[0] for d in desc])
+    Mhi = np.maximum(E0, (base[touched] + cap).max(axis=0))
+    l = np.concatenate([inst.forced().astype(np.float64), np.zeros(2 * nT * Q), E0])
+    u = np.concatenate([np.ones(n), (kmax * smax[None, :]).ravel(), kmax.ravel(), Mhi])
+    R, C, V, lo, hi = [], [], [], [], []
+    r = 0
+
+    def add(rows, cols, vals, rlo, rhi):
+        nonlocal r
+        R.append(r + np.asarray(rows)); C.append(np.asarray(cols)); V.append(np.asarray(vals, dtype=np.float64))
+        lo.append(np.asarray(rlo, dtype=np.float64)); hi.append(np.asarray(rhi, dtype=np.float64))
+        r += len(lo[-1])
+
+    tq = np.arange(nT * Q)
+    t_of, q_of = np.divmod(tq, Q)
+    # envelope (t, h): M_h - sum_q (m_q(h) S_tq + b_q(h) k_tq) >= base_t(h); added load <= cap_t(h)
+    for bound_rows in ("env", "cap"):
+        rr, cc, vv = [], [], []
+        for coef, first in ((mq, iS), (bq, ik)):
+            qi, hi_ = np.nonzero(coef)
+            tt = np.repeat(np.arange(nT), qi.size)
+            rr.append(tt * H1 + np.tile(hi_, nT)); cc.append(first + tt * Q + np.tile(qi, nT))
+            vv.append(np.tile(coef[qi, hi_].astype(np.float64), nT) * (-1 if bound_rows == "env" else 1))
+        if bound_rows == "env":
+            rr.append(np.arange(nT * H1)); cc.append(iM + np.tile(np.arange(H1), nT)); vv.append(np.ones(nT * H1))
+            add(np.concatenate(rr), np.concatenate(cc), np.concatenate(vv), base[touched].ravel(),
+                np.full(nT * H1, np.inf))
+        else:
+            add(np.concatenate(rr), np.concatenate(cc), np.concatenate(vv), np.full(nT * H1, -np.inf), cap.ravel())
+    # links per group: sum_t k_tq = sum_{j in q} y_j, sum_t S_tq = sum_{j in q} s_j y_j
+    add(np.concatenate([q_of, group]), np.concatenate([ik + tq, np.arange(n)]),
+        np.concatenate([np.ones(nT * Q), -np.ones(n)]), np.zeros(Q), np.zeros(Q))
+    add(np.concatenate([q_of, group]), np.concatenate([iS + tq, np.arange(n)]),
+        np.concatenate([np.ones(nT * Q), -s]), np.zeros(Q), np.zeros(Q))
+    # slots per worker, and exactly U admitted
+    add(t_of, ik + tq, np.ones(nT * Q), np.full(nT, -np.inf), free.astype(np.float64))
+    add(np.zeros(n, dtype=np.int64), np.arange(n), np.ones(n), [float(U)], [float(U)])
+    # per (t, q): S_tq between the sums of the k smallest and k largest sizes of group q
+    # (piecewise linear in k: one line per i < kmax_tq, each valid for every k)
+    rr, cc, vv, rlo, rhi = [], [], [], [], []
+    count = 0
+    for q in range(Q):
+        d = desc[q]
+        a = d[::-1]
+        top = np.concatenate([[0.0], np.cumsum(d)])
+        bot = np.concatenate([[0.0], np.cumsum(a)])
+        for i in range(int(kmax[:, q].max()) if nT else 0):
+            ts = np.flatnonzero(kmax[:, q] > i)
+            m = ts.size
+            for sign_top in (True, False):
+                slope, val = (d[i], top[i]) if sign_top else (a[i], bot[i])
+                rows = count + np.arange(m)
+                rr += [rows, rows]; cc += [iS + ts * Q + q, ik + ts * Q + q]; vv += [np.ones(m), np.full(m, -slope)]
+                rhs = np.full(m, val - i * slope)
+                rlo.append(np.full(m, -np.inf) if sign_top else rhs); rhi.append(rhs if sign_top else np.full(m, np.inf))
+                count += m
+    if count:
+        add(np.concatenate(rr), np.concatenate(cc), np.concatenate(vv), np.concatenate(rlo), np.concatenate(rhi))
+    A = sp.csr_matrix((np.concatenate(V), (np.concatenate(R), np.concatenate(C))), shape=(r, nv))
+    return {"c": c, "A": A, "lo": np.concatenate(lo), "hi": np.concatenate(hi), "l": l, "u": u,
+            "offset": -float(w @ base.sum(axis=0))}
 
 
 def lp_bound(inst, time_limit_s: float = 60.0, details: bool = False):
     """A lower bound on the optimum of Eq. (IO) for ``inst`` (:class:`~bfio.solvers.instance.Instance`):
-    the water-filling relaxation of the module docstring, solved with HiGHS and
-    read back through the Lagrangian at its duals (safe in floating point). At
-    least :func:`~bfio.solvers.trivial_bound`. ``details``: return a :class:`Bound`."""
+    the aggregated relaxation of the module docstring, solved with HiGHS and read
+    back through the Lagrangian at its duals (:func:`safe_lagrangian`, safe in
+    floating point). At least :func:`~bfio.solvers.trivial_bound`. ``details``:
+    return a :class:`Bound`."""
     from bfio.solvers import trivial_bound
     from bfio.solvers.highs import quiet_highs
     import highspy
 
     t0 = time.perf_counter()
     triv = trivial_bound(inst)
-    G, H1, n, U = inst.workers, inst.horizon + 1, inst.waiting, inst.admissible
-    touched = np.flatnonzero(inst.free > 0)
-    nT = touched.size
-    if U == 0 or nT == 0:
+    if inst.admissible == 0 or not np.any(inst.free > 0):
         out = Bound(triv, triv, triv, triv, "trivial (nothing to place)", time.perf_counter() - t0)
         return out if details else out.value
-    w = inst.weights.astype(np.float64)
-    base = inst.base.astype(np.float64)
-    E0 = base.max(axis=0)
-    P = inst.profiles().astype(np.float64)
-    v = P @ w
-    c = _extra_costs(inst, touched)
-    cap = _capacities(P, inst.free[touched])
-    forced = inst.forced()
-    const = -float(w @ base.sum(axis=0))
-    # columns: y (n), u (nT * H1, worker-major), M (H1)
-    iu, iM = n, n + nT * H1
-    nv = iM + H1
-    cost = np.concatenate([c - v, np.zeros(nT * H1), G * w])
-    lb = np.concatenate([forced.astype(np.float64), np.zeros(nT * H1), E0])
-    ub = np.concatenate([np.ones(n), cap.ravel(), np.full(H1, np.inf)])
-    # rows: a_h (H1): sum_t u_th - sum_j P_jh y_j >= 0; b_th (nT * H1): M_h - u_th >= base_t(h); sigma: sum y = U
-    jj, hh = np.nonzero(P)
-    tt, th = np.divmod(np.arange(nT * H1), H1)
-    rows = np.concatenate([hh, th, H1 + np.arange(nT * H1), H1 + np.arange(nT * H1), np.full(n, H1 + nT * H1)])
-    cols = np.concatenate([jj, iu + np.arange(nT * H1), iu + np.arange(nT * H1), iM + th, np.arange(n)])
-    vals = np.concatenate([-P[jj, hh], np.ones(nT * H1), -np.ones(nT * H1), np.ones(nT * H1), np.ones(n)])
-    nr = H1 + nT * H1 + 1
-    A = sp.csc_matrix((vals, (rows, cols)), shape=(nr, nv))
-    row_lo = np.concatenate([np.zeros(H1), base[touched].ravel(), [float(U)]])
-    row_hi = np.concatenate([np.full(H1, np.inf), np.full(nT * H1, np.inf), [float(U)]])
-
+    lp = relaxation(inst)
+    A = lp["A"].tocsc()
     h = quiet_highs()
     h.setOptionValue("time_limit", float(time_limit_s))
     h.setOptionValue("threads", 1)
     h.setOptionValue("random_seed", 0)
     inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = nv, nr
-    lp.col_cost_ = cost
-    lp.col_lower_ = lb
-    lp.col_upper_ = np.where(np.isinf(ub), inf, ub)
-    lp.row_lower_ = row_lo
-    lp.row_upper_ = np.where(np.isinf(row_hi), inf, row_hi)
-    lp.offset_ = const
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = A.indptr
-    lp.a_matrix_.index_ = A.indices
-    lp.a_matrix_.value_ = A.data
-    h.passModel(lp)
+    model = highspy.HighsLp()
+    model.num_col_, model.num_row_ = A.shape[1], A.shape[0]
+    model.col_cost_ = lp["c"]
+    model.col_lower_ = lp["l"]
+    model.col_upper_ = lp["u"]
+    model.row_lower_ = np.where(np.isfinite(lp["lo"]), lp["lo"], -inf)
+    model.row_upper_ = np.where(np.isfinite(lp["hi"]), lp["hi"], inf)
+    model.offset_ = lp["offset"]
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    model.a_matrix_.start_ = A.indptr
+    model.a_matrix_.index_ = A.indices
+    model.a_matrix_.value_ = A.data
+    h.passModel(model)
     h.run()
     status = h.modelStatusToString(h.getModelStatus())
     lp_value = float(h.getInfo().objective_function_value)
     dual = np.asarray(h.getSolution().row_dual, dtype=np.float64)
-    if dual.size == nr:
-        lag = lagrangian_value(inst, dual[:H1], dual[H1:H1 + nT * H1].reshape(nT, H1), float(dual[-1]))
-    else:  # no dual solution (time limit before a basis): the trivial bound stands
-        lag = -np.inf
+    lag = safe_lagrangian(lp, dual) if dual.size == A.shape[0] else -np.inf
     out = Bound(max(lag, triv), lp_value, lag, triv, status, time.perf_counter() - t0)
     return out if details else out.value
 
 
-__all__ = ["Bound", "lp_bound", "lagrangian_value"]
+__all__ = ["Bound", "lp_bound", "relaxation", "safe_lagrangian"]
