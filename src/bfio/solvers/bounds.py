@@ -2,51 +2,52 @@
 
 The exact backends' MILP (:mod:`bfio.solvers.model`) has ``n |T|`` binaries
 (waiting requests times workers with a free slot): on captured BurstGPT calls
-that is 200,000 at ``G = 256`` and millions at ``G = 1024``, and HiGHS does not
-finish even its root LP within a minute. :func:`lp_bound` solves instead a small
-*relaxation* of Eq. (IO) that forgets which worker a request joins and keeps,
-offset by offset, how much load the workers with free slots can absorb below the
-envelope ("water filling"):
+that is 200,000 at ``G = 256`` and 2.5-3.5 million at ``G = 1024``, and HiGHS
+does not finish even its root LP within a minute. :func:`lp_bound` solves
+instead a *relaxation* of Eq. (IO) that forgets which request joins which worker
+and keeps, per worker ``t`` with a free slot and lifetime group ``q``
+(:func:`~bfio.solvers.model.lifetime_groups`: ``P_j(h) = s_j m_q(h) + b_q(h)``),
+how many requests it receives (``k_tq``) and their total prefill (``S_tq``):
 
-    minimize   G sum_h w_h M_h - sum_j v_j y_j  - sum_h w_h sum_g base_g(h)   [+ sum_j c_j y_j]
-    subject to sum_{t in T} u_th >= sum_j P_j(h) y_j          for every h   (a_h)
-               u_th <= M_h - base_t(h)                           t in T, h   (b_th)
-               sum_j y_j = U,  y_j in [f_j, 1]  (f_j = 1 for forced requests)  (sigma)
-               0 <= u_th <= cap_t(h),  M_h >= E0(h) = max_g base_g(h)
+    minimize   G sum_h w_h M_h - sum_j (v_j - c_j) y_j - sum_h w_h sum_g base_g(h)
+    subject to M_h - sum_q (m_q(h) S_tq + b_q(h) k_tq) >= base_t(h)       t in T, all h
+               sum_q (m_q(h) S_tq + b_q(h) k_tq) <= cap_t(h)              t in T, all h
+               sum_t k_tq = sum_{j in q} y_j,  sum_t S_tq = sum_{j in q} s_j y_j     every q
+               sum_q k_tq <= free_t,  sum_j y_j = U,  y_j in [f_j, 1]  (f_j = 1: forced)
+               bot_q(i) + a_q(i+1) (k - i) <= S_tq <= top_q(i) + d_q(i+1) (k - i)   i < min(free_t, |q|)
+               0 <= k_tq <= min(free_t, |q|),  E0(h) <= M_h <= max_{t in T} (base_t(h) + cap_t(h)) v E0(h)
 
-with ``w_h = delta^h`` (``inst.weights``), ``P_j(h)`` the request's profile
-(``inst.profiles()``), ``v_j = sum_h w_h P_j(h)`` (``terms.request_values``) and
-``cap_t(h)`` the sum of the ``free_t`` largest ``P_j(h)`` over the waiting
-requests. ``u_th`` stands for what worker ``t`` receives at offset ``h``, ``M_h``
-for the envelope ``max_g Lhat_g(h)``.
+with ``w_h = delta^h``, ``v_j = sum_h w_h P_j(h)`` (``terms.request_values``),
+``E0(h) = max_g base_g(h)``, ``cap_t(h)`` the sum of the ``free_t`` largest
+``P_j(h)``, ``d_q`` / ``a_q`` group ``q``'s sizes in decreasing / increasing order
+and ``top_q`` / ``bot_q`` their prefix sums (the lines are the tangents of the
+concave "``k`` largest" and convex "``k`` smallest" sums, so each holds at every
+``k``), ``c_j = min_{t in T} c_jt`` the linear extra terms of ``J`` (none in
+captured calls).
 
-Why it is a lower bound. Take any feasible assignment of Eq. (IO), with ``A``
-its admitted requests. Set ``y_j = [j in A]``, ``M_h = max_g Lhat_g(h)`` and
-``u_th = sum_{j in A -> t} P_j(h)``. Then ``sum_t u_th = sum_{j in A} P_j(h)``;
-``u_th = Lhat_t(h) - base_t(h) <= M_h - base_t(h)``; worker ``t`` holds at most
-``free_t`` new requests, so ``u_th <= cap_t(h)``; ``|A| = U`` with every forced
-request in ``A``; and ``M_h >= E0(h)``. So the point is feasible, and its
-objective is ``sum_h w_h [G M_h - sum_g base_g(h) - sum_{j in A} P_j(h)]``, which
-is ``J`` of the assignment (Eq. (IO)'s objective as :mod:`bfio.solvers.objective`
-defines it). Extra terms of ``J`` that are linear in the assignment
-(:mod:`bfio.solvers.terms`, cost ``c_jg`` for ``j -> g``) enter as ``c_j =
-min_{t in T} c_jt <= c_{j, assign_j}``. Hence the relaxation's optimum is at
-most ``J`` of every feasible assignment, in particular of the optimum.
+Why it is a lower bound. Take any feasible assignment of Eq. (IO), ``A`` its
+admitted requests. Set ``y_j = [j in A]``, ``k_tq`` / ``S_tq`` the number / total
+prefill of group-``q`` requests it sends to ``t`` and ``M_h = max_g Lhat_g(h)``.
+Then worker ``t``'s load is ``base_t(h) + sum_q (m_q(h) S_tq + b_q(h) k_tq) <= M_h``;
+what it adds is at most ``free_t`` profiles, so at most ``cap_t(h)``, and ``M_h``
+is at most the largest ``base_t(h) + cap_t(h)`` or ``E0(h)``; the links, slots,
+``|A| = U`` and forced requests hold by construction; ``S_tq`` is a sum of
+``k_tq`` sizes of group ``q``, between its ``k_tq`` smallest and largest, so
+within every tangent line. The point is feasible and its objective is
+``sum_h w_h [G M_h - sum_g base_g(h) - sum_{j in A} P_j(h)]`` plus the extra
+terms' costs (at least ``sum c_j``): ``J`` of the assignment, as
+:mod:`bfio.solvers.objective` defines it. So the relaxation's optimum is at most
+``J`` of every feasible assignment, the optimum of Eq. (IO) included. (It is
+also at least :func:`~bfio.solvers.trivial_bound`, whose argument is the special
+case ``M_h = E0(h)``, ``y`` the largest values.)
 
-Rounding. The LP is solved by HiGHS in floating point, so its objective is
-not used as such. By weak duality any multipliers ``a >= 0, b >= 0, sigma``
-give the Lagrangian value
-
-    L = sum_{t,h} b_th base_t(h) + sigma U + sum_h E0(h) (G w_h - sum_t b_th)
-        + sum_{t,h} cap_t(h) min(0, b_th - a_h) + sum_j min over y_j in [f_j, 1] of y_j r_j
-        - sum_h w_h sum_g base_g(h),      r_j = sum_h a_h P_j(h) - v_j + c_j - sigma,
-
-a lower bound on the LP's optimum whenever ``sum_t b_th <= G w_h`` for every
-``h`` (the multipliers are scaled down to ensure it). :func:`lp_bound` evaluates
-``L`` in float64 at HiGHS's row duals, and returns ``max(L, trivial_bound)``;
-the LP contains :func:`~bfio.solvers.trivial_bound`'s argument (``M_h >= E0(h)``,
-``y`` fractional picks at most the largest values), so ``L`` is at least the
-trivial bound up to HiGHS's tolerances.
+Rounding. HiGHS solves the LP in floating point, so its objective is not used
+as such: :func:`safe_lagrangian` evaluates, at HiGHS's row duals, the Lagrangian
+``min over the box, z in [lo, hi] of c x + dual (z - A x)``, which by weak
+duality is at most the LP's optimum for *any* multipliers (every column has
+finite bounds, so it is finite), and :func:`lp_bound` returns
+``max(that, trivial_bound)``. A time limit that stops HiGHS early leaves a
+valid (weaker) bound.
 """
 
 from __future__ import annotations
