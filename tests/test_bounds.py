@@ -1,0 +1,94 @@
+"""The lower bound at scale (issue 40, :mod:`bfio.solvers.bounds`): on small random
+instances of Eq. (IO) ``trivial_bound <= lp_bound <= J* (HiGHS, proven) <= J(auto)``
+and ``lp_bound <= J`` of random feasible assignments; the safe Lagrangian
+read-back is a lower bound for any multipliers."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bfio.solvers import solve, trivial_bound
+from bfio.solvers.bounds import lp_bound, relaxation, safe_lagrangian
+from bfio.solvers.instance import Instance
+from bfio.solvers.random_instances import random_feasible, random_instance
+
+TOL = 1e-7
+
+
+def _tol(x):
+    return TOL * max(1.0, abs(float(x)))
+
+
+@pytest.fixture(scope="module")
+def cases():
+    rng = np.random.default_rng(4040)
+    out = []
+    for k in range(40):
+        inst = random_instance(rng, workers=int(rng.integers(2, 7)), waiting=int(rng.integers(1, 12)),
+                               discount="random" if k % 2 else None, lifetimes="random" if k % 3 else None)
+        if inst.admissible == 0:
+            continue
+        opt = solve(inst, "highs", time_limit_s=30)
+        out.append((inst, opt, lp_bound(inst, details=True)))
+    return out
+
+
+def test_bound_is_between_trivial_bound_and_the_proven_optimum(cases):
+    assert len(cases) >= 25
+    for inst, opt, b in cases:
+        assert opt.proven_optimal
+        assert b.value >= trivial_bound(inst) - _tol(b.value)
+        assert b.value <= opt.objective + _tol(opt.objective), (b, opt.objective)
+        auto = solve(inst, "fast", placement="auto")
+        assert opt.objective <= auto.objective + _tol(auto.objective)
+
+
+def test_safe_readback_matches_the_lp_and_the_bound_improves_somewhere(cases):
+    # the Lagrangian at HiGHS's duals is the LP's optimum up to its tolerances
+    for _, _, b in cases:
+        assert b.status == "Optimal"
+        assert abs(b.lagrangian - b.lp) <= 1e-6 * max(1.0, abs(b.lp))
+    # and the relaxation is strictly better than the trivial bound on some instances
+    assert sum(b.value > b.trivial + 1e-6 * max(1.0, abs(b.trivial)) for _, _, b in cases) >= 5
+
+
+def test_bound_below_random_feasible_assignments(cases):
+    rng = np.random.default_rng(7)
+    for inst, _, b in cases:
+        for _ in range(20):
+            a = random_feasible(inst, rng)
+            assert b.value <= float(inst.objective(a)) + _tol(b.value)
+
+
+def test_lagrangian_is_a_lower_bound_for_any_multipliers(cases):
+    rng = np.random.default_rng(11)
+    for inst, opt, b in cases[:15]:
+        lp = relaxation(inst)
+        for _ in range(5):
+            y = rng.normal(scale=rng.choice([0.1, 10.0, 1e3]), size=lp["A"].shape[0])
+            assert safe_lagrangian(lp, y) <= opt.objective + _tol(opt.objective)
+
+
+def test_a_tight_instance_is_bounded_exactly():
+    # two empty workers with one slot each, two requests of equal size persisting:
+    # one per worker is optimal and balanced, J* = 0; the bound must be 0 too
+    inst = Instance(base=np.zeros((2, 4), dtype=np.int64), free=np.array([1, 1]), sizes=np.array([5, 5]),
+                    ages=np.array([0, 0]))
+    assert solve(inst, "highs").objective == 0
+    assert abs(lp_bound(inst)) <= 1e-9
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**31 - 1))
+def test_bound_below_optimum_hypothesis(seed):
+    rng = np.random.default_rng(seed)
+    inst = random_instance(rng, workers=int(rng.integers(1, 5)), waiting=int(rng.integers(0, 8)),
+                           discount="random", lifetimes="random")
+    b = lp_bound(inst)
+    if inst.admissible == 0:
+        assert b == trivial_bound(inst)
+        return
+    opt = solve(inst, "highs", time_limit_s=30)
+    assert opt.proven_optimal
+    assert trivial_bound(inst) - _tol(b) <= b <= opt.objective + _tol(opt.objective)
