@@ -49,7 +49,9 @@ def summarize_goodput(runs: pd.DataFrame) -> pd.DataFrame:
         out = pd.DataFrame(rows).drop(columns=["seed", "probes"])
     else:
         out["goodput_ci_lo"] = out["goodput_ci_hi"] = float("nan")
-    out["headroom_rps"] = out["capacity_rps"] - out["goodput_rps"]
+    # capacity minus goodput; a goodput at the capacity leaves none (not a float's residue, 2e-13)
+    room = out["capacity_rps"] - out["goodput_rps"]
+    out["headroom_rps"] = room.where(room > 1e-9 * out["capacity_rps"], 0.0)
     best = out.groupby(SECTION)["goodput_rps"].transform("max")
     out["vs_best_pct"] = [100.0 * (g / b - 1.0) if b > 0 else float("nan") for g, b in zip(out["goodput_rps"], best)]
     order = {s: i for i, s in enumerate(dict.fromkeys(zip(out["setting"], out["regime"])))}
@@ -150,7 +152,9 @@ def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodpu
                       + (f"; {' and '.join(beyond)} exceed the targets, so no router has any goodput here."
                          if beyond else "."), ""]
         rec = headroom_recovered(grp)
-        if rec:
+        if rec and not (grp["goodput_rps"] > 0).any():
+            lines += ["No router has any goodput here.", ""]
+        elif rec:
             lines += [f"Best production router: {_label(rec['best_router'])}, {fmt(rec['best_router']['goodput_rps'])} "
                       f"req/s; best BF-IO row: {_label(rec['bfio'])}, {fmt(rec['bfio']['goodput_rps'])} req/s, "
                       + _recovered_words(rec)
