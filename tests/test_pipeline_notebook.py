@@ -30,7 +30,8 @@ def _synthetic_tables(tables: Path) -> None:
     import pandas as pd
 
     from bfio.paper import TABLE1, TABLE1_UNITS
-    from bfio.tables import paper_comparison, summarize
+    from bfio.paper_tables import paper_comparison
+    from bfio.tables import summarize
 
     rows = []
     for row, cells in TABLE1.items():

@@ -12,15 +12,11 @@ import pytest
 from scipy import stats
 
 from bfio.paper import TABLE1, TABLE1_UNITS, TABLE2, TABLE2_UNITS
-from bfio.paper_tables import AUTHORS_SIMULATOR
+from bfio.paper_tables import AUTHORS_SIMULATOR, is_paper_setting, paper_comparison, paper_markdown, paper_pivot
 from bfio.tables import (
     distinct_runs,
     energy_reduction,
-    is_paper_setting,
     mean_ci,
-    paper_comparison,
-    paper_markdown,
-    paper_pivot,
     summarize,
     summary_markdown,
     write_table,

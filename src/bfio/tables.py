@@ -311,18 +311,6 @@ def write_table(frame: pd.DataFrame, csv_path, md_path=None, markdown: str | Non
         Path(md_path).write_text(markdown)
 
 
-#: The paper-table functions, now in :mod:`bfio.paper_tables`; importing them from here still works.
-MOVED_TO_PAPER_TABLES = ("paper_comparison", "paper_markdown", "paper_pivot", "is_paper_setting")
-
-
-def __getattr__(name: str):
-    if name in MOVED_TO_PAPER_TABLES:
-        from bfio import paper_tables
-
-        return getattr(paper_tables, name)
-    raise AttributeError(f"module 'bfio.tables' has no attribute '{name}'")
-
-
 __all__ = ["distinct_runs", "mean_ci", "ratio_ci", "ci_text", "interval_text", "few_seeds_note", "MIN_INTERVAL_SEEDS",
            "stored_keys", "summarize", "summary_markdown", "energy_reduction", "write_table", "row_label",
-           "METRIC_INFO", *MOVED_TO_PAPER_TABLES]
+           "METRIC_INFO"]
