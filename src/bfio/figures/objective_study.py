@@ -4,9 +4,7 @@ the default and paper-literal against H (``bfio.studies.objective_study``)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-from matplotlib.lines import Line2D
 
 from bfio.figures.style import (figure, interval, interval_note, level_style, series, setting_title, trace_label)
 

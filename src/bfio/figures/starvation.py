@@ -12,7 +12,6 @@ plain numbers of seconds (:func:`bfio.figures.style.plain_log_ticks`)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from bfio.figures.style import (figure, interval, interval_note, plain_log_ticks, router, scale_for, series,

@@ -1,5 +1,7 @@
-"""Shared figure style: ONE palette and ONE registry of series, labelled axes
-with units, titles that name the setting, honest intervals, PDF + PNG output.
+"""Shared figure style: ONE palette and ONE registry of series (defined in
+:mod:`bfio.figures.series`, read through this module), labelled axes with
+units, titles that name the setting, honest intervals, PDF + PNG output; the
+readability checks :func:`save` logs live in :mod:`bfio.figures.checks`.
 
 **The registry** (:data:`SERIES`): every series a figure draws (a router, a
 BF-IO variant, an admission rule, a predictor, a theory drift, a trace, ...)
@@ -28,323 +30,38 @@ deviation over the seeds); a non-negative quantity's bar or band is clipped at
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from pathlib import Path
 import re
-import zlib
 
 import matplotlib
 import matplotlib.pyplot as plt
-from matplotlib.colors import to_rgba_array
 from matplotlib.ticker import FuncFormatter, LogFormatter, NullFormatter
 import numpy as np
 
-# --------------------------------------------------------------------------- the palette
+from bfio.figures.checks import MAX_SERIES, crowded_panels, non_gray_artists, panel_series, text_overlaps
 
-#: Okabe and Ito's colour-blind-safe palette (its yellow left out: a line in it
-#: cannot be read on white), and the grey of what is drawn for comparison only.
-COLOURS = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
-           "purple": "#CC79A7", "sky": "#56B4E9", "black": "#000000", "grey": "#7F7F7F"}
-#: The order in which ordinal series (levels of B, G, p, a discount, ...) take the colours.
-ORDER = ["blue", "orange", "green", "vermillion", "purple", "sky", "black", "grey"]
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
-LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1)), (0, (1, 1)), (0, (5, 2, 1, 2))]
-#: Bar hatches, in order of use (a bar chart's categories also differ by colour).
-HATCHES = ["", "//", "..", "xx"]
-#: Grey of the comparison-only elements: the "other routers" band, a reference's interval.
-OTHERS = "0.72"
-#: The most series one panel shows (issue 42); a figure with more splits its
-#: panels or bands the rest (:func:`others_band`).
-MAX_SERIES = 8
-
-
-@dataclass(frozen=True)
-class Series:
-    """How one series looks and what it is called: ``colour`` a key of
-    :data:`COLOURS`, ``label`` the legend text (``{H}``, ``{N}`` filled in by
-    :meth:`with_label`), ``meaning`` its definition for the glossary."""
-
-    label: str
-    colour: str
-    marker: str
-    linestyle: object = "-"
-    meaning: str = ""
-    filled: bool = True
-
-    def style(self, line: bool = True, marker: bool = True) -> dict:
-        """matplotlib keywords (``color``, ``marker``, ``linestyle``, ``label``)."""
-        st = {"color": COLOURS.get(self.colour, self.colour), "label": self.label}
-        st["marker"] = self.marker if marker else "None"
-        st["linestyle"] = self.linestyle if line else "none"
-        if marker and not self.filled:
-            st["markerfacecolor"] = "white"
-        return st
-
-    def with_label(self, label: str) -> "Series":
-        return replace(self, label=label)
-
-
-def _s(label, colour, marker, linestyle="-", meaning="", filled=True) -> Series:
-    return Series(label, colour, marker, linestyle, meaning, filled)
-
-
-#: The effective window's symbol (math text: ``H`` with subscript ``eff``).
-HEFF = r"$H_{\mathrm{eff}}$"
-
-#: Family -> name (as the tables and the config write it) -> :class:`Series`.
-SERIES: dict[str, dict[str, Series]] = {
-    "router": {
-        "fcfs": _s("FCFS", "black", "s", "-", "first come, first served: a freed slot takes the oldest waiting "
-                   "request (the paper's baseline)"),
-        "jsq_tokens": _s("JSQ", "orange", "^", "-", "join the shortest queue: each request to the worker with the "
-                         "least token load (the paper's JSQ)"),
-        "jsq_requests": _s("JSQ (requests)", "orange", "v", "--", "join the shortest queue counted in active "
-                           "requests"),
-        "bfio": _s("BF-IO", "blue", "o", "-", "the paper's router, BF-IO, with lookahead H (the default, "
-                   "discounted objective) routing from a central pool"),
-        "random": _s("Random", "grey", "p", "-", "each request to a random worker"),
-        "round_robin": _s("Round robin", "orange", ">", "--", "each request to the next worker in turn"),
-        "power_of_two": _s("Power of two", "purple", "h", "--", "two random workers, the one with fewer tokens "
-                           "wins"),
-        "least_tokens": _s("Least tokens", "black", "<", "--", "each request at once to the worker with the "
-                           "fewest resident plus queued tokens"),
-        "vllm_dp": _s("vLLM DP", "vermillion", "D", "--", "vLLM's data-parallel balancer: lowest "
-                      "4 x waiting + running requests"),
-        "vllm_dp_rotating": _s("vLLM DP, rotating ties", "vermillion", "d", ":", "vLLM DP with ties taken in "
-                               "turn (vLLM pull request 47420)"),
-        "vllm_dp_kv": _s("vLLM DP, KV-usage score", "vermillion", "P", "-.", "vLLM DP scoring in-flight requests "
-                         "and KV-cache usage (vLLM pull request 49204)"),
-        "vllm_token_lb": _s("vLLM token LB", "purple", "P", "--", "vLLM's proposed token-level balancer: lowest "
-                            "4 x waiting + running tokens (vLLM pull request 40795)"),
-        "sglang_total_requests": _s("SGLang total requests", "sky", "*", "--", "SGLang's data-parallel "
-                                    "controller, fewest running plus waiting requests"),
-        "sglang_total_tokens": _s("SGLang total tokens", "green", "X", "--", "SGLang's data-parallel controller, "
-                                  "fewest KV plus waiting tokens"),
-        "sglang_prefix_match": _s("SGLang prefix match", "purple", "^", "--", "SGLang's proposed rule: a hash of "
-                                  "the prompt's first 4k tokens picks the rank"),
-        "atom_least_requests": _s("ATOM least requests", "sky", ">", "--", "ROCm ATOM's balancer: fewest "
-                                  "in-flight requests, then prompt tokens"),
-        "tpu_least_loaded": _s("tpu-inference least loaded", "green", "p", "--", "tpu-inference's scheduler: "
-                               "the smallest resulting rank load, cached prefix tokens discounted"),
-        "cache_first": _s("tpu-inference cache first", "orange", "D", "--", "tpu-inference's former scheduler: "
-                          "the rank with the longest cached prefix, whatever its load"),
-        "sgl_cache_aware": _s("sgl-router cache aware", "vermillion", "s", "--", "sgl-router's policy: the "
-                              "longest approximate prefix match unless the loads are imbalanced"),
-    },
-    # BF-IO's variants (:func:`router` picks one from a row key; H and N filled in)
-    "bfio": {
-        "lookahead": _s("BF-IO (H={H})", "blue", "o", "-", "BF-IO with lookahead H, central pool"),
-        "no_lookahead": _s("BF-IO (H=0)", "sky", "o", "-", "BF-IO without lookahead (H = 0): the current step "
-                           "only"),
-        "paper_literal": _s("BF-IO (H={H}, paper-literal)", "purple", "D", "--", "BF-IO with Eq. (IO) as "
-                            "printed (no discount, new requests persist)"),
-        "instant": _s("BF-IO (H={H}), instant", "blue", "h", "--", "BF-IO binding each request to a worker's "
-                      "queue on arrival (instant dispatch)"),
-        "prefix": _s("BF-IO, prefix-cache term", "blue", "8", "-", "BF-IO with its prefix-cache term "
-                     "(prefill study)"),
-    },
-    "admission": {
-        "free": _s("free", "blue", "o", "-", "BF-IO admits whatever its objective picks (no rule)"),
-        "fifo": _s("FIFO", "orange", "s", "-", "the oldest waiting requests are admitted first"),
-        "aging": _s("aging N", "green", "^", "-", "a request that waited N steps is admitted at once (points "
-                    "along the line: N)"),
-        "drain": _s("drain N", "vermillion", "D", "--", "a request that waited N steps reserves a worker, "
-                    "which drains for it (points along the line: N)"),
-    },
-    "predictor": {
-        "noisy": _s("uniform error", "blue", "o", "-", "decode length estimated as o x U[1-d, 1+d]; level: d"),
-        "lognormal": _s("log-normal error", "orange", "s", "-", "o x exp(N(0, sigma^2)); level: sigma"),
-        "bucket": _s("bucket classifier", "green", "^", "-", "the right length bucket with probability = "
-                     "accuracy; level: 1 - accuracy"),
-        "oracle": _s("oracle lengths", "black", "None", "-", "BF-IO told every decode length (the reference)"),
-        "oracle_free": _s("oracle-free predictors", "grey", "None", "-", "range over BF-IO with the predictors "
-                          "below, which see no decode length"),
-        "empirical": _s("empirical survival", "grey", "None", "--", "survival of the decode lengths completed so "
-                        "far in the run"),
-        "geometric": _s("geometric law", "grey", "None", ":", "decode lengths Geometric(p), p fitted on the "
-                        "completed requests"),
-        "prompt_survival": _s("prompt-conditioned survival", "grey", "None", "-.", "survival of the completed "
-                              "decode lengths in the request's prompt-length bucket"),
-        "none": _s("no predictor", "grey", "None", (0, (1, 1)), "active requests never finish within the "
-                   "window"),
-    },
-    "reading": {
-        "posterior": _s("posterior remaining length", "black", "o", "-", "BF-IO's default: the remaining length "
-                        "read from the estimate's error model"),
-        "paper": _s("paper's $r = \\hat{o} - \\tau$", "black", "o", "--", "the paper's reading: estimate less the "
-                    "tokens generated so far"),
-    },
-    "drift": {
-        "zero": _s("zero drift (delta = 0)", "blue", "o", "-", "constant work per step (classic load balancing)"),
-        "one": _s("unit drift (delta = 1, decode)", "orange", "s", "--", "every request grows by one token a step "
-                  "(LLM decode, Theorem 2)"),
-        "periodic": _s("periodic drift (0, 1, 2, 1)", "green", "^", "-.", "a bounded periodic increment"),
-        "random": _s("random drift (U[0, 2])", "vermillion", "D", ":", "i.i.d. uniform increments, drawn once"),
-        "speculative": _s("speculative, common (1-4)", "purple", "v", (0, (5, 1)), "every request accepts the "
-                          "same 1-4 draft tokens a step (covered by Definition 3)"),
-        "speculative_per_request": _s("speculative, per request (1-4)", "sky", "P", (0, (3, 1, 1, 1)),
-                                      "each request draws its own 1-4 tokens a step (outside Definition 3: an "
-                                      "extension)"),
-    },
-    "distribution": {
-        "uniform": _s("uniform prefill", "blue", "o", "-", "prefill lengths uniform on 1..s_max"),
-        "two_point": _s("two-point prefill", "orange", "s", "--", "prefill 1 or s_max, each with probability 1/2"),
-        "longbench": _s("LongBench prefill", "green", "^", "-.", "LongBench v2 prompt lengths, clipped at the "
-                        "99th percentile and scaled to s_max"),
-        "burstgpt": _s("BurstGPT prefill", "vermillion", "D", ":", "BurstGPT prompt lengths, clipped and scaled "
-                       "likewise"),
-    },
-    "trace": {
-        "longbench": _s("LongBench v2", "blue", "o", "-", "the paper's Table 1 trace"),
-        "burstgpt": _s("BurstGPT", "orange", "s", "-", "the paper's Table 2 trace"),
-        "arxiv": _s("arXiv", "green", "^", "-", "arXiv summarization (the paper's repository)"),
-        "azure_code": _s("Azure code", "vermillion", "D", "-", "Azure LLM inference 2023, code"),
-        "azure_conv": _s("Azure conversation", "purple", "v", "-", "Azure LLM inference 2023, conversation"),
-        "vidur_arxiv": _s("vidur arXiv", "sky", "P", "-", "vidur's arXiv summarization"),
-        "sarathi_sharegpt": _s("ShareGPT 8k", "black", "X", "-", "sarathi-serve's ShareGPT, 8k filtered"),
-        "sharegpt_10k": _s("ShareGPT 10k", "grey", "*", "-", "ShareGPT validation set, 10k requests"),
-        "longbench_v1": _s("LongBench v1", "blue", "h", "--", "LongBench v1 with llama2-7b-chat-4k outputs"),
-        "mooncake": _s("Mooncake", "orange", "p", "--", "Mooncake's FAST'25 trace with prefix-block hashes"),
-    },
-    # reference lines and bands
-    "reference": {
-        "others": _s("other routers (range)", "grey", "None", "-", "the range of the means of the routers a "
-                     "panel does not name (listed in the figure's entry)"),
-        "h_eff": _s(HEFF, "black", "None", (0, (4, 2, 1, 2)), "the default objective's effective window, "
-                    "min(H, reach): offsets beyond it weigh less than the solver's cut-off "
-                    "(bfio.solvers.objective.effective_horizon), so larger H solve the same program"),
-        "seed": _s("seed {N}", "grey", "x", "none", "the reference seed's value (the paper's single run)"),
-        "c2": _s("proof's constant c2 x rate", "black", "None", ":", "the lower bound with the proof's constant"),
-        "c_fit": _s("slope-1 fit c x rate", "black", "None", "--", "IIR = c x rate fitted on every cell"),
-    },
-}
-
-
-def series(family: str, name: str) -> Series:
-    """The registry's series ``name`` of ``family``. A name the registry lacks
-    (a plugin's policy, a user's trace) gets a colour and marker of its own
-    (from a hash of the name, so the same everywhere) and its name with spaces
-    for underscores as its label."""
-    fam = SERIES[family]
-    if name in fam:
-        return fam[name]
-    k = zlib.crc32(str(name).encode())
-    return Series(str(name).replace("_", " "), ORDER[k % 6], MARKERS[(k // 6) % len(MARKERS)], "--",
-                  "not in the registry: named by its key")
-
-
-def label(family: str, name: str) -> str:
-    """The registry's label of ``name`` (:func:`series`)."""
-    return series(family, name).label
-
-
-def trace_label(trace: str) -> str:
-    return label("trace", trace)
-
-
-def admission_text(rule: str) -> str:
-    """``'aging:200'`` -> ``'aging 200'``, ``'fifo'`` -> ``'FIFO'`` (the registry's labels)."""
-    mode, _, n = str(rule).partition(":")
-    return series("admission", mode).label.replace("N", n) if n else series("admission", mode).label
-
-
-def router(row: str, dispatch: str | None = None, policy: str | None = None, horizon=None,
-           report_interval=0) -> Series:
-    """The series of a table's row key: a registered router (``vllm_dp``), a BF-IO
-    row (``bfio_h40``, ``bfio_h40_literal``, ``bfio_h40_aging200``), a variant row
-    naming its ``policy`` (``vllm_dp_r10`` with ``report_interval`` 10,
-    ``bfio_h40_instant`` with its ``horizon``). ``dispatch`` (``central`` /
-    ``instant``) is added to the label only where it differs from what the
-    router does by default (BF-IO and the paper's baselines: central; the
-    production routers: instant)."""
-    from bfio.run_keys import parse_admission_row, parse_bfio_row
-
-    def h_of(h):
-        return None if h is None or (isinstance(h, float) and np.isnan(h)) else int(h)
-
-    adm = parse_admission_row(row)
-    bf = parse_bfio_row(row)
-    if adm:
-        H, rule = adm
-        s = SERIES["bfio"]["lookahead" if H else "no_lookahead"]
-        a = series("admission", rule.partition(":")[0])
-        s = replace(s, marker=a.marker, label=f"BF-IO (H={H}, {admission_text(rule)})")
-    elif bf:
-        H, objective = bf
-        key = "paper_literal" if objective == "paper-literal" else ("lookahead" if H else "no_lookahead")
-        s = SERIES["bfio"][key]
-        s = s.with_label(s.label.format(H=H))
-    elif policy == "bfio" or (row not in SERIES["router"] and str(row).startswith("bfio")):
-        H = h_of(horizon)
-        if H is None:  # a variant row without its stored horizon: its key's (``bfio_h40_instant``)
-            m = re.match(r"bfio_h(\d+)", str(row))
-            H = int(m.group(1)) if m else None
-        s = SERIES["bfio"]["instant"] if dispatch == "instant" else SERIES["bfio"]["lookahead"]
-        s = s.with_label(s.label.format(H=H if H is not None else "?"))
-        dispatch = None if dispatch == "instant" else dispatch
-    else:
-        name = row if row in SERIES["router"] or not policy else policy
-        s = series("router", name)
-    k = 0 if report_interval is None or (isinstance(report_interval, float) and np.isnan(report_interval)) \
-        else int(report_interval)
-    text = s.label
-    if k > 0:
-        text += f", reports every {k} steps"
-    central_by_default = row in ("fcfs", "jsq_tokens", "jsq_requests", "random") or bool(adm or bf)
-    if dispatch == "instant" and central_by_default:
-        text += ", instant"
-    elif dispatch == "central" and not central_by_default:
-        text += ", central pool"
-    return s.with_label(text)
-
-
-def row_or_label(name: str, i: int = 0) -> tuple[str, dict]:
-    """``(label, style)`` of ``name``: a row key (``bfio_h40``, ``fcfs``) reads the
-    registry (:func:`router`); other text is its own label, with the ``i``-th
-    level's style (:func:`level_style`). ``style``: ``color``, ``marker``, ``linestyle``."""
-    from bfio.run_keys import parse_admission_row, parse_bfio_row
-
-    if name in SERIES["router"] or parse_bfio_row(name) or parse_admission_row(name):
-        st = router(name).style()
-        return st.pop("label"), st
-    return name, level_style(i)
-
-
-def level_style(i: int, line: bool = True) -> dict:
-    """Colour, marker and line style of the ``i``-th level of an ordinal series
-    (B, G, p, a discount): the palette in :data:`ORDER`."""
-    st = {"color": COLOURS[ORDER[i % len(ORDER)]], "marker": MARKERS[i % len(MARKERS)]}
-    st["linestyle"] = LINESTYLES[i % len(LINESTYLES)] if line else "none"
-    return st
-
-
-def plain_text(label: str) -> str:
-    """A label's math text as plain text (for Markdown): ``$H_{\\mathrm{eff}}$`` -> ``H_eff``,
-    ``$r = \\hat{o} - \\tau$`` -> ``r = o_hat - tau``."""
-    def one(m):
-        t = m.group(1)
-        t = re.sub(r"\\mathrm\{([^}]*)\}", r"\1", t)
-        t = re.sub(r"\\hat\{([^}]*)\}", r"\1_hat", t)
-        t = re.sub(r"_\{([^}]*)\}", r"_\1", t)
-        return t.replace("\\tau", "tau").replace("\\max", "max").replace("\\", "")
-    return re.sub(r"\$([^$]*)\$", one, label)
-
-
-def glossary_markdown() -> str:
-    """The registry's series as Markdown: one table per family, label and
-    meaning (``figures/README.md`` "Series names" carries it verbatim)."""
-    titles = {"router": "Routers", "bfio": "BF-IO variants (H: the lookahead)",
-              "admission": "BF-IO admission rules (starvation study)", "predictor": "Decode-length predictors",
-              "reading": "How BF-IO reads a predicted length", "drift": "Theory: workload drifts (Theorem 3)",
-              "distribution": "Theory: prefill-length laws", "trace": "Traces",
-              "reference": "Reference lines and bands"}
-    out = []
-    for family, entries in SERIES.items():
-        out += [f"**{titles[family]}**", "", "| label | meaning |", "|---|---|"]
-        out += [f"| {plain_text(s.label).replace('{H}', 'H').replace('{N}', 'N')} | {s.meaning} |"
-                for s in entries.values()]
-        out.append("")
-    return "\n".join(out).rstrip() + "\n"
+# The palette and the series registry (bfio.figures.series), read here and by every figure through
+# this module.
+from bfio.figures.series import (  # noqa: F401
+    COLOURS,
+    ORDER,
+    MARKERS,
+    LINESTYLES,
+    HATCHES,
+    OTHERS,
+    Series,
+    SERIES,
+    HEFF,
+    series,
+    label,
+    trace_label,
+    admission_text,
+    router,
+    row_or_label,
+    level_style,
+    plain_text,
+    glossary_markdown,
+)
 
 
 # --------------------------------------------------------------------------- titles that name the setting
@@ -492,72 +209,6 @@ def others_band(ax, curves, factor: float = 1.0, **kw):
     return ax.fill_between(xs, lo, hi, color=OTHERS, alpha=0.55, linewidth=0, label=lab, zorder=1, **kw)
 
 
-def _is_capline(line) -> bool:
-    return str(line.get_linestyle()) in ("None", "none", "") and line.get_marker() in ("_", "|", 0, 1, 2, 3)
-
-
-def panel_series(ax) -> list[str]:
-    """What a reader must tell apart in panel ``ax``: one entry per legend label
-    of its data artists (lines, error bars, bands, bars, points) and, for the
-    unlabelled ones, one per colour that no labelled artist has (16 worker
-    trajectories in one colour: one series; an error bar's caps: its line's).
-    Issue 42: at most :data:`MAX_SERIES`."""
-    labelled, unlabelled = {}, set()
-
-    def colour_of(artist):
-        for g in ("get_color", "get_facecolor", "get_edgecolor"):
-            if hasattr(artist, g):
-                try:
-                    rgba = to_rgba_array(getattr(artist, g)())
-                except (TypeError, ValueError):
-                    continue
-                if rgba.size:
-                    return tuple(np.round(rgba[0, :3], 3))
-        return None
-
-    def add(artist, label=None):
-        if not artist.get_visible():
-            return
-        label = artist.get_label() if label is None else label
-        c = colour_of(artist)
-        if label and not str(label).startswith("_"):
-            labelled.setdefault(str(label), c)
-        elif c is not None:
-            unlabelled.add(c)
-
-    in_container = set()
-    for cont in ax.containers:
-        kids = [a for a in cont.get_children() if a is not None]
-        in_container.update(id(a) for a in kids)
-        lab = cont.get_label()
-        for a in kids:
-            if isinstance(a, matplotlib.lines.Line2D) and _is_capline(a):
-                continue
-            add(a, lab if lab and not lab.startswith("_") else a.get_label())
-    for line in ax.lines:
-        if id(line) not in in_container and not _is_capline(line):
-            add(line)
-    for coll in ax.collections:
-        if id(coll) not in in_container:
-            add(coll)
-    for patch in ax.patches:
-        if id(patch) not in in_container:
-            add(patch)
-    colours = set(labelled.values())
-    return list(labelled) + [f"unlabelled {c}" for c in sorted(unlabelled - colours)]
-
-
-def crowded_panels(fig) -> list[str]:
-    """Panels of ``fig`` with more than :data:`MAX_SERIES` series (:func:`panel_series`)."""
-    out = []
-    for i, ax in enumerate(fig.axes):
-        if ax.get_visible():
-            n = len(panel_series(ax))
-            if n > MAX_SERIES:
-                out.append(f"axes {i} ({ax.get_title()[:40]!r}): {n} series")
-    return out
-
-
 class PlainLogFormatter(LogFormatter):
     """Log-axis labels as plain numbers ("5", "20", "0.1"), not 5x10^0."""
 
@@ -621,43 +272,6 @@ def save(fig, *paths, dpi: float | None = None) -> None:
     plt.close(fig)
 
 
-def non_gray_artists(fig, tol: float = 1e-6, allowed=()) -> list[str]:
-    """Descriptions of the drawn elements of ``fig`` (lines, markers, patches,
-    collections, texts) whose colour is neither a gray level nor one of
-    ``allowed`` (RGB tuples)."""
-    def colours(x):
-        if x is None or (isinstance(x, str) and x == "none"):
-            return np.zeros((0, 4))
-        try:
-            return to_rgba_array(x)
-        except (TypeError, ValueError):
-            return np.zeros((0, 4))
-
-    ok = np.array([np.asarray(c, dtype=float)[:3] for c in allowed]).reshape(-1, 3)
-    bad = []
-    for artist in fig.findobj():
-        if not artist.get_visible():
-            continue
-        getters = [g for g in ("get_color", "get_facecolor", "get_edgecolor", "get_markerfacecolor",
-                               "get_markeredgecolor") if hasattr(artist, g)]
-        for g in getters:
-            try:
-                rgba = colours(getattr(artist, g)())
-            except Exception:  # noqa: BLE001 - some artists raise for unset colours
-                continue
-            rgba = rgba[rgba[:, 3] > 0] if rgba.size else rgba
-            if not rgba.size:
-                continue
-            coloured = np.ptp(rgba[:, :3], axis=1) > tol
-            if ok.size:
-                known = (np.abs(rgba[:, None, :3] - ok[None, :, :]).max(axis=2) < 1e-3).any(axis=1)
-                coloured &= ~known
-            if coloured.any():
-                bad.append(f"{type(artist).__name__} {artist.get_label() if hasattr(artist, 'get_label') else ''} "
-                           f"{g}")
-    return bad
-
-
 def off_palette_artists(fig) -> list[str]:
     """The drawn elements of ``fig`` coloured outside the one palette
     (:data:`COLOURS`; gray levels are the comparison-only elements): empty for a
@@ -693,85 +307,6 @@ def scale_for(values, unit: str) -> tuple[float, str]:
     return factor, (f"{prefix}{unit}" if not prefix else f"x{factor:.0e} {unit}")
 
 
-
-
-def _texts(fig):
-    """``(description, Text)`` of every visible, non-empty text a reader sees:
-    tick labels (only the ticks drawn), axis labels, titles, legend entries and
-    the figure's own texts."""
-    out = []
-    owner = -1
-
-    def add(desc, t):
-        if t is not None and t.get_visible() and t.get_text().strip():
-            out.append((desc, t, owner))
-
-    for i, ax in enumerate(fig.axes):
-        if not ax.get_visible():
-            continue
-        owner = i
-        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)) if ax.axison else ():
-            try:
-                ticks = axis._update_ticks()  # the ticks matplotlib draws (inside the view)
-            except Exception:  # pragma: no cover - private API changed
-                ticks = axis.get_major_ticks()
-            for tick in ticks:
-                for lab in (tick.label1, tick.label2):
-                    add(f"axes {i} {name} tick '{lab.get_text()}'", lab)
-            add(f"axes {i} {name} label", axis.label)
-        for title in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
-            add(f"axes {i} title", title)
-        leg = ax.get_legend()
-        if leg is not None:
-            for t in leg.get_texts():
-                add(f"axes {i} legend '{t.get_text()}'", t)
-    owner = -1
-    for leg in fig.legends:
-        for t in leg.get_texts():
-            add(f"legend '{t.get_text()}'", t)
-    for t in fig.texts:
-        if t is not getattr(fig, "_suptitle", None):
-            add(f"figure text '{t.get_text()[:30]}'", t)
-    if getattr(fig, "_suptitle", None) is not None:
-        add("suptitle", fig._suptitle)
-    return out
-
-
-def text_overlaps(fig, tolerance_px: float = 1.0) -> list[str]:
-    """Pairs of texts of ``fig`` whose drawn boxes overlap (more than
-    ``tolerance_px`` pixels each way: tick labels running into each other or
-    into an axis label, a legend over a title), and texts that run into another
-    panel's plotting area (a y label over the panel to its left). Empty for a
-    readable figure: the figure tests assert it for every figure, and
-    :func:`save` logs it for every figure the pipeline draws."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    boxes = []
-    for desc, t, owner in _texts(fig):
-        bb = t.get_window_extent(renderer)
-        if bb.width > 0 and bb.height > 0:
-            boxes.append((desc, t.get_text(), owner, bb.x0 + tolerance_px, bb.y0 + tolerance_px,
-                          bb.x1 - tolerance_px, bb.y1 - tolerance_px))
-    bad = []
-    for i in range(len(boxes)):
-        d1, s1, _, a0, b0, a1, b1 = boxes[i]
-        for j in range(i + 1, len(boxes)):
-            d2, s2, _, c0, e0, c1, e1 = boxes[j]
-            if s1 == s2 and abs(a0 - c0) < 1 and abs(b0 - e0) < 1:
-                continue  # the same text drawn twice in one place (a twin axis): reads as one
-            if a0 < c1 and c0 < a1 and b0 < e1 and e0 < b1:
-                bad.append(f"{d1} overlaps {d2}")
-    # a text over another panel's plotting area (twins share their area: not another panel)
-    panels = [(k, ax.get_window_extent(renderer)) for k, ax in enumerate(fig.axes)
-              if ax.get_visible() and ax.axison]
-    for desc, _, owner, a0, b0, a1, b1 in boxes:
-        own = fig.axes[owner].get_window_extent(renderer) if owner >= 0 else None
-        for k, pb in panels:
-            if k == owner or (own is not None and np.allclose(own.bounds, pb.bounds)):
-                continue
-            if a0 < pb.x1 and pb.x0 < a1 and b0 < pb.y1 and pb.y0 < b1:
-                bad.append(f"{desc} runs into the plotting area of axes {k}")
-    return bad
 
 
 __all__ = ["COLOURS", "ORDER", "MARKERS", "LINESTYLES", "HATCHES", "OTHERS", "MAX_SERIES", "MIN_SEEDS_FOR_CI",
