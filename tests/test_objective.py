@@ -15,7 +15,8 @@ from bfio.policies import make_policy
 from bfio.solvers import solve_fast_instance, trivial_bound
 from bfio.solvers.random_instances import random_instance
 from bfio.solvers.brute import brute_force, enumeration_size
-from bfio.solvers.fast import _pivots, persisting, solve_fast
+from bfio.solvers.fast import persisting, solve_fast
+from bfio.solvers.fast.costs import _pivots
 from bfio.solvers.instance import Instance, load_instance, save_instance
 from bfio.solvers.objective import OBJECTIVES, imbalance_objective, offset_weights
 

@@ -4,7 +4,7 @@
 placement puts it: a long prompt that BF-IO kept back because it fits nowhere
 raises the envelope by nearly its whole size. ``drain:N`` instead gives such a
 request a worker: the one where it raises ``J`` least (the fast solver's cost of
-a placement, :func:`bfio.solvers.fast.worker_costs`), reserved for it. Until the request is
+a placement, :func:`bfio.solvers.fast.costs.worker_costs`), reserved for it. Until the request is
 placed, the reserved worker's free slots take the smallest waiting requests
 only, so its load falls as its running requests finish; the request is placed
 as soon as it fits there without raising the envelope at any offset of its
@@ -29,7 +29,7 @@ from bfio.solvers.fast import worker_costs
 @kernel
 def _best_worker(base, E, s, lf, G, w, skip, need_free, free):
     """The worker where a request (size ``s``, ``lf`` offsets) raises ``J`` least
-    (:func:`bfio.solvers.fast.worker_costs`; the first on ties), among those not in
+    (:func:`bfio.solvers.fast.costs.worker_costs`; the first on ties), among those not in
     ``skip`` and, with ``need_free``, with a free slot; -1 if none."""
     nW, H1 = base.shape
     C = np.empty((nW, H1))

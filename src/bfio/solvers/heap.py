@@ -51,7 +51,7 @@ from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_build as _bit_build
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
-from bfio.solvers.fast import _life_cost, cumulative_weights
+from bfio.solvers.fast.costs import _life_cost, cumulative_weights
 from bfio.solvers.touched import touched_workers_float, waiting_order
 
 

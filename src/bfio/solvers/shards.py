@@ -1,6 +1,6 @@
 """BF-IO's fast solver on shards of a large cluster (issue 16).
 
-The fast solver's fill (:func:`bfio.solvers.fast._fill`) costs about
+The fast solver's fill (:func:`bfio.solvers.fast.fill._fill`) costs about
 ``O(U n_T)`` per routing call: every placement looks at every worker with free
 slots, and ``U`` grows with the cluster too, so a call grows like ``G^2``
 (BurstGPT, ``H = 20``: 1.5 ms at ``G = 256``, 15 ms at ``G = 1024``, measured on
