@@ -31,6 +31,39 @@ def _heap(inst):
                       inst.admissible, np.ascontiguousarray(inst.weights))[0]
 
 
+def test_placements_take_the_loads_as_float64(monkeypatch):
+    """One compiled specialization per placement kernel (issue 42): solve_fast,
+    solve_heap and the shards hand the kernels C-contiguous float64 loads,
+    whatever dtype the predictor gave; loads float64 cannot hold exactly are refused."""
+    import bfio.solvers.fast as fast
+    import bfio.solvers.heap as heap
+    from bfio.solvers.shards import solve_sharded
+    from bfio.solvers.touched import EXACT_FLOAT_INT, solver_loads
+
+    seen = []
+
+    def spy(result):
+        def kernel(base, *args, **options):
+            seen.append((base.dtype, base.flags.c_contiguous))
+            return result(base, *args)
+        return kernel
+
+    monkeypatch.setattr(fast, "_solve_fast", spy(lambda base, free, sizes, *a: np.full(sizes.shape[0], -1)))
+    monkeypatch.setattr(heap, "_solve_heap", spy(lambda base, free, sizes, *a: (np.full(sizes.shape[0], -1), 0)))
+    sizes, life, forced = np.array([5, 7]), persisting(2), np.zeros(2, dtype=bool)
+    for base in (np.arange(12).reshape(4, 3), np.arange(12.0).reshape(4, 3), np.arange(24).reshape(4, 6)[:, ::2]):
+        fast.solve_fast(base, np.ones(4, dtype=np.int64), sizes, life, forced, 1, 4, np.ones(3))
+        heap.solve_heap(base, np.ones(4, dtype=np.int64), sizes, life, forced, 1, np.ones(3))
+        solve_sharded(base, np.ones(4, dtype=np.int64), sizes, life, forced, 2, 4, np.ones(3), shard_workers=2)
+    assert len(seen) >= 9 and set(seen) == {(np.dtype(np.float64), True)}
+    big = np.array([[EXACT_FLOAT_INT - 1]], dtype=np.int64)
+    assert solver_loads(big)[0, 0] == EXACT_FLOAT_INT - 1
+    with pytest.raises(ValueError, match="2\\^53"):
+        solver_loads(big + 1)
+    with pytest.raises(ValueError, match="2\\^53"):
+        solver_loads(-big - 1)
+
+
 def test_heap_keeps_every_constraint_of_the_program():
     for inst in _instances(7, 80):
         assign = _heap(inst)

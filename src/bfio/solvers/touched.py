@@ -1,6 +1,7 @@
 """The set-up phase both placements of the fast solver share
-(:mod:`bfio.solvers.fast`, :mod:`bfio.solvers.heap`): which workers a routing
-call can touch, their predicted loads, and the order of the waiting requests.
+(:mod:`bfio.solvers.fast`, :mod:`bfio.solvers.heap`): the loads as their kernels
+take them (:func:`solver_loads`), which workers a routing call can touch, their
+predicted loads, and the order of the waiting requests.
 """
 
 from __future__ import annotations
@@ -8,6 +9,29 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.jit import kernel
+
+#: Integers of at most this magnitude are exact in float64 (2^53).
+EXACT_FLOAT_INT = 2 ** 53
+
+
+def solver_loads(base) -> np.ndarray:
+    """The predicted loads ``Lhat_g(h)`` as the placements' kernels take them:
+    C-contiguous float64, whatever the predictor gave (integer token counts of
+    the point predictors, float expected loads of the probabilistic ones), so
+    each kernel is compiled once, not once per dtype (issue 42).
+
+    Invariant: an integer ``base`` gives the placement an integer one gave
+    before. Its values, and every sum and difference the kernels form of them
+    (the loads of a worker, the envelope, the headrooms ``E(h) - Lhat_g(h) - h``,
+    all token counts far below 2^53), are integers of magnitude below 2^53,
+    which float64 holds exactly, and IEEE addition, subtraction and comparison
+    of exact integers are exact; the costs were float64 already. Loads of
+    2^53 or more are refused rather than rounded."""
+    if np.issubdtype(np.asarray(base).dtype, np.integer):
+        base = np.asarray(base)
+        if base.size and max(int(base.max()), -int(base.min())) >= EXACT_FLOAT_INT:
+            raise ValueError("predicted loads of 2^53 tokens or more are not exact in float64")
+    return np.ascontiguousarray(base, dtype=np.float64)
 
 
 @kernel
@@ -19,13 +43,6 @@ def touched_workers(base, free):
     (the fixed envelope, 0 if none) and ``E(h) = max(Mo(h), max_t P[t, h])``.
     Invariant: ``E(h) = max_g base[g, h]`` (0 for no worker), all in ``base``'s dtype."""
     return _touched(base, free, base.dtype)
-
-
-@kernel
-def touched_workers_float(base, free):
-    """:func:`touched_workers` with ``P``, ``Mo`` and ``E`` in float64 (the heap
-    placement's arithmetic), read from ``base`` once instead of copied twice."""
-    return _touched(base, free, np.float64)
 
 
 @kernel
@@ -104,4 +121,4 @@ def waiting_order(sizes):
     return order
 
 
-__all__ = ["touched_workers", "waiting_order"]
+__all__ = ["EXACT_FLOAT_INT", "solver_loads", "touched_workers", "waiting_order"]

@@ -50,9 +50,10 @@ kernel's cost function (where a new term of ``J`` goes: the objective module's
 "How to add a term").
 
 ``base`` may be integer (point predictors: ``oracle``, ``noisy``, ``none``) or
-float (expected loads of the ``empirical``/``geometric`` predictors); numba
-compiles one specialization per dtype, and the integer one does exact integer
-arithmetic.
+float (expected loads of the ``empirical``/``geometric`` predictors); the
+kernels take it as float64 (:func:`bfio.solvers.touched.solver_loads`), exact
+for integer loads, so each is compiled once (issue 42: one specialization per
+dtype had doubled the solver's compile).
 """
 
 from __future__ import annotations
@@ -66,28 +67,40 @@ from bfio.solvers.fast.local_search import _local_search
 from bfio.solvers.fast.place import _place_forced
 from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.objective import PERSIST, persisting
-from bfio.solvers.touched import touched_workers, waiting_order
+from bfio.solvers.touched import solver_loads, touched_workers, waiting_order
 
 
-@kernel
-def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=True, reuse=True, bounds=True):
+def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, **options):
     """Heuristic solution of Eq. (IO); returns request -> worker (or -1).
 
     ``base`` is ``(G, H + 1)`` ``Lhat_g(h)`` of the active requests, integer
     (point predictors) or float (expected loads of the probabilistic
-    predictors); the kernel is compiled for either and does exact arithmetic on
-    integers. ``life[j]`` is the number of offsets at which a newly admitted
-    request adds ``s_j + h`` (clipped to ``1..H + 1``; ``H + 1`` or more =
-    persists over the whole window, the spec's Eq. (IO)). ``forced[j]`` marks
-    requests that must be admitted. ``weights[h]`` is the offset weight
-    ``delta^h`` of :func:`bfio.solvers.objective.offset_weights` (invariant:
-    ``weights[0] = 1 >= weights[h] > 0``; the move pruning below uses it). Costs
-    are float64; with unit weights and integer loads they are exact integers.
-    ``reuse=False`` turns off phase 2's cached evaluations (same result, slower);
-    ``bounds=False`` brings every stale worker up to date at every step instead
-    of only those whose lower bound can reach the best (:func:`~bfio.solvers.fast.fill._fill`). The phases: :func:`~bfio.solvers.fast.place._place_forced`, :func:`~bfio.solvers.fast.fill._fill`,
+    predictors); the kernel :func:`_solve_fast` takes it as float64
+    (:func:`bfio.solvers.touched.solver_loads`: exact for integer loads, so one
+    specialization serves both). ``life[j]`` is the number of offsets at which
+    a newly admitted request adds ``s_j + h`` (clipped to ``1..H + 1``;
+    ``H + 1`` or more = persists over the whole window, the spec's Eq. (IO)).
+    ``forced[j]`` marks requests that must be admitted. ``weights[h]`` is the
+    offset weight ``delta^h`` of :func:`bfio.solvers.objective.offset_weights`
+    (invariant: ``weights[0] = 1 >= weights[h] > 0``; the move pruning of the
+    local search uses it). Costs are float64; with unit weights and integer
+    loads they are exact integers. ``options`` (each ``True`` unless given):
+    ``spread`` (the tie-break :func:`~bfio.solvers.fast.place._prefer`),
+    ``reuse=False`` turns off phase 2's cached evaluations (same result,
+    slower), ``bounds=False`` brings every stale worker up to date at every step
+    instead of only those whose lower bound can reach the best
+    (:func:`~bfio.solvers.fast.fill._fill`). The phases:
+    :func:`~bfio.solvers.fast.place._place_forced`,
+    :func:`~bfio.solvers.fast.fill._fill`,
     :func:`~bfio.solvers.fast.local_search._local_search`.
     """
+    return _solve_fast(solver_loads(base), free, sizes, life, forced, U, max_rounds, weights, **options)
+
+
+@kernel
+def _solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=True, reuse=True, bounds=True):
+    """The kernel of :func:`solve_fast` (its docstring), on float64 loads
+    ``base`` (invariant: :func:`~bfio.solvers.touched.solver_loads`)."""
     G, H1 = base.shape
     n = sizes.shape[0]
     assign = np.full(n, -1, dtype=np.int64)
