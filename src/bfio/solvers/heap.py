@@ -381,8 +381,9 @@ def _solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes):
                 lmin = life[order[lo]]
                 for h in range(H1):
                     cres[h] = E[h] - P[t, h] - h - ((capl[t] - 1) * (smin + h) if h < lmin else 0.0)
-                if _life_cost(cres, ss[q], min(life[order[q]], H1), G, w, cw, cwh) < \
-                        _life_cost(cres, ss[p], min(life[order[p]], H1), G, w, cw, cwh):
+                # (integer sizes, as the greedy's costs: the same specialization of _life_cost)
+                if _life_cost(cres, sizes[order[q]], min(life[order[q]], H1), G, w, cw, cwh) < \
+                        _life_cost(cres, sizes[order[p]], min(life[order[p]], H1), G, w, cw, cwh):
                     p = q
             j = order[p]
         _take(left, right, p)
