@@ -15,6 +15,7 @@ from bfio.solvers.fast.costs import _pivots, _volume, _w
 from bfio.solvers.fast.envelope import _column_scan, _excl1, _excl2, _update_worker
 from bfio.solvers.fast.waiting import _grp_gt, _grp_le
 from bfio.solvers.fenwick import bit_add as _bit_add
+from bfio.solvers.touched import ascending_order
 
 
 @kernel
@@ -144,7 +145,7 @@ def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, 
         asz = np.empty(nadm, dtype=np.int64)
         for q in range(nadm):
             asz[q] = sizes[adm[q]]
-        aord = np.argsort(asz, kind="mergesort")
+        aord = ascending_order(asz)  # stable: equal sizes in the order of adm (request index)
         adms = adm[:nadm][aord]
         asz = asz[aord]
         for t in range(nT):
