@@ -41,19 +41,15 @@ def touched_workers(base, free):
     touched index ``t`` (ascending), ``P[t] = base[tw[t]]`` and
     ``capl[t] = free[tw[t]]``; ``Mo(h)`` the largest load of the other workers
     (the fixed envelope, 0 if none) and ``E(h) = max(Mo(h), max_t P[t, h])``.
-    Invariant: ``E(h) = max_g base[g, h]`` (0 for no worker), all in ``base``'s dtype."""
-    return _touched(base, free, base.dtype)
-
-
-@kernel
-def _touched(base, free, dtype):
+    Invariant: ``E(h) = max_g base[g, h]`` (0 for no worker), all in ``base``'s dtype
+    (float64 from both placements: :func:`solver_loads`)."""
     G, H1 = base.shape
     nT = 0
     for g in range(G):
         if free[g] > 0:
             nT += 1
     tw = np.empty(nT, dtype=np.int64)
-    Mo = np.zeros(H1, dtype=dtype)
+    Mo = np.zeros(H1, dtype=base.dtype)
     k = 0
     for g in range(G):
         if free[g] > 0:
@@ -63,7 +59,7 @@ def _touched(base, free, dtype):
             for h in range(H1):
                 if base[g, h] > Mo[h]:
                     Mo[h] = base[g, h]
-    P = np.empty((nT, H1), dtype=dtype)
+    P = np.empty((nT, H1), dtype=base.dtype)
     capl = np.empty(nT, dtype=np.int64)
     E = Mo.copy()
     for t in range(nT):
