@@ -13,7 +13,7 @@ import numpy as np
 from bfio.jit import kernel
 from bfio.solvers.fast.costs import _pivots, _volume, _w
 from bfio.solvers.fast.envelope import _column_scan, _excl1, _excl2, _update_worker
-from bfio.solvers.fast.waiting import _grp_gt, _grp_le
+from bfio.solvers.fast.waiting import _grp_gt, _grp_le, _lower
 from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.touched import ascending_order
 
@@ -195,8 +195,8 @@ def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, 
                         best_kind = 1
                         best_t2 = t2
                 # swaps with a smaller admitted request on a worker with room for the difference
-                q2lo = np.searchsorted(asz, sj - maxslack, side="left")
-                q2hi = np.searchsorted(asz, sj, side="left")
+                q2lo = _lower(asz, 0, nadm, sj - maxslack)
+                q2hi = _lower(asz, 0, nadm, sj)
                 for q2 in range(q2lo, q2hi):
                     j2 = adms[q2]
                     t2 = at[j2]

@@ -38,6 +38,20 @@ def _upper(a, lo, hi, x):
 
 
 @_helper
+def _lower(a, lo, hi, x):
+    """First position in ``lo..hi`` with ``a[pos] >= x`` (``a`` ascending there):
+    ``lo + np.searchsorted(a[lo:hi], x, side="left")``, without compiling numba's
+    searchsorted for each type of ``x`` (issue 42)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@_helper
 def _grp_le(ssorted, bit, lo, hi, x):
     """Largest waiting request with size <= x among positions lo..hi-1, or -1.
     Among equal sizes the oldest request sits last, so it is found first."""
