@@ -31,6 +31,54 @@ def _heap(inst):
                       inst.admissible, np.ascontiguousarray(inst.weights))[0]
 
 
+def test_placements_take_the_loads_as_float64(monkeypatch):
+    """One compiled specialization per placement kernel (issue 42): solve_fast,
+    solve_heap and the shards hand the kernels C-contiguous float64 loads,
+    whatever dtype the predictor gave; loads float64 cannot hold exactly are refused."""
+    import bfio.solvers.fast as fast
+    import bfio.solvers.heap as heap
+    from bfio.solvers.shards import solve_sharded
+    from bfio.solvers.touched import solver_loads
+
+    seen = []
+
+    def spy(result):
+        def kernel(base, *args, **options):
+            seen.append((base.dtype, base.flags.c_contiguous))
+            return result(base, *args)
+        return kernel
+
+    monkeypatch.setattr(fast, "_solve_fast", spy(lambda base, free, sizes, *a: np.full(sizes.shape[0], -1)))
+    monkeypatch.setattr(heap, "_solve_heap", spy(lambda base, free, sizes, *a: (np.full(sizes.shape[0], -1), 0)))
+    sizes, life, forced = np.array([5, 7]), persisting(2), np.zeros(2, dtype=bool)
+    for base in (np.arange(12).reshape(4, 3), np.arange(12.0).reshape(4, 3), np.arange(24).reshape(4, 6)[:, ::2]):
+        fast.solve_fast(base, np.ones(4, dtype=np.int64), sizes, life, forced, 1, 4, np.ones(3))
+        heap.solve_heap(base, np.ones(4, dtype=np.int64), sizes, life, forced, 1, np.ones(3))
+        solve_sharded(base, np.ones(4, dtype=np.int64), sizes, life, forced, 2, 4, np.ones(3), shard_workers=2)
+    assert len(seen) >= 9 and set(seen) == {(np.dtype(np.float64), True)}
+    loads = np.arange(6.0).reshape(2, 3)
+    assert solver_loads(loads) is loads  # already as the kernels take it: no copy
+
+
+def test_loads_float64_cannot_hold_exactly_are_refused():
+    """Integer loads below 2^53 are exact in float64 (bfio.solvers.touched.solver_loads);
+    from 2^53 on the shared set-up (touched_workers) refuses them, in both placements."""
+    from bfio.solvers.touched import EXACT_FLOAT_INT, solver_loads, touched_workers
+
+    free = np.array([1, 0])
+    below = np.array([[EXACT_FLOAT_INT - 1], [0]], dtype=np.int64)
+    assert solver_loads(below)[0, 0] == EXACT_FLOAT_INT - 1
+    assert touched_workers(solver_loads(below), free)[4][0] == EXACT_FLOAT_INT - 1
+    sizes, life, forced = np.array([5]), persisting(1), np.zeros(1, dtype=bool)
+    for at in ((0, 0), (1, 0)):  # a worker with a free slot, and one without
+        big = below.copy()
+        big[at] = EXACT_FLOAT_INT
+        with pytest.raises(ValueError, match="2\\^53"):
+            solve_fast(big, free, sizes, life, forced, 1, 4, np.ones(1))
+        with pytest.raises(ValueError, match="2\\^53"):
+            solve_heap(big, free, sizes, life, forced, 1, np.ones(1))
+
+
 def test_heap_keeps_every_constraint_of_the_program():
     for inst in _instances(7, 80):
         assign = _heap(inst)

@@ -21,7 +21,7 @@ import pytest
 
 from bfio import jit
 from bfio.cli import main
-from bfio.kernels_warmup import GROUPS, SCENARIOS
+from bfio.kernels_warmup import DEFAULT_SCENARIOS, GROUPS, SCENARIOS
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -116,6 +116,26 @@ def test_warmup_groups_are_named_and_cover_every_scenario():
     assert set(GROUPS) == {"simulation", "theory"}
     assert SCENARIOS == tuple(sc for group in GROUPS.values() for sc in group)
     assert len({sc.name for sc in SCENARIOS}) == len(SCENARIOS)
+
+
+def test_bfio_compile_compiles_the_default_runs_kernels_and_all_every_one(monkeypatch, capsys):
+    """Lazy compilation of the rarely used paths (issue 42): ``bfio compile`` warms the
+    scenarios runs with default options reach, ``--all`` every one, ``--group`` (the
+    pipeline's compile jobs) the whole group."""
+    import bfio.kernels_warmup as kw
+
+    assert DEFAULT_SCENARIOS and set(DEFAULT_SCENARIOS) < set(SCENARIOS)
+    assert DEFAULT_SCENARIOS[0].name == "every policy (central and instant dispatch)"
+    assert not any(sc.default for sc in GROUPS["theory"])  # the theory checks: the pipeline's only
+    warmed = []
+    monkeypatch.setattr(kw, "warm", lambda scenarios, stream=None: warmed.append(tuple(scenarios)) or 0.0)
+    assert main(["compile"]) == 0
+    assert main(["compile", "--all"]) == 0
+    assert main(["compile", "--group", "simulation"]) == 0
+    assert warmed == [DEFAULT_SCENARIOS, SCENARIOS, GROUPS["simulation"]]
+    err = capsys.readouterr().err
+    assert "bfio compile: the kernels of runs with default options ready in" in err
+    assert err.count("compile on their first use") == 1 and "bfio compile: every kernel ready in" in err
 
 
 def test_bfio_compile_writes_its_marker(tmp_path, capsys):

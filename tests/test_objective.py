@@ -15,7 +15,9 @@ from bfio.policies import make_policy
 from bfio.solvers import solve_fast_instance, trivial_bound
 from bfio.solvers.random_instances import random_instance
 from bfio.solvers.brute import brute_force, enumeration_size
-from bfio.solvers.fast import _pivots, persisting, solve_fast
+from bfio.solvers.fast import persisting, solve_fast
+from bfio.solvers.fast.costs import _pivots
+from bfio.solvers.fast.waiting import _lower, _upper
 from bfio.solvers.instance import Instance, load_instance, save_instance
 from bfio.solvers.objective import OBJECTIVES, imbalance_objective, offset_weights
 
@@ -253,3 +255,18 @@ def test_cached_fill_routes_captured_calls_exactly_as_the_plain_greedy(data_dir,
         args = (np.ascontiguousarray(inst.base[:, :H1]), inst.free, inst.sizes, inst.lifetimes, inst.forced(),
                 inst.admissible, 4, np.ascontiguousarray(inst.weights[:H1]))
         np.testing.assert_array_equal(solve_fast(*args), solve_fast(*args, reuse=False))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 50), max_size=40), st.integers(-2, 52), st.booleans(), st.data())
+def test_binary_searches_are_numpys_searchsorted(values, x, half, data):
+    """The fast solver's binary searches over ascending sizes (the local search's
+    swap range uses _lower instead of np.searchsorted, issue 42), on a sub-range,
+    for integer and fractional x."""
+    a = np.sort(np.asarray(values, dtype=np.int64))
+    lo = data.draw(st.integers(0, a.shape[0]))
+    hi = data.draw(st.integers(lo, a.shape[0]))
+    v = x + 0.5 if half else x
+    assert _lower(a, lo, hi, v) == lo + np.searchsorted(a[lo:hi], v, side="left")
+    assert _upper(a, lo, hi, v) == lo + np.searchsorted(a[lo:hi], v, side="right")
+

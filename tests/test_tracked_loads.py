@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import bfio.policies.bfio as bfio_policy
 from bfio.profiles import predicted_loads
 from bfio.simulator import simulate
-from bfio.solvers.touched import waiting_order
+from bfio.solvers.touched import ascending_order, waiting_order
 from bfio.tracked_loads import TrackedLoads
 from bfio.workload import Workload, poisson_arrivals, with_arrivals
 
@@ -110,3 +110,13 @@ def test_radix_waiting_order_is_the_comparison_sort(sizes, small):
     n = s.shape[0]
     ref = np.argsort(s * (n + 1) + (n - np.arange(n)), kind="mergesort")
     assert np.array_equal(waiting_order(s), ref)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**40), max_size=300), st.booleans())
+def test_ascending_order_is_numpys_stable_argsort(values, small):
+    """The local search's order of the admitted sizes (issue 42: instead of numba's
+    mergesort): ascending, equal values in position order, as np.argsort's mergesort."""
+    v = np.asarray([x % 5 if small else x for x in values], dtype=np.int64)
+    assert np.array_equal(ascending_order(v), np.argsort(v, kind="mergesort"))
+

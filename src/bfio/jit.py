@@ -9,7 +9,9 @@ other kernels do not make more: :func:`one_specialization_per_type`).
 (``__pycache__`` next to the source, or ``$NUMBA_CACHE_DIR``), so a kernel is
 compiled once per installation and later processes load it (about 1 s for all
 of BF-IO's instead of a compile of tens of seconds). ``bfio compile``
-(:mod:`bfio.kernels_warmup`) fills the cache up front.
+(:mod:`bfio.kernels_warmup`) fills the cache up front with the kernels of runs
+with default options (``--all``: every kernel); an option's own kernels
+otherwise compile on their first use.
 
 Importing this module also installs two listeners on numba's compiler events:
 
@@ -69,11 +71,12 @@ def helper(func):
     numba's reference counting (``_nrt=False``), which their calls would otherwise pay."""
     return one_specialization_per_type(_HELPER(func))
 
-#: What compiling the kernels a run uses costs on 2 cores (every kernel:
-#: ``benchmarks/bench_compile.py``), quoted in the compile note.
-COMPILE_ESTIMATE = "about 1-2 min"
+#: What compiling costs on 2 cores (``benchmarks/bench_compile.py``): the kernels of
+#: a run with default options (``bfio compile``) under a minute, an option's own
+#: kernels seconds; quoted in the compile note.
+COMPILE_ESTIMATE = "under a minute for a default run's kernels, seconds for an option's"
 COMPILE_NOTE = (f"bfio: compiling numba kernels (once per installation, {COMPILE_ESTIMATE}; "
-                "`bfio compile` does it up front)...")
+                "`bfio compile` compiles a default run's up front, `bfio compile --all` every one)...")
 
 
 class _CompilerClock(event.Listener):

@@ -1,17 +1,26 @@
-"""Compile every numba kernel once, into numba's on-disk cache (``bfio compile``).
+"""Compile the numba kernels once, into numba's on-disk cache (``bfio compile``).
 
 ``python -m bfio.kernels_warmup`` (or ``bfio compile``) runs tiny simulations
-that reach every kernel of the package with the argument types real runs give
-them (:data:`SCENARIOS`: every registered policy under each dispatch it
-supports, BF-IO's placements, admissions, objectives and predictors, arrivals,
-closed loops, prefill and prefix caches, the calibrated step model, the theory
-checks' slot model). Each
-kernel is compiled the first time (1-2 min on 2 cores for all of them) and
-kept in numba's cache (:mod:`bfio.jit`), so every later process, a pipeline job
-or a ``bfio simulate``, loads it instead of compiling it. A second run only
-loads (a few seconds). The README's install step runs it; the pipeline runs it
-in its first job (rule ``compile_kernels``), which every simulation job waits
-for, so parallel jobs never compile the same kernels at once.
+that reach the package's kernels with the argument types real runs give them
+(:data:`SCENARIOS`: every registered policy under each dispatch it supports,
+BF-IO's placements, admissions, objectives and predictors, arrivals, closed
+loops, prefill and prefix caches, the calibrated step model, the theory checks'
+slot model). Each kernel is compiled the first time and kept in numba's cache
+(:mod:`bfio.jit`), so every later process, a pipeline job or a ``bfio
+simulate``, loads it instead of compiling it. A second run only loads (a few
+seconds).
+
+Lazy compilation of the rarely used paths (issue 42): ``bfio compile``, the
+README's install step, compiles the kernels of runs with default options
+(:data:`DEFAULT_SCENARIOS`: every policy under each dispatch, BF-IO's defaults
+including the paths they take at scale; under a minute on 2 cores, measured by
+``benchmarks/bench_compile.py``); the kernels only some options reach (BF-IO's
+other placements, admissions, objectives and predictors, prefill and prefix
+caches, the calibrated step model, the theory checks) compile on their first
+use, with :mod:`bfio.jit`'s one-line note, or up front with ``bfio compile
+--all``. The pipeline compiles every kernel of a group in its first job (rule
+``compile_kernels``, ``--group``), which every job of the group waits for, so
+parallel jobs never compile the same kernels at once.
 
 The scenarios read nothing from disk (but the calibrated step model's, which
 reads the kernel profiles of the data directory when they are there and is
@@ -47,10 +56,13 @@ SLOTS = 3
 
 @dataclass(frozen=True)
 class Scenario:
-    """One tiny run that reaches some kernels; ``run()`` returns nothing."""
+    """One tiny run that reaches some kernels; ``run()`` returns nothing.
+    ``default``: a run with default options reaches them (``bfio compile``
+    compiles these; the others compile on first use or with ``--all``)."""
 
     name: str
     run: Callable[[], None]
+    default: bool = False
 
 
 def _workload(arrivals: bool = False, blocks: bool = False, n: int = REQUESTS):
@@ -86,15 +98,25 @@ def _every_policy() -> None:
             _simulate(name, dispatch=dispatch, entry=entry)
 
 
+def _bfio_defaults_at_scale() -> None:
+    """BF-IO with its default options on the paths a large run takes: ``auto``
+    placement's heap, ``drain:N``'s due requests, shards above ``shard_workers``
+    workers with free slots, and arrivals under central dispatch."""
+    _simulate("bfio", admission="drain:4")
+    _simulate("bfio", admission="drain:4", placement="heap")
+    _simulate("bfio", admission="drain:4", shard_workers=2)
+    _simulate("bfio", entry="arrivals")
+    _simulate("fcfs", entry="arrivals")
+
+
 def _bfio_central() -> None:
-    """BF-IO's central routing: placements, admissions, objectives, shards, predictors (int and float loads)."""
+    """BF-IO's central routing under its other options: admissions, objectives, placements, predictors."""
     for options in ({"horizon": 20, "admission": "free"}, {"horizon": 0, "admission": "free"},
-                    {"horizon": 20}, {"horizon": 20, "admission": "fifo"}, {"horizon": 20, "admission": "drain:4"},
+                    {"horizon": 20, "admission": "fifo"},
                     {"horizon": 10, "admission": "free", "objective": "paper-literal"},
                     {"horizon": 10, "admission": "free", "discount": 0.5, "new_requests": "persist"},
                     {"horizon": 20, "admission": "free", "placement": "heap"},
                     {"horizon": 20, "admission": "free", "placement": "auto"},
-                    {"horizon": 20, "admission": "free", "shard_workers": 2},
                     {"horizon": 20, "admission": "free", "predictor": "noisy"},
                     {"horizon": 20, "admission": "free", "predictor": "lognormal"},
                     {"horizon": 20, "admission": "free", "predictor": "bucket"},
@@ -163,9 +185,10 @@ def _theory() -> None:
 #: that compile the *same* kernel at once can corrupt numba's cache index.
 GROUPS = {
     "simulation": (
-        Scenario("every policy (central and instant dispatch)", _every_policy),
-        Scenario("BF-IO central (placements, admissions, objectives, predictors)", _bfio_central),
-        Scenario("BF-IO instant dispatch", _bfio_instant),
+        Scenario("every policy (central and instant dispatch)", _every_policy, default=True),
+        Scenario("BF-IO's defaults at scale (heap, drain, shards, arrivals)", _bfio_defaults_at_scale, default=True),
+        Scenario("BF-IO instant dispatch", _bfio_instant, default=True),
+        Scenario("BF-IO central options (placements, admissions, objectives, predictors)", _bfio_central),
         Scenario("prefill, prefix caches, KV bound", _prefill_and_prefix),
         Scenario("closed-loop sessions", _closed_loop),
         Scenario("calibrated step model (lockstep, independent ranks)", _calibrated_step),
@@ -174,6 +197,8 @@ GROUPS = {
 }
 #: Every scenario, in the order :func:`warm` runs them.
 SCENARIOS = tuple(sc for group in GROUPS.values() for sc in group)
+#: The scenarios a run with default options reaches: what ``bfio compile`` compiles.
+DEFAULT_SCENARIOS = tuple(sc for sc in SCENARIOS if sc.default)
 
 
 def warm(scenarios=SCENARIOS, stream=None) -> float:
@@ -192,20 +217,32 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     """The options of ``bfio compile`` / ``python -m bfio.kernels_warmup``."""
     p = parser or argparse.ArgumentParser(prog="python -m bfio.kernels_warmup", description=__doc__.split("\n")[0])
     p.add_argument("--group", choices=sorted(GROUPS), action="append", default=None,
-                   help="compile only this group's kernels (repeatable; default: every group)")
+                   help="compile every kernel of this group (repeatable; the pipeline's compile jobs)")
+    p.add_argument("--all", action="store_true",
+                   help="compile every kernel, the options' too (default: those of runs with default options; "
+                        "the others compile on first use, saying so in one line)")
     p.add_argument("--marker", type=Path, default=None,
                    help="write this file once the kernels are compiled (the pipeline's rule compile_kernels)")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    """Compile (or load) the kernels of ``args.group`` (default every group); write
-    ``args.marker`` if given."""
-    groups = args.group or list(GROUPS)
-    total = warm(tuple(sc for g in groups for sc in GROUPS[g]))
-    line = (f"bfio compile: {', '.join(groups)} kernels ready in {total:.1f} s "
+    """Compile (or load) the kernels of ``args.group`` (every scenario of those
+    groups), of every group with ``args.all``, else of :data:`DEFAULT_SCENARIOS`;
+    write ``args.marker`` if given."""
+    if args.group:
+        what, scenarios = f"{', '.join(args.group)} kernels", tuple(sc for g in args.group for sc in GROUPS[g])
+    elif getattr(args, "all", False):
+        what, scenarios = "every kernel", SCENARIOS
+    else:
+        what, scenarios = "the kernels of runs with default options", DEFAULT_SCENARIOS
+    total = warm(scenarios)
+    line = (f"bfio compile: {what} ready in {total:.1f} s "
             f"({compile_seconds():.1f} s compiling them or loading them from numba's cache)")
     print(line, file=sys.stderr, flush=True)
+    if not args.group and not getattr(args, "all", False):
+        print("bfio compile: the kernels only some options use compile on their first use (one line says so), "
+              "or now with `bfio compile --all`", file=sys.stderr, flush=True)
     if args.marker is not None:
         args.marker.parent.mkdir(parents=True, exist_ok=True)
         args.marker.write_text(line + "\n")
@@ -216,7 +253,7 @@ def main(argv=None) -> int:
     return run(build_parser().parse_args(argv))
 
 
-__all__ = ["Scenario", "GROUPS", "SCENARIOS", "warm", "build_parser", "run", "main"]
+__all__ = ["Scenario", "GROUPS", "SCENARIOS", "DEFAULT_SCENARIOS", "warm", "build_parser", "run", "main"]
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""``bfio compile``: compile every numba kernel once, into numba's on-disk cache
+"""``bfio compile``: compile the numba kernels of runs with default options once
+(``--all``: every kernel), into numba's on-disk cache
 (:mod:`bfio.kernels_warmup`), so later runs load them instead of compiling."""
 
 from __future__ import annotations
@@ -8,10 +9,12 @@ from bfio.kernels_warmup import build_parser, run
 
 def add_parser(subparsers) -> None:
     """The ``compile`` subcommand and its options (those of :mod:`bfio.kernels_warmup`)."""
-    c = subparsers.add_parser("compile", help="compile every numba kernel once (the install step; about 1-2 min)",
-                              description="Compile every numba kernel of the package into numba's on-disk cache "
-                                          "(once per installation; later runs load them in about a second). A "
-                                          "second run only loads them.")
+    c = subparsers.add_parser("compile", help="compile the numba kernels once (the install step; under a minute)",
+                              description="Compile the numba kernels of runs with default options (--all: every "
+                                          "kernel, the options' too) into numba's on-disk cache (once per "
+                                          "installation; later runs load them in about a second; an option's "
+                                          "own kernels otherwise compile on their first use, saying so in one "
+                                          "line). A second run only loads them.")
     build_parser(c)
 
 

@@ -4,7 +4,7 @@
 placement puts it: a long prompt that BF-IO kept back because it fits nowhere
 raises the envelope by nearly its whole size. ``drain:N`` instead gives such a
 request a worker: the one where it raises ``J`` least (the fast solver's cost of
-a placement, :func:`bfio.solvers.fast.worker_costs`), reserved for it. Until the request is
+a placement, :func:`bfio.solvers.fast.costs.worker_costs`), reserved for it. Until the request is
 placed, the reserved worker's free slots take the smallest waiting requests
 only, so its load falls as its running requests finish; the request is placed
 as soon as it fits there without raising the envelope at any offset of its
@@ -27,10 +27,11 @@ from bfio.solvers.fast import worker_costs
 
 
 @kernel
-def _best_worker(base, E, s, lf, G, w, skip, need_free, free):
+def _best_worker(base, E, s, lf, G, w, skip, room):
     """The worker where a request (size ``s``, ``lf`` offsets) raises ``J`` least
-    (:func:`bfio.solvers.fast.worker_costs`; the first on ties), among those not in
-    ``skip`` and, with ``need_free``, with a free slot; -1 if none."""
+    (:func:`bfio.solvers.fast.costs.worker_costs`; the first on ties), among those not in
+    ``skip`` with ``room[g] > 0`` (the free slots, or ones for any worker); -1 if none.
+    ``room`` is an array, not a flag: one compiled specialization serves both uses."""
     nW, H1 = base.shape
     C = np.empty((nW, H1))
     for g in range(nW):
@@ -40,7 +41,7 @@ def _best_worker(base, E, s, lf, G, w, skip, need_free, free):
     best = np.inf
     arg = -1
     for g in range(nW):
-        if skip[g] or (need_free and free[g] == 0):
+        if skip[g] or room[g] == 0:
             continue
         if cost[g] < best:
             best = cost[g]
@@ -66,14 +67,15 @@ def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_al
         if resv[i] >= 0:
             taken[resv[i]] = True
     nothing = np.zeros(G, dtype=np.bool_)
+    anywhere = np.ones(G, dtype=np.int64)  # room for _best_worker: every worker
     for i in range(due.shape[0]):  # oldest first
         k = due[i]
-        s = float(sizes[k])
+        s = sizes[k]  # an integer: added to float loads exactly (and costed as fast's placements are)
         lf = min(life[k], H1)
         late = ages[k] >= 2 * due_steps
         g = resv[i]
         if g < 0:
-            g = _best_worker(base, E, s, lf, G, w, taken, False, free)
+            g = _best_worker(base, E, s, lf, G, w, taken, anywhere)
             if g >= 0:
                 resv[i] = g
                 taken[g] = True
@@ -85,9 +87,9 @@ def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_al
                 continue
             # the deadline: the worker with a free slot where it raises J least, one that
             # no other request holds if there is such a worker
-            target = _best_worker(base, E, s, lf, G, w, taken, True, free)
+            target = _best_worker(base, E, s, lf, G, w, taken, free)
             if target < 0:
-                target = _best_worker(base, E, s, lf, G, w, nothing, True, free)
+                target = _best_worker(base, E, s, lf, G, w, nothing, free)
             if target < 0:
                 continue  # no free slot anywhere: the next call
         fits = True

@@ -51,8 +51,8 @@ from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_build as _bit_build
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
-from bfio.solvers.fast import _life_cost, cumulative_weights
-from bfio.solvers.touched import touched_workers_float, waiting_order
+from bfio.solvers.fast.costs import _life_cost, cumulative_weights
+from bfio.solvers.touched import solver_loads, touched_workers, waiting_order
 
 
 #: Passes of :func:`_upsize` at most (each is ``O(U (H_eff + log n))``; it stops when one exchanges nothing).
@@ -262,19 +262,26 @@ def _upsize(P, at, sizes, life, forced, order, ss, E, bit, rank):
     return done
 
 
-@kernel
 def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE_PASSES):
     """Place exactly ``U`` waiting requests (every ``forced`` one among them) on
     workers with free slots, at most ``free[g]`` per worker; returns request ->
     worker (or -1) and the number of stale keys refreshed (lazy upper bounds).
 
     ``base`` is the ``(G, H_eff + 1)`` predicted loads of the active requests
-    (integer or float), ``life[j]`` the offsets at which request ``j`` adds
-    ``s_j + h`` once admitted. Invariants kept at every placement: the
-    assignment is feasible, the heap holds exactly the touched workers with a
-    free slot left, and every heap key is the worker's key under the current
-    envelope (rebuilt after any raise).
+    (integer or float; the kernel :func:`_solve_heap` takes them as float64,
+    :func:`bfio.solvers.touched.solver_loads`, exact for integer loads), ``life[j]``
+    the offsets at which request ``j`` adds ``s_j + h`` once admitted.
+    Invariants kept at every placement: the assignment is feasible, the heap
+    holds exactly the touched workers with a free slot left, and every heap key
+    is the worker's key under the current envelope (rebuilt after any raise).
     """
+    return _solve_heap(solver_loads(base), free, sizes, life, forced, U, weights, upsize_passes)
+
+
+@kernel
+def _solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes):
+    """The kernel of :func:`solve_heap` (its docstring), on float64 loads ``base``
+    (invariant: :func:`~bfio.solvers.touched.solver_loads`)."""
     G, H1 = base.shape
     n = sizes.shape[0]
     assign = np.full(n, -1, dtype=np.int64)
@@ -299,8 +306,8 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
         else:
             light[h - a] = h
     cres = np.empty(H1, dtype=np.float64)
-    # keys and rises in float64: exact for integer loads below 2^53
-    tw, P, capl, _, E = touched_workers_float(base, free)
+    # keys and rises in float64, as the loads: exact for integer loads below 2^53
+    tw, P, capl, _, E = touched_workers(base, free)
     nT = tw.shape[0]
     # waiting requests by size ascending (oldest last among equal sizes: taken first)
     order = waiting_order(sizes)
@@ -374,8 +381,9 @@ def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE
                 lmin = life[order[lo]]
                 for h in range(H1):
                     cres[h] = E[h] - P[t, h] - h - ((capl[t] - 1) * (smin + h) if h < lmin else 0.0)
-                if _life_cost(cres, ss[q], min(life[order[q]], H1), G, w, cw, cwh) < \
-                        _life_cost(cres, ss[p], min(life[order[p]], H1), G, w, cw, cwh):
+                # (integer sizes, as the greedy's costs: the same specialization of _life_cost)
+                if _life_cost(cres, sizes[order[q]], min(life[order[q]], H1), G, w, cw, cwh) < \
+                        _life_cost(cres, sizes[order[p]], min(life[order[p]], H1), G, w, cw, cwh):
                     p = q
             j = order[p]
         _take(left, right, p)

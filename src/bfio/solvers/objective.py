@@ -73,7 +73,7 @@ A new term is its own module in :mod:`bfio.solvers.terms` plus its factory in
 term"); nothing here changes. For the fast kernels to weigh it while they
 choose the admitted requests, also its kernel: its arrays in
 :meth:`ObjectiveTerms.kernel_arrays` and its cost in the kernel's cost function
-:func:`bfio.solvers.fast._life_cost` (``_pivots`` and the heap's ``_key`` are
+:func:`bfio.solvers.fast.costs._life_cost` (``_pivots`` and the heap's ``_key`` are
 its minimizers and follow it).
 """
 
@@ -203,7 +203,7 @@ def imbalance_candidate_costs(loads: np.ndarray, add: np.ndarray, weights: np.nd
 class ImbalanceTerm(Term):
     """The discounted imbalance of Eq. (IO), ``sum_h w_h [G max_g Lhat_g(h) -
     sum_g Lhat_g(h)]`` (Section 4): the first term of ``J``. Its kernel is the fast
-    path's (:func:`bfio.solvers.fast._life_cost`, the heap's ``_key``); its MILP
+    path's (:func:`bfio.solvers.fast.costs._life_cost`, the heap's ``_key``); its MILP
     is the aggregated model of :mod:`bfio.solvers.model` itself."""
 
     weights: np.ndarray

@@ -1,6 +1,6 @@
 """BF-IO's fast solver on shards of a large cluster (issue 16).
 
-The fast solver's fill (:func:`bfio.solvers.fast._fill`) costs about
+The fast solver's fill (:func:`bfio.solvers.fast.fill._fill`) costs about
 ``O(U n_T)`` per routing call: every placement looks at every worker with free
 slots, and ``U`` grows with the cluster too, so a call grows like ``G^2``
 (BurstGPT, ``H = 20``: 1.5 ms at ``G = 256``, 15 ms at ``G = 1024``, measured on
@@ -36,6 +36,7 @@ from bfio.errors import ConfigError
 from bfio.jit import kernel
 from bfio.solvers.fast import solve_fast
 from bfio.solvers.objective import request_profiles
+from bfio.solvers.touched import solver_loads
 
 DEFAULT_SHARD_WORKERS = 256  # the paper's largest cluster (Table 1) is never split
 
@@ -88,6 +89,7 @@ def shares(U: int, free: np.ndarray, forced: np.ndarray, room: np.ndarray) -> np
 def solve_sharded(base, free, sizes, life, forced, U, max_rounds, weights, shard_workers=DEFAULT_SHARD_WORKERS):
     """:func:`solve_fast`, split into shards of at most ``shard_workers`` workers with
     free slots when there are more (module docstring); same arguments and result."""
+    base = solver_loads(base)  # the loads the shards add placements to, as solve_fast takes them
     free = np.asarray(free, dtype=np.int64)
     open_ = np.flatnonzero(free > 0)
     k = -(-open_.shape[0] // shard_workers) if shard_workers > 0 else 1

@@ -45,7 +45,7 @@ central path's placement and in the exact backends (or they refuse it by name).
 For the fast kernels to weigh it while they choose which requests to admit, its
 kernel: set ``in_kernel = True``, add its arrays to
 :meth:`ObjectiveTerms.kernel_arrays <bfio.solvers.objective.ObjectiveTerms.kernel_arrays>`
-and its cost to the kernel's cost function :func:`bfio.solvers.fast._life_cost`
+and its cost to the kernel's cost function :func:`bfio.solvers.fast.costs._life_cost`
 (``_pivots`` and the heap's ``_key`` are its minimizers).
 """
 
