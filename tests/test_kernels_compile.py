@@ -150,3 +150,30 @@ def test_compile_is_a_subcommand(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "compile" in capsys.readouterr().out
+
+
+def test_the_kernel_cache_is_named_by_the_kernels_sources(tmp_path):
+    """numba re-checks a kernel's own file, not its callees' (an edit to a callee in
+    another file left the callers' stale code in the cache): the cache directory is
+    named by a digest of every kernel module and the package modules they import,
+    so editing any of them moves to a fresh cache; other modules do not."""
+    from bfio.jit import kernel_cache_dir, kernel_sources_digest
+
+    pkg = tmp_path / "bfio"
+    (pkg / "solvers").mkdir(parents=True)
+    (pkg / "jit.py").write_text("def kernel(f):\n    return f\n")
+    (pkg / "limits.py").write_text("MAX = 10\n")
+    (pkg / "solvers" / "callee.py").write_text("from bfio.limits import MAX\n\n\n@kernel\ndef g(x):\n    return x + MAX\n")
+    (pkg / "solvers" / "caller.py").write_text("from bfio.solvers.callee import g\n\n\n@kernel\ndef f(x):\n    return g(x)\n")
+    (pkg / "figures.py").write_text("TITLE = 'a'\n")
+    first = kernel_sources_digest(pkg)
+    (pkg / "figures.py").write_text("TITLE = 'b'\n")
+    assert kernel_sources_digest(pkg) == first  # not a kernel's source
+    for path, text in (("solvers/callee.py", "from bfio.limits import MAX\n\n\n@kernel\ndef g(x):\n    return x - MAX\n"),
+                       ("limits.py", "MAX = 11\n")):
+        before = kernel_sources_digest(pkg)
+        (pkg / path).write_text(text)
+        assert kernel_sources_digest(pkg) != before, path
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    assert kernel_cache_dir(env, pkg) == str(tmp_path / "cache" / f"bfio-{kernel_sources_digest(pkg)}")
+    assert kernel_cache_dir({"XDG_CACHE_HOME": "/x"}, pkg).startswith("/x/bfio/numba/bfio-")
