@@ -55,14 +55,14 @@ def test_each_file_is_parsed_once_and_again_when_its_imports_change(tmp_path):
 
     root = _tree(tmp_path)
     module_closure(["figures/a.py"], root)
-    parsed = fingerprint._parse_imports.cache_info().misses
+    parsed = fingerprint._resolved_imports.cache_info().misses
     module_closure(["figures/a.py"], root)
     module_closure(["figures/b.py", "c.py"], root)
-    assert fingerprint._parse_imports.cache_info().misses == parsed
+    assert fingerprint._resolved_imports.cache_info().misses == parsed
     (root / "c.py").write_text("import bfio.unrelated\ndef deep():\n    return 1\n")
     got = {str(p.relative_to(root)) for p in module_closure(["figures/a.py"], root)}
     assert "unrelated.py" in got
-    assert fingerprint._parse_imports.cache_info().misses == parsed + 2  # c.py anew, unrelated.py
+    assert fingerprint._resolved_imports.cache_info().misses == parsed + 2  # c.py anew, unrelated.py
 
 
 def test_real_figures_import_their_helpers():

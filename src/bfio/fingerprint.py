@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,20 +47,21 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imported_names(path: Path, package: str) -> tuple[frozenset[str], bool]:
-    """The module names ``path`` imports (``from pkg import x`` gives ``pkg``
-    and ``pkg.x``) and whether it discovers modules by name (``pkgutil``)."""
-    return _parse_imports(path.read_text(), package, str(path))
+def _imports(path: Path, root: Path) -> frozenset[Path]:
+    """The ``bfio`` files that importing ``path`` runs directly."""
+    return _resolved_imports(path, root, path.read_text())
 
 
 @lru_cache(maxsize=None)
-def _parse_imports(text: str, package: str, filename: str) -> tuple[frozenset[str], bool]:
-    """:func:`_imported_names` of one text of a module: each version of a file
-    is parsed once a process, however many fingerprints pass through it (the
-    workflow computes tens of them when it starts, nearly all through the same
-    modules: parsing each file anew was 60% of building the DAG)."""
+def _resolved_imports(path: Path, root: Path, text: str) -> frozenset[Path]:
+    """:func:`_imports` of one text of ``path``: each version of a file is parsed
+    and its imports looked up once a process, however many fingerprints pass
+    through it (the workflow computes tens of them when it starts, nearly all
+    through the same modules: parsing each file anew was 60% of building the DAG)."""
+    name = _module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     names: set[str] = set()
-    for node in ast.walk(ast.parse(text, filename=filename)):
+    for node in ast.walk(ast.parse(text, filename=str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -71,26 +73,17 @@ def _parse_imports(text: str, package: str, filename: str) -> tuple[frozenset[st
                 mod = node.module or ""
             names.add(mod)
             names.update(f"{mod}.{alias.name}" for alias in node.names)  # `from pkg import module`
-    return frozenset(names), "pkgutil" in text
-
-
-def _imports(path: Path, root: Path, module_file=_module_file) -> set[Path]:
-    """The ``bfio`` files that importing ``path`` runs directly (``module_file``
-    finds a module's file: :func:`_module_file`, or a memo of it)."""
-    name = _module_name(path, root)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    names, discovers = _imported_names(path, package)
     files = set()
     for full in names:
         parts = full.split(".")
         for k in range(1, len(parts) + 1):  # the packages on the way run their __init__
-            f = module_file(".".join(parts[:k]), root)
+            f = _module_file(".".join(parts[:k]), root)
             if f is not None:
                 files.add(f)
-    if path.name == "__init__.py" and discovers:
+    if path.name == "__init__.py" and "pkgutil" in text:
         files.update(p for p in path.parent.glob("*.py"))
     files.discard(path)
-    return files
+    return frozenset(files)
 
 
 def module_closure(sources, root: Path | None = None, exclude=()) -> list[Path]:
@@ -111,20 +104,14 @@ def module_closure(sources, root: Path | None = None, exclude=()) -> list[Path]:
             todo.append(path)
         else:
             raise FileNotFoundError(f"code_fingerprint: no module or package {src!r} under {root}")
+    skipped = [str(e) for e in skip]
     seen: set[Path] = set()
-    found: dict[str, Path | None] = {}  # module name -> file, within this call
-
-    def module_file(name: str, root: Path) -> Path | None:
-        if name not in found:
-            found[name] = _module_file(name, root)
-        return found[name]
-
     while todo:
         f = todo.pop()
-        if f in seen or any(f == e or e in f.parents for e in skip):
+        if f in seen or any(str(f) == e or str(f).startswith(e + os.sep) for e in skipped):
             continue
         seen.add(f)
-        todo += [g for g in _imports(f, root, module_file) if g not in seen]
+        todo += [g for g in _imports(f, root) if g not in seen]
     return sorted(seen)
 
 
