@@ -329,3 +329,19 @@ def test_schemas_use_no_format_and_validation_skips_the_iri_grammar():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False"]  # not loaded, and not left blocked
+
+
+@pytest.mark.parametrize("script", ["prepare_trace.py", "prepare_extra_trace.py"])
+def test_trace_jobs_start_without_the_simulator(script):
+    """A trace job (one per trace) imports the trace package, not the simulator:
+    numba alone is 0.45 s CPU of a job's start."""
+    import ast
+    import subprocess
+    import sys
+
+    tree = ast.parse((REPO / "workflow" / "scripts" / script).read_text())
+    imports = "\n".join(ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+    code = f"{imports}\nimport sys\nprint(sorted(m for m in ('numba', 'bfio.simulator', 'bfio.run') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
