@@ -47,6 +47,24 @@ def test_fingerprint_changes_with_an_imported_helper_only(tmp_path):
     assert code_fingerprint(["figures/a.py"], root) != before
 
 
+def test_each_file_is_parsed_once_and_again_when_its_imports_change(tmp_path):
+    """The workflow computes tens of fingerprints through the same modules: a
+    file's imports are read once a process (parse cache keyed by its text), and
+    an edited file is read anew, so a new import is followed at once."""
+    from bfio import fingerprint
+
+    root = _tree(tmp_path)
+    module_closure(["figures/a.py"], root)
+    parsed = fingerprint._resolved_imports.cache_info().misses
+    module_closure(["figures/a.py"], root)
+    module_closure(["figures/b.py", "c.py"], root)
+    assert fingerprint._resolved_imports.cache_info().misses == parsed
+    (root / "c.py").write_text("import bfio.unrelated\ndef deep():\n    return 1\n")
+    got = {str(p.relative_to(root)) for p in module_closure(["figures/a.py"], root)}
+    assert "unrelated.py" in got
+    assert fingerprint._resolved_imports.cache_info().misses == parsed + 2  # c.py anew, unrelated.py
+
+
 def test_real_figures_import_their_helpers():
     """The figures carry the helpers they borrow in their closure: the style's
     registry and intervals (issue 42), and the row keys it reads."""

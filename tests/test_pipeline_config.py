@@ -303,3 +303,45 @@ def test_a_bare_run_path_simulates_its_own_horizon():
     got = simulate_run(bare, workload=work)
     assert got.metrics["fast_solver_horizon"] == 7
     assert got.metrics["avg_imbalance"] == simulate_run(resolved, workload=work).metrics["avg_imbalance"]
+
+
+def _format_keywords(node, where="") -> list[str]:
+    if isinstance(node, dict):
+        found = [where] if isinstance(node.get("format"), str) else []
+        return found + [k for key, v in node.items() for k in _format_keywords(v, f"{where}.{key}")]
+    if isinstance(node, list):
+        return [k for i, v in enumerate(node) for k in _format_keywords(v, f"{where}[{i}]")]
+    return []
+
+
+def test_schemas_use_no_format_and_validation_skips_the_iri_grammar():
+    """validate_config imports jsonschema without its iri format checkers' grammar
+    module (bfio.config.UNUSED_FORMAT_MODULE: 3 s CPU at import, a third of the
+    DAG's build): sound only while no schema of the pipeline uses ``format``."""
+    import subprocess
+    import sys
+
+    for schema in sorted((REPO / "workflow" / "schemas").glob("*.yaml")):
+        assert _format_keywords(yaml.safe_load(schema.read_text())) == [], schema.name
+    code = ("import sys, yaml; from bfio.config import validate_config, UNUSED_FORMAT_MODULE; "
+            f"validate_config(yaml.safe_load(open({str(REPO / 'config' / 'smoke.yaml')!r})), {str(SCHEMA)!r}); "
+            "print(UNUSED_FORMAT_MODULE in sys.modules, sys.modules.get(UNUSED_FORMAT_MODULE, 0) is None)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]  # not loaded, and not left blocked
+
+
+@pytest.mark.parametrize("script", ["prepare_trace.py", "prepare_extra_trace.py"])
+def test_trace_jobs_start_without_the_simulator(script):
+    """A trace job (one per trace) imports the trace package, not the simulator:
+    numba alone is 0.45 s CPU of a job's start."""
+    import ast
+    import subprocess
+    import sys
+
+    tree = ast.parse((REPO / "workflow" / "scripts" / script).read_text())
+    imports = "\n".join(ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+    code = f"{imports}\nimport sys\nprint(sorted(m for m in ('numba', 'bfio.simulator', 'bfio.run') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

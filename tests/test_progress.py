@@ -108,3 +108,22 @@ def test_study_batch_logs_runs_done_of_total(tmp_path):
         run_batch(runs, {"synthetic": _frame()}, show_progress=False, log=log)
     counts = re.findall(r"runs: (\d+)/(\d+) \(\d+%\), elapsed .*?, ETA", log_file.read_text())
     assert counts == [(str(k), "4") for k in range(1, 5)]
+
+
+def test_a_pipeline_job_exits_without_the_last_collection(tmp_path):
+    """script_log (every pipeline script) freezes the garbage collector at exit,
+    after the script's own exit work, and the job's log is complete."""
+    import subprocess
+    import sys
+
+    log_file = tmp_path / "job.log"
+    code = ("import atexit, gc\n"
+            "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
+            "from bfio.progress import script_log\n"
+            f"with script_log({str(log_file)!r}) as log:\n"
+            "    log.info('work done')\n"
+            "print('frozen before exit:', gc.get_freeze_count() > 0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["frozen before exit: False", "frozen at exit: True"]
+    assert "work done" in log_file.read_text() and "done in" in log_file.read_text()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+import sys
 from pathlib import Path
 
 
@@ -29,9 +30,32 @@ from bfio.step_model import schema as step_model_schema
 from bfio.studies.starvation_summary import COST_METRICS
 
 
-def _default_filling_validator():
-    import jsonschema  # local: loaded when a config is validated, not by the modules that import this one
+#: A module ``import jsonschema`` imports when installed that our schemas never use:
+#: the grammar of its ``iri`` format checkers (``rfc3987_syntax``, which
+#: ``jsonschema[format-nongpl]`` brings, e.g. for Jupyter) builds 38 lark parsers at
+#: import, 3 s CPU, a third of building the pipeline's DAG. The pipeline's schemas
+#: have no ``format`` keyword (``tests/test_pipeline_config.py`` checks it), so
+#: validation is the same without it.
+UNUSED_FORMAT_MODULE = "rfc3987_syntax"
 
+
+def _jsonschema():
+    """``jsonschema``, imported (when a config is validated, not by the modules that
+    import this one) with :data:`UNUSED_FORMAT_MODULE` hidden while it loads; the
+    module stays importable afterwards."""
+    hide = "jsonschema" not in sys.modules and UNUSED_FORMAT_MODULE not in sys.modules
+    if hide:
+        sys.modules[UNUSED_FORMAT_MODULE] = None  # makes its import fail: jsonschema skips those checkers
+    try:
+        import jsonschema
+    finally:
+        if hide:
+            del sys.modules[UNUSED_FORMAT_MODULE]
+    return jsonschema
+
+
+def _default_filling_validator():
+    jsonschema = _jsonschema()
     base = jsonschema.Draft7Validator
 
     def set_defaults(validator, properties, instance, schema):

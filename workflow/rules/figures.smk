@@ -3,19 +3,6 @@
 # reruns a simulation.
 
 
-def figure_setting(what):
-    """The setting a figure's title names: a recorded run's trace, G, N, B and
-    seed, or an experiment's trace, N and B (its G on the figure's axis)."""
-    if what is None:
-        return {}
-    if isinstance(what, str):
-        exp = config["experiments"][what]
-        return {"trace": exp["trace"], "requests": int(exp["requests"]),
-                "slots": int(exp.get("slots", config["slots"]))}
-    return {"trace": what.trace, "workers": what.workers, "requests": what.requests, "slots": what.slots,
-            "seed": what.seed}
-
-
 rule fig_distributions:
     input:
         "results/traces/{trace}.parquet",

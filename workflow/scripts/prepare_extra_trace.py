@@ -1,7 +1,7 @@
 """Validate a trace of the config's extra_traces and convert it to the canonical
 table (rule prepare_extra_trace)."""
-from bfio.config import trace_specs
-from bfio.experiments import prepare_trace
+from bfio.traces.registry import trace_specs
+from bfio.traces.canonical import prepare_trace
 from bfio.progress import script_log
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

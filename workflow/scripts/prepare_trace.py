@@ -1,5 +1,5 @@
 """Verify a trace's sha256 and convert it to the canonical table (rule prepare_trace)."""
-from bfio.experiments import prepare_trace
+from bfio.traces.canonical import prepare_trace
 from bfio.progress import script_log
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
