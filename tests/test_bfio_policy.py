@@ -149,3 +149,26 @@ def test_cli_simulate_bfio(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     for k in ("avg_imbalance", "throughput", "tpot", "energy_j", "wait_steps_p99", "solver_s_p50", "solver_s_p99"):
         assert k in out
+
+
+@pytest.mark.parametrize("new_requests", ["predicted", "persist"])
+def test_new_request_lifetimes_are_kept_per_estimate_and_follow_a_new_one(new_requests):
+    """The lifetimes over the workload are kept between calls (issue 40), but only
+    for the same estimate array, window and size: another estimate, window or
+    workload gives its own, and the kept array cannot be written to."""
+    p = make_policy("bfio", horizon=10, new_requests=new_requests)
+    p.reset(2, 4)
+    e1 = np.array([0, 3, 7, 1], dtype=np.int64)
+    e2 = np.array([5, 0, 2, 9], dtype=np.int64)
+
+    def expect(est, window, n):
+        return np.maximum(1, est) if new_requests == "predicted" else np.full(n, window + 1)
+
+    a = p._new_lifetimes(e1, 10, 4)
+    assert p._new_lifetimes(e1, 10, 4) is a
+    np.testing.assert_array_equal(a, expect(e1, 10, 4))
+    np.testing.assert_array_equal(p._new_lifetimes(e2, 10, 4), expect(e2, 10, 4))
+    np.testing.assert_array_equal(p._new_lifetimes(e2, 4, 4), expect(e2, 4, 4))
+    np.testing.assert_array_equal(p._new_lifetimes(e2[:3], 4, 3), expect(e2[:3], 4, 3))
+    with pytest.raises(ValueError):
+        p._new_lifetimes(e2, 4, 4)[0] = 99
