@@ -4,8 +4,8 @@
 that reach the package's kernels with the argument types real runs give them
 (:data:`SCENARIOS`: every registered policy under each dispatch it supports,
 BF-IO's placements, admissions, objectives and predictors, arrivals, closed
-loops, DyntraLB's pause planner, prefill and prefix caches, the calibrated step model, the theory checks'
-slot model). Each kernel is compiled the first time and kept in numba's cache
+loops, DyntraLB's pause planner, prefill and prefix caches, the calibrated
+step model, the theory checks' slot model). Each kernel is compiled the first time and kept in numba's cache
 (:mod:`bfio.jit`), so every later process, a pipeline job or a ``bfio
 simulate``, loads it instead of compiling it. A second run only loads (a few
 seconds).
