@@ -266,3 +266,14 @@ def test_simulate_cli_pauses_and_names_its_flags(data_dir, capsys):
     assert "--rank-pause-option: expected KEY=VALUE" in capsys.readouterr().err
     assert main([a if a != "instant" else "central" for a in base] + on) != 0
     assert "--rank-pause: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options", [STATIC, {"start_step": 0, "long_req_block_threshold": 150, "dynamic_max_step": 3}])
+def test_pauses_run_the_same_with_and_without_fast_forward(options):
+    """The loop runs steps without routing calls only while the rule is quiet
+    (``InstantDispatch.quiet``): the plain step loop gives the same run."""
+    work = _workload(n=200, rate=8.0)  # idle spells: new waves, dynamic mode switching off and on
+    a, b = (simulate(work, 4, 8, "vllm_dp", rank_pause="dyntra_lb", rank_pause_options=options, fast_forward=ff,
+                     **KW) for ff in (True, False))
+    assert a.requests.equals(b.requests) and a.series.equals(b.series)
+    assert a.metrics["dyntra_lb_plans"] == b.metrics["dyntra_lb_plans"] > 0
