@@ -25,8 +25,8 @@ from bfio.simulator import simulate
 from bfio.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
-TRANSFER = {"kv": "transfer", "threshold": 2}
-RECOMPUTE = {"threshold": 2}
+TRANSFER = {"kv": "transfer", "threshold": 2, "freeze_s": 0.0}  # low bars: many migrations in a small run
+RECOMPUTE = {"threshold": 2, "freeze_s": 0.0}
 
 
 def _workload(n=400, rate=60.0, seed=3, prompt=40_000):
@@ -172,7 +172,7 @@ def test_transfer_runs_charge_the_step_and_keep_the_records_consistent(monkeypat
 def test_migrated_requests_finish_once_with_all_their_tokens(monkeypatch, options, prefill):
     """Every routing call ends with each rank's load its running requests' resident
     tokens; every request finishes once, with its ``o_i`` tokens; the counts add up."""
-    checked, migrated = [], []
+    checked, migrated, starts = [], [], {}
     original, original_migrate = dispatch_mod.InstantDispatch.routing_call, dispatch_mod.InstantDispatch.migrate
 
     def watched(self, entry):
@@ -187,19 +187,22 @@ def test_migrated_requests_finish_once_with_all_their_tokens(monkeypatch, option
 
     def migrate(self, i, dst):
         migrated.append((i, int(self.state.worker_of[i]), dst, int(self.state.generated[i])))
+        starts.setdefault(i, self.state.start[i])
         original_migrate(self, i, dst)
 
     monkeypatch.setattr(dispatch_mod.InstantDispatch, "routing_call", watched)
     monkeypatch.setattr(dispatch_mod.InstantDispatch, "migrate", migrate)
-    work = _workload(rate=120.0)
+    work = _workload(rate=20.0)
     res = simulate(work, 4, 8, "round_robin", migration="roll", migration_options=options, prefill=prefill, **KW)
     r, m = res.requests, res.metrics
+    assert sum(t > 0 for *_, t in migrated) >= 5  # requests that had generated tokens moved
     assert checked and migrated and m["migrations"] == len(migrated) == r["migrations"].sum()
     assert m["migrated_requests"] == (r["migrations"] > 0).sum() and m["migration_interruptions"] > 0
     assert r["finish_s"].notna().all() and len(set(res.series.index)) == res.steps
     assert res.series["completions"].sum() == len(work)
     assert res.series["active"].sum() == work.decode.sum()  # output tokens: each generated once
     moved = r.loc[r["migrations"] > 0]
+    assert moved["start_s"].to_dict() == starts  # its start is its first admission's
     assert (moved["start_s"] >= moved["arrival_s"]).all() and (moved["finish_s"] > moved["start_s"]).all()
     if prefill is not None:  # what was recomputed: each migrated request's prompt and output so far
         assert m["migration_recomputed_tokens"] == sum(work.prefill[i] + t for i, _, _, t in migrated)
