@@ -83,7 +83,7 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.errors import ConfigError
-from bfio.sim.rule_options import no_rule_options, rule_options
+from bfio.sim.rule_options import checked_rule
 from bfio.sim.state import ClusterState, FirstStarts
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer
 
@@ -268,17 +268,10 @@ def check_migration(migration, options, dispatch: str, prefill, barrier: str, qu
     """``migration`` and its options checked against the run: a known rule, its
     known options in range, instant dispatch, the KV's way against the prefill
     model, a lockstep barrier, no other action. Returns the rule and its full options."""
-    if migration is None:
-        migration = "none"
-    if migration not in MIGRATIONS:
-        raise ConfigError(f"migration: must be one of {', '.join(MIGRATIONS)}, got {migration!r}")
+    migration, full = checked_rule("migration", migration, RULES, options, dispatch, "migration",
+                                   "re-queues requests on other ranks' queues")
     if migration == "none":
-        no_rule_options("migration_options", "migration", "migration", options)
         return "none", {}
-    if dispatch != "instant":
-        raise ConfigError(f"migration: {migration!r} re-queues requests on other ranks' queues, which only "
-                          f"dispatch 'instant' has (got dispatch {dispatch!r})")
-    full = rule_options("migration_options", migration, options, RULES[migration].defaults)
     if migration == "roll":
         check_roll_options(full)
     check_kv_options(full, options, migration, prefill)

@@ -67,7 +67,7 @@ import numpy as np
 
 from bfio.errors import ConfigError
 from bfio.sim.dyntra_lb import balance_load
-from bfio.sim.rule_options import no_rule_options, rule_options
+from bfio.sim.rule_options import checked_rule
 from bfio.sim.state import ClusterState, FirstStarts
 
 #: DyntraLB's options and their defaults (``DyntraLBConfig``; ``block_tokens``: the block size)
@@ -283,17 +283,8 @@ def check_rank_pause(rank_pause, options, dispatch: str, prefill, barrier: str) 
     """``rank_pause`` and its options checked against the run: a known rule, its
     known options in range, instant dispatch, and for ``dyntra_lb`` neither the
     prefill model nor independent ranks. Returns the rule and its full options."""
-    if rank_pause is None:
-        rank_pause = "none"
-    if rank_pause not in RANK_PAUSES:
-        raise ConfigError(f"rank_pause: must be one of {', '.join(RANK_PAUSES)}, got {rank_pause!r}")
-    if rank_pause == "none":
-        no_rule_options("rank_pause_options", "rank_pause", "pause", options)
-        return "none", {}
-    if dispatch != "instant":
-        raise ConfigError(f"rank_pause: {rank_pause!r} pauses ranks' admissions from their own queues, which only "
-                          f"dispatch 'instant' has (got dispatch {dispatch!r})")
-    full = rule_options("rank_pause_options", rank_pause, options, RULES[rank_pause].defaults)
+    rank_pause, full = checked_rule("rank_pause", rank_pause, RULES, options, dispatch, "pause",
+                                    "pauses ranks' admissions from their own queues")
     if rank_pause == "dyntra_lb":
         check_dyntra_options(full)
         if prefill is not None:

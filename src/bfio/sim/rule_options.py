@@ -43,7 +43,21 @@ def rule_options(where: str, rule: str, given, defaults: dict) -> dict:
     return {k: typed_option(where, rule, k, (given or {}).get(k, d), d) for k, d in defaults.items()}
 
 
-def no_rule_options(where: str, action: str, noun: str, given) -> None:
-    """Options given while the action's rule is ``none`` are refused (they would do nothing)."""
-    if given:
-        raise ConfigError(f"{where}: {sorted(given)} given without a {noun} rule ({action} 'none')")
+def checked_rule(key: str, rule, rules: dict, given, dispatch: str, noun: str, acts: str) -> tuple[str, dict]:
+    """An action's rule (the argument ``key``, e.g. ``rank_pause``) and its options
+    (``key_options``, ``given``) checked: ``none`` or a name of ``rules`` (name -> class
+    with ``defaults``), options only with a rule, a rule only with instant dispatch
+    (``acts``: what it does that needs ranks' own queues). Returns the rule and its
+    full options (``{}`` for ``none``)."""
+    where = f"{key}_options"
+    rule = "none" if rule is None else rule
+    names = ("none", *rules)
+    if rule not in names:
+        raise ConfigError(f"{key}: must be one of {', '.join(names)}, got {rule!r}")
+    if rule == "none":
+        if given:
+            raise ConfigError(f"{where}: {sorted(given)} given without a {noun} rule ({key} 'none')")
+        return "none", {}
+    if dispatch != "instant":
+        raise ConfigError(f"{key}: {rule!r} {acts}, which only dispatch 'instant' has (got dispatch {dispatch!r})")
+    return rule, rule_options(where, rule, given, rules[rule].defaults)
