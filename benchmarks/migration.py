@@ -16,7 +16,7 @@ instant dispatch, in two step models:
 ROLL's ``threshold`` is chosen per step model on the tuning seeds 100-109 (the
 highest mean whole-run throughput over the four routers with ROLL, among
 :data:`THRESHOLDS`; its 3 s freeze kept), then every row runs on the reported
-seeds 42, 1-4 with it. Prints the tables (mean over seeds, and the per-seed
+seeds 42, 1-4 with it and with the PR's own value (:data:`PR_THRESHOLD`). Prints the tables (mean over seeds, and the per-seed
 range of the change ROLL makes); ``OUT_CSV`` (optional) gets one line per run.
 The trace is ``$LONGBENCH`` or ``results/traces/longbench.parquet``.
 """
@@ -31,6 +31,7 @@ import pandas as pd
 
 from bfio.capacity import trace_capacity
 from bfio.prefill import PrefillModel
+from bfio.sim.migration import ROLL_DEFAULTS
 from bfio.simulator import simulate
 from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
 
@@ -38,6 +39,8 @@ TRACE = os.environ.get("LONGBENCH", "results/traces/longbench.parquet")
 TUNE_SEEDS, REPORT_SEEDS = range(100, 110), (42, 1, 2, 3, 4)
 #: candidate thresholds (in-flight requests): the PR head's demo value 1, its default 10
 THRESHOLDS = (1, 10, 40)
+#: the PR's ``rebalance_threshold`` (every commit but the last, a demo's 1)
+PR_THRESHOLD = ROLL_DEFAULTS["threshold"]
 ROWS = {"vllm_dp": ("vllm_dp", None), "sglang_total_tokens": ("sglang_total_tokens", None),
         "ROLL's router (jsq_requests)": ("jsq_requests", None), "instant BF-IO": ("bfio", {"horizon": 20})}
 MODES = {"transfer": None, "recompute": PrefillModel()}
@@ -71,8 +74,9 @@ def main(out: str | None = None, n: int = 1000, G: int = 8, load: float = 0.9, B
         print(by.to_string(float_format=lambda v: f"{v:.4g}"))
         best = max(THRESHOLDS, key=lambda t: by.loc[f"roll@{t}", "throughput_run"])
         print(f"{mode}: chosen threshold = {best}\n")
+        shown = (None, *sorted({best, PR_THRESHOLD}))
         report = pd.DataFrame([run(frame, rate, n, G, B, seed, label, mode, t)
-                               for seed in REPORT_SEEDS for label in ROWS for t in (None, best)])
+                               for seed in REPORT_SEEDS for label in ROWS for t in shown])
         table = report.groupby(["row", "migration"], sort=False)[list(KEEP) + ["cpu_s"]].mean()
         table["migrations_per_1000_req"] = 1000 * table["migrations"] / n
         print(f"{mode}: reported (seeds {', '.join(map(str, REPORT_SEEDS))}; mean over seeds):")
@@ -80,11 +84,12 @@ def main(out: str | None = None, n: int = 1000, G: int = 8, load: float = 0.9, B
             float_format=lambda v: f"{v:.4g}"))
         for label in ROWS:
             r = report[report["row"] == label].pivot(index="seed", columns="migration")
-            on = f"roll@{best}"
-            thr = 100 * (r["throughput_run"][on] / r["throughput_run"]["none"] - 1)
-            p99 = 100 * (r["e2e_s_p99"][on] / r["e2e_s_p99"]["none"] - 1)
-            print(f"{mode}: {label} with ROLL vs without, per seed: throughput {thr.mean():+.1f}% "
-                  f"[{thr.min():+.1f}, {thr.max():+.1f}], p99 e2e {p99.mean():+.1f}% [{p99.min():+.1f}, {p99.max():+.1f}]")
+            for t in shown[1:]:
+                thr = 100 * (r["throughput_run"][f"roll@{t}"] / r["throughput_run"]["none"] - 1)
+                p99 = 100 * (r["e2e_s_p99"][f"roll@{t}"] / r["e2e_s_p99"]["none"] - 1)
+                print(f"{mode}: {label} with ROLL (threshold {t}) vs without, per seed: throughput "
+                      f"{thr.mean():+.1f}% [{thr.min():+.1f}, {thr.max():+.1f}], p99 e2e {p99.mean():+.1f}% "
+                      f"[{p99.min():+.1f}, {p99.max():+.1f}]")
         print()
         runs += [tune.assign(phase="tune"), report.assign(phase="report")]
     every = pd.concat(runs)

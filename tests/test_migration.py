@@ -166,6 +166,34 @@ def test_transfer_runs_charge_the_step_and_keep_the_records_consistent(monkeypat
     assert np.allclose(s["energy_post"], s["power_mean_post"] * 4 * dt)
 
 
+def test_a_calibrated_step_charges_a_transfer_beyond_the_rank_costs(data_dir, monkeypatch):
+    """With the calibrated step a rank's share is its ``rank_cost(L_g, n_g, 0)``:
+    a charged step lasts ``dt + max(0, max_g (share_g + X_g) - max_g share_g)``."""
+    from bfio.step_model import StepModel
+
+    monkeypatch.setenv("BFIO_DATA_DIR", str(data_dir))
+    seen = []
+    original = transfer_mod.TransferEngine.run
+
+    def run(self, state, until):
+        pending, loads, active = self.transfer.pending.copy(), state.loads.copy(), state.active.copy()
+        done = original(self, state, until)
+        if pending.any():
+            seen.append((pending, loads, active, self.inner.series.arrays()["dt"][-1]))
+        return done
+
+    monkeypatch.setattr(transfer_mod.TransferEngine, "run", run)
+    step = StepModel("calibrated")
+    c = step.coefficients(data_dir)
+    res = simulate(_workload(rate=20.0), 4, 8, "round_robin", step_model=step, migration="roll",
+                   migration_options=TRANSFER, **KW)
+    assert seen and res.metrics["migration_transfer_wait_s"] > 0
+    for pending, loads, active, dt in seen:
+        shares = c.alpha + c.a_kv * loads + c.a_n * active
+        plain = shares.max() + c.beta * active.max() + c.comm
+        assert dt == pytest.approx(plain + max(0.0, (shares + pending).max() - shares.max()), rel=1e-9)
+
+
 # -- whole runs: conservation, counts, exact loads ----------------------------------------------------
 
 @pytest.mark.parametrize("options, prefill", [(TRANSFER, None), (RECOMPUTE, PrefillModel())])
