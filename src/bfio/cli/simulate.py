@@ -89,21 +89,13 @@ def add_parser(subparsers) -> None:
                    help="with --dispatch instant: move queued, not yet admitted requests between ranks' queues "
                         "(issue 45): none (default), sglang_balancer (SGLang PR #37401's waiting-queue balancer), "
                         "bfio (BF-IO moves a queued request when that lowers its objective J; policy bfio)")
-    s.add_argument("--rank-pause", choices=RANK_PAUSES, default="none",
-                   help="with --dispatch instant: pause ranks' admissions and running requests (issue 45): none "
-                        "(default), dyntra_lb (vllm-ascend PR #12292's DyntraLB: a per-step plan over the ranks' "
-                        "KV-block counts; docs/online.md)")
-    s.add_argument("--rank-pause-option", action="append", default=None, metavar="KEY=VALUE",
-                   help="an option of --rank-pause (repeatable); dyntra_lb's: "
-                        + ", ".join(f"{k} (default {v})" for k, v in DYNTRA_DEFAULTS.items()))
-    s.add_argument("--migration", choices=MIGRATIONS, default="none",
-                   help="with --dispatch instant: interrupt requests of the most loaded rank and re-queue them, "
-                        "running ones with their KV recomputed or transferred (issue 45): none (default), roll "
-                        "(alibaba/ROLL PR #134; docs/architecture.md)")
-    s.add_argument("--migration-option", action="append", default=None, metavar="KEY=VALUE",
-                   help="an option of --migration (repeatable); roll's: "
-                        + ", ".join(f"{k} (default {v})" for k, v in ROLL_DEFAULTS.items())
-                        + "; kv recompute needs the prefill model, kv transfer runs without it")
+    add_action_flags(s, "--rank-pause", RANK_PAUSES, "pause ranks' admissions and running requests (issue 45): "
+                     "none (default), dyntra_lb (vllm-ascend PR #12292's DyntraLB: a per-step plan over the ranks' "
+                     "KV-block counts; docs/online.md)", "dyntra_lb", DYNTRA_DEFAULTS)
+    add_action_flags(s, "--migration", MIGRATIONS, "interrupt requests of the most loaded rank and re-queue them, "
+                     "running ones with their KV recomputed or transferred (issue 45): none (default), roll "
+                     "(alibaba/ROLL PR #134; docs/architecture.md)", "roll", ROLL_DEFAULTS,
+                     "; kv recompute needs the prefill model, kv transfer runs without it")
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
@@ -125,6 +117,15 @@ def add_parser(subparsers) -> None:
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
     add_policy_options(s)
+
+
+def add_action_flags(s, flag: str, rules, what: str, rule: str, defaults: dict, note: str = "") -> None:
+    """An action's flags (issue 45): ``FLAG`` picks its rule among ``rules`` (``what`` it
+    does), ``FLAG-option KEY=VALUE`` (repeatable) sets ``rule``'s options (``defaults``)."""
+    s.add_argument(flag, choices=rules, default="none", help=f"with --dispatch instant: {what}")
+    s.add_argument(f"{flag}-option", action="append", default=None, metavar="KEY=VALUE",
+                   help=f"an option of {flag} (repeatable); {rule}'s: "
+                        + ", ".join(f"{k} (default {v})" for k, v in defaults.items()) + note)
 
 
 def _option_value(option):
