@@ -10,6 +10,12 @@ migration_options=...)`` (``RunSpec.migration``, CLI ``--migration``,
 ``--migration-option KEY=VALUE``), off (``none``) by default; instant dispatch
 only (a central pool has no rank queues to re-queue on: refused by name).
 
+The motivation: a placement is never undone, and long generations keep it a
+long time; vllm-project/vllm issue #40279 (open, 2026-04, vLLM 0.19, DP 8)
+reports most requests stuck on one or a few ranks after 48-72 hours of
+generations of 10 minutes and more, the other GPUs idle, worked around by
+binding requests to ranks by hand (``data_parallel_rank``).
+
 :meth:`bfio.sim.dispatch.InstantDispatch.routing_call` runs the rule where
 queue moves run (:mod:`bfio.sim.moves`): after the call's admissions, then, when
 something was re-queued, one more admission. The loop runs steps one at a time
