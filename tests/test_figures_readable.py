@@ -564,3 +564,22 @@ def test_readme_lists_every_figure_and_defines_every_series_name():
     assert rows and not missing, f"figures/README.md lists no row for {missing}"
     assert glossary_markdown() in readme, "figures/README.md: the series glossary differs from the registry's " \
                                           "(paste bfio.figures.style.glossary_markdown())"
+
+
+def test_online_routers_draws_bfio_with_and_without_the_oracle_as_two_series():
+    """Issue 44's equal information: two instant BF-IO rows that differ only in
+    the predictor their variant names are two series (not one line through two
+    points at k = 0), the oracle-free one labelled with its predictor and hollow."""
+    from bfio.figures.online_routers import plot_online_routers
+
+    t = routers_table()
+    extra = t[t["row"] == "bfio_h40_instant"].copy()
+    assert len(extra), "the table has an instant BF-IO row"
+    extra["row"] = extra["label"] = "bfio_h40_instant_ps"
+    t = pd.concat([t, extra], ignore_index=True)
+    fig = plot_online_routers(t, predictors={"bfio_h40_instant_ps": "prompt_survival"})
+    labels = [x.get_text() for x in fig.legends[0].get_texts()]
+    bfio = [lab for lab in labels if lab.startswith("BF-IO (H=40), instant")]
+    assert len(bfio) == 2 and any("survival" in lab for lab in bfio), labels
+    mixed = plot_online_routers(t)  # without the mapping the two rows are one router: one legend entry
+    assert sum(x.get_text().startswith("BF-IO (H=40), instant") for x in mixed.legends[0].get_texts()) == 1

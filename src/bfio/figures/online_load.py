@@ -27,9 +27,9 @@ DODGE = 0.006
 BASELINES = ("fcfs", "jsq_tokens", "jsq_requests")
 
 
-def _label(records: dict, key) -> str:
+def _label(records: dict, key, predictors: dict) -> str:
     r = records[key]
-    return router(r["row"], r["dispatch"], r.get("policy"), r.get("horizon")).label
+    return router(r["row"], r["dispatch"], r.get("policy"), r.get("horizon"), predictor=predictors.get(r["row"])).label
 
 
 def split_named(groups, policies: dict, limit: int = MAX_SERIES, rows=None):
@@ -75,12 +75,14 @@ def coincident_groups(sub: pd.DataFrame, keys, metrics, rtol: float = 1e-9) -> l
     return groups
 
 
-def plot_online_load(summary: pd.DataFrame, panels=PANELS, rows=None):
+def plot_online_load(summary: pd.DataFrame, panels=PANELS, rows=None, predictors=None):
     """Rows of ``panels`` against ``load`` for every Poisson setting of the
     online table: mean over seeds (bars: :func:`bfio.figures.style.interval`).
     Policies with identical results share one line, labelled ``A = B``; the
     rows not named (:func:`split_named`; ``rows``: the study's ``figure_rows``)
-    are a grey band."""
+    are a grey band. ``predictors``: row -> the predictor its variant names
+    (said in its label)."""
+    predictors = dict(predictors or {})
     sub = summary[summary["arrival_mode"] == "poisson"]
     if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers
         sub = sub[sub["report_interval"].fillna(0) == 0]
@@ -92,7 +94,7 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS, rows=None):
     policies = dict(zip(zip(sub["row"], sub["dispatch"]), sub["policy"] if "policy" in sub else sub["row"]))
     named, others = split_named(groups, policies, rows=rows)
     records = {k: r for r in sub.to_dict("records") for k in [(r["row"], r["dispatch"])]}
-    labels = {g[0]: " = ".join(_label(records, k) for k in g) for g in groups}
+    labels = {g[0]: " = ".join(_label(records, k, predictors) for k in g) for g in groups}
     kinds, few_loads = [], False
     for j, name in enumerate(settings):
         s = sub[sub["setting"] == name]
@@ -110,7 +112,8 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS, rows=None):
                     continue
                 mean, yerr, kind = interval(p, m, factor)
                 kinds.append(kind)
-                st = router(key[0], key[1], policies.get(key), records[key].get("horizon")).style()
+                st = router(key[0], key[1], policies.get(key), records[key].get("horizon"),
+                            predictor=predictors.get(key[0])).style()
                 st.update(label=labels[key], linestyle=st["linestyle"] if line else "none")
                 bold = str(policies.get(key, "")).startswith("bfio")
                 ax.errorbar(x, mean, yerr=yerr, capsize=2, markersize=5 if bold else 4,

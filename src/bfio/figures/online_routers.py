@@ -35,19 +35,24 @@ def figure_loads(summary: pd.DataFrame, load: float = DEFAULT_LOAD) -> dict:
     return out
 
 
-def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panels=PANELS):
+def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panels=PANELS, predictors=None):
     """``panels`` against the report interval (categorical axis: the intervals
     present), one line per router run at several intervals, a point per named
     router run at one, the reference row as a horizontal line with its interval
-    as a band (at 1 in the ratio panel)."""
+    as a band (at 1 in the ratio panel). A router is its policy and, where the
+    study's variant names one (``predictors``: row -> predictor), its predictor:
+    BF-IO with the oracle and with an oracle-free predictor are two lines."""
+    predictors = dict(predictors or {})
+    summary = summary.assign(_router=[f"{p}|{predictors[r]}" if r in predictors else p
+                                      for p, r in zip(summary["policy"], summary["row"])])
     settings = list(dict.fromkeys(summary["setting"]))
     at = figure_loads(summary, load)
     inst = summary[summary["role"] == "instant"]
     intervals = sorted({int(k) for k in inst["report_interval"]})
     xpos = {k: i for i, k in enumerate(intervals)}
-    policies = list(dict.fromkeys(inst["policy"]))
-    several = [p for p in policies if inst.loc[inst["policy"] == p, "report_interval"].nunique() > 1]
-    first = [p for p in policies if p == "bfio"] + several
+    policies = list(dict.fromkeys(inst["_router"]))
+    several = [p for p in policies if inst.loc[inst["_router"] == p, "report_interval"].nunique() > 1]
+    first = [p for p in policies if p.partition("|")[0] == "bfio"] + [p for p in several if not p.startswith("bfio")]
     rest = [p for p in policies if p not in first]
     # the reference, the named routers and (if any is left out) the band: at most MAX_SERIES
     fits = len(first) + len(rest) + 1 <= MAX_SERIES
@@ -67,12 +72,13 @@ def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panel
                 mean, yerr, kind = interval(ref, m, factor)
                 kinds.append(kind)
                 r0 = ref.iloc[0]
-                st = router(r0["row"], r0["dispatch"], r0.get("policy"), r0.get("horizon")).style(marker=False)
+                st = router(r0["row"], r0["dispatch"], r0.get("policy"), r0.get("horizon"),
+                            predictor=predictors.get(r0["row"])).style(marker=False)
                 st["label"] = f"{st['label']} (the reference; band: its interval)"
                 ax.axhline(mean[0], linewidth=1.6, **st)
                 ax.axhspan(mean[0] - yerr[0, 0], mean[0] + yerr[1, 0], color=st["color"], alpha=0.15, linewidth=0)
             for p in named:
-                q = s[(s["role"] == "instant") & (s["policy"] == p)].copy()
+                q = s[(s["role"] == "instant") & (s["_router"] == p)].copy()
                 if q.empty:
                     continue
                 q["_x"] = q["report_interval"].astype(int).map(xpos)
@@ -80,12 +86,13 @@ def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panel
                 mean, yerr, kind = interval(q, m, factor)
                 kinds.append(kind)
                 r0 = q.iloc[0]
-                st = router(r0["row"], "instant", p, r0.get("horizon")).style()
+                st = router(r0["row"], "instant", r0["policy"], r0.get("horizon"),
+                            predictor=predictors.get(r0["row"])).style()
                 st["linestyle"] = st["linestyle"] if len(q) > 1 else "none"
                 ax.errorbar(q["_x"], mean, yerr=yerr, capsize=2, markersize=4, linewidth=1.1, **st)
             curves = []
             for p in banded:
-                q = s[(s["role"] == "instant") & (s["policy"] == p)]
+                q = s[(s["role"] == "instant") & (s["_router"] == p)]
                 if len(q):
                     curves.append((q["report_interval"].astype(int).map(xpos).to_numpy() - BAND_SHIFT,
                                    q[f"{m}_mean"].to_numpy()))

@@ -227,14 +227,16 @@ def admission_text(rule: str) -> str:
 
 
 def router(row: str, dispatch: str | None = None, policy: str | None = None, horizon=None,
-           report_interval=0) -> Series:
+           report_interval=0, predictor: str | None = None) -> Series:
     """The series of a table's row key: a registered router (``vllm_dp``), a BF-IO
     row (``bfio_h40``, ``bfio_h40_literal``, ``bfio_h40_aging200``), a variant row
     naming its ``policy`` (``vllm_dp_r10`` with ``report_interval`` 10,
     ``bfio_h40_instant`` with its ``horizon``). ``dispatch`` (``central`` /
     ``instant``) is added to the label only where it differs from what the
     router does by default (BF-IO and the paper's baselines: central; the
-    production routers: instant)."""
+    production routers: instant). ``predictor``: a BF-IO row's predictor when the
+    study names one (an oracle-free row beside the oracle's): its label says so
+    and its markers are hollow."""
     from bfio.run_keys import parse_admission_row, parse_bfio_row
 
     def h_of(h):
@@ -266,6 +268,9 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
     k = 0 if report_interval is None or (isinstance(report_interval, float) and np.isnan(report_interval)) \
         else int(report_interval)
     text = s.label
+    if predictor and (policy == "bfio" or adm or bf or str(row).startswith("bfio")):
+        text += f", {series('predictor', predictor).label}"
+        s = replace(s, filled=False)
     if k > 0:
         text += f", reports every {k} steps"
     central_by_default = row in ("fcfs", "jsq_tokens", "jsq_requests", "random") or bool(adm or bf)

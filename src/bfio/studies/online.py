@@ -214,6 +214,12 @@ def _routers_table(runs, section, settings):
     return summary, routers_markdown(summary, settings)
 
 
+def _predictors(section: dict) -> dict:
+    """Row -> the predictor its variant names (the figures say it: an oracle-free
+    BF-IO row beside the oracle's, issue 44's equal information)."""
+    return {row: v["predictor"] for row, v in (section.get("variants") or {}).items() if "predictor" in v}
+
+
 def _validate(section: dict, config: dict) -> None:
     """Every row builds its policy (with its dispatch), the reference is a central
     row, and trace replays need an arrival column and never more rows than the
@@ -289,10 +295,12 @@ STUDY = register_study(Study(
             # production routers (issue 18): instant rows, report intervals, vs online.reference
             Table("online_routers", _routers_table, when=lambda section: bool(section.get("instant")))),
     figures=(Figure("online_routers", "bfio.figures.online_routers:plot_online_routers", table="online_routers",
-                    options=lambda section: {"load": float(section["figure_load"])}, caption=ROUTERS_CAPTION,
+                    options=lambda section: {"load": float(section["figure_load"]),
+                                             "predictors": _predictors(section)}, caption=ROUTERS_CAPTION,
                     when=lambda section: bool(section.get("instant")), modules=("figures/online_routers.py",)),
              Figure("online_load", "bfio.figures.online_load:plot_online_load", table="online",
-                    options=lambda section: {"rows": section.get("figure_rows")}, caption=LOAD_CAPTION, when=lambda section: bool(section.get("poisson")),
+                    options=lambda section: {"rows": section.get("figure_rows"), "predictors": _predictors(section)},
+                    caption=LOAD_CAPTION, when=lambda section: bool(section.get("poisson")),
                     modules=("figures/online_load.py",)),
              Figure("online_replay", "bfio.figures.online_replay:plot_online_replay", table="online",
                     caption=REPLAY_CAPTION, when=lambda section: bool(section.get("replay")),
