@@ -181,6 +181,9 @@ class RunSpec:
     #: the queue-move rule (issue 45, :mod:`bfio.sim.moves`): ``none`` (default),
     #: ``sglang_balancer`` or ``bfio``; instant dispatch only
     queue_moves: str = "none"
+    #: ``none`` (the cluster) or ``balanced``: the run's balanced reference, one pooled
+    #: rank admitting FCFS (issue 44, :mod:`bfio.sim.pooled`)
+    reference: str = "none"
 
     def __post_init__(self):
         if self.dispatch not in DISPATCH_MODES:
@@ -250,14 +253,16 @@ class RunSpec:
     def ident(self) -> dict:
         """Flat identifying columns for result tables (``prefill_<name>`` only for runs
         with the prefill step model; ``step_model`` and ``step_<name>`` only for runs
-        given a step model; ``queue_moves`` only for runs with moves)."""
+        given a step model; ``queue_moves`` only for runs with moves, ``reference`` only
+        for a reference run)."""
         return {"trace": self.trace, "requests": self.requests, "workers": self.workers, "slots": self.slots,
                 "row": self.row, "seed": self.seed, "arrival": self.arrival.label,
                 "arrival_mode": self.arrival.mode, "arrival_rate": self.arrival.rate,
                 "time_scale": self.arrival.time_scale, "dispatch": self.dispatch, "policy": self.policy,
                 **{f"prefill_{k}": v for k, v in self.prefill},
                 **{(k if k == "step_model" else f"step_{k}"): v for k, v in self.step_model},
-                **({"queue_moves": self.queue_moves} if self.queue_moves != "none" else {})}
+                **({"queue_moves": self.queue_moves} if self.queue_moves != "none" else {}),
+                **({"reference": self.reference} if self.reference != "none" else {})}
 
     @property
     def prefill_model(self):
@@ -323,7 +328,8 @@ def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=No
     return simulate(workload, run.workers, run.slots, run.policy, seed=run.seed,
                     entry=entry_mode(run.arrival.mode), dispatch=run.dispatch, record_loads=record_loads,
                     policy_options=run.policy_options or None, show_progress=show_progress,
-                    prefill=run.prefill_model, step_model=run.step_model_spec, queue_moves=run.queue_moves)
+                    prefill=run.prefill_model, step_model=run.step_model_spec, queue_moves=run.queue_moves,
+                    reference=run.reference)
 
 
 def run_study(run: RunSpec, frame: pd.DataFrame | None = None, workload=None, extra=None) -> dict:

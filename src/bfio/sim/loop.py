@@ -33,7 +33,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
              policy_options: dict | None = None, dispatch: str = "central",
              fast_forward: bool = True, admission_mode: str | None = None,
              prefill: PrefillModel | None = None, step_model: StepModel | str | None = None,
-             queue_moves: str = "none") -> SimulationResult:
+             queue_moves: str = "none", reference: str = "none") -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
@@ -71,6 +71,12 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     (the policy's ``plan_moves``: BF-IO moves a queued request when that lowers its
     ``J``); a moved request is re-bound to another rank's queue before it is admitted.
 
+    ``reference`` (issue 44, :mod:`bfio.sim.pooled`): ``none`` (the default: the
+    cluster) or ``balanced``, the run's balanced reference: one pooled rank of the
+    cluster's ``G B`` slots, KV memory and prefill budget, its step charged as if
+    every rank held the mean load, admitting FCFS (``policy="fcfs"``,
+    ``dispatch="central"``); the goodput study's router-independent reference.
+
     A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
     is a closed loop: a request that follows another arrives ``think_s`` after that
     one completes (the steps then run one at a time while such a release is
@@ -79,9 +85,9 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     t_wall = time.perf_counter()
     run = setup(workload, workers, slots, policy, seed=seed, constants=constants, entry=entry,
                 policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode, prefill=prefill,
-                step_model=step_model, queue_moves=queue_moves)
+                step_model=step_model, queue_moves=queue_moves, reference=reference)
     G, B, policy, c = run.workers, run.slots, run.policy, run.constants
-    coef = None if run.step_model.is_paper else run.step_model.coefficients()
+    coef = run.coefficients
     chunked = Prefill(run.prefill, workload, G, B) if run.prefill is not None else None
     state = ClusterState.empty(workload, G, B, coef)  # the policies' views carry the step model
     # what a step costs per resident KV token of the slowest rank (a router's view of the step)

@@ -18,7 +18,8 @@ from bfio.policies import Policy, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, REQUIREMENTS
 from bfio.prefill import PrefillModel
 from bfio.sim.moves import check_queue_moves
-from bfio.step_model import StepModel
+from bfio.sim.pooled import balanced, check_reference
+from bfio.step_model import StepCoefficients, StepModel
 from bfio.workload import ENTRY_MODES, Workload
 
 
@@ -44,7 +45,10 @@ def check_lengths(workload: Workload) -> None:
 @dataclass(frozen=True, eq=False)
 class Setup:
     """One run's checked arguments: ``policy`` is a policy object (built from its
-    name and options), ``constants`` never ``None``."""
+    name and options), ``constants`` never ``None``, ``coefficients`` the
+    calibrated step's (``None``: the paper's step). A balanced reference
+    (:mod:`bfio.sim.pooled`) is the setup of its one pooled rank, ``pooled_ranks``
+    the ``G`` it pools (1: the cluster itself)."""
 
     workload: Workload
     workers: int
@@ -58,6 +62,10 @@ class Setup:
     step_model: StepModel
     #: the queue-move rule (issue 45, :mod:`bfio.sim.moves`; ``none``: no moves)
     queue_moves: str = "none"
+    coefficients: StepCoefficients | None = None
+    #: ``none`` or ``balanced`` (:data:`bfio.sim.pooled.REFERENCES`)
+    reference: str = "none"
+    pooled_ranks: int = 1
 
 
 def _check_cluster(workload, workers, slots, policy) -> tuple[int, int]:
@@ -127,9 +135,10 @@ def _check_step_model(step_model) -> StepModel:
 
 
 def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_options, dispatch, admission_mode,
-          prefill, step_model=None, queue_moves="none") -> Setup:
+          prefill, step_model=None, queue_moves="none", reference="none") -> Setup:
     """:func:`bfio.simulator.simulate`'s arguments checked, in its order (the
-    first fault is the one reported), as a :class:`Setup`."""
+    first fault is the one reported), as a :class:`Setup`; with ``reference``
+    ``balanced`` the setup of its pooled rank (:func:`bfio.sim.pooled.balanced`)."""
     workers, slots = _check_cluster(workload, workers, slots, policy)
     entry = _check_modes(workload, entry, dispatch, prefill, admission_mode)
     constants = constants or PaperConstants()
@@ -139,5 +148,8 @@ def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_op
                           "(decode only; docs/step_model.md, 'Independent ranks')")
     policy = _checked_policy(policy, seed, policy_options, dispatch, prefill, workload)
     queue_moves = check_queue_moves(queue_moves, dispatch, policy)
-    return Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
-                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves)
+    reference = check_reference(reference, policy, dispatch, prefill, step_model)
+    run = Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
+                entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves,
+                coefficients=None if step_model.is_paper else step_model.coefficients(), reference=reference)
+    return balanced(run) if reference == "balanced" else run
