@@ -41,7 +41,7 @@ from bfio.errors import ConfigError
 from bfio.jit import kernel
 from bfio.kernels import load_stats, retire, write_row
 from bfio.prefix import PrefixCache
-from bfio.step_time import lockstep_prefill_dt
+from bfio.step_time import N_COEF, balanced_dt, lockstep_prefill_dt
 from bfio.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
 
 #: prefill tokens a rank computes per step at most: vLLM's API-server default
@@ -188,14 +188,17 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, cap, fin
     ``prefilled`` (their count returned). Returns ``(dt, completions, prefill
     ended, max_g P_g, output tokens of the step)``. ``step_coef``: empty for the
     paper's ``dt``, else the calibrated step model's coefficients
-    (:func:`bfio.step_time.lockstep_prefill_dt`)."""
+    (:func:`bfio.step_time.lockstep_prefill_dt`) or the balanced reference's vector
+    (:func:`bfio.step_time.balanced_dt`)."""
     G, B = slot_request.shape
     # 1. the chunk each rank computes: its prefilling requests, oldest admission first
     pmax = allot_chunks(slot_request, left, order, chunk, cap, take)
     if step_coef.shape[0] == 0:
         dt = overhead + t_l * pre_max + token_s * pmax
-    else:
+    elif step_coef.shape[0] == N_COEF:
         dt = lockstep_prefill_dt(step_coef, slot_request, left, take, loads)
+    else:
+        dt = balanced_dt(step_coef, slot_request, prefill, generated, left, take, loads, True)
     clock = clock0 + dt
     # 2. apply: decode a token where the prefill was done, compute the chunks
     done = 0

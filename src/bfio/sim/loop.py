@@ -74,8 +74,9 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     ``reference`` (issue 44, :mod:`bfio.sim.pooled`): ``none`` (the default: the
     cluster) or ``balanced``, the run's balanced reference: one pooled rank of the
     cluster's ``G B`` slots, KV memory and prefill budget, its step charged as if
-    every rank held the mean load, admitting FCFS (``policy="fcfs"``,
-    ``dispatch="central"``); the goodput study's router-independent reference.
+    every rank held the mean load with no request split, admitting FCFS
+    (``policy="fcfs"``, ``dispatch="central"``); the goodput study's
+    router-independent reference (``divisible``: the mean load alone).
 
     A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
     is a closed loop: a request that follows another arrives ``think_s`` after that
@@ -94,8 +95,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s if coef is None else coef.a_kv,
                            run.queue_moves)
     arrivals = make_entry(run.entry, workload, c.pool_factor * G)
-    engine = make_engine(chunked, c, G, B, record_loads, None if coef is None else coef.array(),
-                         run.step_model.barrier)
+    engine = make_engine(chunked, c, G, B, record_loads, run.step_coef, run.step_model.barrier)
     policy.reset(G, B)
     router.routing_call(arrivals)
     N = state.requests

@@ -9,24 +9,34 @@ cluster's resources, admitting first come, first served:
 - ``G B`` slots; KV memory ``G kv_tokens`` (the preemption rule runs on it);
 - prefill: ``G chunk_tokens`` prompt tokens a step, at most ``chunk_tokens`` of
   one request (its own rank's budget: a prompt is not split over ranks);
-- the step charged as if each of the ``G`` ranks held ``1/G`` of the pool:
-  ``rank_cost(L/G, n/G, P/G) + beta n/G + comm`` (calibrated; ``L``, ``n``, ``P``
-  the pool's resident tokens, decoding requests and prefill tokens of the step),
-  ``C(B) + t_l L/G + token_s P/G`` (the paper's). On one rank these are the
-  ordinary kernels with scaled coefficients (:func:`balanced`): ``a_kv/G``,
-  ``a_n/G``, ``a_p/G``, ``a_p2/G^2``, ``beta/G``; ``t_l/G``, ``token_s/G``, ``C``
-  of ``B`` slots. With ``G = 1`` every value is the cluster's, bit for bit.
+- the step charged as if each of the ``G`` ranks held ``1/G`` of the pool's
+  resident tokens ``L``, decoding requests ``n`` and prefill tokens ``P``, but no
+  request split (:func:`bfio.step_time.balanced_dt`): calibrated,
+  ``max(rank_cost(L/G, n/G, P/G), max_i rank_cost(l_i, d_i, p_i)) + beta ceil(n/G)
+  + comm``; the paper's, ``C + t_l max(L/G, max_i l_i) + token_s max(P/G, max_i
+  p_i)`` (``l_i``, ``d_i``, ``p_i``: request ``i``'s resident tokens, whether it
+  decodes, its prefill tokens in the step). With ``G = 1`` this is the cluster's
+  own step, bit for bit.
+
+``reference="divisible"`` charges the mean rank alone (``rank_cost(L/G, n/G, P/G)
++ beta n/G + comm``, ``C + t_l L/G + token_s P/G``): requests split over ranks,
+which no router can do. Its goodput is at least the balanced one's; the
+difference is the model's (a long prompt's chunk holds every rank at the barrier
+whatever the router), not headroom a router can recover.
 
 **Why it bounds, step by step.** Take any router's state at a step: the resident
 tokens ``L_g``, decoding requests ``n_g`` and prefill tokens ``P_g`` of each rank.
 The lockstep step is ``max_g f(L_g, n_g, P_g) + beta max_g n_g + comm`` with ``f =
-alpha + a_kv L + a_n n + a_p P + a_p2 P^2`` convex (affine in ``L`` and ``n``,
-``a_p2 >= 0``), so ``max_g f(...) >= mean_g f(...) >= f(mean L, mean n, mean P)``
-(Jensen) and ``max_g n_g >= mean n``: the pooled step of the same state is never
-longer (the paper's step likewise: ``max >= mean``). And the pooled rank can hold
-every state a router can: ``sum_g n_g <= G B`` slots, ``sum_g KV_g <= G kv_tokens``,
-``sum_g P_g <= G chunk_tokens`` with at most ``chunk_tokens`` of one request. So
-whatever any placement does in a step, the pool can do with a step no longer.
+alpha + a_kv L + a_n n + a_p P + a_p2 P^2`` convex and non-decreasing (affine in
+``L`` and ``n``, every coefficient >= 0). So ``max_g f(...) >= mean_g f(...) >=
+f(mean L, mean n, mean P)`` (Jensen), ``max_g f(...) >= f(l_i, d_i, p_i)`` for
+every request ``i`` (its rank holds at least it) and ``max_g n_g >= ceil(n/G)``
+(``n_g`` are integers): the reference's step of the same state is never longer
+(the paper's step likewise, each maximum on its own). And the pooled rank can
+hold every state a router can: ``sum_g n_g <= G B`` slots, ``sum_g KV_g <= G
+kv_tokens``, ``sum_g P_g <= G chunk_tokens`` with at most ``chunk_tokens`` of one
+request. So whatever any placement does in a step, the pool can do with a step
+no longer.
 
 **Where it needs an assumption.** Goodput reads p99 TTFT and p99 TPOT over a run,
 and the pool runs one fixed schedule: FCFS admission (a request is seated as soon
@@ -42,10 +52,7 @@ it is not a theorem. So it is checked, not assumed: ``tests/test_pooled.py`` (th
 reference at least every router's goodput on small cases) and, per seed, the
 goodput study's table counts the router runs above it.
 
-Left out (the reference is looser for them): a request's decode load is not
-indivisible here (the rank holding a request of ``l`` tokens steps at least
-``f(l, 1, 0)``; :func:`bfio.capacity.indivisible_floor` measures that part in a
-run). Not modelled: prefix caches (``cache_blocks``: an LRU cache per rank has no
+Not modelled: prefix caches (``cache_blocks``: an LRU cache per rank has no
 pooled equivalent that dominates it) and independent ranks (no barrier, so no
 imbalance in the step's sense); both are refused. The energy of a reference run
 is not the cluster's (its power model sees one rank).
@@ -56,62 +63,69 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from bfio.errors import ConfigError
+from bfio.step_time import K_ALPHA, K_KV, K_P, N_BALANCED, N_COEF
 
 if TYPE_CHECKING:
     from bfio.sim.setup import Setup
-    from bfio.step_model import StepCoefficients
 
-#: what ``simulate(reference=...)`` runs: ``none`` (the cluster itself) or
-#: ``balanced`` (:func:`balanced`); the single source of the names
-REFERENCES = ("none", "balanced")
-#: the policy and dispatch the balanced reference admits with (FCFS into the pool)
+#: what ``simulate(reference=...)`` runs: ``none`` (the cluster itself), ``balanced``
+#: (:func:`balanced`, no request split) or ``divisible`` (the mean rank alone); the
+#: single source of the names, each with whether it keeps requests indivisible
+REFERENCES = {"none": None, "balanced": True, "divisible": False}
+#: the policy and dispatch a reference admits with (FCFS into the pool)
 BALANCED_POLICY, BALANCED_DISPATCH = "fcfs", "central"
 
 
 def check_reference(reference, policy, dispatch: str, prefill, step_model) -> str:
-    """``reference`` checked against the run: a name of :data:`REFERENCES`; ``balanced``
+    """``reference`` checked against the run: a name of :data:`REFERENCES`; a reference
     admits FCFS from the central pool, with the lockstep barrier and no prefix cache."""
     if reference not in REFERENCES:
         raise ConfigError(f"reference: must be one of {', '.join(REFERENCES)}, got {reference!r}")
     if reference == "none":
         return reference
     if policy.name != BALANCED_POLICY or dispatch != BALANCED_DISPATCH:
-        raise ConfigError(f"reference: 'balanced' admits first come, first served into one pool: policy "
+        raise ConfigError(f"reference: '{reference}' admits first come, first served into one pool: policy "
                           f"'{BALANCED_POLICY}' with dispatch '{BALANCED_DISPATCH}', got '{policy.name}' with "
                           f"'{dispatch}'")
     if not step_model.is_paper and step_model.barrier != "lockstep":
-        raise ConfigError("reference: 'balanced' removes the imbalance at the lockstep barrier; independent ranks "
-                          "wait at none (step_model.barrier: 'lockstep')")
+        raise ConfigError(f"reference: '{reference}' removes the imbalance at the lockstep barrier; independent "
+                          "ranks wait at none (step_model.barrier: 'lockstep')")
     if prefill is not None and prefill.cache_blocks is not None:
-        raise ConfigError("reference: 'balanced' with prefix caches (prefill.cache_blocks) is not modelled: a "
+        raise ConfigError(f"reference: '{reference}' with prefix caches (prefill.cache_blocks) is not modelled: a "
                           "per-rank LRU cache has no pooled equivalent that dominates it")
     return reference
 
 
-def pooled_coefficients(coefficients: StepCoefficients, workers: int) -> StepCoefficients:
-    """The calibrated step of one rank holding ``1/G`` of the pool's ``L``, ``n`` and
-    ``P`` (module docstring): the per-token and per-request terms divided by ``G``,
-    the prefill square by ``G^2``; ``alpha`` and ``comm`` as they are."""
-    g = float(workers)
-    c = coefficients
-    return replace(c, a_kv=c.a_kv / g, a_n=c.a_n / g, a_p=c.a_p / g, a_p2=c.a_p2 / (g * g), beta=c.beta / g)
+def step_vector(run: Setup, indivisible: bool) -> np.ndarray:
+    """The pooled rank's step (:func:`bfio.step_time.balanced_dt`'s vector): the run's
+    calibrated coefficients, or the paper's ``C`` of ``B`` slots, ``t_l`` and the
+    prefill model's ``token_s`` in their places; then ``G``, whether the step is the
+    paper's and whether no request is split."""
+    vec = np.zeros(N_BALANCED)
+    if run.coefficients is not None:
+        vec[:N_COEF] = run.coefficients.array()
+    else:
+        vec[K_ALPHA] = run.constants.overhead(run.slots)
+        vec[K_KV] = run.constants.token_latency_s
+        vec[K_P] = run.prefill.token_s if run.prefill is not None else 0.0
+    vec[N_COEF:] = (run.workers, run.coefficients is None, indivisible)
+    return vec
 
 
 def balanced(run: Setup) -> Setup:
-    """The run's balanced reference (module docstring): one rank of ``G B`` slots with
-    the cluster's KV memory and prefill budget pooled and its step charged at the
-    mean rank; ``pooled_ranks`` records ``G``."""
-    G, B, c = run.workers, run.slots, run.constants
+    """The run's reference (module docstring): one rank of ``G B`` slots with the
+    cluster's KV memory and prefill budget pooled, its step :func:`step_vector`;
+    ``pooled_ranks`` records ``G``. ``run.reference`` names it."""
+    G, B = run.workers, run.slots
     prefill = run.prefill
     if prefill is not None:
         prefill = replace(prefill, chunk_tokens=G * prefill.chunk_tokens, request_chunk_tokens=prefill.request_chunk,
-                          token_s=prefill.token_s / G,
                           kv_tokens=None if prefill.kv_tokens is None else G * prefill.kv_tokens)
-    coefficients = None if run.coefficients is None else pooled_coefficients(run.coefficients, G)
-    return replace(run, workers=1, slots=G * B, prefill=prefill, coefficients=coefficients, pooled_ranks=G,
-                   constants=replace(c, token_latency_s=c.token_latency_s / G, overhead_s=c.overhead(B)))
+    return replace(run, workers=1, slots=G * B, prefill=prefill, pooled_ranks=G,
+                   step_coef=step_vector(run, REFERENCES[run.reference]))
 
 
-__all__ = ["BALANCED_DISPATCH", "BALANCED_POLICY", "REFERENCES", "balanced", "check_reference",
-           "pooled_coefficients"]
+__all__ = ["BALANCED_DISPATCH", "BALANCED_POLICY", "REFERENCES", "balanced", "check_reference", "step_vector"]

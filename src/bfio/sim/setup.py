@@ -63,7 +63,10 @@ class Setup:
     #: the queue-move rule (issue 45, :mod:`bfio.sim.moves`; ``none``: no moves)
     queue_moves: str = "none"
     coefficients: StepCoefficients | None = None
-    #: ``none`` or ``balanced`` (:data:`bfio.sim.pooled.REFERENCES`)
+    #: the step kernels' vector (:mod:`bfio.step_time`): empty for the paper's step,
+    #: the coefficients' ``array()``, or a reference's (:func:`bfio.sim.pooled.step_vector`)
+    step_coef: np.ndarray | None = None
+    #: ``none``, ``balanced`` or ``divisible`` (:data:`bfio.sim.pooled.REFERENCES`)
     reference: str = "none"
     pooled_ranks: int = 1
 
@@ -137,8 +140,8 @@ def _check_step_model(step_model) -> StepModel:
 def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_options, dispatch, admission_mode,
           prefill, step_model=None, queue_moves="none", reference="none") -> Setup:
     """:func:`bfio.simulator.simulate`'s arguments checked, in its order (the
-    first fault is the one reported), as a :class:`Setup`; with ``reference``
-    ``balanced`` the setup of its pooled rank (:func:`bfio.sim.pooled.balanced`)."""
+    first fault is the one reported), as a :class:`Setup`; with a ``reference``
+    the setup of its pooled rank (:func:`bfio.sim.pooled.balanced`)."""
     workers, slots = _check_cluster(workload, workers, slots, policy)
     entry = _check_modes(workload, entry, dispatch, prefill, admission_mode)
     constants = constants or PaperConstants()
@@ -149,7 +152,9 @@ def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_op
     policy = _checked_policy(policy, seed, policy_options, dispatch, prefill, workload)
     queue_moves = check_queue_moves(queue_moves, dispatch, policy)
     reference = check_reference(reference, policy, dispatch, prefill, step_model)
+    coefficients = None if step_model.is_paper else step_model.coefficients()
     run = Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves,
-                coefficients=None if step_model.is_paper else step_model.coefficients(), reference=reference)
-    return balanced(run) if reference == "balanced" else run
+                coefficients=coefficients, step_coef=np.zeros(0) if coefficients is None else coefficients.array(),
+                reference=reference)
+    return run if reference == "none" else balanced(run)
