@@ -245,6 +245,15 @@ def _bound_words(grp: pd.DataFrame) -> list[str]:
     return [words, ""]
 
 
+def _recovered_cell(r, rec: dict) -> str:
+    """A router row's share of the best production router's headroom to the balanced
+    bound, on the means (``+12%``: it recovers 12%; blank without a bound or headroom)."""
+    if not rec or rec["bound"] is None or r.get("reference") in REFERENCE_LABELS:
+        return ""
+    share = _share(r["goodput_rps"], rec["best_router"]["goodput_rps"], float(rec["bound"]["goodput_rps"]))
+    return "" if share != share else f"{100 * share:+.0f}%"
+
+
 def _section(grp: pd.DataFrame) -> list[str]:
     """One section's lines: the title, targets, latency floor, bound, headroom sentence and table."""
     r0 = grp.iloc[0]
@@ -273,6 +282,7 @@ def _section(grp: pd.DataFrame) -> list[str]:
                   f"Best production router: {row_label(best)}, at the capacity (no headroom).", ""]
     return lines + [markdown_table(grp.to_dict("records"), [
         ("router", row_label), ("goodput (req/s) [95%]", _goodput_cell),
+        ("recovered (of the best router's headroom to the bound)", lambda r: _recovered_cell(r, rec)),
         ("share of capacity", lambda r: f"{100 * r['goodput_share']:.1f}%"),
         ("headroom to capacity (req/s)", lambda r: fmt(r["headroom_rps"])),
         ("headroom to balanced bound (req/s)", lambda r: "" if r["headroom_balanced_rps"] != r["headroom_balanced_rps"]
