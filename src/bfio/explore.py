@@ -48,7 +48,7 @@ FIRST_LOOK_COMMAND = "snakemake -c 2 --configfile config/smoke.yaml"
 SERVING_STUDIES = {
     "online": "Online load study",
     "online_routers": "Online routers and lagging load reports",
-    "goodput": "Goodput against the capacity",
+    "goodput": "Goodput against the capacity and the balanced bound",
     "step_regime": "Router ranking by step regime",
     "starvation": "Starvation and admission",
 }
