@@ -108,3 +108,8 @@ def test_no_goodput_anywhere_reads_as_not_applicable():
                         + _seed_rows("bfio_h20", "bfio", "central", [0.0, 0.0], predictor="oracle"))
     md = goodput_markdown(summarize_goodput(runs), {}, "Goodput")
     assert "nan" not in md and "n/a" in md and "true lengths (oracle)" in md
+    # a reference with goodput (requests split) does not make it a section where routers have some
+    routers = runs.assign(reference="none")
+    md = goodput_markdown(summarize_goodput(pd.concat([routers, pd.DataFrame(
+        _reference_rows("balanced", [0.0, 0.0]) + _reference_rows("divisible", [50.0, 60.0]))])), {}, "Goodput")
+    assert "No router has any goodput here." in md and "recovering" not in md

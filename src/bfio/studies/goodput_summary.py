@@ -233,8 +233,8 @@ def _bound_words(grp: pd.DataFrame) -> list[str]:
              f"charged at the mean rank with no request split, FCFS): {_goodput_cell(bound.iloc[0])} req/s")
     divisible = grp[is_reference(grp, "divisible")]
     if not divisible.empty:
-        words += (f"; with requests split over ranks (the mean rank alone) {_goodput_cell(divisible.iloc[0])}: "
-                  "the difference is the barrier waiting for one request's chunk or KV, the model's, not routing's")
+        words += (f"; with requests split over ranks (the mean rank alone) {_goodput_cell(divisible.iloc[0])} "
+                  "(any difference is the barrier waiting for one request's chunk or KV: the model's, not routing's)")
     words += ". "
     if above.sum() == 0:
         words += f"No router's goodput exceeds the bound on any seed ({pairs} router runs checked)."
@@ -272,7 +272,7 @@ def _section(grp: pd.DataFrame) -> list[str]:
                      if beyond else "."), ""]
     lines += _bound_words(grp)
     rec = headroom_recovered(grp)
-    if rec and not (grp["goodput_rps"] > 0).any():
+    if rec and not (grp.loc[~is_reference(grp), "goodput_rps"] > 0).any():
         lines += ["No router has any goodput here.", ""]
     elif rec:
         best = rec["best_router"]
