@@ -153,7 +153,7 @@ def test_goodput_step_regime_and_starvation_views():
                                                       ("vllm_dp", "instant", "vllm_dp", None, 65.5))])
     (view,) = goodput_views(goodput)
     assert view.frame.loc["BF-IO (H=20) (central)", "azure_code_g16"] == "90.4 (90%)"
-    assert view.frame.loc["capacity (the bound)", "burstgpt_g16"] == "100.0"
+    assert view.frame.loc["capacity (ignores the targets)", "burstgpt_g16"] == "100.0"
     assert view.frame.loc["targets: p99 TTFT / TPOT", "azure_code_g16"] == "2 s / 200 ms"
     # per-seed bisections (a mean with its interval) and a setting's own targets
     goodput = goodput.assign(goodput_ci_lo=goodput["goodput_rps"] - 5, goodput_ci_hi=goodput["goodput_rps"] + 5)
@@ -162,6 +162,9 @@ def test_goodput_step_regime_and_starvation_views():
     assert view.frame.loc["vLLM DP (instant)", "burstgpt_g16"] == "65.5 [60.5, 70.5] (66%)"
     assert view.frame.loc["targets: p99 TTFT / TPOT", "azure_code_g16"] == "6 s / 175 ms"
     assert "mean [95% CI]" in view.caption
+    bound = goodput.iloc[:1].assign(row="balanced", policy="fcfs", reference="balanced", goodput_rps=95.0)
+    (view,) = goodput_views(pd.concat([goodput.assign(reference="none"), bound]))
+    assert view.frame.loc["balanced bound", "burstgpt_g16"].startswith("95.0")
 
     regimes = pd.DataFrame([{"setting": "burstgpt_g16", "trace": "burstgpt", "requests": 5000, "workers": 16,
                              "slots": 72, "load": 0.8, "regime": g, "dispatch": "central", "row": row, "policy": p,

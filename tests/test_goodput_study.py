@@ -21,10 +21,12 @@ def test_goodput_study_runs_every_router_and_tabulates(tmp_path):
                                                                                 "tpot_p99_s": 0.05},
                "rel_tol": 0.1}
     runs = run_goodput("s", setting, section, [0, 1], 8, frame)
-    routers = ["fcfs", "sglang_total_tokens", "bfio_h3_instant"]
-    assert list(runs["row"]) == [r for r in routers for _ in (0, 1)]  # one row per router and seed
-    assert list(runs["seed"]) == [0, 1] * 3
-    assert list(runs["dispatch"]) == ["central"] * 2 + ["instant"] * 4
+    routers = ["fcfs", "sglang_total_tokens", "bfio_h3_instant", "balanced", "divisible"]
+    assert list(runs["row"]) == [r for r in routers for _ in (0, 1)]  # one row per router (reference) and seed
+    assert list(runs["seed"]) == [0, 1] * 5
+    assert list(runs["dispatch"]) == ["central"] * 2 + ["instant"] * 4 + ["central"] * 4
+    assert list(runs["reference"]) == ["none"] * 6 + ["balanced"] * 2 + ["divisible"] * 2
+    assert (runs.loc[runs["reference"] != "none", "policy"] == "fcfs").all()
     assert (runs["goodput_rps"] <= runs["capacity_rps"]).all() and (runs["goodput_rps"] >= 0).all()
     assert (runs["sim_wall_s"] > 0).all()  # the pipeline's script sums it
     for _, r in runs.iterrows():
@@ -32,15 +34,19 @@ def test_goodput_study_runs_every_router_and_tabulates(tmp_path):
         met = [p[0] for p in probes if p[3]]
         assert r["goodput_rps"] == (max(met) if met else 0.0)
     s = summarize_goodput(runs)
-    assert len(s) == 3 and (s["n_seeds"] == 2).all()
+    assert len(s) == 5 and (s["n_seeds"] == 2).all()
+    assert list(s["reference"][:2]) == ["balanced", "divisible"]  # the references first
     for _, r in s.iterrows():  # the mean of the seeds' own bisections, inside its interval
         seeds = runs[runs["row"] == r["row"]]["goodput_rps"]
         assert np.isclose(r["goodput_rps"], seeds.mean())
         assert r["goodput_ci_lo"] <= r["goodput_rps"] <= r["goodput_ci_hi"]
-    assert s["vs_best_pct"].max() == 0.0
+    assert s["vs_best_pct"].max() == 0.0 and s["vs_best_pct"][:2].isna().all()
+    routers_s = s[s["reference"] == "none"]
+    bound = s.loc[s["reference"] == "balanced", "goodput_rps"].iloc[0]
+    assert np.allclose(routers_s["headroom_balanced_rps"], bound - routers_s["goodput_rps"])
     md = goodput_markdown(s, {"s": setting}, "Goodput")
     assert "capacity" in md and "SGLang" in md and "p99 queue wait" in md and "BF-IO (H=3) (instant)" in md
-    assert "2 seeds" in md and "95%" in md
+    assert "2 seeds" in md and "95%" in md and "balanced bound" in md and "headroom to balanced bound" in md
 
 
 def test_a_setting_slo_overrides_the_sections_targets():
@@ -73,8 +79,37 @@ def test_headroom_recovered_is_paired_over_the_seeds():
     assert "prompt_survival lengths" in md and "paired" in md
 
 
+def _reference_rows(name, goodputs, capacity=100.0):
+    return [{**r, "reference": name, "policy": "fcfs"} for r in _seed_rows(name, "fcfs", "central", goodputs, capacity)]
+
+
+def test_headroom_to_the_balanced_bound_is_paired_and_its_violations_counted():
+    routers = (_seed_rows("vllm_dp", "vllm_dp", "instant", [60.0, 80.0, 70.0])
+               + _seed_rows("bfio_h20_ps", "bfio", "central", [70.0, 95.0, 85.0], predictor="prompt_survival"))
+    runs = pd.DataFrame([{**r, "reference": "none"} for r in routers]
+                        + _reference_rows("balanced", [80.0, 90.0, 90.0]) + _reference_rows("divisible", [100.0] * 3))
+    s = summarize_goodput(runs)
+    rec = headroom_recovered(s)
+    assert rec["bound"]["row"] == "balanced"
+    assert np.isclose(rec["recovered_bound"], (250 / 3 - 70.0) / (260 / 3 - 70.0))  # on the means
+    assert np.isclose(rec["recovered"], (250 / 3 - 70.0) / (100.0 - 70.0))  # the capacity's, kept
+    shares = [(70 - 60) / (80 - 60), (95 - 80) / (90 - 80), (85 - 70) / (90 - 70)]  # each seed its own bound
+    lo, hi = rec["recovered_bound_ci"]
+    assert lo < np.mean(shares) < hi and rec["bound_seeds"] == 3
+    above = s.set_index("row")["seeds_above_bound"]
+    assert above["bfio_h20_ps"] == 1 and above["vllm_dp"] == 0  # 95 > 90 on the second seed
+    md = goodput_markdown(s, {}, "Goodput")
+    assert "**Exceeded** on 1 of 6 router runs" in md and "divisible reference" in md
+    assert "to the balanced bound" in md and "to the capacity" in md
+
+
 def test_no_goodput_anywhere_reads_as_not_applicable():
     runs = pd.DataFrame(_seed_rows("vllm_dp", "vllm_dp", "instant", [0.0, 0.0])
                         + _seed_rows("bfio_h20", "bfio", "central", [0.0, 0.0], predictor="oracle"))
     md = goodput_markdown(summarize_goodput(runs), {}, "Goodput")
     assert "nan" not in md and "n/a" in md and "true lengths (oracle)" in md
+    # a reference with goodput (requests split) does not make it a section where routers have some
+    routers = runs.assign(reference="none")
+    md = goodput_markdown(summarize_goodput(pd.concat([routers, pd.DataFrame(
+        _reference_rows("balanced", [0.0, 0.0]) + _reference_rows("divisible", [50.0, 60.0]))])), {}, "Goodput")
+    assert "No router has any goodput here." in md and "recovering" not in md

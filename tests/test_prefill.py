@@ -141,7 +141,7 @@ def test_a_rank_spends_its_chunk_on_the_oldest_admissions_first(seed, G, B, chun
     left = np.where(rng.random(n) < 0.6, rng.integers(1, 4000, n), 0)
     order = rng.permutation(n)
     take = np.full((G, B), -7, dtype=np.int64)
-    pmax = allot_chunks(slots, left, order, chunk, take)
+    pmax = allot_chunks(slots, left, order, chunk, chunk, take)
     sums = take.sum(axis=1)
     assert pmax == sums.max() and (sums <= chunk).all()
     for g in range(G):

@@ -30,6 +30,7 @@ import pandas as pd
 from bfio.config import NAMED_RUN_DIR, _RUN_NAME_RE
 from bfio.errors import BfioError, ConfigError
 from bfio.run_keys import parse_bfio_row
+from bfio.studies.goodput_summary import REFERENCE_LABELS
 from bfio.studies.online_summary import ONLINE_METRICS, policy_label, record_label
 from bfio.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, ci_text, row_label
 
@@ -47,7 +48,7 @@ FIRST_LOOK_COMMAND = "snakemake -c 2 --configfile config/smoke.yaml"
 SERVING_STUDIES = {
     "online": "Online load study",
     "online_routers": "Online routers and lagging load reports",
-    "goodput": "Goodput against the capacity",
+    "goodput": "Goodput against the capacity and the balanced bound",
     "step_regime": "Router ranking by step regime",
     "starvation": "Starvation and admission",
 }
@@ -405,11 +406,20 @@ def routers_views(routers: pd.DataFrame, load: float = 0.95) -> list[View]:
     return views
 
 
+def _goodput_router(r) -> str:
+    """A goodput row's name: a reference's (``balanced bound``), else the router's."""
+    ref = r.get("reference")
+    if isinstance(ref, str) and ref in REFERENCE_LABELS:
+        return REFERENCE_LABELS[ref].split(":")[0]
+    return _router(r)
+
+
 def goodput_views(goodput: pd.DataFrame) -> list[View]:
     """Per step regime of the goodput table: each router's goodput in req/s
     per setting (the mean over seeds with its 95% interval where the table has
-    one, ``goodput_ci_lo``/``_hi``) and its share of the capacity; then the
-    capacity and each setting's latency targets as the last rows."""
+    one, ``goodput_ci_lo``/``_hi``) and its share of the capacity, the references
+    (``reference``: the balanced bound, :mod:`bfio.sim.pooled`) named as such;
+    then the capacity and each setting's latency targets as the last rows."""
     views = []
     has_ci = {"goodput_ci_lo", "goodput_ci_hi"} <= set(goodput.columns)
 
@@ -421,11 +431,11 @@ def goodput_views(goodput: pd.DataFrame) -> list[View]:
 
     for regime, sub in goodput.groupby("regime", sort=False):
         recs = sub.to_dict("records")
-        sub = sub.assign(router=[_router(r) for r in recs], cell=[cell(r) for r in recs])
+        sub = sub.assign(router=[_goodput_router(r) for r in recs], cell=[cell(r) for r in recs])
         cells = sub.pivot_table(index="router", columns="setting", values="cell", aggfunc="first",
                                 sort=False).fillna("")
         first = sub.groupby("setting", sort=False).first()
-        cells.loc["capacity (the bound)"] = [f"{first.loc[c, 'capacity_rps']:.1f}" for c in cells.columns]
+        cells.loc["capacity (ignores the targets)"] = [f"{first.loc[c, 'capacity_rps']:.1f}" for c in cells.columns]
         cells.loc["targets: p99 TTFT / TPOT"] = [
             f"{first.loc[c, 'ttft_slo_s']:g} s / {1000 * first.loc[c, 'tpot_slo_s']:g} ms" for c in cells.columns]
         cells.index.name = None

@@ -10,7 +10,7 @@ import numpy as np
 
 from bfio.jit import kernel
 from bfio.power import worker_power
-from bfio.step_time import lockstep_dt
+from bfio.step_time import N_COEF, balanced_dt, lockstep_dt
 
 
 @kernel
@@ -212,7 +212,8 @@ def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loa
     (``load_stats``, ``dt``, ``advance_step``, the same float operations in the
     same order). ``step_coef``: empty for the paper's ``dt = C + t_l max_g L_g``,
     else the calibrated step model's coefficients
-    (:func:`bfio.step_time.lockstep_dt`). Returns ``(clock, step,
+    (:func:`bfio.step_time.lockstep_dt`), or the balanced reference's
+    (:func:`bfio.step_time.balanced_dt`). Returns ``(clock, step,
     n_completed, n_rows)``."""
     G = loads.shape[0]
     capacity = series.shape[1]
@@ -226,8 +227,10 @@ def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loa
             n_active += active[g]
         if step_coef.shape[0] == 0:
             dt = overhead + t_l * pre_max
-        else:
+        elif step_coef.shape[0] == N_COEF:
             dt = lockstep_dt(step_coef, loads, active)
+        else:  # the balanced reference (its generated and slot_request stand in for the unread left and take)
+            dt = balanced_dt(step_coef, slot_request, prefill, generated, generated, slot_request, loads, False)
         clock += dt
         step += 1
         done = advance_step(slot_request, prefill, decode, generated, finish, finish_step, clock, step,

@@ -41,7 +41,7 @@ from bfio.errors import ConfigError
 from bfio.jit import kernel
 from bfio.kernels import load_stats, retire, write_row
 from bfio.prefix import PrefixCache
-from bfio.step_time import lockstep_prefill_dt
+from bfio.step_time import N_COEF, balanced_dt, lockstep_prefill_dt
 from bfio.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
 
 #: prefill tokens a rank computes per step at most: vLLM's API-server default
@@ -68,16 +68,21 @@ class PrefillModel:
     does when its running requests' next step would exceed ``kv_tokens``:
     ``none`` (the default: decode growth is not bounded, as before), ``vllm``
     (the newest running request is preempted and recomputed) or ``sglang`` (its
-    ``retract_decode`` order); :mod:`bfio.sim.preemption`, ``docs/prefix_cache.md``."""
+    ``retract_decode`` order); :mod:`bfio.sim.preemption`, ``docs/prefix_cache.md``.
+    ``request_chunk_tokens``: at most this many prompt tokens of one request a
+    step (``None``, the default: ``chunk_tokens``, the rank's whole budget); the
+    balanced reference (:mod:`bfio.sim.pooled`) sets it, whose one pooled rank
+    computes ``G chunk_tokens`` a step but no request faster than its own rank could."""
 
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS
     token_s: float = DEFAULT_TOKEN_S
     cache_blocks: int | None = None
     kv_tokens: int | None = None
     preemption: str = "none"
+    request_chunk_tokens: int | None = None
 
     def __post_init__(self):
-        for field in ("chunk_tokens", "cache_blocks", "kv_tokens"):
+        for field in ("chunk_tokens", "cache_blocks", "kv_tokens", "request_chunk_tokens"):
             v = getattr(self, field)
             if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > MAX_RANK_TOKENS:
                 raise ConfigError(f"prefill.{field}: {v:,} exceeds the bound of {MAX_RANK_TOKENS:,} "
@@ -94,6 +99,10 @@ class PrefillModel:
         b = self.cache_blocks
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1):
             raise ConfigError(f"prefill.cache_blocks: must be an integer >= 1 (blocks per rank) or null, got {b!r}")
+        r = self.request_chunk_tokens
+        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 1 <= r <= c):
+            raise ConfigError(f"prefill.request_chunk_tokens: must be an integer in 1..chunk_tokens ({c}) or null "
+                              f"(prompt tokens of one request a step), got {r!r}")
         k = self.kv_tokens
         if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
             raise ConfigError(f"prefill.kv_tokens: must be an integer >= 1 (KV tokens per rank) or null, got {k!r}")
@@ -105,11 +114,20 @@ class PrefillModel:
                               "set prefill.kv_tokens (a rank's KV memory in tokens)")
 
     def to_dict(self) -> dict:
-        """The fields; ``preemption`` only when on (a run without it records what it did before issue 44)."""
+        """The fields; ``preemption`` only when on (a run without it records what it did before issue 44),
+        ``request_chunk_tokens`` only when set."""
         out = asdict(self)
         if self.preemption == "none":
             del out["preemption"]
+        if self.request_chunk_tokens is None:
+            del out["request_chunk_tokens"]
         return out
+
+    @property
+    def request_chunk(self) -> int:
+        """The prompt tokens one request computes a step at most (:attr:`request_chunk_tokens`,
+        else the rank's budget ``chunk_tokens``)."""
+        return self.chunk_tokens if self.request_chunk_tokens is None else int(self.request_chunk_tokens)
 
 
 def cached_tokens(matched_blocks: int, block_tokens: int, prompt: int) -> int:
@@ -119,12 +137,14 @@ def cached_tokens(matched_blocks: int, block_tokens: int, prompt: int) -> int:
 
 
 @kernel
-def allot_chunks(slot_request, left, order, chunk, take):
+def allot_chunks(slot_request, left, order, chunk, cap, take):
     """Each rank's prefill chunk of one step: its requests with ``left_i > 0`` in
     admission order (``order[i]``: request ``i``'s admission rank, smaller first)
-    take what they still need until ``chunk`` tokens are spent; ``take[g, b]`` the
-    tokens slot ``b`` computes. Invariant: ``sum_b take[g, b] <= chunk`` and
-    ``take[g, b] <= left_i``; an older request is never cut short for a newer one.
+    take what they still need, at most ``cap`` each, until ``chunk`` tokens are
+    spent; ``take[g, b]`` the tokens slot ``b`` computes. Invariant: ``sum_b
+    take[g, b] <= chunk`` and ``take[g, b] <= min(left_i, cap)``; an older request
+    is never cut short for a newer one. ``cap >= chunk`` is no cap (every rank
+    of a run but the balanced reference's pooled one, :mod:`bfio.sim.pooled`).
     Returns ``max_g sum_b take[g, b]``."""
     G, B = slot_request.shape
     pmax = 0
@@ -146,7 +166,7 @@ def allot_chunks(slot_request, left, order, chunk, take):
             if budget == 0:
                 break
             b = waiting[k]
-            got = min(left[slot_request[g, b]], budget)
+            got = min(left[slot_request[g, b]], budget, cap)
             take[g, b] = got
             budget -= got
         if chunk - budget > pmax:
@@ -155,26 +175,30 @@ def allot_chunks(slot_request, left, order, chunk, take):
 
 
 @kernel
-def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
+def prefill_step(slot_request, prefill, decode, generated, left, chunk, cap, finish, finish_step, first_token,
                  clock0, step, overhead, t_l, token_s, pre_max, loads, active, completed, n_completed, prefilled,
                  order, take, step_coef):
     """One step with chunked prefill (module docstring), from the clock ``clock0``
     and the pre-step loads' maximum ``pre_max``. Invariants: each rank computes at
-    most ``chunk`` prefill tokens, oldest admission first (:func:`allot_chunks`);
+    most ``chunk`` prefill tokens, at most ``cap`` of one request, oldest admission
+    first (:func:`allot_chunks`);
     a request decodes only once ``left_i = 0`` at the step's start; ``loads[g]``
     afterwards is the resident tokens ``sum (s_i - left_i + tau_i)`` of the
     requests still active. Requests whose prefill ended are written to
     ``prefilled`` (their count returned). Returns ``(dt, completions, prefill
     ended, max_g P_g, output tokens of the step)``. ``step_coef``: empty for the
     paper's ``dt``, else the calibrated step model's coefficients
-    (:func:`bfio.step_time.lockstep_prefill_dt`)."""
+    (:func:`bfio.step_time.lockstep_prefill_dt`) or the balanced reference's vector
+    (:func:`bfio.step_time.balanced_dt`)."""
     G, B = slot_request.shape
     # 1. the chunk each rank computes: its prefilling requests, oldest admission first
-    pmax = allot_chunks(slot_request, left, order, chunk, take)
+    pmax = allot_chunks(slot_request, left, order, chunk, cap, take)
     if step_coef.shape[0] == 0:
         dt = overhead + t_l * pre_max + token_s * pmax
-    else:
+    elif step_coef.shape[0] == N_COEF:
         dt = lockstep_prefill_dt(step_coef, slot_request, left, take, loads)
+    else:
+        dt = balanced_dt(step_coef, slot_request, prefill, generated, left, take, loads, True)
     clock = clock0 + dt
     # 2. apply: decode a token where the prefill was done, compute the chunks
     done = 0
@@ -216,7 +240,7 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, 
 
 
 @kernel
-def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step, first_token,
+def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, cap, finish, finish_step, first_token,
                      loads, active, completed, n_completed, clock, step, overhead, t_l, token_s, p_idle, p_max,
                      gamma, series, n_rows, record_loads, load_rows, prefilled, order, take, step_coef):
     """One step of the loop with prefill (:func:`prefill_step`) and its row of the
@@ -228,9 +252,9 @@ def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, fini
         for g in range(G):
             load_rows[n_rows, g] = loads[g]
     step += 1
-    dt, done, ended, _, tokens = prefill_step(slot_request, prefill, decode, generated, left, chunk, finish, finish_step,
-                                      first_token, clock, step, overhead, t_l, token_s, pre[0], loads, active,
-                                      completed, n_completed, prefilled, order, take, step_coef)
+    dt, done, ended, _, tokens = prefill_step(slot_request, prefill, decode, generated, left, chunk, cap, finish,
+                                              finish_step, first_token, clock, step, overhead, t_l, token_s, pre[0],
+                                              loads, active, completed, n_completed, prefilled, order, take, step_coef)
     clock += dt
     post = load_stats(loads, p_idle, p_max, gamma)
     # the series' "active" is the step's output tokens (every active request's, in the
@@ -380,7 +404,8 @@ class Prefill:
         """One step (:func:`run_prefill_step`); the prompts whose prefill ended enter
         their rank's cache. Returns ``(clock, step, n_completed, series rows)``."""
         clock, step, n_done, n_rows, ended = run_prefill_step(
-            slot_request, prefill, decode, generated, self.left, self.model.chunk_tokens, finish, finish_step,
+            slot_request, prefill, decode, generated, self.left, self.model.chunk_tokens, self.model.request_chunk,
+            finish, finish_step,
             self.first_token, loads, active, completed, n_completed, clock, step, overhead, t_l,
             self.model.token_s, p_idle, p_max, gamma, series.buf, series.n, record_loads, series.load_rows,
             self.prefilled, self.order, self.take, step_coef)

@@ -189,6 +189,9 @@ class RunSpec:
     #: ``roll``; instant dispatch only; its options as sorted ``(name, value)`` pairs
     migration: str = "none"
     migration_options: tuple = ()
+    #: ``none`` (the cluster) or ``balanced``: the run's balanced reference, one pooled
+    #: rank admitting FCFS (issue 44, :mod:`bfio.sim.pooled`)
+    reference: str = "none"
 
     def __post_init__(self):
         if self.dispatch not in DISPATCH_MODES:
@@ -261,7 +264,7 @@ class RunSpec:
         with the prefill step model; ``step_model`` and ``step_<name>`` only for runs
         given a step model; ``queue_moves`` only for runs with moves; ``rank_pause`` and
         ``pause_<name>`` only for runs with pauses; ``migration`` and ``migrate_<name>``
-        only for runs with migrations)."""
+        only for runs with migrations; ``reference`` only for a reference run)."""
         return {"trace": self.trace, "requests": self.requests, "workers": self.workers, "slots": self.slots,
                 "row": self.row, "seed": self.seed, "arrival": self.arrival.label,
                 "arrival_mode": self.arrival.mode, "arrival_rate": self.arrival.rate,
@@ -272,7 +275,8 @@ class RunSpec:
                 **({"rank_pause": self.rank_pause} if self.rank_pause != "none" else {}),
                 **{f"pause_{k}": v for k, v in self.rank_pause_options},
                 **({"migration": self.migration} if self.migration != "none" else {}),
-                **{f"migrate_{k}": v for k, v in self.migration_options}}
+                **{f"migrate_{k}": v for k, v in self.migration_options},
+                **({"reference": self.reference} if self.reference != "none" else {})}
 
     @property
     def prefill_model(self):
@@ -340,7 +344,8 @@ def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=No
                     policy_options=run.policy_options or None, show_progress=show_progress,
                     prefill=run.prefill_model, step_model=run.step_model_spec, queue_moves=run.queue_moves,
                     rank_pause=run.rank_pause, rank_pause_options=dict(run.rank_pause_options) or None,
-                    migration=run.migration, migration_options=dict(run.migration_options) or None)
+                    migration=run.migration, migration_options=dict(run.migration_options) or None,
+                    reference=run.reference)
 
 
 def run_study(run: RunSpec, frame: pd.DataFrame | None = None, workload=None, extra=None) -> dict:

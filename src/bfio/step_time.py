@@ -3,15 +3,24 @@ lockstep barrier's ``dt`` from the per-rank loads ``L_g``, decoding requests
 ``n_g`` and prefill tokens ``P_g`` of one step, and a coefficient vector
 (:meth:`bfio.step_model.fit.StepCoefficients.array`):
 ``[alpha, a_kv, a_n, a_p, a_p2, beta, comm]``. An empty vector means the
-paper's ``dt``: the step kernels then compute it as they always did."""
+paper's ``dt``: the step kernels then compute it as they always did. A vector
+of :data:`N_BALANCED` entries is the balanced reference's step
+(:func:`balanced_dt`, :mod:`bfio.sim.pooled`)."""
 
 from __future__ import annotations
+
+import math
 
 from bfio.jit import kernel
 
 #: indices into the coefficient vector
 K_ALPHA, K_KV, K_N, K_P, K_P2, K_BETA, K_COMM = range(7)
 N_COEF = 7
+#: the balanced reference's vector (:func:`balanced_dt`): the coefficients, then the
+#: ranks ``G`` pooled, whether the step is the paper's sum of maxima (1) or the
+#: calibrated maximum of rank costs (0), and whether no request is split (1)
+K_RANKS, K_SEPARABLE, K_INDIVISIBLE = range(N_COEF, N_COEF + 3)
+N_BALANCED = N_COEF + 3
 
 
 @kernel
@@ -108,3 +117,66 @@ def advance_ranks(slot_request, prefill, decode, generated, finish, finish_step,
         loads[g] = total
         active[g] = n
     return done, tokens
+
+
+@kernel
+def balanced_dt(coef, slot_request, prefill, generated, left, take, loads, chunked):
+    """The step of the balanced reference's one pooled rank (:mod:`bfio.sim.pooled`),
+    read before the step is applied: the pool's resident tokens ``L = sum loads``,
+    decoding requests ``n`` and prefill tokens ``P`` (with ``chunked``: ``take`` of
+    this step, a request decoding once ``left_i = 0``; else ``left`` and ``take``
+    are not read and every seated request decodes), charged as if each of the
+    ``G = coef[K_RANKS]`` ranks held ``1/G`` of them:
+
+    - calibrated (``coef[K_SEPARABLE] = 0``): ``rank_cost(L/G, n/G, P/G) + beta n/G + comm``;
+    - the paper's (``1``; ``alpha = C``, ``a_kv = t_l``, ``a_p = token_s``):
+      ``C + t_l L/G + token_s P/G``.
+
+    With ``coef[K_INDIVISIBLE] = 1`` no request is split over ranks: the rank that
+    holds request ``i`` (``l_i = s_i + tau_i - left_i`` resident, ``d_i`` decoding,
+    ``p_i`` prefill tokens) costs at least ``rank_cost(l_i, d_i, p_i)``, and some
+    rank decodes at least ``ceil(n/G)`` requests, so the calibrated step is
+    ``max(rank_cost(L/G, n/G, P/G), max_i rank_cost(l_i, d_i, p_i)) + beta
+    ceil(n/G) + comm`` and the paper's ``C + t_l max(L/G, max_i l_i) + token_s
+    max(P/G, max_i p_i)``. Every form is at most the lockstep step of any
+    placement of the same requests on ``G`` ranks (``max_g >= mean_g``, the rank
+    cost convex: Jensen). Invariant: with ``G = 1`` the cluster's own ``dt``."""
+    g = coef[K_RANKS]
+    whole = 0
+    for r in range(loads.shape[0]):
+        whole += loads[r]
+    n = 0
+    p = 0
+    l_max = 0
+    p_max = 0
+    f_max = 0.0
+    for r in range(slot_request.shape[0]):
+        for b in range(slot_request.shape[1]):
+            i = slot_request[r, b]
+            if i < 0:
+                continue
+            lf = left[i] if chunked else 0
+            pi = take[r, b] if chunked else 0
+            li = prefill[i] + generated[i] - lf
+            di = 1 if lf == 0 else 0
+            n += di
+            p += pi
+            l_max = max(l_max, li)
+            p_max = max(p_max, pi)
+            f_max = max(f_max, rank_cost(coef, li, di, pi))
+    indivisible = coef[K_INDIVISIBLE] > 0
+    if coef[K_SEPARABLE] > 0:
+        lx = whole / g
+        px = p / g
+        if indivisible:
+            lx = max(lx, l_max)
+            px = max(px, p_max)
+        if chunked:
+            return coef[K_ALPHA] + coef[K_KV] * lx + coef[K_P] * px
+        return coef[K_ALPHA] + coef[K_KV] * lx
+    worst = rank_cost(coef, whole / g, n / g, p / g)
+    batch = n / g
+    if indivisible:
+        worst = max(worst, f_max)
+        batch = math.ceil(batch)
+    return worst + coef[K_BETA] * batch + coef[K_COMM]

@@ -35,7 +35,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
              prefill: PrefillModel | None = None, step_model: StepModel | str | None = None,
              queue_moves: str = "none", rank_pause: str = "none",
              rank_pause_options: dict | None = None, migration: str = "none",
-             migration_options: dict | None = None) -> SimulationResult:
+             migration_options: dict | None = None, reference: str = "none") -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
@@ -88,6 +88,13 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     model (needs ``prefill``) or ``transfer``red over a link, the lockstep barrier
     waiting for it (:mod:`bfio.sim.transfer`).
 
+    ``reference`` (issue 44, :mod:`bfio.sim.pooled`): ``none`` (the default: the
+    cluster) or ``balanced``, the run's balanced reference: one pooled rank of the
+    cluster's ``G B`` slots, KV memory and prefill budget, its step charged as if
+    every rank held the mean load with no request split, admitting FCFS
+    (``policy="fcfs"``, ``dispatch="central"``); the goodput study's
+    router-independent reference (``divisible``: the mean load alone).
+
     A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
     is a closed loop: a request that follows another arrives ``think_s`` after that
     one completes (the steps then run one at a time while such a release is
@@ -97,9 +104,10 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     run = setup(workload, workers, slots, policy, seed=seed, constants=constants, entry=entry,
                 policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode, prefill=prefill,
                 step_model=step_model, queue_moves=queue_moves, rank_pause=rank_pause,
-                rank_pause_options=rank_pause_options, migration=migration, migration_options=migration_options)
+                rank_pause_options=rank_pause_options, migration=migration, migration_options=migration_options,
+                reference=reference)
     G, B, policy, c = run.workers, run.slots, run.policy, run.constants
-    coef = None if run.step_model.is_paper else run.step_model.coefficients()
+    coef = run.coefficients
     chunked = Prefill(run.prefill, workload, G, B) if run.prefill is not None else None
     state = ClusterState.empty(workload, G, B, coef)  # the policies' views carry the step model
     # what a step costs per resident KV token of the slowest rank (a router's view of the step)
@@ -107,8 +115,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
                            run.queue_moves, run.rank_pause, run.rank_pause_options, run.migration,
                            run.migration_options)
     arrivals = make_entry(run.entry, workload, c.pool_factor * G)
-    engine = make_engine(chunked, c, G, B, record_loads, None if coef is None else coef.array(),
-                         run.step_model.barrier, None if router.migration is None else router.migration.transfer)
+    engine = make_engine(chunked, c, G, B, record_loads, run.step_coef, run.step_model.barrier,
+                         None if router.migration is None else router.migration.transfer)
     policy.reset(G, B)
     router.routing_call(arrivals)
     N = state.requests

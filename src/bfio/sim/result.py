@@ -50,7 +50,9 @@ def run_config(run: Setup, overhead: float) -> dict:
         config["migration"] = run.migration
         config["migration_options"] = dict(run.migration_options)
     if not run.step_model.is_paper:  # the paper's runs record what they always did
-        config["step_model"] = {**run.step_model.to_dict(), "coefficients": run.step_model.coefficients().to_dict()}
+        config["step_model"] = {**run.step_model.to_dict(), "coefficients": run.coefficients.to_dict()}
+    if run.reference != "none":  # the coefficients and constants above are the pooled rank's
+        config["reference"] = {"name": run.reference, "pooled_ranks": run.pooled_ranks}
     return config
 
 
@@ -64,7 +66,7 @@ def imbalance_terms(run: Setup, arrays: dict, requests: pd.DataFrame, frame: pd.
     if not model.is_paper and model.barrier == "independent":
         return {"imbalance_floor_total": float("nan"), "kv_token_s": float("nan")}
     floor = indivisible_floor(arrays["sum_load_pre"], *decode_phase(requests, frame), run.workers)
-    cost = run.constants.token_latency_s if model.is_paper else model.coefficients().a_kv
+    cost = run.constants.token_latency_s if model.is_paper else run.coefficients.a_kv
     return {"imbalance_floor_total": floor, "kv_token_s": float(cost)}
 
 

@@ -20,7 +20,8 @@ from bfio.prefill import PrefillModel
 from bfio.sim.migration import check_migration
 from bfio.sim.moves import check_queue_moves
 from bfio.sim.pause import check_rank_pause
-from bfio.step_model import StepModel
+from bfio.sim.pooled import balanced, check_reference
+from bfio.step_model import StepCoefficients, StepModel
 from bfio.workload import ENTRY_MODES, Workload
 
 
@@ -46,7 +47,10 @@ def check_lengths(workload: Workload) -> None:
 @dataclass(frozen=True, eq=False)
 class Setup:
     """One run's checked arguments: ``policy`` is a policy object (built from its
-    name and options), ``constants`` never ``None``."""
+    name and options), ``constants`` never ``None``, ``coefficients`` the
+    calibrated step's (``None``: the paper's step). A balanced reference
+    (:mod:`bfio.sim.pooled`) is the setup of its one pooled rank, ``pooled_ranks``
+    the ``G`` it pools (1: the cluster itself)."""
 
     workload: Workload
     workers: int
@@ -66,6 +70,13 @@ class Setup:
     #: the migration rule and its full options (issue 45, :mod:`bfio.sim.migration`; ``none``: no migrations)
     migration: str = "none"
     migration_options: dict | None = None
+    coefficients: StepCoefficients | None = None
+    #: the step kernels' vector (:mod:`bfio.step_time`): empty for the paper's step,
+    #: the coefficients' ``array()``, or a reference's (:func:`bfio.sim.pooled.step_vector`)
+    step_coef: np.ndarray | None = None
+    #: ``none``, ``balanced`` or ``divisible`` (:data:`bfio.sim.pooled.REFERENCES`)
+    reference: str = "none"
+    pooled_ranks: int = 1
 
 
 def _check_cluster(workload, workers, slots, policy) -> tuple[int, int]:
@@ -136,9 +147,10 @@ def _check_step_model(step_model) -> StepModel:
 
 def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_options, dispatch, admission_mode,
           prefill, step_model=None, queue_moves="none", rank_pause="none", rank_pause_options=None,
-          migration="none", migration_options=None) -> Setup:
+          migration="none", migration_options=None, reference="none") -> Setup:
     """:func:`bfio.simulator.simulate`'s arguments checked, in its order (the
-    first fault is the one reported), as a :class:`Setup`."""
+    first fault is the one reported), as a :class:`Setup`; with a ``reference``
+    the setup of its pooled rank (:func:`bfio.sim.pooled.balanced`)."""
     workers, slots = _check_cluster(workload, workers, slots, policy)
     entry = _check_modes(workload, entry, dispatch, prefill, admission_mode)
     constants = constants or PaperConstants()
@@ -152,7 +164,11 @@ def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_op
                                                       step_model.barrier)
     migration, migration_options = check_migration(migration, migration_options, dispatch, prefill,
                                                    step_model.barrier, queue_moves, rank_pause)
-    return Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
-                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves,
-                 rank_pause=rank_pause, rank_pause_options=rank_pause_options, migration=migration,
-                 migration_options=migration_options)
+    reference = check_reference(reference, policy, dispatch, prefill, step_model)
+    coefficients = None if step_model.is_paper else step_model.coefficients()
+    run = Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
+                entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves,
+                rank_pause=rank_pause, rank_pause_options=rank_pause_options, migration=migration,
+                migration_options=migration_options, coefficients=coefficients,
+                step_coef=np.zeros(0) if coefficients is None else coefficients.array(), reference=reference)
+    return run if reference == "none" else balanced(run)

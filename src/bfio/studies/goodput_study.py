@@ -1,4 +1,5 @@
-"""Study: goodput against the model's capacity (issue 44, ``docs/studies.md``).
+"""Study: goodput against the model's capacity and the balanced bound (issue 44,
+``docs/studies.md``).
 
 For every setting of the config key ``goodput`` (trace, N, G, B), every regime
 it runs in (``goodput.regimes``: the paper's step, or a calibrated step with
@@ -10,7 +11,11 @@ TTFT and p99 TPOT targets (``goodput.slo``), found by bisection
 (:func:`bfio.capacity.capacity` of the trace's lengths in the regime) and the
 capacity itself. Each seed has its own bisection (one row per router and
 seed), so the table gives a goodput's mean over the seeds with its 95% interval
-(:mod:`bfio.studies.goodput_summary`). A setting's ``slo`` overrides the
+(:mod:`bfio.studies.goodput_summary`). Beside the routers, by the same bisection
+on the same seeds and rates, the references of :mod:`bfio.sim.pooled`
+(:data:`REFERENCE_ROWS`): the balanced bound (the same runs with the imbalance
+removed, no request split; the headroom is measured to it) and the divisible
+reference (requests split too). A setting's ``slo`` overrides the
 section's targets (a long-context trace is held to MLPerf's long-context
 targets, not to the chat ones). Each (setting, regime) is one simulation job,
 named ``<setting>_<regime>`` (:func:`plan`).
@@ -33,6 +38,7 @@ from bfio.studies.registry import Study, register_study
 from bfio.studies.online import report_interval
 from bfio.policies import check_policy_options
 from bfio.studies.goodput_summary import goodput_markdown, summarize_goodput
+from bfio.sim.pooled import BALANCED_DISPATCH, BALANCED_POLICY
 from bfio.studies.report import check_settings
 
 
@@ -112,12 +118,28 @@ def setting_slo(setting: dict, section: dict) -> SLO:
     return SLO(**{**(section.get("slo") or {}), **(setting.get("slo") or {})})
 
 
+#: The references bisected beside the routers (:mod:`bfio.sim.pooled`), each its own
+#: row named as the reference: ``balanced`` (the imbalance removed, no request
+#: split: the table's bound) and ``divisible`` (the mean rank alone).
+REFERENCE_ROWS = ("balanced", "divisible")
+
+
+def bisected_rows(section: dict) -> list[tuple[str, str, str]]:
+    """``(dispatch, row, reference)`` of every bisection of a setting and seed: the
+    routers (:func:`router_rows`), then the references (:data:`REFERENCE_ROWS`)."""
+    return [(d, row, "none") for d, row in router_rows(section)] + [
+        (BALANCED_DISPATCH, ref, ref) for ref in REFERENCE_ROWS]
+
+
 def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, frame: pd.DataFrame, log=None,
                 defaults=None) -> pd.DataFrame:
     """One row per router and seed of setting ``name`` in its ``regime`` (the
-    paper's when none): the seed's goodput (requests/s, its own bisection), the
-    capacity, their ratio, whether the SLO held at the capacity itself, the TTFT
-    metric read and every probe (rate, p99 TTFT and TPOT, met) as JSON."""
+    paper's when none), and one per reference and seed (:data:`REFERENCE_ROWS`, its
+    ``reference`` column naming it): the seed's goodput (requests/s,
+    its own bisection), the capacity, their ratio, whether the SLO held at the
+    capacity itself, the TTFT metric read and every probe (rate, p99 TTFT and TPOT,
+    met) as JSON. Every bisection searches the same rates (from a share of the
+    capacity up to it), so a router and the reference are compared on one grid."""
     slo = setting_slo(setting, section)
     regime_name = setting.get("regime", PAPER_REGIME)
     regime = regimes(section)[regime_name]
@@ -126,17 +148,20 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
     floor = regime_floor(frame, slots, regime)
     variants = section.get("variants") or {}
     out = []
-    for dispatch, row in router_rows(section):
-        spec = RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row, seeds[0],
-                            dispatch=dispatch, variants=variants, defaults=defaults)
+    for dispatch, row, reference in bisected_rows(section):
+        policy_row = row if reference == "none" else BALANCED_POLICY
+
+        def spec(seed, arrival=None, dispatch=dispatch, policy_row=policy_row, reference=reference):
+            run = RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, policy_row, seed,
+                               arrival=arrival, dispatch=dispatch, variants=variants, defaults=defaults)
+            return replace(run, prefill=regime["prefill"], step_model=regime["step_model"], reference=reference)
+
+        first = spec(seeds[0])
         for seed in seeds:
             wall = [0.0]  # simulation seconds of the seed's probes
 
-            def run_at(rate, dispatch=dispatch, row=row, seed=seed, wall=wall):
-                run = replace(RunSpec.make(setting["trace"], setting["requests"], setting["workers"], slots, row,
-                                           seed, arrival=ArrivalSpec("poisson", rate=float(rate)), dispatch=dispatch,
-                                           variants=variants, defaults=defaults),
-                              prefill=regime["prefill"], step_model=regime["step_model"])
+            def run_at(rate, seed=seed, wall=wall, spec=spec):
+                run = spec(seed, ArrivalSpec("poisson", rate=float(rate)))
                 done = run_batch([run], {setting["trace"]: frame}, show_progress=False, log=log)
                 wall[0] += float(done["sim_wall_s"].sum())
                 return done.to_dict("records")
@@ -145,9 +170,10 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
             out.append({"setting": setting.get("base", name), "regime": regime_name, "trace": setting["trace"],
                         "requests": setting["requests"],
                         "workers": setting["workers"], "slots": slots, "row": row, "dispatch": dispatch,
-                        "policy": spec.policy, "predictor": spec.policy_options.get("predictor", ""),
-                        "report_interval": report_interval(spec.policy_options),
-                        "horizon": float("nan") if spec.horizon is None else float(spec.horizon), "seed": seed,
+                        "policy": first.policy, "reference": reference,
+                        "predictor": first.policy_options.get("predictor", ""),
+                        "report_interval": report_interval(first.policy_options),
+                        "horizon": float("nan") if first.horizon is None else float(first.horizon), "seed": seed,
                         "goodput_rps": res.goodput_rps, "capacity_rps": res.capacity_rps,
                         "goodput_share": res.share_of_capacity, "at_capacity": res.at_capacity, **floor,
                         "ttft_metric": res.ttft_metric, "ttft_slo_s": slo.ttft_p99_s, "tpot_slo_s": slo.tpot_p99_s,
@@ -183,7 +209,8 @@ def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
 
 
 STUDY = register_study(Study(
-    name="goodput", description="goodput within p99 TTFT and TPOT targets, against the model's capacity",
+    name="goodput", description="goodput within p99 TTFT and TPOT targets, against the model's capacity and the "
+                                "balanced bound",
     table="goodput",
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_goodput(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
@@ -193,4 +220,4 @@ STUDY = register_study(Study(
     settings_groups=(), plan=plan,
 ))
 
-__all__ = ["PAPER_REGIME", "plan", "setting_slo", "regime_capacity", "regime_floor", "regimes", "router_rows", "run_goodput", "STUDY"]
+__all__ = ["PAPER_REGIME", "REFERENCE_ROWS", "bisected_rows", "plan", "setting_slo", "regime_capacity", "regime_floor", "regimes", "router_rows", "run_goodput", "STUDY"]
