@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from bfio.errors import ConfigError
-from bfio.solvers.objective import OBJECTIVES
+from bfio.discount import OBJECTIVES
 from bfio.studies.objective_study import (choose_variants, confirm_variants, recommend, scores,
                                           summarize_confirm)
 

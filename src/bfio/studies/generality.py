@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, run_batch
+from bfio.run import ArrivalSpec, RunSpec
+from bfio.runner import run_batch
 from bfio.studies.registry import Figure, Study, Table, register_study
 from bfio.studies.generality_report import generality_markdown, generality_table
 from bfio.traces.registry import trace_specs

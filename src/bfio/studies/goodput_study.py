@@ -27,7 +27,8 @@ from bfio.capacity import trace_capacity
 from bfio.errors import ConfigError
 from bfio.goodput import SLO, goodput, latency_floor
 from bfio.prefill import PrefillModel
-from bfio.run import ArrivalSpec, RunSpec, policy_defaults, resolve_row, run_batch
+from bfio.run import ArrivalSpec, RunSpec, policy_defaults, resolve_row
+from bfio.runner import run_batch
 from bfio.step_model import StepModel, from_config
 from bfio.studies.registry import Study, register_study
 from bfio.studies.online import report_interval

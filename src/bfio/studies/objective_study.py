@@ -30,8 +30,9 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.solvers.objective import OBJECTIVES, check_discount, check_new_requests
-from bfio.run import RunSpec, run_batch
+from bfio.discount import OBJECTIVES, check_discount, check_new_requests
+from bfio.run import RunSpec
+from bfio.runner import run_batch
 from bfio.studies.registry import Figure, Product, Study, Table, register_study
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import ci_cell, fmt

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.predictors import default_remaining
-from bfio.run import RunSpec, run_batch
+from bfio.run import RunSpec
+from bfio.runner import run_batch
 from bfio.run_keys import row_key
 from bfio.studies.registry import Study, register_study
 from bfio.studies.predictor_summary import predictor_markdown, summarize_predictors

@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.prefix import cache_capacity_blocks
-from bfio.run import RunSpec, run_batch
+from bfio.run import RunSpec
+from bfio.runner import run_batch
 from bfio.step_model import from_config
 from bfio.studies.registry import Study, register_study
 from bfio.errors import ConfigError

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.run_keys import admission_label, row_key
-from bfio.run import RunSpec, policy_defaults, resolve_row, run_batch
+from bfio.run import RunSpec, policy_defaults, resolve_row
+from bfio.runner import run_batch
 from bfio.studies.registry import Study, register_study, studies
 from bfio.errors import ConfigError
 from bfio.studies.starvation_summary import (

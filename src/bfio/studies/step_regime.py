@@ -22,7 +22,8 @@ from dataclasses import replace
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, resolve_row, run_batch
+from bfio.run import ArrivalSpec, RunSpec, resolve_row
+from bfio.runner import run_batch
 from bfio.step_model import from_config
 from bfio.studies.goodput_study import regime_capacity, router_rows, validate_section as validate_routers
 from bfio.studies.online import report_interval
