@@ -33,7 +33,7 @@ from bfio.step_model import StepModel, from_config
 from bfio.studies.registry import Study, register_study
 from bfio.studies.online import report_interval
 from bfio.policies import check_policy_options
-from bfio.studies.goodput_summary import goodput_markdown, summarize_goodput
+from bfio.studies.goodput_summary import goodput_table
 from bfio.studies.report import check_settings
 
 
@@ -178,17 +178,12 @@ def validate_section(section: dict, config: dict) -> None:
             check_policy_options(key, policy, opts, dispatch=dispatch)
 
 
-def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
-    summary = summarize_goodput(runs)
-    return summary, goodput_markdown(summary, settings, section["description"], rel_tol=section.get("rel_tol"))
-
-
 STUDY = register_study(Study(
     name="goodput", description="goodput within p99 TTFT and TPOT targets, against the model's capacity",
     table="goodput",
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_goodput(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
-    tabulate=_tabulate,
+    tabulate=goodput_table,
     modules=("studies/goodput_study.py", "goodput.py", "capacity.py"), table_modules=("studies/goodput_summary.py",),
     sim_keys=("central", "instant", "variants", "slo", "rel_tol", "regimes"), validate=validate_section,
     settings_groups=(), plan=plan,

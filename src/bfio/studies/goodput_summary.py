@@ -170,4 +170,10 @@ def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodpu
     return "\n".join(lines)
 
 
-__all__ = ["ROUTER", "SECTION", "SUBJECT", "goodput_markdown", "headroom_recovered", "summarize_goodput"]
+def goodput_table(runs: pd.DataFrame, section: dict, settings: dict):
+    """The goodput table: the runs summarized (:func:`summarize_goodput`) and its Markdown."""
+    summary = summarize_goodput(runs)
+    return summary, goodput_markdown(summary, settings, section["description"], rel_tol=section.get("rel_tol"))
+
+
+__all__ = ["goodput_table", "ROUTER", "SECTION", "SUBJECT", "goodput_markdown", "headroom_recovered", "summarize_goodput"]

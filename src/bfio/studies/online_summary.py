@@ -125,3 +125,9 @@ def _online_heading(name, sub) -> str:
             else "trace timestamps, time scale " + ", ".join(f"{t:g}" for t in sorted(set(sub['time_scale']))))
     n_req = "whole trace" if pd.isna(first["requests"]) else f"{int(first['requests']):,}"
     return f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, N={n_req}; {mode}"
+
+
+def online_table(runs, section, settings):
+    """The online table: the runs summarized (:func:`summarize_online`) and its Markdown."""
+    summary = summarize_online(runs)
+    return summary, online_markdown(summary, settings, section["description"])

@@ -106,4 +106,10 @@ def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> 
     return "\n".join(lines)
 
 
-__all__ = ["METRICS", "LEADS", "PINNING", "OPTIONAL", "SUBJECT", "router_label", "summarize_prefix", "prefix_markdown"]
+def prefix_table(runs: pd.DataFrame, section: dict, settings: dict):
+    """The prefix-cache table: the runs summarized (:func:`summarize_prefix`) and its Markdown."""
+    summary = summarize_prefix(runs)
+    return summary, prefix_markdown(summary, settings, section["description"])
+
+
+__all__ = ["prefix_table", "METRICS", "LEADS", "PINNING", "OPTIONAL", "SUBJECT", "router_label", "summarize_prefix", "prefix_markdown"]
