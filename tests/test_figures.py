@@ -260,6 +260,22 @@ def series_distinct(fig):
     return True
 
 
+def test_online_load_names_the_configured_rows_in_their_order_and_bands_the_rest():
+    """``online.figure_rows``: exactly the groups with one of these rows are named,
+    in that order; the others (a central BF-IO variant among them) are one band
+    labelled as rows, not as instant routers."""
+    from bfio.figures.online_load import plot_online_load, split_named
+
+    groups = [[("fcfs", "central")], [("bfio_h40", "central"), ("bfio_h40_aging200", "central")],
+              [("vllm_dp", "instant")], [("jsq_tokens", "central")]]
+    named, others = split_named(groups, {}, rows=["jsq_tokens", "bfio_h40_aging200"])
+    assert named == [groups[3], groups[1]] and others == [groups[0], groups[2]]
+    fig = plot_online_load(online_summary(identical=()), rows=["vllm_dp", "fcfs"])
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert [lab for lab in labels if "range" not in lab] == ["vLLM DP", "FCFS"], labels
+    assert any(lab.startswith("2 other rows") for lab in labels), labels
+
+
 def test_online_load_marks_identical_series_colour_blind_safe_plain_ticks(tmp_path):
     from bfio.figures.online_load import coincident_groups, plot_online_load
 

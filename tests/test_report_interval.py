@@ -198,6 +198,13 @@ def test_config_rows_with_report_intervals_are_checked_by_key(tmp_path):
     bad["online"]["reference"] = "vllm_dp"
     with pytest.raises(ConfigError, match=r"online.reference.*not a central row"):
         validate_config(bad, schema)
+    bad = deepcopy(base)
+    bad["online"]["figure_rows"] = ["fcfs", "vllm_dp_r99"]
+    with pytest.raises(ConfigError, match=r"online.figure_rows.1.*'vllm_dp_r99' is not a row of the online study"):
+        validate_config(bad, schema)
+    bad["online"]["figure_rows"] = [f"r{i}" for i in range(8)]  # 7 named + the band: at most 8 series
+    with pytest.raises(ConfigError, match=r"online.figure_rows"):
+        validate_config(bad, schema)
 
 
 def test_cli_report_interval(tmp_path, capsys):

@@ -104,7 +104,7 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
 
 #: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
 SIMULATION_SOURCES = ("constants.py", "kernels.py", "step_time.py", "metrics.py", "power.py", "simulator.py", "workload.py",
-                      "predictors.py", "policies", "solvers", "run.py", "runner.py", "run_keys.py")
+                      "predictors", "policies", "solvers", "run.py", "runner.py", "run_keys.py")
 
 
 # --------------------------------------------------------------------------- running

@@ -4,8 +4,8 @@
 that reach the package's kernels with the argument types real runs give them
 (:data:`SCENARIOS`: every registered policy under each dispatch it supports,
 BF-IO's placements, admissions, objectives and predictors, arrivals, closed
-loops, prefill and prefix caches, the calibrated step model, the theory checks'
-slot model). Each kernel is compiled the first time and kept in numba's cache
+loops, DyntraLB's pause planner, prefill and prefix caches, the calibrated
+step model, the theory checks' slot model). Each kernel is compiled the first time and kept in numba's cache
 (:mod:`bfio.jit`), so every later process, a pipeline job or a ``bfio
 simulate``, loads it instead of compiling it. A second run only loads (a few
 seconds).
@@ -147,6 +147,12 @@ def _prefill_and_prefix() -> None:
               prefill=PrefillModel(chunk_tokens=256, kv_tokens=4_000))
 
 
+def _rank_pauses() -> None:
+    """DyntraLB's planner (issue 45, :mod:`bfio.sim.pause`): a plan every step."""
+    simulate(_workload(arrivals=True), WORKERS, SLOTS, "vllm_dp", dispatch="instant", entry="arrivals",
+             rank_pause="dyntra_lb", rank_pause_options={"mode": "static", "start_step": 0}, show_progress=False)
+
+
 def _closed_loop() -> None:
     """Closed-loop sessions (a request follows another's completion)."""
     rng = np.random.default_rng(7)
@@ -191,6 +197,7 @@ GROUPS = {
         Scenario("BF-IO central options (placements, admissions, objectives, predictors)", _bfio_central),
         Scenario("prefill, prefix caches, KV bound", _prefill_and_prefix),
         Scenario("closed-loop sessions", _closed_loop),
+        Scenario("rank pauses (DyntraLB's planner)", _rank_pauses),
         Scenario("calibrated step model (lockstep, independent ranks)", _calibrated_step),
     ),
     "theory": (Scenario("theory checks (slot model)", _theory),),

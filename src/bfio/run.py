@@ -173,12 +173,18 @@ class RunSpec:
     #: the queue-move rule (issue 45, :mod:`bfio.sim.moves`): ``none`` (default),
     #: ``sglang_balancer`` or ``bfio``; instant dispatch only
     queue_moves: str = "none"
+    #: the pause rule (issue 45, :mod:`bfio.sim.pause`): ``none`` (default) or
+    #: ``dyntra_lb``; instant dispatch only; its options as sorted ``(name, value)`` pairs
+    rank_pause: str = "none"
+    rank_pause_options: tuple = ()
 
     def __post_init__(self):
         if self.dispatch not in DISPATCH_MODES:
             raise ConfigError(f"dispatch: expected one of {', '.join(DISPATCH_MODES)}, got {self.dispatch!r}")
         if self.queue_moves != "none" and self.dispatch != "instant":
             raise ConfigError(f"queue_moves: {self.queue_moves!r} needs dispatch 'instant' (got {self.dispatch!r})")
+        if self.rank_pause != "none" and self.dispatch != "instant":
+            raise ConfigError(f"rank_pause: {self.rank_pause!r} needs dispatch 'instant' (got {self.dispatch!r})")
         if self.requests is None and self.arrival.mode != "trace":
             raise ConfigError(f"requests: needed for arrival mode {self.arrival.mode!r} (only 'trace' replays "
                               "the whole trace)")
@@ -242,14 +248,17 @@ class RunSpec:
     def ident(self) -> dict:
         """Flat identifying columns for result tables (``prefill_<name>`` only for runs
         with the prefill step model; ``step_model`` and ``step_<name>`` only for runs
-        given a step model; ``queue_moves`` only for runs with moves)."""
+        given a step model; ``queue_moves`` only for runs with moves; ``rank_pause`` and
+        ``pause_<name>`` only for runs with pauses)."""
         return {"trace": self.trace, "requests": self.requests, "workers": self.workers, "slots": self.slots,
                 "row": self.row, "seed": self.seed, "arrival": self.arrival.label,
                 "arrival_mode": self.arrival.mode, "arrival_rate": self.arrival.rate,
                 "time_scale": self.arrival.time_scale, "dispatch": self.dispatch, "policy": self.policy,
                 **{f"prefill_{k}": v for k, v in self.prefill},
                 **{(k if k == "step_model" else f"step_{k}"): v for k, v in self.step_model},
-                **({"queue_moves": self.queue_moves} if self.queue_moves != "none" else {})}
+                **({"queue_moves": self.queue_moves} if self.queue_moves != "none" else {}),
+                **({"rank_pause": self.rank_pause} if self.rank_pause != "none" else {}),
+                **{f"pause_{k}": v for k, v in self.rank_pause_options}}
 
     @property
     def step_model_spec(self):

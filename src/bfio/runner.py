@@ -84,7 +84,8 @@ def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=No
     return simulate(workload, run.workers, run.slots, run.policy, seed=run.seed,
                     entry=entry_mode(run.arrival.mode), dispatch=run.dispatch, record_loads=record_loads,
                     policy_options=run.policy_options or None, show_progress=show_progress,
-                    prefill=prefill_model(run), step_model=run.step_model_spec, queue_moves=run.queue_moves)
+                    prefill=prefill_model(run), step_model=run.step_model_spec, queue_moves=run.queue_moves,
+                    rank_pause=run.rank_pause, rank_pause_options=dict(run.rank_pause_options) or None)
 
 
 def run_study(run: RunSpec, frame: pd.DataFrame | None = None, workload=None, extra=None) -> dict:

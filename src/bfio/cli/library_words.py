@@ -30,6 +30,8 @@ FLAGS = {
     "slots": "--slots",
     "dispatch": "--dispatch",
     "queue_moves": "--queue-moves",
+    "rank_pause": "--rank-pause",
+    "rank_pause_options": "--rank-pause-option",
     "policy": "--policy",
 }
 

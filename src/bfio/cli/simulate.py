@@ -19,6 +19,7 @@ from bfio.limits import MAX_SLOTS
 from bfio.policies import policy_class, policy_options as declared_options, registered, supporting
 from bfio.results_diff import without_timings
 from bfio.sim.moves import QUEUE_MOVES
+from bfio.sim.pause import DYNTRA_DEFAULTS, RANK_PAUSES
 from bfio.solvers import warn_fallbacks
 from bfio.step_model import OPTIONS
 from bfio.traces import load_trace
@@ -87,6 +88,13 @@ def add_parser(subparsers) -> None:
                    help="with --dispatch instant: move queued, not yet admitted requests between ranks' queues "
                         "(issue 45): none (default), sglang_balancer (SGLang PR #37401's waiting-queue balancer), "
                         "bfio (BF-IO moves a queued request when that lowers its objective J; policy bfio)")
+    s.add_argument("--rank-pause", choices=RANK_PAUSES, default="none",
+                   help="with --dispatch instant: pause ranks' admissions and running requests (issue 45): none "
+                        "(default), dyntra_lb (vllm-ascend PR #12292's DyntraLB: a per-step plan over the ranks' "
+                        "KV-block counts; docs/online.md)")
+    s.add_argument("--rank-pause-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="an option of --rank-pause (repeatable); dyntra_lb's: "
+                        + ", ".join(f"{k} (default {v})" for k, v in DYNTRA_DEFAULTS.items()))
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
@@ -214,6 +222,17 @@ def policy_options(args) -> dict:
     return given
 
 
+def rank_pause_options(args) -> dict:
+    """``--rank-pause-option KEY=VALUE`` flags as a dict (the library checks and types them)."""
+    out = {}
+    for text in args.rank_pause_option or ():
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--rank-pause-option: expected KEY=VALUE, got {text!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def arrival_mode(args) -> str:
     """``--arrival-mode``, resolving the deprecated ``--admission-mode`` alias."""
     mode = args.arrival_mode
@@ -244,6 +263,7 @@ def cmd_simulate(args) -> int:
         raise ConfigError(f"--queue-moves: {args.queue_moves} moves requests between ranks' queues, which only "
                           f"--dispatch instant has (got --dispatch {args.dispatch})")
     options = policy_options(args)
+    pause_options = rank_pause_options(args)
     step_model = step_model_options(args)
     mode = arrival_mode(args)
     check_simulate_outputs(args)
@@ -271,10 +291,11 @@ def cmd_simulate(args) -> int:
     if prefill:
         prefill = {"chunk_tokens": DEFAULT_CHUNK_TOKENS, "token_s": DEFAULT_TOKEN_S, "cache_blocks": None,
                    "kv_tokens": None, **prefill}
-    spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
-                   args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())),
-                   tuple(sorted(step_model.items())), args.queue_moves)
     try:
+        spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
+                       args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())),
+                       tuple(sorted(step_model.items())), args.queue_moves, args.rank_pause,
+                       tuple(sorted(pause_options.items())))
         result = simulate_run(spec, trace.to_frame(), show_progress=None)
     except ConfigError as e:  # the library names its arguments; say which flags set them
         raise ConfigError(cli_words(str(e))) from e
@@ -316,6 +337,9 @@ def cmd_simulate(args) -> int:
         if "queue_move_count" in m:  # queue moves (issue 45)
             print(f"  queue moves ({args.queue_moves}): {m['queue_move_count']:,} moves of "
                   f"{m['queue_moved_requests']:,} requests")
+        if "rank_pauses" in m:  # pauses (issue 45)
+            print(f"  pauses ({args.rank_pause}): {m['rank_pauses']:,} rank pauses ({m['paused_rank_steps']:,} "
+                  f"rank-steps), {m['request_pauses']:,} pauses of {m['paused_requests']:,} running requests")
     return 0
 
 

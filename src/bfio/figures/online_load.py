@@ -32,10 +32,17 @@ def _label(records: dict, key) -> str:
     return router(r["row"], r["dispatch"], r.get("policy"), r.get("horizon")).label
 
 
-def split_named(groups, policies: dict, limit: int = MAX_SERIES):
-    """``(named, others)``: the groups drawn as lines (BF-IO's first, then the
-    baselines, then the rest while they fit) and the rest, drawn as one band. All
-    are named when they fit in ``limit`` series."""
+def split_named(groups, policies: dict, limit: int = MAX_SERIES, rows=None):
+    """``(named, others)``: the groups drawn as lines and the rest, drawn as one
+    band. ``rows`` (the study's ``figure_rows``): the groups with one of these
+    rows are named, in their order. Else all are named when they fit in
+    ``limit`` series, or BF-IO's first, then the baselines, while ``limit - 1``
+    fit (the band is the last series)."""
+    if rows is not None:
+        order = {r: i for i, r in enumerate(rows)}
+        named = sorted((g for g in groups if any(k[0] in order for k in g)),
+                       key=lambda g: min(order.get(k[0], len(order)) for k in g))
+        return named, [g for g in groups if g not in named]
     if len(groups) <= limit:
         return list(groups), []
     first = [g for g in groups if str(policies.get(g[0], "")).startswith("bfio")]
@@ -68,11 +75,12 @@ def coincident_groups(sub: pd.DataFrame, keys, metrics, rtol: float = 1e-9) -> l
     return groups
 
 
-def plot_online_load(summary: pd.DataFrame, panels=PANELS):
+def plot_online_load(summary: pd.DataFrame, panels=PANELS, rows=None):
     """Rows of ``panels`` against ``load`` for every Poisson setting of the
     online table: mean over seeds (bars: :func:`bfio.figures.style.interval`).
     Policies with identical results share one line, labelled ``A = B``; the
-    routers not named (:func:`split_named`) are a grey band."""
+    rows not named (:func:`split_named`; ``rows``: the study's ``figure_rows``)
+    are a grey band."""
     sub = summary[summary["arrival_mode"] == "poisson"]
     if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers
         sub = sub[sub["report_interval"].fillna(0) == 0]
@@ -82,7 +90,7 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
     keys = list(dict.fromkeys(zip(sub["row"], sub["dispatch"])))
     groups = coincident_groups(sub, keys, [m for m, *_ in panels])
     policies = dict(zip(zip(sub["row"], sub["dispatch"]), sub["policy"] if "policy" in sub else sub["row"]))
-    named, others = split_named(groups, policies)
+    named, others = split_named(groups, policies, rows=rows)
     records = {k: r for r in sub.to_dict("records") for k in [(r["row"], r["dispatch"])]}
     labels = {g[0]: " = ".join(_label(records, k) for k in g) for g in groups}
     kinds, few_loads = [], False
@@ -112,8 +120,9 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS):
                 p = s[(s["row"] == g[0][0]) & (s["dispatch"] == g[0][1])].sort_values("load")
                 if len(p) and f"{m}_mean" in p:
                     rest.append((p["load"].to_numpy(), p[f"{m}_mean"].to_numpy()))
-            others_band(ax, rest, factor,
-                        label=f"{len(others)} other routers (instant dispatch): range of their means")
+            instant = all(k[1] == "instant" for g in others for k in g)
+            others_band(ax, rest, factor, label=f"{len(others)} other {'routers (instant dispatch)' if instant else 'rows'}"
+                                                ": range of their means")
             if log:
                 ax.set_yscale("log")
                 plain_log_ticks(ax.yaxis)

@@ -10,7 +10,8 @@
   rule runs (issue 45, :mod:`bfio.sim.moves`); every worker admits
   from the head of its own queue into its free slots
   (:func:`bfio.kernels.admit_queues`, with the KV bound of
-  :class:`bfio.prefill.PrefillModel` ``kv_tokens``).
+  :class:`bfio.prefill.PrefillModel` ``kv_tokens``), but a rank a pause rule
+  paused (issue 45, :mod:`bfio.sim.pause`).
 
 Each has :meth:`waiting` (requests entered and not admitted), :meth:`enter`
 (take new requests), :meth:`admit` (fill free slots) and
@@ -33,12 +34,13 @@ import numpy as np
 
 from bfio.errors import PolicyError
 from bfio.jit import run_clock
-from bfio.kernels import admit_assigned, admit_queues, enqueue
+from bfio.kernels import admit_assigned, admit_queues, enqueue, seat
 from bfio.policies import Policy
 from bfio.prefill import CacheView, Prefill
 from bfio.routing_checks import check_assignment, check_dispatch
 from bfio.sim.entry import Entry
 from bfio.sim.moves import make_moves
+from bfio.sim.pause import make_pause
 from bfio.sim.preemption import make_preemption
 from bfio.sim.state import ClusterState
 
@@ -48,6 +50,7 @@ class CentralDispatch:
     (no request is bound before admission)."""
 
     moves = None  # no queues, no queue moves (bfio.sim.moves)
+    pause = None  # no queues of a rank's own, no pauses (bfio.sim.pause)
 
     def __init__(self, state: ClusterState, policy: Policy, prefill: Prefill | None, token_latency_s: float):
         self.state = state
@@ -165,6 +168,10 @@ class CentralDispatch:
             self.enter(new)
         return self.admit()
 
+    def quiet(self) -> bool:
+        """Whether routing calls do nothing until the next arrival (nothing waits)."""
+        return self.waiting() == 0
+
 
 class InstantDispatch:
     """Per-worker FIFO queues, singly linked lists of request ids (``head[g]`` ->
@@ -173,7 +180,7 @@ class InstantDispatch:
     at entry (or of its last move, :meth:`move`)."""
 
     def __init__(self, state: ClusterState, policy: Policy, prefill: Prefill | None, token_latency_s: float,
-                 queue_moves: str = "none"):
+                 queue_moves: str = "none", rank_pause: str = "none", rank_pause_options: dict | None = None):
         G, N = state.workers, state.requests
         self.state = state
         self.policy = policy
@@ -191,9 +198,15 @@ class InstantDispatch:
         self._admitted = np.empty(max(1, min(N, G * state.slots)), dtype=np.int64)
         self._no_memory = np.zeros(G, dtype=np.int64)  # admit_queues' KV tokens when admission is not bounded
         self.moves = make_moves(queue_moves, state, policy)
+        self.pause = make_pause(rank_pause, rank_pause_options or {}, state, policy)
 
     def waiting(self) -> int:
         return self.queued
+
+    def quiet(self) -> bool:
+        """Whether routing calls do nothing until the next arrival: nothing waits and
+        no pause rule acts on running requests (:meth:`bfio.sim.pause.RankPause.quiet`)."""
+        return self.queued == 0 and (self.pause is None or self.pause.quiet())
 
     def dispatch_state(self):
         """What the policy reads (:meth:`ClusterState.dispatch_state` with these queues)."""
@@ -202,10 +215,10 @@ class InstantDispatch:
                                                            self.token_latency_s, self.head, self.next)
         return st.dispatch_state(self.length, self.tokens, self.head, self.next, view)
 
-    def queue(self, g: int) -> list[int]:
-        """Worker ``g``'s queue, head first."""
+    def queue(self, g: int, limit: int | None = None) -> list[int]:
+        """Worker ``g``'s queue, head first (its first ``limit`` only, if given)."""
         out, i = [], int(self.head[g])
-        while i >= 0:
+        while i >= 0 and (limit is None or len(out) < limit):
             out.append(i)
             i = int(self.next[i])
         return out
@@ -214,15 +227,31 @@ class InstantDispatch:
         """Re-bind queued request ``i`` to the tail of worker ``dst``'s queue (issue 45):
         unlinked from its queue, its length and prompt tokens carried over. A request
         not in a queue (admitted, finished, not entered) is a :class:`PolicyError`."""
+        if not 0 <= dst < self.state.workers:
+            self._queued_at(i, "queue move")
+            raise PolicyError(f"queue move: request {i} to worker {dst}, which does not exist "
+                              f"(G = {self.state.workers})")
+        self._unlink(i, "queue move")
+        prompt = self.state.workload.prefill
+        enqueue(np.array([i], dtype=np.int64), np.array([dst], dtype=np.int64), prompt, self.head, self.tail,
+                self.next, self.length, self.tokens)
+        self.queue_worker[i] = dst
+
+    def _queued_at(self, i: int, what: str) -> tuple[int, int]:
+        """Queued request ``i``'s worker and its predecessor in that queue (-1: the
+        head); a request not in a queue is a :class:`PolicyError` naming ``what``."""
         g = int(self.queue_worker[i])
         prev, j = -1, int(self.head[g]) if g >= 0 else -1
         while j >= 0 and j != i:
             prev, j = j, int(self.next[j])
         if j != i:
-            raise PolicyError(f"queue move: request {i} is not queued (step {self.state.step})")
-        if not 0 <= dst < self.state.workers:
-            raise PolicyError(f"queue move: request {i} to worker {dst}, which does not exist "
-                              f"(G = {self.state.workers})")
+            raise PolicyError(f"{what}: request {i} is not queued (step {self.state.step})")
+        return g, prev
+
+    def _unlink(self, i: int, what: str) -> int:
+        """Take queued request ``i`` out of its queue (its length and prompt tokens
+        with it; ``queued`` is the caller's); returns its worker."""
+        g, prev = self._queued_at(i, what)
         nxt = int(self.next[i])
         if prev < 0:
             self.head[g] = nxt
@@ -230,12 +259,18 @@ class InstantDispatch:
             self.next[prev] = nxt
         if self.tail[g] == i:
             self.tail[g] = prev
-        prompt = self.state.workload.prefill
         self.length[g] -= 1
-        self.tokens[g] -= prompt[i]
-        enqueue(np.array([i], dtype=np.int64), np.array([dst], dtype=np.int64), prompt, self.head, self.tail,
-                self.next, self.length, self.tokens)
-        self.queue_worker[i] = dst
+        self.tokens[g] -= self.state.workload.prefill[i]
+        return g
+
+    def _prepend(self, i: int, g: int) -> None:
+        """Put request ``i`` at the head of worker ``g``'s queue."""
+        self.next[i] = self.head[g]
+        self.head[g] = i
+        if self.tail[g] < 0:
+            self.tail[g] = i
+        self.length[g] += 1
+        self.tokens[g] += self.state.workload.prefill[i]
 
     def enter(self, new: np.ndarray) -> None:
         """The policy's ``dispatch`` binds each new request to one worker's queue (checked)."""
@@ -249,6 +284,8 @@ class InstantDispatch:
         enqueue(new, to, st.workload.prefill, self.head, self.tail, self.next, self.length, self.tokens)
         self.queue_worker[new] = to
         self.queued += int(new.shape[0])
+        if self.pause is not None:
+            self.pause.entered(new, st)
 
     def admit(self) -> int:
         """Every worker seats the heads of its queue in its free slots (within the
@@ -261,19 +298,63 @@ class InstantDispatch:
             need, growth = st.workload.prefill, 0
         else:
             committed, need, growth = self.preemption.admission_memory(st), self.preemption.need(st.workload), 1
-        n = int(admit_queues(st.slot_request, self.head, self.tail, self.next, self.length, self.tokens,
+        head, closed = self.head, None
+        if self.pause is not None:  # a paused rank's queue is hidden from the kernel
+            closed = self.pause.closed(st)
+            head = np.where(closed, -1, self.head)
+        n = int(admit_queues(st.slot_request, head, self.tail, self.next, self.length, self.tokens,
                              st.workload.prefill, st.loads, st.active, st.worker_of, self._admitted, self.kv_cap,
                              committed, need, growth))
+        if closed is not None:
+            self.head[~closed] = head[~closed]
         if n:
-            admitted = self._admitted[:n]
-            st.start[admitted] = st.clock
-            st.start_step[admitted] = st.step
-            self.queued -= n
-            if self.prefill is not None:
-                self.prefill.admitted(admitted.copy(), st.worker_of, st.loads)
-                if self.preemption is not None:
-                    self.preemption.readmitted(admitted.copy(), st)
+            self._seated(self._admitted[:n])
         return n
+
+    def _seated(self, admitted: np.ndarray) -> None:
+        """Requests ``admitted`` took slots now, in this order: their start, the queue
+        count and the parts that follow admissions (prefill, preemption, pauses)."""
+        st = self.state
+        st.start[admitted] = st.clock
+        st.start_step[admitted] = st.step
+        self.queued -= admitted.shape[0]
+        if self.prefill is not None:
+            self.prefill.admitted(admitted.copy(), st.worker_of, st.loads)
+            if self.preemption is not None:
+                self.preemption.readmitted(admitted.copy(), st)
+        if self.pause is not None:
+            self.pause.admitted(admitted.copy(), st)
+
+    def admit_ids(self, ids: np.ndarray) -> int:
+        """Seat queued requests ``ids``, in this order, each on the worker whose queue
+        holds it (a pause rule's planned admissions, :mod:`bfio.sim.pause`); a full
+        worker or a request not queued is a :class:`PolicyError`. Returns how many."""
+        st = self.state
+        for i in ids.tolist():
+            g = int(self.queue_worker[i])
+            if g >= 0 and st.active[g] >= st.slots:
+                raise PolicyError(f"admission: request {i} planned onto worker {g}, which has no free slot "
+                                  f"(step {st.step})")
+            self._unlink(i, "admission")
+            seat(st.slot_request, g, i, st.workload.prefill, st.loads, st.active, st.worker_of)
+        if ids.shape[0]:
+            self._seated(ids)
+        return int(ids.shape[0])
+
+    def pause_request(self, i: int) -> None:
+        """Running request ``i`` leaves its slot and its rank's load (``s_i + tau_i``)
+        and waits at the head of its rank's queue, keeping its generated tokens (a
+        pause rule's, :mod:`bfio.sim.pause`, which records it)."""
+        st = self.state
+        g = int(st.worker_of[i])
+        slots = np.flatnonzero(st.slot_request[g] == i) if g >= 0 else np.empty(0, dtype=np.int64)
+        if slots.size != 1 or not np.isnan(st.finish[i]):
+            raise PolicyError(f"pause: request {i} is not running (step {st.step})")
+        st.slot_request[g, slots[0]] = -1
+        st.active[g] -= 1
+        st.loads[g] -= st.workload.prefill[i] + st.generated[i]
+        self._prepend(i, g)
+        self.queued += 1
 
     def requeue(self, ids: list[int]) -> None:
         """Preempted requests rejoin the queue of the rank they ran on (bound at
@@ -283,12 +364,7 @@ class InstantDispatch:
         for i in ids:
             g = int(self.queue_worker[i])
             if self.preemption.front:
-                self.next[i] = self.head[g]
-                self.head[g] = i
-                if self.tail[g] < 0:
-                    self.tail[g] = i
-                self.length[g] += 1
-                self.tokens[g] += prompt[i]
+                self._prepend(i, g)
             else:
                 enqueue(np.array([i], dtype=np.int64), np.array([g], dtype=np.int64), prompt, self.head,
                         self.tail, self.next, self.length, self.tokens)
@@ -299,12 +375,15 @@ class InstantDispatch:
         requests take the slots freed by the last step, then requests due now are
         bound and may start at once on workers with room; with a queue-move rule
         (:mod:`bfio.sim.moves`) the queues left then are rebalanced, and when
-        something moved the workers admit once more; returns the admissions."""
+        something moved the workers admit once more; returns the admissions. With a
+        pause rule (:mod:`bfio.sim.pause`) the rule acts first and paused ranks admit
+        nothing."""
         if self.preemption is not None:
             evicted = self.preemption.run(self.state)
             if evicted:
                 self.requeue(evicted)
-        n = self.admit()
+        n = 0 if self.pause is None else self.pause.run(self)
+        n += self.admit()
         new = entry.due(self.state, self.waiting())
         if new is not None:
             self.enter(new)
@@ -318,8 +397,9 @@ Dispatch = CentralDispatch | InstantDispatch
 
 
 def make_dispatch(dispatch: str, state: ClusterState, policy: Policy, prefill: Prefill | None,
-                  token_latency_s: float, queue_moves: str = "none") -> Dispatch:
-    """The dispatch part of ``simulate(dispatch=...)`` (``queue_moves``: instant only)."""
+                  token_latency_s: float, queue_moves: str = "none", rank_pause: str = "none",
+                  rank_pause_options: dict | None = None) -> Dispatch:
+    """The dispatch part of ``simulate(dispatch=...)`` (``queue_moves``, ``rank_pause``: instant only)."""
     if dispatch == "central":
         return CentralDispatch(state, policy, prefill, token_latency_s)
-    return InstantDispatch(state, policy, prefill, token_latency_s, queue_moves)
+    return InstantDispatch(state, policy, prefill, token_latency_s, queue_moves, rank_pause, rank_pause_options)

@@ -33,7 +33,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
              policy_options: dict | None = None, dispatch: str = "central",
              fast_forward: bool = True, admission_mode: str | None = None,
              prefill: PrefillModel | None = None, step_model: StepModel | str | None = None,
-             queue_moves: str = "none") -> SimulationResult:
+             queue_moves: str = "none", rank_pause: str = "none",
+             rank_pause_options: dict | None = None) -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
@@ -71,6 +72,12 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     (the policy's ``plan_moves``: BF-IO moves a queued request when that lowers its
     ``J``); a moved request is re-bound to another rank's queue before it is admitted.
 
+    ``rank_pause`` (issue 45, :mod:`bfio.sim.pause`; ``dispatch="instant"`` only):
+    ``none`` (the default) or ``dyntra_lb`` (vllm-ascend PR #12292's DyntraLB: a
+    per-step plan over the ranks' KV-block counts that pauses running requests,
+    keeping their KV, and pauses ranks' admissions); ``rank_pause_options`` the
+    rule's options (DyntraLB's: :data:`bfio.sim.pause.DYNTRA_DEFAULTS`).
+
     A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
     is a closed loop: a request that follows another arrives ``think_s`` after that
     one completes (the steps then run one at a time while such a release is
@@ -79,14 +86,15 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     t_wall = time.perf_counter()
     run = setup(workload, workers, slots, policy, seed=seed, constants=constants, entry=entry,
                 policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode, prefill=prefill,
-                step_model=step_model, queue_moves=queue_moves)
+                step_model=step_model, queue_moves=queue_moves, rank_pause=rank_pause,
+                rank_pause_options=rank_pause_options)
     G, B, policy, c = run.workers, run.slots, run.policy, run.constants
     coef = None if run.step_model.is_paper else run.step_model.coefficients()
     chunked = Prefill(run.prefill, workload, G, B) if run.prefill is not None else None
     state = ClusterState.empty(workload, G, B, coef)  # the policies' views carry the step model
     # what a step costs per resident KV token of the slowest rank (a router's view of the step)
     router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s if coef is None else coef.a_kv,
-                           run.queue_moves)
+                           run.queue_moves, run.rank_pause, run.rank_pause_options)
     arrivals = make_entry(run.entry, workload, c.pool_factor * G)
     engine = make_engine(chunked, c, G, B, record_loads, None if coef is None else coef.array(),
                          run.step_model.barrier)
@@ -97,8 +105,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     while state.finished < N:
         if not state.active.any() and not _restart(state, arrivals, router, policy.name):
             break
-        # while nothing waits, a routing call is a no-op until the entry's next arrival
-        until = arrivals.quiet_until(state.step) if fast_forward and router.waiting() == 0 else -np.inf
+        # while the dispatch is quiet (nothing waits), a routing call is a no-op until the next arrival
+        until = arrivals.quiet_until(state.step) if fast_forward and router.quiet() else -np.inf
         done = engine.run(state, until)
         if done:
             bar.update(done)

@@ -18,7 +18,8 @@ a request not in a queue. Every move is counted: metrics ``queue_move_count`` an
 ``queue_moved_requests``, per request the ``moves`` column.
 
 A request that was preempted and put back in a queue does not move (the PR
-below excludes retracted requests).
+below excludes retracted requests), nor one a pause rule paused while it ran
+(:mod:`bfio.sim.pause`: its KV stays on its rank).
 
 Rules (``MOVES``):
 
@@ -91,6 +92,8 @@ class QueueMoves:
         """Plan and carry out the moves of one routing call; returns how many."""
         pre = dispatch.preemption
         movable = np.ones(self.times.shape[0], dtype=bool) if pre is None else pre.times == 0
+        if dispatch.pause is not None:  # a paused running request keeps its KV on its rank
+            movable &= dispatch.pause.times == 0
         orders = self.plan(dispatch, movable)
         for i, dst in orders:
             dispatch.move(int(i), int(dst))

@@ -43,6 +43,9 @@ def run_config(run: Setup, overhead: float) -> dict:
         config["prefill"] = run.prefill.to_dict()
     if run.queue_moves != "none":  # runs without moves record what they always did
         config["queue_moves"] = run.queue_moves
+    if run.rank_pause != "none":  # runs without pauses record what they always did
+        config["rank_pause"] = run.rank_pause
+        config["rank_pause_options"] = dict(run.rank_pause_options)
     if not run.step_model.is_paper:  # the paper's runs record what they always did
         config["step_model"] = {**run.step_model.to_dict(), "coefficients": run.step_model.coefficients().to_dict()}
     return config
@@ -92,6 +95,8 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
         metrics.update(dispatch.preemption.metrics())
     if dispatch.moves is not None:
         metrics.update(dispatch.moves.metrics())
+    if dispatch.pause is not None:
+        metrics.update(dispatch.pause.metrics(state))
     requests = pd.DataFrame({"prefill": s, "decode": o, "worker": state.worker_of, "start_s": start,
                              "finish_s": finish, "start_step": state.start_step, "finish_step": state.finish_step,
                              "enter_step": state.enter_step, "wait_steps": wait_st, "wait_s": wait_sec,
@@ -104,6 +109,8 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
         requests["preemptions"] = dispatch.preemption.times
     if dispatch.moves is not None:
         requests["moves"] = dispatch.moves.times
+    if dispatch.pause is not None:
+        requests["pauses"] = dispatch.pause.times
     frame = pd.DataFrame(arrays)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
     metrics.update(imbalance_terms(run, arrays, requests, frame))

@@ -18,6 +18,7 @@ from bfio.policies import Policy, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, REQUIREMENTS
 from bfio.prefill import PrefillModel
 from bfio.sim.moves import check_queue_moves
+from bfio.sim.pause import check_rank_pause
 from bfio.step_model import StepModel
 from bfio.workload import ENTRY_MODES, Workload
 
@@ -58,6 +59,9 @@ class Setup:
     step_model: StepModel
     #: the queue-move rule (issue 45, :mod:`bfio.sim.moves`; ``none``: no moves)
     queue_moves: str = "none"
+    #: the pause rule and its full options (issue 45, :mod:`bfio.sim.pause`; ``none``: no pauses)
+    rank_pause: str = "none"
+    rank_pause_options: dict | None = None
 
 
 def _check_cluster(workload, workers, slots, policy) -> tuple[int, int]:
@@ -127,7 +131,7 @@ def _check_step_model(step_model) -> StepModel:
 
 
 def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_options, dispatch, admission_mode,
-          prefill, step_model=None, queue_moves="none") -> Setup:
+          prefill, step_model=None, queue_moves="none", rank_pause="none", rank_pause_options=None) -> Setup:
     """:func:`bfio.simulator.simulate`'s arguments checked, in its order (the
     first fault is the one reported), as a :class:`Setup`."""
     workers, slots = _check_cluster(workload, workers, slots, policy)
@@ -139,5 +143,8 @@ def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_op
                           "(decode only; docs/step_model.md, 'Independent ranks')")
     policy = _checked_policy(policy, seed, policy_options, dispatch, prefill, workload)
     queue_moves = check_queue_moves(queue_moves, dispatch, policy)
+    rank_pause, rank_pause_options = check_rank_pause(rank_pause, rank_pause_options, dispatch, prefill,
+                                                      step_model.barrier)
     return Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
-                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves)
+                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves,
+                 rank_pause=rank_pause, rank_pause_options=rank_pause_options)

@@ -223,6 +223,11 @@ def _validate(section: dict, config: dict) -> None:
         raise ConfigError(f"config key 'online.reference': '{reference}' is not a central row of the online "
                           f"study (central: {', '.join(section.get('central') or []) or 'none'}); the routers "
                           "table compares every instant row with it")
+    rows = set(section.get("central") or []) | set(section.get("instant") or [])
+    for i, row in enumerate(section.get("figure_rows") or []):
+        if row not in rows:
+            raise ConfigError(f"config key 'online.figure_rows.{i}': '{row}' is not a row of the online study "
+                              f"(rows: {', '.join(sorted(rows)) or 'none'})")
     specs = trace_specs(config)
     for i, s in enumerate(section.get("replay") or []):
         spec = specs.get(s["trace"])
@@ -278,7 +283,7 @@ STUDY = register_study(Study(
                     options=lambda section: {"load": float(section["figure_load"])}, caption=ROUTERS_CAPTION,
                     when=lambda section: bool(section.get("instant")), modules=("figures/online_routers.py",)),
              Figure("online_load", "bfio.figures.online_load:plot_online_load", table="online",
-                    caption=LOAD_CAPTION, when=lambda section: bool(section.get("poisson")),
+                    options=lambda section: {"rows": section.get("figure_rows")}, caption=LOAD_CAPTION, when=lambda section: bool(section.get("poisson")),
                     modules=("figures/online_load.py",)),
              Figure("online_replay", "bfio.figures.online_replay:plot_online_replay", table="online",
                     caption=REPLAY_CAPTION, when=lambda section: bool(section.get("replay")),
