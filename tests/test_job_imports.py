@@ -35,9 +35,10 @@ SCRIPTS = REPO / "workflow" / "scripts"
 HEAVY = ("numba", "bfio.jit", "bfio.solvers", "bfio.sim", "bfio.simulator", "bfio.runner", "bfio.kernels",
          "bfio.download")
 
-#: The scripts of the jobs that simulate, compile, download or compute with the
-#: kernels (Monte Carlo checks, Theorem 4's decomposition): they may import them.
-COMPUTING_SCRIPTS = {"compile_kernels.py", "download_trace.py", "energy_decomposition.py", "simulate.py",
+#: The scripts of the jobs that simulate, download or compute with the kernels
+#: (Monte Carlo checks, Theorem 4's decomposition): they may import them. The
+#: compile job imports numba only when the cache lacks its kernels.
+COMPUTING_SCRIPTS = {"download_trace.py", "energy_decomposition.py", "simulate.py",
                      "study_prepare.py", "study_simulate.py", "theory_energy.py", "theory_slot.py",
                      "theory_thm1.py"}
 
