@@ -286,8 +286,7 @@ class Prefill:
                     f"KV memory of {self.kv_cap:,} tokens ({big.size} such requests); with preemption "
                     f"'{model.preemption}' a request alone on a rank must fit to the end (vLLM refuses a request "
                     "longer than max_model_len, which its KV cache must hold)")
-            self.resume = np.zeros(n, dtype=np.int64)
-            self.requeued = np.zeros(n, dtype=bool)
+            self.track_resumes()
         self.blocks = None
         self.caches: list[PrefixCache] | None = None
         if model.cache_blocks is not None:
@@ -296,6 +295,20 @@ class Prefill:
                                   "with a hash column, e.g. mooncake, or bfio.sessions); set cache_blocks: null")
             self.blocks = workload.blocks
             self.caches = [PrefixCache(model.cache_blocks) for _ in range(workers)]
+
+    def track_resumes(self) -> None:
+        """Keep, per request, the generated tokens its next admission recomputes
+        (:meth:`evict`; preemption, issue 44, and migration, issue 45, take requests
+        out of their slots)."""
+        if self.resume is None:
+            n = self.prefill.shape[0]
+            self.resume = np.zeros(n, dtype=np.int64)
+            self.requeued = np.zeros(n, dtype=bool)
+
+    def need(self, prompt: np.ndarray) -> np.ndarray:
+        """Per request, the KV tokens its admission takes: its prompt (``prompt``) and
+        the generated tokens it recomputes (:meth:`evict`)."""
+        return prompt if self.resume is None else prompt + self.resume
 
     def admitted(self, ids: np.ndarray, worker_of: np.ndarray, loads: np.ndarray) -> None:
         """Requests ``ids`` were seated (their loads counted ``s_i``): look their

@@ -177,14 +177,17 @@ class RunSpec:
     #: ``dyntra_lb``; instant dispatch only; its options as sorted ``(name, value)`` pairs
     rank_pause: str = "none"
     rank_pause_options: tuple = ()
+    #: the migration rule (issue 45, :mod:`bfio.sim.migration`): ``none`` (default) or
+    #: ``roll``; instant dispatch only; its options as sorted ``(name, value)`` pairs
+    migration: str = "none"
+    migration_options: tuple = ()
 
     def __post_init__(self):
         if self.dispatch not in DISPATCH_MODES:
             raise ConfigError(f"dispatch: expected one of {', '.join(DISPATCH_MODES)}, got {self.dispatch!r}")
-        if self.queue_moves != "none" and self.dispatch != "instant":
-            raise ConfigError(f"queue_moves: {self.queue_moves!r} needs dispatch 'instant' (got {self.dispatch!r})")
-        if self.rank_pause != "none" and self.dispatch != "instant":
-            raise ConfigError(f"rank_pause: {self.rank_pause!r} needs dispatch 'instant' (got {self.dispatch!r})")
+        for key in ("queue_moves", "rank_pause", "migration"):
+            if getattr(self, key) != "none" and self.dispatch != "instant":
+                raise ConfigError(f"{key}: {getattr(self, key)!r} needs dispatch 'instant' (got {self.dispatch!r})")
         if self.requests is None and self.arrival.mode != "trace":
             raise ConfigError(f"requests: needed for arrival mode {self.arrival.mode!r} (only 'trace' replays "
                               "the whole trace)")
@@ -249,7 +252,8 @@ class RunSpec:
         """Flat identifying columns for result tables (``prefill_<name>`` only for runs
         with the prefill step model; ``step_model`` and ``step_<name>`` only for runs
         given a step model; ``queue_moves`` only for runs with moves; ``rank_pause`` and
-        ``pause_<name>`` only for runs with pauses)."""
+        ``pause_<name>`` only for runs with pauses; ``migration`` and ``migrate_<name>``
+        only for runs with migrations)."""
         return {"trace": self.trace, "requests": self.requests, "workers": self.workers, "slots": self.slots,
                 "row": self.row, "seed": self.seed, "arrival": self.arrival.label,
                 "arrival_mode": self.arrival.mode, "arrival_rate": self.arrival.rate,
@@ -258,7 +262,9 @@ class RunSpec:
                 **{(k if k == "step_model" else f"step_{k}"): v for k, v in self.step_model},
                 **({"queue_moves": self.queue_moves} if self.queue_moves != "none" else {}),
                 **({"rank_pause": self.rank_pause} if self.rank_pause != "none" else {}),
-                **{f"pause_{k}": v for k, v in self.rank_pause_options}}
+                **{f"pause_{k}": v for k, v in self.rank_pause_options},
+                **({"migration": self.migration} if self.migration != "none" else {}),
+                **{f"migrate_{k}": v for k, v in self.migration_options}}
 
     @property
     def step_model_spec(self):

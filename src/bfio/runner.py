@@ -85,7 +85,8 @@ def simulate_run(run: RunSpec, frame: pd.DataFrame | None = None, *, workload=No
                     entry=entry_mode(run.arrival.mode), dispatch=run.dispatch, record_loads=record_loads,
                     policy_options=run.policy_options or None, show_progress=show_progress,
                     prefill=prefill_model(run), step_model=run.step_model_spec, queue_moves=run.queue_moves,
-                    rank_pause=run.rank_pause, rank_pause_options=dict(run.rank_pause_options) or None)
+                    rank_pause=run.rank_pause, rank_pause_options=dict(run.rank_pause_options) or None,
+                    migration=run.migration, migration_options=dict(run.migration_options) or None)
 
 
 def run_study(run: RunSpec, frame: pd.DataFrame | None = None, workload=None, extra=None) -> dict:

@@ -32,6 +32,8 @@ FLAGS = {
     "queue_moves": "--queue-moves",
     "rank_pause": "--rank-pause",
     "rank_pause_options": "--rank-pause-option",
+    "migration": "--migration",
+    "migration_options": "--migration-option",
     "policy": "--policy",
 }
 

@@ -19,6 +19,7 @@ from bfio.limits import MAX_SLOTS
 from bfio.policies import policy_class, policy_options as declared_options, registered, supporting
 from bfio.results_diff import without_timings
 from bfio.sim.moves import QUEUE_MOVES
+from bfio.sim.migration import MIGRATIONS, ROLL_DEFAULTS
 from bfio.sim.pause import DYNTRA_DEFAULTS, RANK_PAUSES
 from bfio.solvers import warn_fallbacks
 from bfio.step_model import OPTIONS
@@ -88,13 +89,13 @@ def add_parser(subparsers) -> None:
                    help="with --dispatch instant: move queued, not yet admitted requests between ranks' queues "
                         "(issue 45): none (default), sglang_balancer (SGLang PR #37401's waiting-queue balancer), "
                         "bfio (BF-IO moves a queued request when that lowers its objective J; policy bfio)")
-    s.add_argument("--rank-pause", choices=RANK_PAUSES, default="none",
-                   help="with --dispatch instant: pause ranks' admissions and running requests (issue 45): none "
-                        "(default), dyntra_lb (vllm-ascend PR #12292's DyntraLB: a per-step plan over the ranks' "
-                        "KV-block counts; docs/online.md)")
-    s.add_argument("--rank-pause-option", action="append", default=None, metavar="KEY=VALUE",
-                   help="an option of --rank-pause (repeatable); dyntra_lb's: "
-                        + ", ".join(f"{k} (default {v})" for k, v in DYNTRA_DEFAULTS.items()))
+    add_action_flags(s, "--rank-pause", RANK_PAUSES, "pause ranks' admissions and running requests (issue 45): "
+                     "none (default), dyntra_lb (vllm-ascend PR #12292's DyntraLB: a per-step plan over the ranks' "
+                     "KV-block counts; docs/online.md)", "dyntra_lb", DYNTRA_DEFAULTS)
+    add_action_flags(s, "--migration", MIGRATIONS, "interrupt requests of the most loaded rank and re-queue them, "
+                     "running ones with their KV recomputed or transferred (issue 45): none (default), roll "
+                     "(alibaba/ROLL PR #134; docs/architecture.md)", "roll", ROLL_DEFAULTS,
+                     "; kv recompute needs the prefill model, kv transfer runs without it")
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
@@ -116,6 +117,15 @@ def add_parser(subparsers) -> None:
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
     add_policy_options(s)
+
+
+def add_action_flags(s, flag: str, rules, what: str, rule: str, defaults: dict, note: str = "") -> None:
+    """An action's flags (issue 45): ``FLAG`` picks its rule among ``rules`` (``what`` it
+    does), ``FLAG-option KEY=VALUE`` (repeatable) sets ``rule``'s options (``defaults``)."""
+    s.add_argument(flag, choices=rules, default="none", help=f"with --dispatch instant: {what}")
+    s.add_argument(f"{flag}-option", action="append", default=None, metavar="KEY=VALUE",
+                   help=f"an option of {flag} (repeatable); {rule}'s: "
+                        + ", ".join(f"{k} (default {v})" for k, v in defaults.items()) + note)
 
 
 def _option_value(option):
@@ -222,13 +232,14 @@ def policy_options(args) -> dict:
     return given
 
 
-def rank_pause_options(args) -> dict:
-    """``--rank-pause-option KEY=VALUE`` flags as a dict (the library checks and types them)."""
+def key_values(texts, flag: str) -> dict:
+    """Repeated ``FLAG KEY=VALUE`` flags (``--rank-pause-option``, ``--migration-option``)
+    as a dict (the library checks and types them)."""
     out = {}
-    for text in args.rank_pause_option or ():
+    for text in texts or ():
         key, sep, value = text.partition("=")
         if not sep or not key:
-            raise ConfigError(f"--rank-pause-option: expected KEY=VALUE, got {text!r}")
+            raise ConfigError(f"{flag}: expected KEY=VALUE, got {text!r}")
         out[key.strip()] = value.strip()
     return out
 
@@ -263,7 +274,8 @@ def cmd_simulate(args) -> int:
         raise ConfigError(f"--queue-moves: {args.queue_moves} moves requests between ranks' queues, which only "
                           f"--dispatch instant has (got --dispatch {args.dispatch})")
     options = policy_options(args)
-    pause_options = rank_pause_options(args)
+    pause_options = key_values(args.rank_pause_option, "--rank-pause-option")
+    migration_options = key_values(args.migration_option, "--migration-option")
     step_model = step_model_options(args)
     mode = arrival_mode(args)
     check_simulate_outputs(args)
@@ -295,7 +307,8 @@ def cmd_simulate(args) -> int:
         spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
                        args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())),
                        tuple(sorted(step_model.items())), args.queue_moves, args.rank_pause,
-                       tuple(sorted(pause_options.items())))
+                       tuple(sorted(pause_options.items())), args.migration,
+                       tuple(sorted(migration_options.items())))
         result = simulate_run(spec, trace.to_frame(), show_progress=None)
     except ConfigError as e:  # the library names its arguments; say which flags set them
         raise ConfigError(cli_words(str(e))) from e
@@ -340,6 +353,13 @@ def cmd_simulate(args) -> int:
         if "rank_pauses" in m:  # pauses (issue 45)
             print(f"  pauses ({args.rank_pause}): {m['rank_pauses']:,} rank pauses ({m['paused_rank_steps']:,} "
                   f"rank-steps), {m['request_pauses']:,} pauses of {m['paused_requests']:,} running requests")
+        if "migrations" in m:  # migrations (issue 45)
+            kv = (f"{m['migration_recomputed_tokens']:,} tokens recomputed" if "migration_recomputed_tokens" in m
+                  else f"{m['migration_transfer_s']:.4g} s of KV transfer, the barrier waited "
+                       f"{m['migration_transfer_wait_s']:.4g} s")
+            print(f"  migrations ({args.migration}): {m['migrations']:,} running requests migrated "
+                  f"({m['migrated_requests']:,} requests), {m['migration_queue_moves']:,} queued ones re-bound, "
+                  f"in {m['migration_interruptions']:,} interruptions; {kv}")
     return 0
 
 

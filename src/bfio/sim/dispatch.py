@@ -11,7 +11,8 @@
   from the head of its own queue into its free slots
   (:func:`bfio.kernels.admit_queues`, with the KV bound of
   :class:`bfio.prefill.PrefillModel` ``kv_tokens``), but a rank a pause rule
-  paused (issue 45, :mod:`bfio.sim.pause`).
+  paused (issue 45, :mod:`bfio.sim.pause`); a migration rule may move running
+  requests to other ranks' queues (issue 45, :mod:`bfio.sim.migration`).
 
 Each has :meth:`waiting` (requests entered and not admitted), :meth:`enter`
 (take new requests), :meth:`admit` (fill free slots) and
@@ -39,6 +40,7 @@ from bfio.policies import Policy
 from bfio.prefill import CacheView, Prefill
 from bfio.routing_checks import check_assignment, check_dispatch
 from bfio.sim.entry import Entry
+from bfio.sim.migration import make_migration
 from bfio.sim.moves import make_moves
 from bfio.sim.pause import make_pause
 from bfio.sim.preemption import make_preemption
@@ -51,6 +53,7 @@ class CentralDispatch:
 
     moves = None  # no queues, no queue moves (bfio.sim.moves)
     pause = None  # no queues of a rank's own, no pauses (bfio.sim.pause)
+    migration = None  # no queues to re-queue on, no migrations (bfio.sim.migration)
 
     def __init__(self, state: ClusterState, policy: Policy, prefill: Prefill | None, token_latency_s: float):
         self.state = state
@@ -180,7 +183,8 @@ class InstantDispatch:
     at entry (or of its last move, :meth:`move`)."""
 
     def __init__(self, state: ClusterState, policy: Policy, prefill: Prefill | None, token_latency_s: float,
-                 queue_moves: str = "none", rank_pause: str = "none", rank_pause_options: dict | None = None):
+                 queue_moves: str = "none", rank_pause: str = "none", rank_pause_options: dict | None = None,
+                 migration: str = "none", migration_options: dict | None = None):
         G, N = state.workers, state.requests
         self.state = state
         self.policy = policy
@@ -199,14 +203,17 @@ class InstantDispatch:
         self._no_memory = np.zeros(G, dtype=np.int64)  # admit_queues' KV tokens when admission is not bounded
         self.moves = make_moves(queue_moves, state, policy)
         self.pause = make_pause(rank_pause, rank_pause_options or {}, state, policy)
+        self.migration = make_migration(migration, migration_options or {}, state, policy, prefill)
 
     def waiting(self) -> int:
         return self.queued
 
     def quiet(self) -> bool:
         """Whether routing calls do nothing until the next arrival: nothing waits and
-        no pause rule acts on running requests (:meth:`bfio.sim.pause.RankPause.quiet`)."""
-        return self.queued == 0 and (self.pause is None or self.pause.quiet())
+        no pause or migration rule acts on running requests
+        (:meth:`bfio.sim.pause.RankPause.quiet`, :meth:`bfio.sim.migration.Migration.quiet`)."""
+        return self.queued == 0 and (self.pause is None or self.pause.quiet()) and \
+            (self.migration is None or self.migration.quiet())
 
     def dispatch_state(self):
         """What the policy reads (:meth:`ClusterState.dispatch_state` with these queues)."""
@@ -229,13 +236,36 @@ class InstantDispatch:
         not in a queue (admitted, finished, not entered) is a :class:`PolicyError`."""
         if not 0 <= dst < self.state.workers:
             self._queued_at(i, "queue move")
-            raise PolicyError(f"queue move: request {i} to worker {dst}, which does not exist "
-                              f"(G = {self.state.workers})")
+            self._no_worker(i, dst, "queue move")
         self._unlink(i, "queue move")
-        prompt = self.state.workload.prefill
-        enqueue(np.array([i], dtype=np.int64), np.array([dst], dtype=np.int64), prompt, self.head, self.tail,
-                self.next, self.length, self.tokens)
-        self.queue_worker[i] = dst
+        self._append(i, dst)
+
+    def migrate(self, i: int, dst: int) -> None:
+        """Running request ``i`` leaves its slot and its rank's KV and joins the tail of
+        worker ``dst``'s queue, keeping its generated tokens (a migration rule's,
+        :mod:`bfio.sim.migration`, which records it and brings its KV when it is seated
+        again): with the prefill model its KV is freed and its prompt and generated
+        tokens are recomputed at its next admission (:meth:`bfio.prefill.Prefill.evict`),
+        without it its ``s_i + tau_i`` tokens leave the rank's load."""
+        if not 0 <= dst < self.state.workers:
+            self._no_worker(i, dst, "migration")
+        st = self.state
+        g = self._unseat(i, "migration")
+        if self.prefill is not None:
+            self.prefill.evict(i, g, st.loads, st.generated)
+        else:
+            st.loads[g] -= st.workload.prefill[i] + st.generated[i]
+        self._append(i, dst)
+        self.queued += 1
+
+    def _no_worker(self, i: int, dst: int, what: str) -> None:
+        raise PolicyError(f"{what}: request {i} to worker {dst}, which does not exist (G = {self.state.workers})")
+
+    def _append(self, i: int, g: int) -> None:
+        """Put request ``i`` at the tail of worker ``g``'s queue, bound to it."""
+        enqueue(np.array([i], dtype=np.int64), np.array([g], dtype=np.int64), self.state.workload.prefill,
+                self.head, self.tail, self.next, self.length, self.tokens)
+        self.queue_worker[i] = g
 
     def _queued_at(self, i: int, what: str) -> tuple[int, int]:
         """Queued request ``i``'s worker and its predecessor in that queue (-1: the
@@ -295,7 +325,7 @@ class InstantDispatch:
         st = self.state
         if self.preemption is None:
             committed = self.prefill.committed(st.loads) if self.kv_cap else self._no_memory
-            need, growth = st.workload.prefill, 0
+            need, growth = (self.prefill.need(st.workload.prefill) if self.kv_cap else st.workload.prefill), 0
         else:
             committed, need, growth = self.preemption.admission_memory(st), self.preemption.need(st.workload), 1
         head, closed = self.head, None
@@ -324,6 +354,8 @@ class InstantDispatch:
                 self.preemption.readmitted(admitted.copy(), st)
         if self.pause is not None:
             self.pause.admitted(admitted.copy(), st)
+        if self.migration is not None:
+            self.migration.admitted(admitted.copy(), st)
 
     def admit_ids(self, ids: np.ndarray) -> int:
         """Seat queued requests ``ids``, in this order, each on the worker whose queue
@@ -346,28 +378,33 @@ class InstantDispatch:
         and waits at the head of its rank's queue, keeping its generated tokens (a
         pause rule's, :mod:`bfio.sim.pause`, which records it)."""
         st = self.state
-        g = int(st.worker_of[i])
-        slots = np.flatnonzero(st.slot_request[g] == i) if g >= 0 else np.empty(0, dtype=np.int64)
-        if slots.size != 1 or not np.isnan(st.finish[i]):
-            raise PolicyError(f"pause: request {i} is not running (step {st.step})")
-        st.slot_request[g, slots[0]] = -1
-        st.active[g] -= 1
+        g = self._unseat(i, "pause")
         st.loads[g] -= st.workload.prefill[i] + st.generated[i]
         self._prepend(i, g)
         self.queued += 1
+
+    def _unseat(self, i: int, what: str) -> int:
+        """Running request ``i`` leaves its slot (and its rank's count); returns its rank.
+        A request not running is a :class:`PolicyError` naming ``what``."""
+        st = self.state
+        g = int(st.worker_of[i])
+        slots = np.flatnonzero(st.slot_request[g] == i) if g >= 0 else np.empty(0, dtype=np.int64)
+        if slots.size != 1 or not np.isnan(st.finish[i]):
+            raise PolicyError(f"{what}: request {i} is not running (step {st.step})")
+        st.slot_request[g, slots[0]] = -1
+        st.active[g] -= 1
+        return g
 
     def requeue(self, ids: list[int]) -> None:
         """Preempted requests rejoin the queue of the rank they ran on (bound at
         entry; a data-parallel engine keeps its requests): at its head (vLLM's
         ``prepend_request``, one by one, so the last evicted leads) or tail (SGLang)."""
-        prompt = self.state.workload.prefill
         for i in ids:
             g = int(self.queue_worker[i])
             if self.preemption.front:
                 self._prepend(i, g)
             else:
-                enqueue(np.array([i], dtype=np.int64), np.array([g], dtype=np.int64), prompt, self.head,
-                        self.tail, self.next, self.length, self.tokens)
+                self._append(i, g)
         self.queued += len(ids)
 
     def routing_call(self, entry: Entry) -> int:
@@ -377,7 +414,7 @@ class InstantDispatch:
         (:mod:`bfio.sim.moves`) the queues left then are rebalanced, and when
         something moved the workers admit once more; returns the admissions. With a
         pause rule (:mod:`bfio.sim.pause`) the rule acts first and paused ranks admit
-        nothing."""
+        nothing. A migration rule (:mod:`bfio.sim.migration`) acts where the moves do."""
         if self.preemption is not None:
             evicted = self.preemption.run(self.state)
             if evicted:
@@ -390,6 +427,8 @@ class InstantDispatch:
         n += self.admit()
         if self.moves is not None and self.queued and self.moves.run(self):
             n += self.admit()
+        if self.migration is not None and self.migration.run(self):
+            n += self.admit()
         return n
 
 
@@ -398,8 +437,11 @@ Dispatch = CentralDispatch | InstantDispatch
 
 def make_dispatch(dispatch: str, state: ClusterState, policy: Policy, prefill: Prefill | None,
                   token_latency_s: float, queue_moves: str = "none", rank_pause: str = "none",
-                  rank_pause_options: dict | None = None) -> Dispatch:
-    """The dispatch part of ``simulate(dispatch=...)`` (``queue_moves``, ``rank_pause``: instant only)."""
+                  rank_pause_options: dict | None = None, migration: str = "none",
+                  migration_options: dict | None = None) -> Dispatch:
+    """The dispatch part of ``simulate(dispatch=...)`` (``queue_moves``, ``rank_pause``,
+    ``migration``: instant only)."""
     if dispatch == "central":
         return CentralDispatch(state, policy, prefill, token_latency_s)
-    return InstantDispatch(state, policy, prefill, token_latency_s, queue_moves, rank_pause, rank_pause_options)
+    return InstantDispatch(state, policy, prefill, token_latency_s, queue_moves, rank_pause, rank_pause_options,
+                           migration, migration_options)

@@ -35,6 +35,7 @@ from bfio.kernels import load_stats, run_steps, write_row
 from bfio.prefill import Prefill
 from bfio.simulation_result import StepSeries
 from bfio.sim.state import ClusterState
+from bfio.sim.transfer import KvTransfer, TransferEngine
 from bfio.step_time import advance_ranks, independent_dt
 
 
@@ -137,10 +138,16 @@ def _advance(state: ClusterState, clock, step, n_done) -> int:
 
 
 def make_engine(prefill: Prefill | None, constants: PaperConstants, workers: int, slots: int,
-                record_loads: bool, step_coef: np.ndarray | None = None, barrier: str = "lockstep") -> DecodeEngine:
+                record_loads: bool, step_coef: np.ndarray | None = None, barrier: str = "lockstep",
+                transfer: KvTransfer | None = None) -> DecodeEngine:
     """The step engine of a run: decode only, or with the prefill step model;
     ``step_coef`` the calibrated step model's coefficients (``None``: the paper's ``dt``);
-    ``barrier`` ``independent``: :class:`IndependentEngine` (decode only, calibrated)."""
+    ``barrier`` ``independent``: :class:`IndependentEngine` (decode only, calibrated);
+    ``transfer``: migrated requests' KV transfers, charged to the step
+    (:class:`bfio.sim.transfer.TransferEngine` around the decode engine; issue 45)."""
+    if transfer is not None:
+        return TransferEngine(make_engine(prefill, constants, workers, slots, record_loads, step_coef, barrier),
+                              transfer)
     if barrier == "independent":
         return IndependentEngine(constants, workers, slots, record_loads, step_coef)
     if prefill is None:

@@ -34,7 +34,8 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
              fast_forward: bool = True, admission_mode: str | None = None,
              prefill: PrefillModel | None = None, step_model: StepModel | str | None = None,
              queue_moves: str = "none", rank_pause: str = "none",
-             rank_pause_options: dict | None = None) -> SimulationResult:
+             rank_pause_options: dict | None = None, migration: str = "none",
+             migration_options: dict | None = None) -> SimulationResult:
     """Run ``workload`` on ``workers`` x ``slots`` under ``policy`` (a name or a
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
@@ -78,6 +79,15 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     keeping their KV, and pauses ranks' admissions); ``rank_pause_options`` the
     rule's options (DyntraLB's: :data:`bfio.sim.pause.DYNTRA_DEFAULTS`).
 
+    ``migration`` (issue 45, :mod:`bfio.sim.migration`; ``dispatch="instant"`` only):
+    ``none`` (the default) or ``roll`` (alibaba/ROLL PR #134: the most loaded rank's
+    waiting, then shortest running requests are interrupted, half the spread of the
+    ranks' in-flight counts, and re-queued on the least loaded ranks; a 3 s freeze);
+    ``migration_options`` the rule's options (:data:`bfio.sim.migration.ROLL_DEFAULTS`),
+    among them ``kv``: a migrated request's KV ``recompute``d through the prefill
+    model (needs ``prefill``) or ``transfer``red over a link, the lockstep barrier
+    waiting for it (:mod:`bfio.sim.transfer`).
+
     A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
     is a closed loop: a request that follows another arrives ``think_s`` after that
     one completes (the steps then run one at a time while such a release is
@@ -87,17 +97,18 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     run = setup(workload, workers, slots, policy, seed=seed, constants=constants, entry=entry,
                 policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode, prefill=prefill,
                 step_model=step_model, queue_moves=queue_moves, rank_pause=rank_pause,
-                rank_pause_options=rank_pause_options)
+                rank_pause_options=rank_pause_options, migration=migration, migration_options=migration_options)
     G, B, policy, c = run.workers, run.slots, run.policy, run.constants
     coef = None if run.step_model.is_paper else run.step_model.coefficients()
     chunked = Prefill(run.prefill, workload, G, B) if run.prefill is not None else None
     state = ClusterState.empty(workload, G, B, coef)  # the policies' views carry the step model
     # what a step costs per resident KV token of the slowest rank (a router's view of the step)
     router = make_dispatch(run.dispatch, state, policy, chunked, c.token_latency_s if coef is None else coef.a_kv,
-                           run.queue_moves, run.rank_pause, run.rank_pause_options)
+                           run.queue_moves, run.rank_pause, run.rank_pause_options, run.migration,
+                           run.migration_options)
     arrivals = make_entry(run.entry, workload, c.pool_factor * G)
     engine = make_engine(chunked, c, G, B, record_loads, None if coef is None else coef.array(),
-                         run.step_model.barrier)
+                         run.step_model.barrier, None if router.migration is None else router.migration.transfer)
     policy.reset(G, B)
     router.routing_call(arrivals)
     N = state.requests

@@ -67,7 +67,8 @@ import numpy as np
 
 from bfio.errors import ConfigError
 from bfio.sim.dyntra_lb import balance_load
-from bfio.sim.state import ClusterState
+from bfio.sim.rule_options import checked_rule
+from bfio.sim.state import ClusterState, FirstStarts
 
 #: DyntraLB's options and their defaults (``DyntraLBConfig``; ``block_tokens``: the block size)
 DYNTRA_DEFAULTS = {"mode": "dynamic", "start_step": 250, "end_step": -1, "bubble_threshold": 5.0,
@@ -97,8 +98,7 @@ class RankPause:
         self.request_count = 0
         self.order = np.zeros(N, dtype=np.int64)  # admission order: a rank's running order
         self._admissions = 0
-        self._first_start = np.full(N, np.nan)
-        self._first_start_step = np.full(N, -1, dtype=np.int64)
+        self.first = FirstStarts(N)
 
     def run(self, dispatch) -> int:
         """The rule's actions at the start of a routing call; returns the admissions it made."""
@@ -130,9 +130,7 @@ class RankPause:
 
     def paused(self, i: int, state: ClusterState) -> None:
         """Running request ``i`` was paused (:meth:`bfio.sim.dispatch.InstantDispatch.pause_request`)."""
-        if self.times[i] == 0:
-            self._first_start[i] = state.start[i]
-            self._first_start_step[i] = state.start_step[i]
+        self.first.keep(i, state)
         self.times[i] += 1
         self.request_count += 1
 
@@ -144,8 +142,7 @@ class RankPause:
         back = ids[self.times[ids] > 0]
         if back.size:
             np.add.at(state.loads, state.worker_of[back], state.generated[back])
-            state.start[back] = self._first_start[back]
-            state.start_step[back] = self._first_start_step[back]
+            self.first.restore(back, state)
 
     def metrics(self, state: ClusterState) -> dict:
         over = int(np.maximum(self._counted_until - state.step, 0).sum())  # pauses outliving the run
@@ -266,26 +263,6 @@ RULES = {"dyntra_lb": DyntraLbPause}
 RANK_PAUSES = ("none", *RULES)
 
 
-def _option(rule: str, key: str, value, default):
-    """``value`` of option ``key`` as the type of its default (a CLI string too)."""
-    where = f"rank_pause_options: {key}"
-    try:
-        if isinstance(default, str):
-            return str(value)
-        if isinstance(default, int):
-            as_float = float(value)
-            if isinstance(value, bool) or not np.isfinite(as_float) or as_float != int(as_float):
-                raise ValueError
-            return int(as_float)
-        out = float(value)
-        if isinstance(value, bool) or not np.isfinite(out):
-            raise ValueError
-        return out
-    except (TypeError, ValueError):
-        kind = "a whole number" if isinstance(default, int) else "a number"
-        raise ConfigError(f"{where} of '{rule}' must be {kind}, got {value!r}") from None
-
-
 def check_dyntra_options(o: dict) -> None:
     """DyntraLB's options within the ranges its config accepts (``DyntraLBConfig``)."""
     def bad(key, rule):
@@ -306,25 +283,8 @@ def check_rank_pause(rank_pause, options, dispatch: str, prefill, barrier: str) 
     """``rank_pause`` and its options checked against the run: a known rule, its
     known options in range, instant dispatch, and for ``dyntra_lb`` neither the
     prefill model nor independent ranks. Returns the rule and its full options."""
-    if rank_pause is None:
-        rank_pause = "none"
-    if rank_pause not in RANK_PAUSES:
-        raise ConfigError(f"rank_pause: must be one of {', '.join(RANK_PAUSES)}, got {rank_pause!r}")
-    if rank_pause == "none":
-        if options:
-            raise ConfigError(f"rank_pause_options: {sorted(options)} given without a pause rule (rank_pause 'none')")
-        return "none", {}
-    if dispatch != "instant":
-        raise ConfigError(f"rank_pause: {rank_pause!r} pauses ranks' admissions from their own queues, which only "
-                          f"dispatch 'instant' has (got dispatch {dispatch!r})")
-    if not isinstance(options, (dict, type(None))):
-        raise ConfigError(f"rank_pause_options: expected a dict of option -> value, got {type(options).__name__}")
-    rule = RULES[rank_pause]
-    unknown = sorted(set(options or {}) - set(rule.defaults))
-    if unknown:
-        raise ConfigError(f"rank_pause_options: unknown option(s) {', '.join(map(str, unknown))} of {rank_pause!r} "
-                          f"(known: {', '.join(rule.defaults)})")
-    full = {k: _option(rank_pause, k, (options or {}).get(k, d), d) for k, d in rule.defaults.items()}
+    rank_pause, full = checked_rule("rank_pause", rank_pause, RULES, options, dispatch, "pause",
+                                    "pauses ranks' admissions from their own queues")
     if rank_pause == "dyntra_lb":
         check_dyntra_options(full)
         if prefill is not None:

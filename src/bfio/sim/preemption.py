@@ -51,7 +51,7 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.prefill import Prefill
-from bfio.sim.state import ClusterState
+from bfio.sim.state import ClusterState, FirstStarts
 
 
 class Preemption:
@@ -69,8 +69,7 @@ class Preemption:
         self.times = np.zeros(state.requests, dtype=np.int64)
         self.count = 0
         self.blocked = np.zeros(state.workers, dtype=bool)
-        self._first_start = np.full(state.requests, np.nan)
-        self._first_start_step = np.full(state.requests, -1, dtype=np.int64)
+        self.first = FirstStarts(state.requests)
 
     def victim(self, state: ClusterState, g: int) -> int:
         """The slot of rank ``g`` whose request is evicted next (rule-specific)."""
@@ -94,9 +93,7 @@ class Preemption:
                 state.slot_request[g, b] = -1
                 state.active[g] -= 1
                 need -= whole + 1
-                if self.times[i] == 0:
-                    self._first_start[i] = state.start[i]
-                    self._first_start_step[i] = state.start_step[i]
+                self.first.keep(i, state)
                 self.times[i] += 1
                 self.count += 1
                 out.append(i)
@@ -114,15 +111,12 @@ class Preemption:
     def need(self, workload) -> np.ndarray:
         """Per request, the KV tokens its admission takes: its prompt and the
         generated tokens it recomputes."""
-        return workload.prefill + self.prefill.resume
+        return self.prefill.need(workload.prefill)
 
     def readmitted(self, ids: np.ndarray, state: ClusterState) -> None:
         """Requests ``ids`` were seated: a preempted one keeps the start of its first
         admission (its wait is the wait before its first token)."""
-        again = ids[self.times[ids] > 0]
-        if again.size:
-            state.start[again] = self._first_start[again]
-            state.start_step[again] = self._first_start_step[again]
+        self.first.restore(ids, state)
 
     def metrics(self) -> dict:
         return {"preemptions": int(self.count), "preempted_requests": int((self.times > 0).sum())}

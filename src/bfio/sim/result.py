@@ -46,6 +46,9 @@ def run_config(run: Setup, overhead: float) -> dict:
     if run.rank_pause != "none":  # runs without pauses record what they always did
         config["rank_pause"] = run.rank_pause
         config["rank_pause_options"] = dict(run.rank_pause_options)
+    if run.migration != "none":  # runs without migrations record what they always did
+        config["migration"] = run.migration
+        config["migration_options"] = dict(run.migration_options)
     if not run.step_model.is_paper:  # the paper's runs record what they always did
         config["step_model"] = {**run.step_model.to_dict(), "coefficients": run.step_model.coefficients().to_dict()}
     return config
@@ -97,6 +100,8 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
         metrics.update(dispatch.moves.metrics())
     if dispatch.pause is not None:
         metrics.update(dispatch.pause.metrics(state))
+    if dispatch.migration is not None:
+        metrics.update(dispatch.migration.metrics())
     requests = pd.DataFrame({"prefill": s, "decode": o, "worker": state.worker_of, "start_s": start,
                              "finish_s": finish, "start_step": state.start_step, "finish_step": state.finish_step,
                              "enter_step": state.enter_step, "wait_steps": wait_st, "wait_s": wait_sec,
@@ -111,6 +116,8 @@ def assemble(run: Setup, state: ClusterState, engine: DecodeEngine, dispatch: Di
         requests["moves"] = dispatch.moves.times
     if dispatch.pause is not None:
         requests["pauses"] = dispatch.pause.times
+    if dispatch.migration is not None:
+        requests["migrations"] = dispatch.migration.times
     frame = pd.DataFrame(arrays)
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
     metrics.update(imbalance_terms(run, arrays, requests, frame))

@@ -17,6 +17,7 @@ from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.policies import Policy, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, REQUIREMENTS
 from bfio.prefill import PrefillModel
+from bfio.sim.migration import check_migration
 from bfio.sim.moves import check_queue_moves
 from bfio.sim.pause import check_rank_pause
 from bfio.step_model import StepModel
@@ -62,6 +63,9 @@ class Setup:
     #: the pause rule and its full options (issue 45, :mod:`bfio.sim.pause`; ``none``: no pauses)
     rank_pause: str = "none"
     rank_pause_options: dict | None = None
+    #: the migration rule and its full options (issue 45, :mod:`bfio.sim.migration`; ``none``: no migrations)
+    migration: str = "none"
+    migration_options: dict | None = None
 
 
 def _check_cluster(workload, workers, slots, policy) -> tuple[int, int]:
@@ -131,7 +135,8 @@ def _check_step_model(step_model) -> StepModel:
 
 
 def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_options, dispatch, admission_mode,
-          prefill, step_model=None, queue_moves="none", rank_pause="none", rank_pause_options=None) -> Setup:
+          prefill, step_model=None, queue_moves="none", rank_pause="none", rank_pause_options=None,
+          migration="none", migration_options=None) -> Setup:
     """:func:`bfio.simulator.simulate`'s arguments checked, in its order (the
     first fault is the one reported), as a :class:`Setup`."""
     workers, slots = _check_cluster(workload, workers, slots, policy)
@@ -145,6 +150,9 @@ def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_op
     queue_moves = check_queue_moves(queue_moves, dispatch, policy)
     rank_pause, rank_pause_options = check_rank_pause(rank_pause, rank_pause_options, dispatch, prefill,
                                                       step_model.barrier)
+    migration, migration_options = check_migration(migration, migration_options, dispatch, prefill,
+                                                   step_model.barrier, queue_moves, rank_pause)
     return Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
                  entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves,
-                 rank_pause=rank_pause, rank_pause_options=rank_pause_options)
+                 rank_pause=rank_pause, rank_pause_options=rank_pause_options, migration=migration,
+                 migration_options=migration_options)

@@ -102,3 +102,29 @@ class ClusterState:
                                                             0).sum(axis=1),
                              prefill=prefill, completed=self.completed[:self.finished],
                              step_costs=self.step_costs)
+
+
+class FirstStarts:
+    """The clock and step of requests' first admission, kept for requests that an
+    action takes out of their slot (preemption, a pause, a migration: issues 44
+    and 45) and seats again: a request's start, hence its wait, stays the one
+    before its first token."""
+
+    def __init__(self, requests: int):
+        self.clock = np.full(requests, np.nan)
+        self.step = np.full(requests, -1, dtype=np.int64)
+        self.kept = np.zeros(requests, dtype=bool)
+
+    def keep(self, i: int, state: ClusterState) -> None:
+        """Request ``i`` leaves its slot: its start is kept, if this is its first time."""
+        if not self.kept[i]:
+            self.clock[i] = state.start[i]
+            self.step[i] = state.start_step[i]
+            self.kept[i] = True
+
+    def restore(self, ids: np.ndarray, state: ClusterState) -> None:
+        """Requests ``ids`` were seated now: those seated before keep their first start."""
+        again = ids[self.kept[ids]]
+        if again.size:
+            state.start[again] = self.clock[again]
+            state.start_step[again] = self.step[again]

@@ -1,0 +1,298 @@
+"""Migrating running requests (issue 45, third action): with instant dispatch a
+rule may *interrupt* requests of a rank and re-queue them on another rank's
+queue: a queued one is re-bound (:meth:`bfio.sim.dispatch.InstantDispatch.move`,
+free: it holds no KV), a running one is *migrated*
+(:meth:`bfio.sim.dispatch.InstantDispatch.migrate`): it leaves its slot, its KV
+is freed on its rank, and it joins the tail of the other rank's queue keeping
+its generated tokens; when seated there it continues from them. A part of the
+simulator (``docs/architecture.md``), chosen by ``simulate(migration=...,
+migration_options=...)`` (``RunSpec.migration``, CLI ``--migration``,
+``--migration-option KEY=VALUE``), off (``none``) by default; instant dispatch
+only (a central pool has no rank queues to re-queue on: refused by name).
+
+The motivation: a placement is never undone, and long generations keep it a
+long time; vllm-project/vllm issue #40279 (open, 2026-04, vLLM 0.19, DP 8)
+reports most requests stuck on one or a few ranks after 48-72 hours of
+generations of 10 minutes and more, the other GPUs idle, worked around by
+binding requests to ranks by hand (``data_parallel_rank``).
+
+:meth:`bfio.sim.dispatch.InstantDispatch.routing_call` runs the rule where
+queue moves run (:mod:`bfio.sim.moves`): after the call's admissions, then, when
+something was re-queued, one more admission. The loop runs steps one at a time
+while a migration rule is on (:meth:`Migration.quiet`: the rule reads the ranks
+at every routing call).
+
+**The KV of a migrated request** (option ``kv``):
+
+- ``recompute`` (the default; ROLL's way): its prompt and the tokens it had
+  generated go through the prefill model on its new rank, as a preempted
+  request's do (:meth:`bfio.prefill.Prefill.evict`, its ``_readmitted``: less the
+  new rank's prefix-cache hit); needs the prefill model (refused by name without
+  it: the paper's step has no prefill to charge). Counted:
+  ``migration_recomputed_tokens``.
+- ``transfer``: its KV crosses a link of ``transfer_gbps`` at
+  ``kv_bytes_per_token``, charged to the new rank's next step, the lockstep
+  barrier waiting for it (:mod:`bfio.sim.transfer`); without the prefill model
+  only (refused by name with it: a transferred KV's place in the prefill
+  model's accounting is not modelled yet). Counted: ``migration_transfers``,
+  ``migration_transfer_tokens``, ``migration_transfer_s``,
+  ``migration_transfer_wait_s`` (what the barrier waited).
+
+Counted in every run with a rule: ``migrations`` (running requests moved),
+``migrated_requests``, ``migration_queue_moves`` (queued requests re-bound),
+``migration_interruptions`` (calls where the rule acted) and, per request, the
+``migrations`` column. A migrated request's start stays its first admission's.
+Not combined yet with ``queue_moves`` or ``rank_pause`` (refused by name).
+
+Rules (``RULES``):
+
+- ``roll``: alibaba/ROLL PR #134, "Dynamic Load Balancing via Request
+  Interruption and Migration for vLLM Engines" (open, 2025-08-08), read at its
+  head ``4a23861b``: ``roll/distributed/scheduler/generate_scheduler.py``
+  (``DynamicSamplingScheduler.get_batch``, ``send_one_interrupted_query_group_to_dp_new``,
+  ``get_available_dp_rank``, ``report_response``) and the engine side, the PR's
+  vLLM fork (taoluo/vllm, ``vllm/v1/engine/core.py``
+  ``EngineCore.abort_to_target_requests_cnt``; the v0 fallback in
+  ``roll/distributed/strategy/vllm_strategy.py`` is the same rule).
+  **Signal**: the scheduler's ``load_balance_coordinator``, per DP rank the
+  requests sent to it and not yet finished, interrupted or aborted: here its
+  queued plus running requests (exact: the scheduler counts its own sends).
+  **Trigger**: ``spread = max - min`` of those counts; the most loaded rank is
+  the first with the maximum; ``interrupt_cnt = spread // 2`` ("half the
+  imbalance", against over-correction); it acts when ``spread >= threshold``
+  and ``interrupt_cnt > 0``, telling that rank to keep ``count - interrupt_cnt``.
+  ``threshold`` = 10, the PR's value in every commit but its last, which sets 1
+  "to demo interruption" (with every request sent to rank 0). **Picks** (the
+  engine): its waiting requests first, in queue order, then its running ones by
+  fewest total tokens ``s_i + tau_i`` (vLLM's ``num_tokens``; ties in running
+  order, here admission order), until ``interrupt_cnt``. **Destination**: each
+  interrupted request is sent again, one at a time, to
+  ``get_available_dp_rank()``, the rank with the fewest in-flight requests
+  (lowest rank on ties; the counts count each one sent), as a new request whose
+  input is its prompt and its output so far (so vLLM prefills both: the KV is
+  recomputed) at the tail of that rank's waiting queue. **Freeze**: after acting
+  the rule does not look again until ``freeze_s`` (3 s, on the run's clock)
+  has passed (``now - last > freeze_s``). Not modelled: the scheduler's loop
+  rate (here it looks at every routing call), the asynchrony of the interrupt
+  and of the re-send (here within the call), the scheduler holding back new
+  requests while interrupted ones wait to be re-sent (here the call's arrivals
+  were bound before), the order of re-sends (the source's is a set's; here the
+  interruption order), ``max_running_requests`` (ROLL's flow control of a
+  rollout; an online run's queues are not capped). ROLL's own router is
+  ``get_available_dp_rank``, the fewest in-flight requests with the lowest rank
+  on ties: the project's ``jsq_requests`` (``sglang_total_requests``) with
+  instant dispatch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bfio.errors import ConfigError
+from bfio.sim.rule_options import checked_rule
+from bfio.sim.state import ClusterState, FirstStarts
+from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer
+
+#: how a migrated request's KV reaches its new rank (module docstring)
+KV_MODES = ("recompute", "transfer")
+#: the options of every migration rule: the KV's way and the link of ``transfer``
+KV_DEFAULTS = {"kv": "recompute", "transfer_gbps": DEFAULT_TRANSFER_GBPS,
+               "kv_bytes_per_token": DEFAULT_KV_BYTES_PER_TOKEN}
+#: ROLL PR #134's ``rebalance_threshold`` and ``freeze_interruption_timeout`` (seconds)
+ROLL_DEFAULTS = {"threshold": 10, "freeze_s": 3.0, **KV_DEFAULTS}
+
+
+class Migration:
+    """The migrations of one run: per request how often it moved while running
+    (``times``) and whether it waits to be seated again (``away``); the KV's way
+    (``transfer``: a :class:`~bfio.sim.transfer.KvTransfer`, or ``None``: recomputed
+    through ``prefill``). :meth:`run` is the rule."""
+
+    name = "none"
+    #: the rule's options and defaults (the registry of its option names)
+    defaults: dict = KV_DEFAULTS
+
+    def __init__(self, state: ClusterState, policy, prefill, options: dict | None = None):
+        N = state.requests
+        self.policy = policy
+        self.options = {**self.defaults, **(options or {})}
+        o = self.options
+        self.prefill = prefill
+        self.transfer = None
+        if o["kv"] == "transfer":
+            self.transfer = KvTransfer(state.workers, o["transfer_gbps"], o["kv_bytes_per_token"])
+        elif prefill is not None:
+            prefill.track_resumes()
+        self.times = np.zeros(N, dtype=np.int64)
+        self.away = np.zeros(N, dtype=bool)
+        self.first = FirstStarts(N)
+        self.order = np.zeros(N, dtype=np.int64)  # admission order: a rank's running order
+        self._admissions = 0
+        self.count = 0
+        self.queue_moves = 0
+        self.interruptions = 0
+        self.recomputed_tokens = 0
+
+    def run(self, dispatch) -> int:
+        """The rule's actions in a routing call; returns how many requests it re-queued."""
+        raise NotImplementedError
+
+    def quiet(self) -> bool:
+        """Whether the rule does nothing in routing calls while nothing waits."""
+        return False
+
+    def migrate(self, dispatch, i: int, dst: int) -> None:
+        """Running request ``i`` moves to the tail of rank ``dst``'s queue (counted)."""
+        self.first.keep(i, dispatch.state)
+        dispatch.migrate(i, dst)
+        self.times[i] += 1
+        self.count += 1
+        self.away[i] = True
+
+    def requeue(self, dispatch, i: int, dst: int) -> None:
+        """Queued request ``i`` is re-bound to the tail of rank ``dst``'s queue (counted)."""
+        dispatch.move(i, dst)
+        self.queue_moves += 1
+
+    def admitted(self, ids: np.ndarray, state: ClusterState) -> None:
+        """Requests ``ids`` were seated, in this order: a migrated one keeps its first
+        start and its KV arrives (recomputed by the prefill model, whose tokens to
+        compute are counted, or transferred: resident now, its time charged)."""
+        self.order[ids] = self._admissions + np.arange(ids.shape[0])
+        self._admissions += int(ids.shape[0])
+        back = ids[self.away[ids]]
+        if not back.size:
+            return
+        self.away[back] = False
+        self.first.restore(back, state)
+        if self.transfer is None:
+            self.recomputed_tokens += int(self.prefill.left[back].sum())
+            return
+        ranks = state.worker_of[back]
+        np.add.at(state.loads, ranks, state.generated[back])  # seated with s_i: its generated tokens' KV too
+        self.transfer.arrive(ranks, state.workload.prefill[back] + state.generated[back])
+
+    def metrics(self) -> dict:
+        out = {"migrations": int(self.count), "migrated_requests": int((self.times > 0).sum()),
+               "migration_queue_moves": int(self.queue_moves), "migration_interruptions": int(self.interruptions)}
+        if self.transfer is None:
+            out["migration_recomputed_tokens"] = int(self.recomputed_tokens)
+        else:
+            out.update(self.transfer.metrics())
+        return out
+
+
+class RollMigration(Migration):
+    """ROLL PR #134's interruption and migration (module docstring)."""
+
+    name = "roll"
+    defaults = ROLL_DEFAULTS
+
+    def __init__(self, state: ClusterState, policy, prefill, options: dict | None = None):
+        super().__init__(state, policy, prefill, options)
+        self.last = None  # the clock of the last interruption
+
+    def run(self, dispatch) -> int:
+        st, o = dispatch.state, self.options
+        if self.last is not None and not st.clock - self.last > o["freeze_s"]:
+            return 0
+        counts = dispatch.length + st.active  # in flight: queued and running
+        src = int(np.argmax(counts))
+        spread = int(counts[src] - counts.min())
+        k = spread // 2
+        if spread < o["threshold"] or k <= 0:
+            return 0
+        self.last = st.clock
+        self.interruptions += 1
+        picks = self.picks(dispatch, src, k)
+        counts = counts.copy()
+        counts[src] -= len(picks)
+        for i, running in picks:
+            dst = int(np.argmin(counts))
+            counts[dst] += 1
+            if running:
+                self.migrate(dispatch, i, dst)
+            else:
+                self.requeue(dispatch, i, dst)
+        return len(picks)
+
+    def picks(self, dispatch, g: int, k: int) -> list[tuple[int, bool]]:
+        """``abort_to_target_requests_cnt``: ``k`` requests of rank ``g``, its queue
+        first (head first), then its running ones by fewest ``s_i + tau_i`` (ties in
+        admission order); ``(request, running)`` pairs."""
+        st = dispatch.state
+        out = [(i, False) for i in dispatch.queue(g, limit=k)]
+        if len(out) < k:
+            row = st.slot_request[g]
+            ids = row[row >= 0]
+            ids = ids[np.argsort(self.order[ids], kind="stable")]
+            ids = ids[np.argsort(st.workload.prefill[ids] + st.generated[ids], kind="stable")]
+            out += [(int(i), True) for i in ids[:k - len(out)]]
+        return out
+
+
+RULES = {"roll": RollMigration}
+MIGRATIONS = ("none", *RULES)
+
+
+def check_roll_options(o: dict) -> None:
+    """ROLL's options within their ranges."""
+    def bad(key, rule):
+        raise ConfigError(f"migration_options: {key} of 'roll' must be {rule}, got {o[key]!r}")
+
+    if o["threshold"] < 1:
+        bad("threshold", ">= 1 (in-flight requests)")
+    if o["freeze_s"] < 0:
+        bad("freeze_s", ">= 0 (seconds)")
+
+
+def check_kv_options(o: dict, given: dict, rule: str, prefill) -> None:
+    """The KV's way (``kv``) and its link's options: ``recompute`` needs the prefill
+    model, ``transfer`` runs without it; a link's option given with ``recompute``
+    would do nothing and is refused."""
+    where = "migration_options"
+    if o["kv"] not in KV_MODES:
+        raise ConfigError(f"{where}: kv of {rule!r} must be one of {', '.join(KV_MODES)}, got {o['kv']!r}")
+    for key in ("transfer_gbps", "kv_bytes_per_token"):
+        if o[key] <= 0:
+            raise ConfigError(f"{where}: {key} of {rule!r} must be > 0, got {o[key]!r}")
+    if o["kv"] == "recompute":
+        link = sorted(set(given or {}) & {"transfer_gbps", "kv_bytes_per_token"})
+        if link:
+            raise ConfigError(f"{where}: {', '.join(link)} apply to kv 'transfer'; kv 'recompute' sends no KV")
+        if prefill is None:
+            raise ConfigError(f"{where}: kv 'recompute' of {rule!r} recomputes a migrated request's prompt and "
+                              "generated tokens through the prefill model; give prefill=PrefillModel(...) (CLI: "
+                              "--prefill-chunk-tokens N), or kv 'transfer'")
+    elif prefill is not None:
+        raise ConfigError(f"{where}: kv 'transfer' with the prefill model is not modelled yet (a transferred "
+                          "KV's place in its accounting); run it without prefill=..., or kv 'recompute'")
+
+
+def check_migration(migration, options, dispatch: str, prefill, barrier: str, queue_moves: str,
+                    rank_pause: str) -> tuple[str, dict]:
+    """``migration`` and its options checked against the run: a known rule, its
+    known options in range, instant dispatch, the KV's way against the prefill
+    model, a lockstep barrier, no other action. Returns the rule and its full options."""
+    migration, full = checked_rule("migration", migration, RULES, options, dispatch, "migration",
+                                   "re-queues requests on other ranks' queues")
+    if migration == "none":
+        return "none", {}
+    if migration == "roll":
+        check_roll_options(full)
+    check_kv_options(full, options, migration, prefill)
+    if barrier == "independent":
+        raise ConfigError(f"migration: {migration!r} evens out the ranks of a lockstep barrier; "
+                          "step_model.barrier 'independent' has none")
+    for other, value in (("queue_moves", queue_moves), ("rank_pause", rank_pause)):
+        if value != "none":
+            raise ConfigError(f"migration: {migration!r} with {other} {value!r} is not modelled yet (one action "
+                              "per run; each re-binds the others' requests)")
+    return migration, full
+
+
+def make_migration(migration: str, options: dict, state: ClusterState, policy, prefill) -> Migration | None:
+    """The migration part of a run (``None``: no migrations, the loop as before)."""
+    if migration == "none":
+        return None
+    return RULES[migration](state, policy, prefill, options)

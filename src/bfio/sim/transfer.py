@@ -1,0 +1,129 @@
+"""KV-cache transfers of migrated requests and their charge to the lockstep step
+(issue 45, third action, ``migration_options kv: transfer``; :mod:`bfio.sim.migration`).
+
+A running request migrated with ``kv: transfer`` keeps its KV cache: when it is
+seated on its new rank ``g`` its ``s_i + tau_i`` tokens are resident at once (no
+prefill, nothing recomputed), and their bytes, ``(s_i + tau_i) x
+kv_bytes_per_token``, cross one link of ``transfer_gbps`` gigabits per second:
+``X_i = (s_i + tau_i) kv_bytes_per_token / (transfer_gbps 1e9 / 8)`` seconds.
+Rank ``g`` receives ``X_g``, the sum of its arrivals' ``X_i`` since its last
+step, before it computes its next step (the request decodes in that step).
+
+**The charge.** In the lockstep step each rank computes its share and the
+barrier waits for the slowest: the paper's ``dt = C + t_l max_g L_g`` is
+``C + max_g t_l L_g`` (share ``t_l L_g``), the calibrated ``dt = max_g
+rank_cost(L_g, n_g, 0) + beta max_g n_g + comm`` (share ``rank_cost``,
+:func:`bfio.step_time.rank_cost`). A transfer lengthens its destination's share:
+the step lasts ``dt + max(0, max_g (share_g + X_g) - max_g share_g)``. A
+transfer into a lightly loaded rank is hidden by its slack behind the slowest
+rank; one longer than that slack holds every rank at the barrier. Loads are the
+step's own (before its tokens), as ``dt`` reads them. The extra seconds are
+added to that step's ``dt`` and clock (its row of the per-step series, its energy
+at the step's power, the completions in it) and counted
+(``migration_transfer_wait_s``). Transfers are serial per rank (one link each);
+the source's sending is not charged (it has already dropped the request), nor a
+transfer's overlap with the steps before the request is seated.
+
+Defaults and their sources: ``transfer_gbps`` = 400, one NDR InfiniBand or
+400GbE port (NVIDIA ConnectX-7), the link issue 45 names; ``kv_bytes_per_token``
+= 524,288 (512 KiB), Llama-2-7B's fp16 KV cache: 2 (K and V) x 32 layers x 4,096
+hidden (32 KV heads x 128) x 2 bytes (its ``config.json``: ``num_hidden_layers``
+32, ``hidden_size`` 4096, ``num_key_value_heads`` 32), the model of the project's
+calibrated step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bfio.kernels import S_CLOCK, S_DT, S_E_POST, S_E_PRE, S_PMEAN_POST, S_PMEAN_PRE
+from bfio.sim.state import ClusterState
+from bfio.step_time import rank_cost
+
+#: one 400 Gb/s link per rank (NDR InfiniBand / 400GbE, NVIDIA ConnectX-7)
+DEFAULT_TRANSFER_GBPS = 400.0
+#: Llama-2-7B's fp16 KV cache per token: 2 x 32 layers x 4,096 x 2 bytes (512 KiB)
+DEFAULT_KV_BYTES_PER_TOKEN = 2 * 32 * 4096 * 2
+
+
+class KvTransfer:
+    """The transfers of one run: per rank the seconds it receives before its next
+    step (``pending``), and the totals."""
+
+    def __init__(self, workers: int, gbps: float, bytes_per_token: int):
+        self.bytes_per_s = float(gbps) * 1e9 / 8.0
+        self.bytes_per_token = int(bytes_per_token)
+        self.pending = np.zeros(workers)
+        self.count = 0
+        self.tokens = 0
+        self.seconds = 0.0
+        self.waited = 0.0
+
+    def seconds_of(self, tokens: np.ndarray) -> np.ndarray:
+        """``X_i``: the seconds ``tokens`` KV tokens take over one link."""
+        return tokens * float(self.bytes_per_token) / self.bytes_per_s
+
+    def arrive(self, ranks: np.ndarray, tokens: np.ndarray) -> None:
+        """Requests of ``tokens`` KV tokens were seated on ``ranks``: their transfers
+        are charged to those ranks' next step."""
+        x = self.seconds_of(tokens.astype(np.float64))
+        np.add.at(self.pending, ranks, x)
+        self.count += int(tokens.shape[0])
+        self.tokens += int(tokens.sum())
+        self.seconds += float(x.sum())
+
+    def charge(self, shares: np.ndarray) -> float:
+        """The seconds a step with the ranks' ``shares`` lasts longer for the pending
+        transfers (module docstring); the transfers are then done."""
+        extra = max(0.0, float(np.max(shares + self.pending) - np.max(shares)))
+        self.pending[:] = 0.0
+        self.waited += extra
+        return extra
+
+    def metrics(self) -> dict:
+        return {"migration_transfers": int(self.count), "migration_transfer_tokens": int(self.tokens),
+                "migration_transfer_s": float(self.seconds), "migration_transfer_wait_s": float(self.waited)}
+
+
+class TransferEngine:
+    """A step engine (:mod:`bfio.sim.engine`) whose next step after a transfer
+    arrived is charged its time (module docstring); otherwise its ``inner`` engine,
+    whose records (``series``, ``t_l``, ...) are its own."""
+
+    def __init__(self, inner, transfer: KvTransfer):
+        self.inner = inner
+        self.transfer = transfer
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def run(self, state: ClusterState, until: float) -> int:
+        """As the inner engine's ``run``; with transfers pending, one step, charged."""
+        if not self.transfer.pending.any():
+            return self.inner.run(state, until)
+        shares = self.shares(state)
+        before = state.finished
+        done = self.inner.run(state, -np.inf)  # one step
+        extra = self.transfer.charge(shares)
+        if extra > 0.0:
+            self._delay(state, before, extra)
+        return done
+
+    def shares(self, state: ClusterState) -> np.ndarray:
+        """Each rank's share of the coming step (module docstring): ``t_l L_g``, or the
+        calibrated ``rank_cost(L_g, n_g, 0)``."""
+        coef = self.inner.step_coef
+        if coef.shape[0] == 0:
+            return self.inner.t_l * state.loads.astype(np.float64)
+        return np.array([rank_cost(coef, state.loads[g], state.active[g], 0) for g in range(state.workers)])
+
+    def _delay(self, state: ClusterState, before: int, extra: float) -> None:
+        """The last step lasted ``extra`` seconds more: its row (clock, ``dt``, energy at
+        its power), the clock and the requests that finished in it."""
+        buf, r = self.inner.series.buf, self.inner.series.n - 1
+        buf[S_CLOCK, r] += extra
+        buf[S_DT, r] += extra
+        buf[S_E_POST, r] = buf[S_PMEAN_POST, r] * state.workers * buf[S_DT, r]
+        buf[S_E_PRE, r] = buf[S_PMEAN_PRE, r] * state.workers * buf[S_DT, r]
+        state.clock += extra
+        state.finish[state.completed[before:state.finished]] += extra
