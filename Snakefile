@@ -64,6 +64,17 @@ if Path(workflow.basedir, "workflow/rules/theory.smk").exists():
 report: "workflow/report/workflow.rst"
 
 
+# The job rate limiter's timers (profiles/default: max-jobs-per-timespan) are
+# threads Python waits for at exit: cancelled as soon as the run ends, however it
+# ends (common.smk), or it would end up to a timespan after its last job.
+onsuccess:
+    cancel_rate_limit_timers()
+
+
+onerror:
+    cancel_rate_limit_timers()
+
+
 rule all:
     default_target: True
     input:

@@ -27,7 +27,7 @@ from bfio.solvers.fast import solve_fast
 from bfio.solvers.instance import Instance
 from bfio.solvers import objective
 from bfio.solvers.instance import forced_mask
-from bfio.solvers.objective import DEFAULT_DISCOUNT, effective_horizon, offset_weights
+from bfio.discount import DEFAULT_DISCOUNT, effective_horizon, offset_weights
 from bfio.traces import load_trace
 from bfio.workload import draw_workload
 

@@ -15,7 +15,8 @@ import yaml
 
 from bfio.experiments import read_trace_table
 from bfio.goodput import goodput
-from bfio.run import ArrivalSpec, RunSpec, policy_defaults, run_batch
+from bfio.run import ArrivalSpec, RunSpec, policy_defaults
+from bfio.runner import run_batch
 from bfio.studies.goodput_study import regime_capacity, regimes, setting_slo
 from bfio.tables import mean_ci
 

@@ -14,7 +14,8 @@ import pytest
 
 from bfio.errors import ConfigError
 from bfio.solvers.instance import Instance, InstanceError, instance_from_state, load_instance
-from bfio.solvers.objective import OBJECTIVES, UNDISCOUNTED, ObjectiveTerms, offset_weights
+from bfio.solvers.objective import ObjectiveTerms
+from bfio.discount import OBJECTIVES, UNDISCOUNTED, offset_weights
 
 
 def test_every_default_discount_is_the_constant():

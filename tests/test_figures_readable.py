@@ -583,3 +583,18 @@ def test_online_routers_draws_bfio_with_and_without_the_oracle_as_two_series():
     assert len(bfio) == 2 and any("survival" in lab for lab in bfio), labels
     mixed = plot_online_routers(t)  # without the mapping the two rows are one router: one legend entry
     assert sum(x.get_text().startswith("BF-IO (H=40), instant") for x in mixed.legends[0].get_texts()) == 1
+
+
+def test_the_theory_figure_job_draws_every_theory_figure(tmp_path):
+    """Issue 42: one job draws every theory figure (bfio.theory.figures.draw_all), each
+    of FIGURES as PDF and PNG, the files the pipeline's rule theory_figures lists."""
+    import bfio.theory.figures as tf
+
+    esav, corollary = energy_saving_frames()
+    drifts = ["zero", "one", "periodic"]
+    cells = {"thm1": theory_cells("dist", ["uniform", "two_point"]), "thm2": theory_cells("dist", ["uniform"]),
+             "thm3": theory_cells("drift", drifts)}
+    fits = {"thm1": theory_fits("dist"), "thm2": theory_fits("dist"), "thm3": theory_fits("drift")}
+    written = tf.draw_all(cells, fits, esav, corollary, {"distribution": "uniform", "B": 32, "p": 0.1}, tmp_path)
+    expected = sorted(str(tmp_path / f"{name}.{ext}") for name in tf.FIGURES for ext in ("pdf", "png"))
+    assert sorted(written) == expected and sorted(map(str, tmp_path.iterdir())) == expected

@@ -157,7 +157,7 @@ def test_the_kernel_cache_is_named_by_the_kernels_sources(tmp_path):
     another file left the callers' stale code in the cache): the cache directory is
     named by a digest of every kernel module and the package modules they import,
     so editing any of them moves to a fresh cache; other modules do not."""
-    from bfio.jit import kernel_cache_dir, kernel_sources_digest
+    from bfio.kernel_cache import kernel_cache_dir, kernel_sources_digest
 
     pkg = tmp_path / "bfio"
     (pkg / "solvers").mkdir(parents=True)
@@ -177,3 +177,28 @@ def test_the_kernel_cache_is_named_by_the_kernels_sources(tmp_path):
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     assert kernel_cache_dir(env, pkg) == str(tmp_path / "cache" / f"bfio-{kernel_sources_digest(pkg)}")
     assert kernel_cache_dir({"XDG_CACHE_HOME": "/x"}, pkg).startswith("/x/bfio/numba/bfio-")
+
+
+def test_a_group_is_ready_while_its_cache_files_and_versions_hold(tmp_path, monkeypatch):
+    """The pipeline's compile job has nothing to do while a group's ready file holds:
+    every cache file it lists still there, written by this numba, Python and machine."""
+    import json
+
+    import bfio.kernel_cache as kc
+
+    cache = tmp_path / "bfio-0123"
+    assert not kc.group_ready("simulation", str(cache))  # nothing compiled yet
+    (cache / "mod").mkdir(parents=True)
+    for name in ("f-1.py311.nbi", "f-1.py311.0.nbc"):
+        (cache / "mod" / name).write_bytes(b"x")
+    path = kc.mark_group_ready("simulation", str(cache))
+    assert path == cache / "simulation.ready.json" and kc.group_ready("simulation", str(cache))
+    assert not kc.group_ready("theory", str(cache))  # another group's kernels: not recorded
+    assert sorted(json.loads(path.read_text())["files"]) == ["mod/f-1.py311.0.nbc", "mod/f-1.py311.nbi"]
+    monkeypatch.setattr(kc, "version", lambda name: "0.0.1")  # another numba: its cache entries do not count
+    assert not kc.group_ready("simulation", str(cache))
+    monkeypatch.undo()
+    (cache / "mod" / "f-1.py311.0.nbc").unlink()  # a cleared or partial cache
+    assert not kc.group_ready("simulation", str(cache))
+    path.write_text("{not json")
+    assert not kc.group_ready("simulation", str(cache))

@@ -1,13 +1,14 @@
-"""The objective study's grid, scores and recommendation (bfio.studies.objective_study)."""
+"""The objective study's grid, scores and recommendation (bfio.studies.objective_study, objective_scores, objective_summary)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from bfio.errors import ConfigError
-from bfio.solvers.objective import OBJECTIVES
-from bfio.studies.objective_study import (choose_variants, confirm_variants, recommend, scores,
-                                          summarize_confirm)
+from bfio.discount import OBJECTIVES
+from bfio.studies.objective_scores import recommend, scores
+from bfio.studies.objective_study import choose_variants, confirm_variants
+from bfio.studies.objective_summary import summarize_confirm
 
 CHOOSE = {"new_requests": ["predicted", "persist"], "horizons": [0, 10, 40], "discounts": [1.0, 0.7, 0.5]}
 

@@ -16,7 +16,8 @@ from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, rou
 from bfio.paper_tables import AUTHORS_SIMULATOR
 from bfio.run_keys import row_key
 from bfio.plateau import plateau, within_plateau
-from bfio.run import RunSpec, simulate_run
+from bfio.run import RunSpec
+from bfio.runner import simulate_run
 from bfio.simulator import simulate
 from bfio.traces import load_trace
 from bfio.workload import draw_workload
@@ -105,7 +106,7 @@ def test_default_objective_plateaus_over_seeds(table):
     """The plateau criterion (bfio.plateau) on the mean over the horizon sweep's seeds
     (config/config.yaml: ``seeds`` plus ``horizon_sweep.extra_seeds``), paired by seed
     against the H with the best mean; each seed draws its own workload, as the pipeline's
-    runs do (bfio.run.build_workload)."""
+    runs do (bfio.runner.build_workload)."""
     cfg = validate_config(yaml.safe_load(CONFIG.read_text()), SCHEMA)
     seeds = experiment_seeds(cfg, "horizon_sweep")
     st = TABLE_SETTINGS[table]

@@ -14,7 +14,6 @@ from bfio.run import RunSpec, parse_row
 from bfio.config import validate_config
 from bfio.experiments import (
     all_runs,
-    download_trace,
     experiment_rows,
     experiment_runs,
     experiment_seeds,
@@ -31,7 +30,7 @@ from bfio.traces.sources import (
     unavailable_traces,
     used_traces,
 )
-from bfio.traces.registry import KNOWN_TRACES, sha256_of
+from bfio.traces.registry import KNOWN_TRACES
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -164,18 +163,6 @@ def test_missing_trace_message_names_file_and_remedies(tmp_path):
     assert "no public download source" in msg
 
 
-def test_download_trace_is_still_importable_from_experiments(tmp_path):
-    """bfio.experiments re-exports bfio.download.fetch as download_trace."""
-    src = tmp_path / "src.json"
-    src.write_text('{"data": [{"input_length": 3, "output_length": 2}]}')
-    dest = tmp_path / "out" / "t.json"
-    download_trace(src.as_uri(), dest, sha256_of(src))
-    assert dest.read_bytes() == src.read_bytes()
-    with pytest.raises(ChecksumError):
-        download_trace(src.as_uri(), tmp_path / "bad.json", "0" * 64)
-    assert not (tmp_path / "bad.json").exists()
-
-
 # --------------------------------------------------------------------------- config key download
 
 
@@ -292,7 +279,7 @@ def test_code_fingerprints_separate_simulation_from_figures():
 def test_a_bare_run_path_simulates_its_own_horizon():
     """A spec read from a path has no options; its bfio_h<H> row must still run H, not the
     policy's default H = 0 (it silently did before ``simulate_run`` resolved it)."""
-    from bfio.run import simulate_run
+    from bfio.runner import simulate_run
     from bfio.workload import Workload
 
     rng = np.random.default_rng(3)

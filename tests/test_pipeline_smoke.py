@@ -232,7 +232,7 @@ def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
     out = snakemake(work, "-n", *base, env={"PYTHONPATH": str(tmp_path / "src")})
     text = out.stdout + out.stderr
     for rule in ("fig_horizon_sweep", "fig_worker_sweep", "fig_distributions", "fig_power_timeseries",
-                 "study_figure", "theory_fig_slot_iir"):
+                 "study_figure", "theory_figures"):
         assert f"rule {rule}" in text, (rule, text[-3000:])
     assert "figures/online_load.png" in text, text[-3000:]  # a study figure importing the helper
     for rule in ("simulate", "study_simulate", "study_prepare", "study_table", "paper_table", "theory_slot"):

@@ -61,7 +61,8 @@ STUDY_MODULE = textwrap.dedent('''
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from bfio.run import RunSpec, run_batch
+    from bfio.run import RunSpec
+    from bfio.runner import run_batch
     from bfio.studies.registry import Study, register_study
 
 

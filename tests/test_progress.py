@@ -13,7 +13,8 @@ import pytest
 
 from bfio.experiments import run_one
 from bfio.progress import format_eta, log_progress, progress, progress_enabled, progress_line, script_log
-from bfio.run import RunSpec, run_batch
+from bfio.run import RunSpec
+from bfio.runner import run_batch
 
 LINE = re.compile(r"(\d+)/(\d+) \((\d+)%\), elapsed [\d.]+ (s|min|h), ETA ([\d.]+ (s|min|h)|\?)")
 

@@ -122,7 +122,8 @@ def test_default_figure_experiment_may_be_absent():
 
 
 def test_replay_job_refuses_more_requests_than_rows():
-    from bfio.run import ArrivalSpec, RunSpec, build_workload
+    from bfio.run import ArrivalSpec, RunSpec
+    from bfio.runner import build_workload
 
     frame = pd.DataFrame({"prefill_tokens": [5, 6, 7], "decode_tokens": [1, 2, 3], "arrival_s": [0.0, 1.0, 2.0]})
     run = RunSpec.make("t", 4, 2, 2, "fcfs", 1, arrival=ArrivalSpec("trace", time_scale=1.0))
@@ -139,12 +140,12 @@ def test_online_trace_rate_without_arrivals_names_the_problem():
 
 # -- item 6: outputs checked before the simulation runs ----------------------------------------
 def test_json_destination_checked_before_simulating(small_trace, tmp_path, monkeypatch, capsys):
-    import bfio.run
+    import bfio.runner
 
     def boom(*a, **k):
         raise AssertionError("simulated although the output cannot be written")
 
-    monkeypatch.setattr(bfio.run, "simulate", boom)
+    monkeypatch.setattr(bfio.runner, "simulate", boom)
     rc = main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
                "--requests", "10", "--workers", "2", "--json", str(tmp_path)])
     assert rc == 2 and "is a directory" in capsys.readouterr().err

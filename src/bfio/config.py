@@ -25,7 +25,7 @@ from bfio.limits import MAX_REQUESTS
 from bfio.policies.options import schema_properties
 from bfio.predictors import PREDICTORS
 from bfio.run import resolve_row
-from bfio.solvers.instance import ADMISSION_PATTERN
+from bfio.admission import ADMISSION_PATTERN
 from bfio.step_model import schema as step_model_schema
 from bfio.studies.starvation_summary import COST_METRICS
 
@@ -212,7 +212,7 @@ def _registry_enums(schema: dict) -> dict:
     if pred is not None:
         pred["enum"] = list(PREDICTORS)
     starvation = props.get("starvation", {}).get("properties", {})
-    if "admissions" in starvation:  # the admission rules' registry (bfio.solvers.instance.ADMISSIONS)
+    if "admissions" in starvation:  # the admission rules' registry (bfio.admission.ADMISSIONS)
         starvation["admissions"]["items"]["pattern"] = f"^({ADMISSION_PATTERN})$"
     if "cost_metric" in starvation:
         starvation["cost_metric"]["enum"] = list(COST_METRICS)

@@ -20,11 +20,11 @@ import time
 
 import numpy as np
 
-from bfio.download import fetch as download_trace  # noqa: F401  (re-export: fetching lives in bfio.download)
 from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rerun triggers)
 from bfio.run_keys import parse_bfio_row, row_key
 from bfio.results_io import atomic_path, write_json
-from bfio.run import RunSpec, baselines, simulate_run
+from bfio.run import RunSpec, baselines
+from bfio.runner import simulate_run
 from bfio.traces.canonical import prepare_trace, read_trace_table, trace_stats  # noqa: F401  (re-exported)
 
 
@@ -104,7 +104,7 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
 
 #: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
 SIMULATION_SOURCES = ("constants.py", "kernels.py", "step_time.py", "metrics.py", "power.py", "simulator.py", "workload.py",
-                      "predictors", "policies", "solvers", "run.py", "run_keys.py")
+                      "predictors", "policies", "solvers", "run.py", "runner.py", "run_keys.py")
 
 
 # --------------------------------------------------------------------------- running
@@ -138,5 +138,5 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
 
 __all__ = ["code_fingerprint", "SIMULATION_SOURCES", "experiment_rows", "experiment_seeds", "extra_seeds",
            "experiment_runs", "all_runs",
-           "trajectory_runs", "figure_runs", "reference_seed", "download_trace", "prepare_trace", "trace_stats",
+           "trajectory_runs", "figure_runs", "reference_seed", "prepare_trace", "trace_stats",
            "read_trace_table", "run_one", "METRICS"]

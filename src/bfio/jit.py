@@ -6,7 +6,7 @@ for helpers that take arrays but never allocate, see :mod:`bfio.solvers.fast`),
 each with one specialization per argument types (integer constants passed by
 other kernels do not make more: :func:`one_specialization_per_type`).
 ``cache=True`` keeps each compiled specialization in numba's on-disk cache, in a
-directory named by a digest of the kernels' sources (:func:`kernel_cache_dir`:
+directory named by a digest of the kernels' sources (:func:`bfio.kernel_cache.kernel_cache_dir`:
 numba re-checks a kernel's own file but not the files of the kernels it calls,
 so an edit to a callee would otherwise leave its callers' stale machine code in
 the cache), so a kernel is
@@ -30,55 +30,14 @@ Importing this module also installs two listeners on numba's compiler events:
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
 import sys
 import threading
 import time
-from pathlib import Path
 
 from numba import njit, types
 from numba.core import config, event
 
-#: A line of a module that defines a kernel (:func:`kernel` or :func:`helper`).
-_DEFINES_KERNEL = re.compile(rb"^@(kernel|helper)\b", re.MULTILINE)
-#: A module the kernels' module imports from the package (its constants are frozen into the kernels).
-_IMPORTS = re.compile(rb"^from (bfio(?:\.\w+)*) import", re.MULTILINE)
-
-
-def kernel_sources_digest(root: Path | None = None) -> str:
-    """A digest of every module of the package at ``root`` that defines a kernel,
-    of the package modules those import (numba freezes their module-level
-    constants into the machine code) and of this module: it changes whenever the
-    code any cached kernel was compiled from may have changed."""
-    root = Path(root) if root is not None else Path(__file__).parent
-    files = set()
-    for path in sorted(root.rglob("*.py")):
-        text = path.read_bytes()
-        if _DEFINES_KERNEL.search(text) or path == root / "jit.py":
-            files.add(path)
-            for module in _IMPORTS.findall(text):
-                rel = Path(*module.decode().split(".")[1:])
-                for cand in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
-                    if cand.is_file():
-                        files.add(cand)
-    h = hashlib.sha256()
-    for path in sorted(files):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-def kernel_cache_dir(environ=None, root: Path | None = None) -> str:
-    """Where numba keeps the kernels: ``$NUMBA_CACHE_DIR`` (else
-    ``$XDG_CACHE_HOME/bfio/numba``, else ``~/.cache/bfio/numba``) / ``bfio-<digest>``
-    (:func:`kernel_sources_digest`), so a checkout whose kernel sources changed
-    (an edit, a ``git pull``) compiles afresh instead of loading stale code."""
-    env = os.environ if environ is None else environ
-    base = env.get("NUMBA_CACHE_DIR") or os.path.join(
-        env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "bfio", "numba")
-    return os.path.join(base, f"bfio-{kernel_sources_digest(root)}")
-
+from bfio.kernel_cache import kernel_cache_dir
 
 # Set before any kernel is decorated: numba's cache locator reads it when a kernel is made.
 config.CACHE_DIR = kernel_cache_dir()
@@ -200,4 +159,4 @@ def run_clock() -> float:
     return time.perf_counter() - _CLOCK.seconds()
 
 
-__all__ = ["kernel", "helper", "kernel_cache_dir", "kernel_sources_digest", "one_specialization_per_type", "COMPILE_ESTIMATE", "COMPILE_NOTE", "compile_seconds", "run_clock"]
+__all__ = ["kernel", "helper", "one_specialization_per_type", "COMPILE_ESTIMATE", "COMPILE_NOTE", "compile_seconds", "run_clock"]

@@ -41,6 +41,7 @@ import numpy as np
 
 from bfio.errors import ProfileError
 from bfio.jit import compile_seconds
+from bfio.kernel_cache import mark_group_ready
 from bfio.policies import available, policy_class
 from bfio.prefill import PrefillModel
 from bfio.sessions import grpo_groups, multi_turn_sessions
@@ -236,6 +237,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 def run(args: argparse.Namespace) -> int:
     """Compile (or load) the kernels of ``args.group`` (every scenario of those
     groups), of every group with ``args.all``, else of :data:`DEFAULT_SCENARIOS`;
+    mark each whole group run ready in the cache (:func:`bfio.kernel_cache.mark_group_ready`);
     write ``args.marker`` if given."""
     if args.group:
         what, scenarios = f"{', '.join(args.group)} kernels", tuple(sc for g in args.group for sc in GROUPS[g])
@@ -250,6 +252,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.group and not getattr(args, "all", False):
         print("bfio compile: the kernels only some options use compile on their first use (one line says so), "
               "or now with `bfio compile --all`", file=sys.stderr, flush=True)
+    for group in args.group or (GROUPS if getattr(args, "all", False) else ()):
+        mark_group_ready(group)  # every kernel of the group is in the cache: later compile jobs have nothing to do
     if args.marker is not None:
         args.marker.parent.mkdir(parents=True, exist_ok=True)
         args.marker.write_text(line + "\n")

@@ -29,8 +29,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from bfio.solvers.instance import ADMISSIONS, parse_admission
-from bfio.solvers.objective import OBJECTIVES
+from bfio.admission import ADMISSIONS, parse_admission
+from bfio.discount import OBJECTIVES
 
 #: Suffix of a paper-literal BF-IO row key (``bfio_h40_literal``).
 LITERAL_SUFFIX = "_literal"

@@ -25,7 +25,7 @@ from bfio.run_keys import row_label as key_label
 from bfio.errors import BfioError
 from bfio.student_t import t_quantile
 from bfio.policies import KEYED_ROWS, policy_label
-from bfio.solvers.objective import NEGLIGIBLE_WEIGHT
+from bfio.discount import NEGLIGIBLE_WEIGHT
 
 #: Metric -> (label, SI unit, convention).
 METRIC_INFO = {
@@ -175,7 +175,7 @@ def effective_window_note(frame: pd.DataFrame) -> str:
     ``H`` goes beyond it (``frame``: runs with ``horizon`` and
     ``fast_solver_horizon``, or a :func:`summarize` frame with
     ``effective_horizon``); ``''`` otherwise. The cut-off is
-    :func:`bfio.solvers.objective.effective_horizon`: offsets whose weight
+    :func:`bfio.discount.effective_horizon`: offsets whose weight
     ``delta^h`` is below ``NEGLIGIBLE_WEIGHT`` of offset 0's."""
     col = "effective_horizon" if "effective_horizon" in frame else "fast_solver_horizon"
     if col not in frame or "horizon" not in frame:

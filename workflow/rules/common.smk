@@ -1,5 +1,7 @@
 # Shared helpers: config validation (with defaults), run lists expanded from
 # the config, input functions. All logic lives in the bfio package (experiments, config, traces.sources).
+import threading
+
 from bfio.run import CELL_WILDCARD, RunSpec, policy_defaults
 from bfio.config import trace_specs, validate_config
 from bfio.experiments import (
@@ -235,3 +237,13 @@ def _energy_check_available():
 
 
 ENERGY_CHECK = _energy_check_available()
+
+
+def cancel_rate_limit_timers():
+    """Cancel the timers Snakemake's job rate limiter still has armed (one per
+    scheduling event, each re-armed every timespan; profiles/default): they are
+    threads Python waits for at exit, so the run would end up to a timespan
+    (60 s) after its last job."""
+    for timer in threading.enumerate():
+        if isinstance(timer, threading.Timer):
+            timer.cancel()

@@ -7,7 +7,9 @@
 # checks'; the groups share no kernel, so their jobs may run at once); every job
 # that runs kernels takes its group's marker as input (kernels_compiled(group),
 # common.smk), ancient: a rerun of the compile job (its code changed) never
-# reruns the jobs that wait for it.
+# reruns the jobs that wait for it. When numba's cache holds the group already
+# (a compile of the same kernel sources by any run or `bfio compile --group/--all`:
+# bfio.kernel_cache.group_ready), the job writes its marker without importing numba.
 
 
 rule compile_kernels:

@@ -10,7 +10,10 @@
 # products (study_product: files made from the runs of some settings, e.g.
 # every setting's runs in one file, the objective study's recommendation);
 # then the tables (and extra JSON files), then the figures, each of one table
-# and/or products; plotting never reruns a simulation. A new study is a module
+# and/or products; plotting never reruns a simulation. The table, extra,
+# product and figure jobs get their function as an import path (params.job,
+# bfio.studies.jobs), so they import that module alone, not every study's
+# (which import the simulator and numba). A new study is a module
 # registering a Study plus its config section: nothing here changes.
 
 
@@ -72,6 +75,7 @@ rule study_product:
     params:
         section=lambda wc: study_section(by_directory(wc.study)),
         code=lambda wc: study_sim_code(by_directory(wc.study)),
+        job=lambda wc: product_job(wc.study, wc.product),
     wildcard_constraints:
         study=_alternatives(GENERIC_STUDIES[n].directory for n in STUDY_PRODUCTS),
         product=_alternatives(f for files in STUDY_PRODUCTS.values() for f in files),
@@ -99,6 +103,7 @@ rule study_table:
         settings=lambda wc: STUDY_SETTINGS[by_table(wc.table).name],
         section=lambda wc: study_section(by_table(wc.table)),
         code=lambda wc: study_table_code(by_table(wc.table)),
+        job=lambda wc: table_job(wc.table),
     wildcard_constraints:
         table=_alternatives(t.name for s in GENERIC_STUDIES.values() for t in s.tables),
     log:
@@ -118,6 +123,7 @@ rule study_extra:
         settings=lambda wc: STUDY_SETTINGS[by_table(wc.table).name],
         section=lambda wc: study_section(by_table(wc.table)),
         code=lambda wc: study_table_code(by_table(wc.table)),
+        job=lambda wc: extras_job(wc.table),
     wildcard_constraints:
         table=_alternatives(s.table for s in GENERIC_STUDIES.values() if s.extra_outputs),
         extra=_alternatives(e for s in GENERIC_STUDIES.values() for e in s.extra_outputs),
@@ -147,6 +153,7 @@ rule study_figure:
         code=lambda wc: figure_code_of(by_figure(wc.figure), by_figure(wc.figure).figure_named(wc.figure)),
         # the study's settings by name: a figure whose plot takes ``settings`` titles its panels with them
         settings=lambda wc: STUDY_SETTINGS[by_figure(wc.figure).name],
+        job=lambda wc: figure_job(wc.figure),
     wildcard_constraints:
         figure=_alternatives(f.name for s in GENERIC_STUDIES.values() for f in s.figures),
     log:

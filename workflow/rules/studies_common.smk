@@ -6,6 +6,7 @@
 import re
 
 from bfio.studies.registry import by_directory, by_figure, by_table, generic_studies, studies
+from bfio.studies.jobs import extras_job, figure_job, product_job, table_job
 
 STUDIES = studies()
 GENERIC_STUDIES = generic_studies()

@@ -7,6 +7,7 @@
 from snakemake.utils import validate as _theory_validate
 
 from bfio.theory.config import resolve as _theory_resolve
+from bfio.theory.figures import FIGURES as THEORY_FIGURES
 
 THEORY_RAW = dict(config.get("theory") or {})
 _theory_validate(THEORY_RAW, workflow.source_path("../schemas/theory.schema.yaml"), set_default=True)
@@ -18,7 +19,7 @@ if THEORY.get("data_dir") is None and config.get("data_dir"):
 THEORY["data_dir"], THEORY_TRACE_FILES = theory_trace_dir(THEORY)
 
 THEORY_THM = {"thm2": "geometric", "thm3": "drift"}
-THEORY_FIGS = ["thm1_iir", "thm2_iir", "thm2_snapshot", "thm2_gap", "thm3_iir", "thm3_gap", "energy_saving_vs_G"]
+THEORY_FIGS = list(THEORY_FIGURES)
 
 THEORY_TARGETS = (
     [f"results/theory/{t}_{kind}.csv" for t in ("thm1", "thm2", "thm3") for kind in ("cells", "fits")]
@@ -116,89 +117,27 @@ rule theory_summary:
 THEORY_FIGURE_CODE = code_fingerprint(["figures/style.py", "theory/figures.py"])
 
 
-rule theory_fig_thm1_iir:
+# Every theory figure in one job (issue 42): they share their code and read the
+# checks' tables only, so one process draws the seven (a job's start, about a
+# second of imports, paid once instead of seven times).
+rule theory_figures:
     input:
-        cells="results/theory/thm1_cells.csv",
-        fits="results/theory/thm1_fits.csv",
-    output:
-        pdf="figures/theory/thm1_iir.pdf",
-        png="figures/theory/thm1_iir.png",
-    params:
-        code=THEORY_FIGURE_CODE,
-    log:
-        "logs/theory/fig_thm1_iir.log",
-    conda:
-        "../../environment.yml"
-    script:
-        "../scripts/theory_thm1_iir.py"
-
-
-rule theory_fig_slot_iir:
-    input:
-        cells="results/theory/{thm}_cells.csv",
-        fits="results/theory/{thm}_fits.csv",
-    output:
-        pdf="figures/theory/{thm}_iir.pdf",
-        png="figures/theory/{thm}_iir.png",
-    wildcard_constraints:
-        thm="thm2|thm3",
-    params:
-        code=THEORY_FIGURE_CODE,
-    log:
-        "logs/theory/fig_{thm}_iir.log",
-    conda:
-        "../../environment.yml"
-    script:
-        "../scripts/theory_{wildcards.thm}_iir.py"
-
-
-rule theory_fig_thm2_snapshot:
-    input:
-        cells="results/theory/thm2_cells.csv",
-    output:
-        pdf="figures/theory/thm2_snapshot.pdf",
-        png="figures/theory/thm2_snapshot.png",
-    params:
-        code=THEORY_FIGURE_CODE,
-    log:
-        "logs/theory/fig_thm2_snapshot.log",
-    conda:
-        "../../environment.yml"
-    script:
-        "../scripts/theory_thm2_snapshot.py"
-
-
-rule theory_fig_gap:
-    input:
-        cells="results/theory/{thm}_cells.csv",
-    output:
-        pdf="figures/theory/{thm}_gap.pdf",
-        png="figures/theory/{thm}_gap.png",
-    wildcard_constraints:
-        thm="thm2|thm3",
-    params:
-        code=THEORY_FIGURE_CODE,
-    log:
-        "logs/theory/fig_{thm}_gap.log",
-    conda:
-        "../../environment.yml"
-    script:
-        "../scripts/theory_{wildcards.thm}_gap.py"
-
-
-rule theory_fig_energy_saving_vs_G:
-    input:
+        thm1_cells="results/theory/thm1_cells.csv",
+        thm1_fits="results/theory/thm1_fits.csv",
+        thm2_cells="results/theory/thm2_cells.csv",
+        thm2_fits="results/theory/thm2_fits.csv",
+        thm3_cells="results/theory/thm3_cells.csv",
+        thm3_fits="results/theory/thm3_fits.csv",
         esav="results/theory/energy_saving.csv",
         corollary="results/theory/corollary.csv",
     output:
-        pdf="figures/theory/energy_saving_vs_G.pdf",
-        png="figures/theory/energy_saving_vs_G.png",
+        expand("figures/theory/{fig}.{ext}", fig=THEORY_FIGS, ext=("pdf", "png")),
     params:
         code=THEORY_FIGURE_CODE,
         series=THEORY["energy"]["series"],
     log:
-        "logs/theory/fig_energy_saving_vs_G.log",
+        "logs/theory/figures.log",
     conda:
         "../../environment.yml"
     script:
-        "../scripts/theory_energy_saving_vs_G.py"
+        "../scripts/theory_figures.py"

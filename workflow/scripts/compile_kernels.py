@@ -1,10 +1,21 @@
-"""Compile one group of numba kernels into numba's cache (rule compile_kernels)."""
+"""Compile one group of numba kernels into numba's cache (rule compile_kernels);
+nothing to do when the cache holds the group already (bfio.kernel_cache.group_ready:
+a previous compile of the same kernel sources, numba and Python)."""
 import argparse
 from pathlib import Path
 
-from bfio.kernels_warmup import run
+from bfio.kernel_cache import group_ready, ready_file
 from bfio.progress import script_log
 
-with script_log(snakemake.log[0]):  # noqa: F821
+with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821
-    run(argparse.Namespace(group=[sm.wildcards.group], marker=Path(sm.output[0])))
+    group, marker = sm.wildcards.group, Path(sm.output[0])
+    if group_ready(group):
+        line = f"bfio compile: {group} kernels already in numba's cache ({ready_file(group)})"
+        log.info(line)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(line + "\n")
+    else:
+        from bfio.kernels_warmup import run  # local: the simulator and numba load only when something compiles
+
+        run(argparse.Namespace(group=[group], marker=marker))

@@ -266,7 +266,8 @@ def arrival_mode(args) -> str:
 
 
 def cmd_simulate(args) -> int:
-    from bfio.run import ArrivalSpec, RunSpec, simulate_run  # local: `bfio --help` starts without bfio.run
+    from bfio.run import ArrivalSpec, RunSpec  # local: `bfio --help` starts without bfio.run
+    from bfio.runner import simulate_run
 
     resolve_dispatch(args)
     if args.queue_moves != "none" and args.dispatch != "instant":

@@ -169,7 +169,7 @@ def text_overlaps(fig, tolerance_px: float = 1.0) -> list[str]:
     panel's plotting area (a y label over the panel to its left). Empty for a
     readable figure: the figure tests assert it for every figure, and
     :func:`save` logs it for every figure the pipeline draws."""
-    fig.canvas.draw()
+    fig.draw_without_rendering()  # every text placed and measured, nothing rasterized (a third of a draw)
     renderer = fig.canvas.get_renderer()
     boxes = []
     for desc, t, owner in _texts(fig):

@@ -52,7 +52,7 @@ def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lo
     baselines' imbalance far above BF-IO's) has a log axis, so the BF-IO curves
     stay readable. The default objective's effective window ``H_eff`` (column
     ``effective_horizon``: the fast solver's cut-off,
-    :func:`bfio.solvers.objective.effective_horizon`) is marked where some H
+    :func:`bfio.discount.effective_horizon`) is marked where some H
     goes beyond it: rows past it solve the same program (worded by
     :func:`bfio.figures.style.heff_text`, as in every figure). The title names
     the setting (trace, G, N, B, seeds)."""

@@ -10,24 +10,16 @@ from bfio.policies.base import REPORT_INTERVAL
 from bfio.policies.options import Option
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT, PLACEMENTS, SOLVERS
-from bfio.solvers.instance import ADMISSION_HELP, ADMISSION_PATTERN
-from bfio.solvers.objective import NEW_REQUEST_MODELS, OBJECTIVES
+from bfio.admission import ADMISSION_HELP, ADMISSION_PATTERN, DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
+from bfio.discount import NEW_REQUEST_MODELS, OBJECTIVES
 from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
 
 MAX_HORIZON = 100_000
-#: Default admission rule with the fast solver (issue 40): ``drain:100`` meets the rule
-#: for a default admission (whole-run throughput at most 0.5% below ``free`` and the
-#: longest wait at most 10x ``free``'s p99 wait, on every setting of the starvation and
-#: online studies; ``results/tables/starvation.md``, docs/studies.md section 3).
-DEFAULT_ADMISSION = "drain:100"
-#: Default admission with an exact backend, which cannot drain (drain reserves workers
-#: from the fast solver's predicted loads): ``aging:200``, the same bound on waits.
-DEFAULT_EXACT_ADMISSION = "aging:200"
 #: Default placement of the fast solver (issue 40): the greedy while its modelled cost is
 #: within 5% of the decode step, else the heap (``bfio.solvers.placement``).
 DEFAULT_PLACEMENT = "auto"
 #: Default lookahead H (issue 40): at least the default objective's reach
-#: (``bfio.solvers.objective.effective_horizon`` of its discount: 13), so the default
+#: (``bfio.discount.effective_horizon`` of its discount: 13), so the default
 #: looks ahead as far as the objective weighs; every H >= 13 routes the same way with
 #: the fast solver (docs/bfio.md), and H = 20 keeps the exact backends' programs small.
 DEFAULT_HORIZON = 20
@@ -124,5 +116,5 @@ OPTIONS = (
 )
 
 
-__all__ = ["DEFAULT_ADMISSION", "DEFAULT_EXACT_ADMISSION", "DEFAULT_HORIZON", "DEFAULT_PLACEMENT",
+__all__ = ["DEFAULT_HORIZON", "DEFAULT_PLACEMENT",
            "LOCAL_SEARCH_ROUNDS", "MAX_HORIZON", "OPTIONS", "STEP_TERMS"]

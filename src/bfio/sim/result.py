@@ -57,7 +57,7 @@ def run_config(run: Setup, overhead: float) -> dict:
 
 
 def imbalance_terms(run: Setup, arrays: dict, requests: pd.DataFrame, frame: pd.DataFrame) -> dict:
-    """What :func:`bfio.capacity.with_imbalance_share` reads beyond the run's totals:
+    """What :func:`bfio.imbalance_share.with_imbalance_share` reads beyond the run's totals:
     ``imbalance_floor_total`` (:func:`bfio.capacity.indivisible_floor`) and
     ``kv_token_s``, the step seconds a KV token of the most loaded rank costs
     (the paper's ``t_l``; ``a_kv`` with a calibrated step). Independent ranks

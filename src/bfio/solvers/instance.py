@@ -14,7 +14,7 @@ An :class:`Instance` holds what the integer program needs at one routing call
 
 - ``lifetimes[j]`` (optional): a newly admitted request ``j`` adds ``s_j + h``
   while ``h < l_j``; without lifetimes every new request persists over the window;
-- ``discount`` (``delta``, default :data:`~bfio.solvers.objective.UNDISCOUNTED`, 1):
+- ``discount`` (``delta``, default :data:`~bfio.discount.UNDISCOUNTED`, 1):
   the weight ``delta^h`` of offset ``h``.
 
 Exactly ``U = min(|R_wait|, sum_g cap_g)`` requests are admitted, and the
@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from bfio.admission import parse_admission
 from bfio.errors import BfioError, ConfigError
-from bfio.solvers.objective import UNDISCOUNTED, ObjectiveTerms, check_discount
+from bfio.solvers.objective import ObjectiveTerms
+from bfio.discount import UNDISCOUNTED, check_discount
 from bfio.profiles import predicted_loads
 from bfio.results_io import atomic_path
 from bfio.solvers import solve
@@ -60,27 +61,6 @@ class InstanceError(BfioError, ValueError):
         self.field = field
         where = f"file {self.path}" + (f", field '{field}'" if field else "")
         super().__init__(f"{where}: {message}")
-
-
-#: The admission rules (BF-IO option ``admission``): the registry of their names. The
-#: modes of :data:`STEPPED_ADMISSIONS` take a number of steps ``N`` (``aging:200``);
-#: ``drain`` is :mod:`bfio.policies.drain`'s.
-ADMISSIONS = ("free", "fifo", "aging", "drain")
-STEPPED_ADMISSIONS = ("aging", "drain")
-#: A rule as text: ``free``, ``fifo`` or ``<mode>:<N>`` (N >= 1, ASCII digits).
-ADMISSION_PATTERN = "|".join([a for a in ADMISSIONS if a not in STEPPED_ADMISSIONS]
-                             + [f"({'|'.join(STEPPED_ADMISSIONS)}):[1-9][0-9]*"])
-ADMISSION_HELP = " | ".join([a for a in ADMISSIONS if a not in STEPPED_ADMISSIONS]
-                            + [f"{a}:N" for a in STEPPED_ADMISSIONS]) + " (N >= 1 steps)"
-
-
-def parse_admission(text) -> tuple[str, int]:
-    """``'free' | 'fifo' | 'aging:N' | 'drain:N'`` (:data:`ADMISSIONS`) -> ``(mode, N)``
-    (``N = 0`` for the rules without steps)."""
-    if isinstance(text, str) and re.fullmatch(ADMISSION_PATTERN, text):
-        mode, _, tail = text.partition(":")
-        return mode, int(tail) if tail else 0
-    raise ConfigError(f"admission: expected {ADMISSION_HELP}, got {text!r}")
 
 
 def forced_mask(admission: str, admissible: int, ages: np.ndarray) -> np.ndarray:
@@ -392,5 +372,5 @@ def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None =
             **sol.to_dict()}
 
 
-__all__ = ["FORMAT", "Instance", "InstanceError", "parse_admission", "forced_mask", "save_instance", "load_instance",
+__all__ = ["FORMAT", "Instance", "InstanceError", "forced_mask", "save_instance", "load_instance",
            "instance_from_dict", "instance_from_state", "instance_of_call", "solve_instance_file"]

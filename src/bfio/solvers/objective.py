@@ -11,10 +11,11 @@ already-active requests' predicted loads plus, for every request ``j`` admitted
 to ``g``, ``s_j + h`` while ``h < l_j`` (its lifetime in offsets; ``l_j = H + 1``
 means it persists over the whole window).
 
-Two named objectives (:data:`OBJECTIVES`):
+Two named objectives (:data:`bfio.discount.OBJECTIVES`; their names, discounts
+and weights live in :mod:`bfio.discount`):
 
 - ``default``: the project's choice from the objective study
-  (``docs/bfio.md``, "Objective study"): discount :data:`DEFAULT_DISCOUNT` and,
+  (``docs/bfio.md``, "Objective study"): discount :data:`~bfio.discount.DEFAULT_DISCOUNT` and,
   with a point predictor, new requests that finish at their predicted decode
   length (``new_requests = predicted``);
 - ``paper-literal``: Eq. (IO) exactly as printed, ``delta = 1`` and new
@@ -22,7 +23,7 @@ Two named objectives (:data:`OBJECTIVES`):
 
 Everything that evaluates ``J`` (the instance, brute force, the reports) calls
 :func:`imbalance_objective`; the fast solver and the MILP backends take their
-weights from :func:`offset_weights` and their per-request contributions from
+weights from :func:`~bfio.discount.offset_weights` and their per-request contributions from
 :func:`request_profiles`.
 
 The terms of one routing call, computed once (issue 28)
@@ -31,7 +32,7 @@ The terms of one routing call, computed once (issue 28)
 :class:`ObjectiveTerms` holds, for one routing call of Eq. (IO), everything
 the backends need about ``J`` besides the loads and the constraints: the
 window ``H``, the offsets a backend solves (``window``: the fast path's
-:func:`effective_horizon`, or all ``H + 1`` for the exact backends), the
+:func:`~bfio.discount.effective_horizon`, or all ``H + 1`` for the exact backends), the
 discount ``delta`` and the weights ``delta^h`` over that window, and the
 new requests' lifetimes ``l_j`` (``None``: they persist). It is built once per
 policy (:meth:`ObjectiveTerms.build`: ``H``, ``delta``, the ``new_requests``
@@ -79,78 +80,13 @@ its minimizers and follow it).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from bfio.discount import UNDISCOUNTED, check_discount, check_new_requests, effective_horizon, offset_weights
 from bfio.errors import ConfigError
 from bfio.solvers.terms.base import Term
-
-# Chosen by the objective study (docs/bfio.md, "Objective study"; bfio.studies.objective_study).
-DEFAULT_DISCOUNT = 0.6
-#: ``delta = 1``: every offset weighs the same, Eq. (IO) as printed. The discount of
-#: the ``paper-literal`` objective and the default of the solver layer (an
-#: :class:`~bfio.solvers.instance.Instance`, an instance file written before the
-#: discount existed, :meth:`ObjectiveTerms.build`, :func:`offset_weights`); a
-#: BF-IO policy's default is its objective's (:data:`OBJECTIVES`).
-UNDISCOUNTED = 1.0
-NEW_REQUEST_MODELS = ("predicted", "persist")
-OBJECTIVES = {
-    "default": {"discount": DEFAULT_DISCOUNT, "new_requests": "predicted"},
-    "paper-literal": {"discount": UNDISCOUNTED, "new_requests": "persist"},
-}
-
-
-def check_discount(value, key: str = "discount") -> float:
-    """``0 < delta <= 1`` or a :class:`ConfigError` naming ``key``."""
-    if (isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer))
-            or not math.isfinite(float(value)) or not 0.0 < float(value) <= 1.0):
-        raise ConfigError(f"{key}: expected a number in (0, 1], got {value!r}")
-    return float(value)
-
-
-def check_new_requests(value, key: str = "new_requests") -> str:
-    if value not in NEW_REQUEST_MODELS:
-        raise ConfigError(f"{key}: expected {' | '.join(NEW_REQUEST_MODELS)}, got {value!r}")
-    return value
-
-
-def check_objective(value, key: str = "objective") -> str:
-    if value not in OBJECTIVES:
-        raise ConfigError(f"{key}: expected {' | '.join(OBJECTIVES)}, got {value!r}")
-    return value
-
-
-def offset_weights(horizon: int, discount: float = UNDISCOUNTED) -> np.ndarray:
-    """``w_h = delta^h`` for ``h = 0..H`` (float64; exactly ones for ``delta = 1``)."""
-    h = np.arange(int(horizon) + 1, dtype=np.float64)
-    if discount == 1.0:
-        return np.ones_like(h)
-    return np.power(float(discount), h)
-
-
-#: The fast solver ignores offsets whose weight delta^h is below this (their share
-#: of the total weight is below ``NEGLIGIBLE_WEIGHT * delta / (1 - delta)``).
-NEGLIGIBLE_WEIGHT = 1e-3
-
-
-def effective_horizon(horizon: int, discount: float, negligible: float = NEGLIGIBLE_WEIGHT) -> int:
-    """The largest ``h <= H`` with ``delta^h >= negligible`` (``H`` for ``delta = 1``).
-
-    The fast solver optimizes ``J`` over offsets ``0..effective_horizon`` only:
-    beyond it every weight is below ``negligible`` (relative to offset 0), so
-    those offsets cannot change ``J`` by more than that share, but they would
-    steer the heuristic's candidate choice and local search, whose work grows
-    with the window. This makes the result independent of ``H`` once ``H``
-    passes the discount's reach (the plateau over ``H``), and keeps long windows
-    cheap. The exact backends always solve the full window.
-    """
-    H = int(horizon)
-    if discount >= 1.0:
-        return H
-    reach = int(math.floor(math.log(negligible) / math.log(float(discount))))
-    return min(H, max(0, reach))
 
 
 def request_profiles(sizes: np.ndarray, lifetimes: np.ndarray | None, horizon: int) -> np.ndarray:
@@ -241,7 +177,7 @@ class ObjectiveTerms:
       offsets of negligible weight left out) or ``H`` (:meth:`full`);
     - ``discount``: ``delta`` in ``(0, 1]``;
     - ``new_requests``: ``predicted`` | ``persist`` (:data:`NEW_REQUEST_MODELS`);
-    - ``weights``: ``w_h = delta^h`` for ``h = 0..window`` (:func:`offset_weights`);
+    - ``weights``: ``w_h = delta^h`` for ``h = 0..window`` (:func:`~bfio.discount.offset_weights`);
     - ``lifetimes``: ``l_j`` of the call's waiting requests (oldest first; a new
       request adds ``s_j + h`` while ``h < l_j``), ``None`` when they persist
       over the window (and, with ``predicted``, before :meth:`for_call` binds
@@ -409,7 +345,5 @@ class ObjectiveTerms:
         return self.lifetimes, self.weights
 
 
-__all__ = ["DEFAULT_DISCOUNT", "UNDISCOUNTED", "NEW_REQUEST_MODELS", "OBJECTIVES", "NEGLIGIBLE_WEIGHT", "PERSIST",
-           "check_discount", "check_new_requests", "check_objective", "offset_weights", "effective_horizon",
-           "request_profiles", "imbalance_objective", "imbalance_candidate_costs", "persisting", "ImbalanceTerm",
+__all__ = ["PERSIST", "request_profiles", "imbalance_objective", "imbalance_candidate_costs", "persisting", "ImbalanceTerm",
            "ObjectiveTerms"]

@@ -39,9 +39,10 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, run_batch
+from bfio.run import ArrivalSpec, RunSpec
+from bfio.runner import run_batch
 from bfio.studies.registry import Figure, Study, Table, register_study
-from bfio.studies.generality_report import generality_markdown, generality_table
+from bfio.studies.generality_report import generality_tabulate
 from bfio.traces.registry import trace_specs
 
 #: Per arrival mode: the metric columns behind the table's unified metrics.
@@ -200,18 +201,6 @@ def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prior=
                           frame, backlog_runs=backlog, log=log, defaults=defaults)
 
 
-def _tabulate(runs, section, settings, inputs=()):
-    import json
-
-    stats = {}
-    for t, p in zip(section["traces"], inputs):
-        with open(p) as f:
-            stats[t] = json.load(f)
-    table = generality_table(runs, stats, section["baseline"], list(section["targets"]))
-    seeds = [int(s) for s in dict.fromkeys(runs["seed"])]  # the config's seeds, in its order
-    return table, generality_markdown(table, list(section["targets"]), section["description"], seeds)
-
-
 def _validate(section: dict, config: dict) -> None:
     rows = section["rows"]
     for key in ("baseline", "targets"):
@@ -249,7 +238,7 @@ STUDY = register_study(Study(
     needs=lambda name, s: [setting_name(s["trace"], s["workers"], "backlog")] if s["arrival"] == "replay" else [],
     simulate=_simulate, merged_runs=True, validate=_validate,
     sim_keys=("rows", "requests_per_slot", "baseline", "replay"),
-    tables=(Table("generality", _tabulate, caption=TABLE_CAPTION),),
+    tables=(Table("generality", generality_tabulate, caption=TABLE_CAPTION),),
     table_inputs=lambda config: [f"results/traces/{t}.stats.json" for t in config["generality"]["traces"]],
     figures=(Figure("generality", plot="bfio.figures.generality:plot_generality",
                     # the figure shows the first target

@@ -134,4 +134,17 @@ def generality_markdown(table: pd.DataFrame, targets, title: str, seeds) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["EFFECTS", "generality_table", "generality_markdown", "case_label"]
+def generality_tabulate(runs, section, settings, inputs=()):
+    """The generality table and its Markdown: every run against the section's baseline, with the traces' statistics (``inputs``: their ``results/traces/<trace>.stats.json``, in ``generality.traces`` order)."""
+    import json
+
+    stats = {}
+    for t, p in zip(section["traces"], inputs):
+        with open(p) as f:
+            stats[t] = json.load(f)
+    table = generality_table(runs, stats, section["baseline"], list(section["targets"]))
+    seeds = [int(s) for s in dict.fromkeys(runs["seed"])]  # the config's seeds, in its order
+    return table, generality_markdown(table, list(section["targets"]), section["description"], seeds)
+
+
+__all__ = ["generality_tabulate", "EFFECTS", "generality_table", "generality_markdown", "case_label"]

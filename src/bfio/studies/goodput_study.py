@@ -32,13 +32,14 @@ from bfio.capacity import trace_capacity
 from bfio.errors import ConfigError
 from bfio.goodput import SLO, goodput, latency_floor
 from bfio.prefill import PrefillModel
-from bfio.run import ArrivalSpec, RunSpec, policy_defaults, resolve_row, run_batch
+from bfio.run import ArrivalSpec, RunSpec, policy_defaults, resolve_row
+from bfio.runner import run_batch
 from bfio.step_model import StepModel, from_config
 from bfio.studies.registry import Study, register_study
 from bfio.studies.online import report_interval
 from bfio.policies import check_policy_options
-from bfio.studies.goodput_summary import goodput_markdown, summarize_goodput
 from bfio.sim.pooled import BALANCED_DISPATCH, BALANCED_POLICY
+from bfio.studies.goodput_summary import goodput_table
 from bfio.studies.report import check_settings
 
 
@@ -203,18 +204,13 @@ def validate_section(section: dict, config: dict) -> None:
             check_policy_options(key, policy, opts, dispatch=dispatch)
 
 
-def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
-    summary = summarize_goodput(runs)
-    return summary, goodput_markdown(summary, settings, section["description"], rel_tol=section.get("rel_tol"))
-
-
 STUDY = register_study(Study(
     name="goodput", description="goodput within p99 TTFT and TPOT targets, against the model's capacity and the "
                                 "balanced bound",
     table="goodput",
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_goodput(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
-    tabulate=_tabulate,
+    tabulate=goodput_table,
     modules=("studies/goodput_study.py", "goodput.py", "capacity.py"), table_modules=("studies/goodput_summary.py",),
     sim_keys=("central", "instant", "variants", "slo", "rel_tol", "regimes"), validate=validate_section,
     settings_groups=(), plan=plan,

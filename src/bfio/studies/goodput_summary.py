@@ -317,5 +317,12 @@ def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodpu
     return "\n".join(lines)
 
 
-__all__ = ["BOUND", "REFERENCE_LABELS", "ROUTER", "SECTION", "SUBJECT", "goodput_markdown", "headroom_recovered",
-           "is_reference", "row_label", "summarize_goodput", "with_bound"]
+def goodput_table(runs: pd.DataFrame, section: dict, settings: dict):
+    """The goodput table: the runs summarized (:func:`summarize_goodput`) and its Markdown."""
+    summary = summarize_goodput(runs)
+    return summary, goodput_markdown(summary, settings, section["description"], rel_tol=section.get("rel_tol"))
+
+
+__all__ = ["BOUND", "REFERENCE_LABELS", "ROUTER", "SECTION", "SUBJECT", "goodput_markdown", "goodput_table",
+           "headroom_recovered", "is_reference", "row_label", "summarize_goodput", "with_bound"]
+

@@ -26,12 +26,13 @@ import pandas as pd
 
 from bfio.capacity import trace_capacity
 from bfio.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, resolve_row, run_batch, simulate_run
+from bfio.run import ArrivalSpec, RunSpec, resolve_row
+from bfio.runner import run_batch, simulate_run
 from bfio.studies.registry import Figure, Study, Table, register_study
 from bfio.policies import check_policy_options
-from bfio.studies.online_summary import online_markdown, summarize_online
+from bfio.studies.online_summary import online_table
 from bfio.studies.report import check_settings
-from bfio.studies.routers_summary import routers_markdown, summarize_routers
+from bfio.studies.routers_summary import routers_table
 from bfio.traces.registry import trace_specs
 
 #: What an online load is a fraction of (``online.load_basis``): the saturation of
@@ -204,16 +205,6 @@ def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prepar
                       defaults=defaults)
 
 
-def _online_table(runs, section, settings):
-    summary = summarize_online(runs)
-    return summary, online_markdown(summary, settings, section["description"])
-
-
-def _routers_table(runs, section, settings):
-    summary = summarize_routers(runs, section["reference"])
-    return summary, routers_markdown(summary, settings)
-
-
 def _predictors(section: dict) -> dict:
     """Row -> the predictor its variant names (the figures say it: an oracle-free
     BF-IO row beside the oracle's, issue 44's equal information)."""
@@ -291,9 +282,9 @@ STUDY = register_study(Study(
     name="online", description="online arrivals, instant dispatch and production routers (docs/online.md)",
     settings_groups=KINDS, plan=plan, prepare=_prepare, prepare_file="saturation_{setting}", simulate=_simulate,
     validate=_validate, sim_keys=("saturation_row", "central", "instant", "loads", "variants", "load_basis"),
-    tables=(Table("online", _online_table),
+    tables=(Table("online", online_table),
             # production routers (issue 18): instant rows, report intervals, vs online.reference
-            Table("online_routers", _routers_table, when=lambda section: bool(section.get("instant")))),
+            Table("online_routers", routers_table, when=lambda section: bool(section.get("instant")))),
     figures=(Figure("online_routers", "bfio.figures.online_routers:plot_online_routers", table="online_routers",
                     options=lambda section: {"load": float(section["figure_load"]),
                                              "predictors": _predictors(section)}, caption=ROUTERS_CAPTION,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bfio.metrics import STEADY
-from bfio.capacity import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
+from bfio.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
 from bfio.policies import registered
@@ -125,3 +125,9 @@ def _online_heading(name, sub) -> str:
             else "trace timestamps, time scale " + ", ".join(f"{t:g}" for t in sorted(set(sub['time_scale']))))
     n_req = "whole trace" if pd.isna(first["requests"]) else f"{int(first['requests']):,}"
     return f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}, N={n_req}; {mode}"
+
+
+def online_table(runs, section, settings):
+    """The online table: the runs summarized (:func:`summarize_online`) and its Markdown."""
+    summary = summarize_online(runs)
+    return summary, online_markdown(summary, settings, section["description"])

@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 from bfio.predictors import default_remaining
-from bfio.run import RunSpec, run_batch
-from bfio.run_keys import row_key
+from bfio.run import RunSpec
+from bfio.runner import run_batch
 from bfio.studies.registry import Study, register_study
-from bfio.studies.predictor_summary import predictor_markdown, summarize_predictors
+from bfio.studies.predictor_summary import predictor_table
 
 #: Error models of the study: predictor -> (config key of its levels, the BF-IO
 #: option each level sets, the row label's prefix of a level).
@@ -92,17 +92,12 @@ def run_predictor_study(name: str, setting: dict, study: dict, seeds, slots: int
     return out
 
 
-def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
-    summary = summarize_predictors(runs, row_key("bfio", section["horizon"]))
-    return summary, predictor_markdown(summary, settings, section["description"])
-
-
 STUDY = register_study(Study(
     name="predictor_study", description="BF-IO with noisy and oracle-free decode-length predictors",
     directory="predictors", table="predictors", figure="predictor_noise",
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_predictor_study(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
-    tabulate=_tabulate, plot="bfio.figures.predictor_noise:plot_predictor_noise",
+    tabulate=predictor_table, plot="bfio.figures.predictor_noise:plot_predictor_noise",
     modules=("studies/predictor_study.py",), table_modules=("studies/predictor_summary.py",), figure_modules=("figures/predictor_noise.py",),
     caption="""BF-IO (H = {{ config["predictor_study"]["horizon"] }}) with imperfect
 decode-length predictors (study beyond the paper, ``docs/studies.md``): average

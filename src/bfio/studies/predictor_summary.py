@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.capacity import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
+from bfio.run_keys import row_key
+from bfio.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, scale_note, setting_sections
 from bfio.tables import row_label
@@ -87,3 +88,9 @@ def predictor_markdown(summary: pd.DataFrame, settings: dict, title: str = "BF-I
         cols.append(("throughput vs FCFS (%)", lambda r: ci_cell(r, "throughput_vs_fcfs_pct")))
     lines += setting_sections(summary, cols)
     return "\n".join(lines)
+
+
+def predictor_table(runs: pd.DataFrame, section: dict, settings: dict):
+    """The predictor table: the runs summarized against BF-IO at the section's ``horizon`` (:func:`summarize_predictors`) and its Markdown."""
+    summary = summarize_predictors(runs, row_key("bfio", section["horizon"]))
+    return summary, predictor_markdown(summary, settings, section["description"])

@@ -33,14 +33,15 @@ import numpy as np
 import pandas as pd
 
 from bfio.prefix import cache_capacity_blocks
-from bfio.run import RunSpec, run_batch
+from bfio.run import RunSpec
+from bfio.runner import run_batch
 from bfio.step_model import from_config
 from bfio.studies.registry import Study, register_study
 from bfio.errors import ConfigError
 from bfio.limits import MAX_REQUESTS, MAX_SLOTS
 from bfio.policies import available, policy_class
 from bfio.sessions import check_block_hashes, session_hash_bound, session_requests
-from bfio.studies.prefix_summary import prefix_markdown, summarize_prefix
+from bfio.studies.prefix_summary import prefix_table
 from bfio.traces.registry import KNOWN_TRACES
 
 #: the workloads a setting may name
@@ -282,17 +283,12 @@ def _check_generated_size(i: int, setting: dict) -> None:
                            f"{'groups or a smaller group_size' if grpo else 'sessions'}", at_most=True)
 
 
-def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
-    summary = summarize_prefix(runs)
-    return summary, prefix_markdown(summary, settings, section["description"])
-
-
 STUDY = register_study(Study(
     name="prefix_study", description="Prefill and prefix caches: cache affinity against the barrier",
     directory="prefix", table="prefix_cache", figure="prefix_tradeoff",
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_prefix_study(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
-    tabulate=_tabulate, plot="bfio.figures.prefix_tradeoff:plot_prefix_tradeoff",
+    tabulate=prefix_table, plot="bfio.figures.prefix_tradeoff:plot_prefix_tradeoff",
     modules=("studies/prefix_study.py", "prefill.py", "prefix.py", "sessions.py", "policies/cache_first.py",
              "policies/tpu_least_loaded.py", "policies/sglang_prefix_match.py", "policies/sgl_cache_aware.py",
              "policies/prefix_state.py", "solvers/dispatch.py", "solvers/terms/prefill.py", "step_model"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.capacity import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
+from bfio.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.tables import MIN_INTERVAL_SEEDS, row_label
 
@@ -106,4 +106,10 @@ def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> 
     return "\n".join(lines)
 
 
-__all__ = ["METRICS", "LEADS", "PINNING", "OPTIONAL", "SUBJECT", "router_label", "summarize_prefix", "prefix_markdown"]
+def prefix_table(runs: pd.DataFrame, section: dict, settings: dict):
+    """The prefix-cache table: the runs summarized (:func:`summarize_prefix`) and its Markdown."""
+    summary = summarize_prefix(runs)
+    return summary, prefix_markdown(summary, settings, section["description"])
+
+
+__all__ = ["prefix_table", "METRICS", "LEADS", "PINNING", "OPTIONAL", "SUBJECT", "router_label", "summarize_prefix", "prefix_markdown"]

@@ -56,14 +56,25 @@ from bfio.plugins import load_plugins
 from bfio.studies.report import check_settings
 
 
-def _resolve(plot):
-    """``plot``, or the callable named ``"module:function"`` (imported now)."""
-    if isinstance(plot, str):
-        import importlib
+def load_function(path):
+    """The function named ``"module:function"`` (its module imported now; a dotted
+    ``function`` is an attribute path, e.g. a class's method); a callable as given."""
+    if not isinstance(path, str):
+        return path
+    import importlib
 
-        module, name = plot.split(":")
-        return getattr(importlib.import_module(module), name)
-    return plot
+    module, _, name = path.partition(":")
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def draw(plot, table, options: dict | None = None, products: dict | None = None):
+    """The figure ``plot`` draws: ``plot(table, **products, **options)``, or
+    ``plot(**products, **options)`` for a figure of products only (``table`` ``None``)."""
+    kwargs = {**(products or {}), **(options or {})}
+    return plot(**kwargs) if table is None else plot(table, **kwargs)
 
 
 class _Wanted:
@@ -124,9 +135,7 @@ class Figure(_Wanted):
     def draw(self, table, options: dict | None = None, products: dict | None = None):
         """The figure of ``table`` (``options``: :meth:`plot_options`; ``products``:
         keyword -> the product's content; ``table`` ``None`` for a figure of products only)."""
-        kwargs = {**(products or {}), **(options or {})}
-        plot = _resolve(self.plot)
-        return plot(**kwargs) if self.table is None else plot(table, **kwargs)
+        return draw(load_function(self.plot), table, options, products)
 
 
 @dataclass(frozen=True)
@@ -382,4 +391,4 @@ def _load() -> None:
         raise
 
 
-__all__ = ["Study", "Table", "Figure", "Product", "register_study", "studies", "generic_studies", "by_directory", "by_table", "by_figure"]
+__all__ = ["Study", "Table", "Figure", "Product", "load_function", "draw", "register_study", "studies", "generic_studies", "by_directory", "by_table", "by_figure"]

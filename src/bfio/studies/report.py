@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.experiments import read_trace_table
+from bfio.traces.canonical import read_trace_table
 from bfio.paper import TABLE_SETTINGS
 from bfio.traces.registry import KNOWN_TRACES
 

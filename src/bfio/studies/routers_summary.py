@@ -122,3 +122,9 @@ def routers_markdown(summary: pd.DataFrame, settings: dict, title: str = "Produc
         table = pd.DataFrame(rows).to_markdown(index=False) if rows else "(no rows)"
         lines += [f"## {name}: {first['trace']}, G={first['workers']}, B={first['slots']}; {mode}", "", table, ""]
     return "\n".join(lines)
+
+
+def routers_table(runs, section, settings):
+    """The routers table: the instant rows against ``online.reference`` (:func:`summarize_routers`) and its Markdown."""
+    summary = summarize_routers(runs, section["reference"])
+    return summary, routers_markdown(summary, settings)

@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 
 from bfio.run_keys import admission_label, row_key
-from bfio.run import RunSpec, policy_defaults, resolve_row, run_batch
+from bfio.run import RunSpec, policy_defaults, resolve_row
+from bfio.runner import run_batch
 from bfio.studies.registry import Study, register_study, studies
 from bfio.errors import ConfigError
-from bfio.studies.starvation_summary import (
-    online_admission_effects, recommend_admission, starvation_markdown, summarize_starvation)
+from bfio.studies.starvation_summary import online_rows, starvation_extras, starvation_table
 
 
 def starvation_variants(setting: dict, study: dict) -> dict:
@@ -53,36 +53,6 @@ def run_starvation(name: str, setting: dict, study: dict, seeds, slots: int, fra
     out["horizon"] = [v["horizon"] if v else np.nan for v in resolved]
     out["admission"] = [v["admission"] if v else "-" for v in resolved]
     return out
-
-
-def online_rows(section: dict) -> dict[str, str]:
-    """``starvation.online_rows`` as admission -> the online study's row."""
-    return {e["admission"]: e["row"] for e in section.get("online_rows") or []}
-
-
-def _online_effects(section: dict, inputs) -> pd.DataFrame | None:
-    """The online study's runs (``inputs``: its runs files) as
-    :func:`bfio.studies.starvation_summary.online_admission_effects`, when
-    ``starvation.online_rows`` names its rows; else ``None``."""
-    rows = online_rows(section)
-    if not rows or not inputs:
-        return None
-    online = pd.concat([pd.read_csv(p) for p in inputs], ignore_index=True)
-    return online_admission_effects(online, rows, section.get("cost_metric", "throughput"))
-
-
-def _recommendation(runs: pd.DataFrame, section: dict, inputs=()):
-    summary = summarize_starvation(runs)
-    online = _online_effects(section, inputs)
-    return summary, online, recommend_admission(
-        summary, section["max_throughput_cost_pct"], by=section["recommend_by"],
-        max_wait_vs_free_p99=section.get("max_wait_vs_free_p99"), cost_metric=section.get("cost_metric", "throughput"),
-        online=online, proposed=section.get("proposed_default"))
-
-
-def _tabulate(runs: pd.DataFrame, section: dict, settings: dict, inputs=()):
-    summary, online, rec = _recommendation(runs, section, inputs)
-    return summary, starvation_markdown(summary, settings, rec, section["description"], online=online)
 
 
 def validate_section(section: dict, config: dict) -> None:
@@ -126,8 +96,8 @@ STUDY = register_study(Study(
     figure="starvation",
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_starvation(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
-    tabulate=_tabulate, plot="bfio.figures.starvation:plot_starvation",
-    extras=lambda runs, section, settings, inputs=(): {"recommendation": _recommendation(runs, section, inputs)[2]},
+    tabulate=starvation_table, plot="bfio.figures.starvation:plot_starvation",
+    extras=starvation_extras,
     table_inputs=_online_run_files, validate=validate_section, sim_keys=("admissions", "references"),
     extra_outputs=("recommendation",),
     modules=("studies/starvation.py",), table_modules=("studies/starvation_summary.py",), figure_modules=("figures/starvation.py",),

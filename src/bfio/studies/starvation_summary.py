@@ -15,7 +15,7 @@ import pandas as pd
 from bfio.errors import ConfigError
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, fmt, markdown_table, scale_note, setting_sections
-from bfio.policies.bfio_options import DEFAULT_ADMISSION
+from bfio.admission import DEFAULT_ADMISSION
 from bfio.tables import row_label
 
 STARVATION_METRICS = {"wait_steps_p99": ("wait p99", "steps"), "wait_steps_max": ("wait max", "steps"),
@@ -256,3 +256,42 @@ def starvation_markdown(summary: pd.DataFrame, settings: dict, recommendation: d
                   + (f"meets the rule; {ours}." if recommendation["proposed_passes"] else
                      f"does not meet the rule; {ours}.") + "**", ""]
     return "\n".join(lines)
+
+
+def online_rows(section: dict) -> dict[str, str]:
+    """``starvation.online_rows`` as admission -> the online study's row."""
+    return {e["admission"]: e["row"] for e in section.get("online_rows") or []}
+
+
+def online_effects(section: dict, inputs) -> pd.DataFrame | None:
+    """The online study's runs (``inputs``: its runs files) as
+    :func:`bfio.studies.starvation_summary.online_admission_effects`, when
+    ``starvation.online_rows`` names its rows; else ``None``."""
+    rows = online_rows(section)
+    if not rows or not inputs:
+        return None
+    online = pd.concat([pd.read_csv(p) for p in inputs], ignore_index=True)
+    return online_admission_effects(online, rows, section.get("cost_metric", "throughput"))
+
+
+def starvation_recommendation(runs: pd.DataFrame, section: dict, inputs=()):
+    """The runs summarized, the online study's admission effects (or ``None``) and the
+    recommended default admission (:func:`recommend_admission` under the section's rule)."""
+    summary = summarize_starvation(runs)
+    online = online_effects(section, inputs)
+    return summary, online, recommend_admission(
+        summary, section["max_throughput_cost_pct"], by=section["recommend_by"],
+        max_wait_vs_free_p99=section.get("max_wait_vs_free_p99"), cost_metric=section.get("cost_metric", "throughput"),
+        online=online, proposed=section.get("proposed_default"))
+
+
+def starvation_table(runs: pd.DataFrame, section: dict, settings: dict, inputs=()):
+    """The starvation table and its Markdown (with the recommendation; ``inputs``: the
+    online study's runs files when ``starvation.online_rows`` reads them)."""
+    summary, online, rec = starvation_recommendation(runs, section, inputs)
+    return summary, starvation_markdown(summary, settings, rec, section["description"], online=online)
+
+
+def starvation_extras(runs: pd.DataFrame, section: dict, settings: dict, inputs=()) -> dict:
+    """The study's extra outputs: ``recommendation`` (``results/tables/starvation_recommendation.json``)."""
+    return {"recommendation": starvation_recommendation(runs, section, inputs)[2]}

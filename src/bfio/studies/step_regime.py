@@ -22,12 +22,13 @@ from dataclasses import replace
 import pandas as pd
 
 from bfio.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, resolve_row, run_batch
+from bfio.run import ArrivalSpec, RunSpec
+from bfio.runner import run_batch
 from bfio.step_model import from_config
 from bfio.studies.goodput_study import regime_capacity, router_rows, validate_section as validate_routers
 from bfio.studies.online import report_interval
 from bfio.studies.registry import Study, register_study
-from bfio.studies.step_regime_summary import step_regime_markdown, summarize_step_regime
+from bfio.studies.step_regime_summary import step_regime_table
 
 #: The first regime of every setting: the paper's step.
 PAPER = "paper"
@@ -87,21 +88,12 @@ def validate_section(section: dict, config: dict) -> None:
     validate_routers({**section, "regimes": None}, config)
 
 
-def _tabulate(runs: pd.DataFrame, section: dict, settings: dict):
-    if "horizon" not in runs.columns:  # runs written before the column: BF-IO's H from the rows
-        runs = runs.assign(horizon=[float(resolve_row(row, section.get("variants"))[1].get("horizon", float("nan")))
-                                    if policy == "bfio" else float("nan")
-                                    for row, policy in zip(runs["row"], runs["policy"])])
-    summary = summarize_step_regime(runs)
-    return summary, step_regime_markdown(summary, section["description"])
-
-
 STUDY = register_study(Study(
     name="step_regime", description="router ranking under the paper's and a calibrated step, as beta grows",
     table="step_regime", figure="step_regime",
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_step_regime(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
-    tabulate=_tabulate, plot="bfio.figures.step_regime:plot_step_regime",
+    tabulate=step_regime_table, plot="bfio.figures.step_regime:plot_step_regime",
     modules=("studies/step_regime.py", "studies/goodput_study.py", "capacity.py", "step_model", "step_time.py"),
     table_modules=("studies/step_regime_summary.py",), figure_modules=("figures/step_regime.py",),
     sim_keys=("central", "instant", "variants", "load", "betas", "step_model"), validate=validate_section,

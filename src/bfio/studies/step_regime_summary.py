@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bfio.run import resolve_row
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import fmt, markdown_table
-from bfio.capacity import with_imbalance_share
+from bfio.imbalance_share import with_imbalance_share
 from bfio.studies.online_summary import policy_label
 
 #: the metric the routers are ranked by, then the others the CSV carries
@@ -78,4 +79,14 @@ def step_regime_markdown(summary: pd.DataFrame, title: str = "Router ranking by 
     return "\n".join(lines)
 
 
-__all__ = ["METRICS", "RANK_METRIC", "ranking_changes", "step_regime_markdown", "summarize_step_regime"]
+def step_regime_table(runs: pd.DataFrame, section: dict, settings: dict):
+    """The step-regime table: the runs summarized (:func:`summarize_step_regime`) and its Markdown."""
+    if "horizon" not in runs.columns:  # runs written before the column: BF-IO's H from the rows
+        runs = runs.assign(horizon=[float(resolve_row(row, section.get("variants"))[1].get("horizon", float("nan")))
+                                    if policy == "bfio" else float("nan")
+                                    for row, policy in zip(runs["row"], runs["policy"])])
+    summary = summarize_step_regime(runs)
+    return summary, step_regime_markdown(summary, section["description"])
+
+
+__all__ = ["step_regime_table", "METRICS", "RANK_METRIC", "ranking_changes", "step_regime_markdown", "summarize_step_regime"]

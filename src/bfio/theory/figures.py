@@ -270,3 +270,22 @@ def energy_vs_G(saving: pd.DataFrame, corollary: pd.DataFrame, series: dict, ste
     fig.suptitle(f"BF-IO vs FCFS energy, slot model ({label('distribution', series['distribution'])}, B = {B}, "
                  f"p = {p:g}, G = {_span(s['G']) if len(s) else '-'})", fontsize=10)
     return save(fig, stem)
+
+
+#: Every theory figure, ``figures/theory/<name>.{pdf,png}``, in the order :func:`draw_all` draws them.
+FIGURES = ("thm1_iir", "thm2_iir", "thm2_snapshot", "thm2_gap", "thm3_iir", "thm3_gap", "energy_saving_vs_G")
+
+
+def draw_all(cells: dict, fits: dict, saving: pd.DataFrame, corollary: pd.DataFrame, series: dict,
+             outdir) -> list[str]:
+    """Every figure of :data:`FIGURES` under ``outdir`` (the pipeline's one theory
+    figure job): ``cells`` and ``fits`` by theorem (``thm1``, ``thm2``, ``thm3``),
+    Theorem 4's saving and Corollary 1's limits, ``series`` the energy figure's setting."""
+    out = Path(outdir)
+    return [*thm1_iir(cells["thm1"], fits["thm1"], out / "thm1_iir"),
+            *slot_iir(cells["thm2"], fits["thm2"], "dist", "Theorem 2", out / "thm2_iir"),
+            *thm2_snapshot(cells["thm2"], out / "thm2_snapshot"),
+            *gap_figure(cells["thm2"], "dist", "Theorem 2: BF-IO long-run average gap", out / "thm2_gap"),
+            *slot_iir(cells["thm3"], fits["thm3"], "drift", "Theorem 3", out / "thm3_iir"),
+            *gap_figure(cells["thm3"], "drift", "Theorem 3: BF-IO long-run average gap", out / "thm3_gap"),
+            *energy_vs_G(saving, corollary, series, out / "energy_saving_vs_G")]
