@@ -13,7 +13,7 @@ from bfio.capacity import capacity
 from bfio.errors import ConfigError
 from bfio.goodput import SLO, goodput
 from bfio.prefill import PrefillModel, allot_chunks
-from bfio.sim.pooled import REFERENCES, step_vector
+from bfio.sim.pooled import REFERENCES, reference_run, step_vector
 from bfio.sim.setup import setup
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
@@ -45,8 +45,9 @@ def test_with_one_rank_the_reference_is_the_ordinary_run(step_model, prefill, re
 
 def test_the_pooled_rank_holds_the_clusters_resources():
     w = _workload(50)
-    run = setup(w, 4, 8, "fcfs", seed=0, constants=None, entry="arrivals", policy_options=None, dispatch="central",
-                admission_mode=None, prefill=KV, step_model=StepModel("calibrated"), reference="balanced")
+    run = reference_run(setup(w, 4, 8, "fcfs", seed=0, constants=None, entry="arrivals", policy_options=None,
+                              dispatch="central", admission_mode=None, prefill=KV, step_model=StepModel("calibrated")),
+                        "balanced")
     assert (run.workers, run.slots, run.pooled_ranks) == (1, 32, 4)
     assert run.prefill.kv_tokens == 4 * 20000 and run.prefill.chunk_tokens == 4 * 512
     assert run.prefill.request_chunk == 512  # no prompt computed faster than its own rank could

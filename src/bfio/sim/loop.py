@@ -20,6 +20,7 @@ from bfio.sim.dispatch import Dispatch, make_dispatch
 from bfio.sim.entry import Entry, make_entry
 from bfio.sim.engine import make_engine
 from bfio.sim.result import assemble
+from bfio.sim.pooled import reference_run
 from bfio.sim.setup import setup
 from bfio.sim.state import ClusterState
 from bfio.simulation_result import SimulationResult
@@ -101,11 +102,11 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     pending). With ``entry="backlog"`` arrival times, and so follow-ups, are not read.
     """
     t_wall = time.perf_counter()
-    run = setup(workload, workers, slots, policy, seed=seed, constants=constants, entry=entry,
-                policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode, prefill=prefill,
-                step_model=step_model, queue_moves=queue_moves, rank_pause=rank_pause,
-                rank_pause_options=rank_pause_options, migration=migration, migration_options=migration_options,
-                reference=reference)
+    run = reference_run(setup(workload, workers, slots, policy, seed=seed, constants=constants, entry=entry,
+                              policy_options=policy_options, dispatch=dispatch, admission_mode=admission_mode,
+                              prefill=prefill, step_model=step_model, queue_moves=queue_moves, rank_pause=rank_pause,
+                              rank_pause_options=rank_pause_options, migration=migration,
+                              migration_options=migration_options), reference)
     G, B, policy, c = run.workers, run.slots, run.policy, run.constants
     coef = run.coefficients
     chunked = Prefill(run.prefill, workload, G, B) if run.prefill is not None else None

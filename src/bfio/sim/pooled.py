@@ -115,6 +115,14 @@ def step_vector(run: Setup, indivisible: bool) -> np.ndarray:
     return vec
 
 
+def reference_run(run: Setup, reference: str) -> Setup:
+    """The run of ``reference`` (checked by :func:`check_reference`): ``run`` itself
+    for ``none``, else its pooled rank (:func:`balanced`). Applied by the loop after
+    :func:`bfio.sim.setup.setup`, so that the setup needs nothing of this module."""
+    reference = check_reference(reference, run.policy, run.dispatch, run.prefill, run.step_model)
+    return run if reference == "none" else balanced(replace(run, reference=reference))
+
+
 def balanced(run: Setup) -> Setup:
     """The run's reference (module docstring): one rank of ``G B`` slots with the
     cluster's KV memory and prefill budget pooled, its step :func:`step_vector`;

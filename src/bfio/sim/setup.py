@@ -20,7 +20,6 @@ from bfio.prefill import PrefillModel
 from bfio.sim.migration import check_migration
 from bfio.sim.moves import check_queue_moves
 from bfio.sim.pause import check_rank_pause
-from bfio.sim.pooled import balanced, check_reference
 from bfio.step_model import StepCoefficients, StepModel
 from bfio.workload import ENTRY_MODES, Workload
 
@@ -147,10 +146,10 @@ def _check_step_model(step_model) -> StepModel:
 
 def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_options, dispatch, admission_mode,
           prefill, step_model=None, queue_moves="none", rank_pause="none", rank_pause_options=None,
-          migration="none", migration_options=None, reference="none") -> Setup:
+          migration="none", migration_options=None) -> Setup:
     """:func:`bfio.simulator.simulate`'s arguments checked, in its order (the
-    first fault is the one reported), as a :class:`Setup`; with a ``reference``
-    the setup of its pooled rank (:func:`bfio.sim.pooled.balanced`)."""
+    first fault is the one reported), as a :class:`Setup` of the cluster (a
+    reference's pooled rank: :func:`bfio.sim.pooled.reference_run` on it)."""
     workers, slots = _check_cluster(workload, workers, slots, policy)
     entry = _check_modes(workload, entry, dispatch, prefill, admission_mode)
     constants = constants or PaperConstants()
@@ -164,11 +163,10 @@ def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_op
                                                       step_model.barrier)
     migration, migration_options = check_migration(migration, migration_options, dispatch, prefill,
                                                    step_model.barrier, queue_moves, rank_pause)
-    reference = check_reference(reference, policy, dispatch, prefill, step_model)
     coefficients = None if step_model.is_paper else step_model.coefficients()
     run = Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves,
                 rank_pause=rank_pause, rank_pause_options=rank_pause_options, migration=migration,
                 migration_options=migration_options, coefficients=coefficients,
-                step_coef=np.zeros(0) if coefficients is None else coefficients.array(), reference=reference)
-    return run if reference == "none" else balanced(run)
+                step_coef=np.zeros(0) if coefficients is None else coefficients.array())
+    return run
