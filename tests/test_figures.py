@@ -659,3 +659,13 @@ def test_summary_bars_fit_every_label_and_log_a_wide_range(tmp_path):
     assert fig.axes[0].get_xscale() == "linear"  # 3.7e9 / 1.5e8 < 100
     rows[0].update(avg_imbalance_mean=3.7e11, avg_imbalance_ci_lo=3.3e11, avg_imbalance_ci_hi=4.1e11)
     assert plot_summary_bars(pd.DataFrame(rows), "avg_imbalance").axes[0].get_xscale() == "log"
+
+
+def test_online_load_axis_says_what_a_load_is_a_fraction_of():
+    """Issue 44: loads are fractions of the model's capacity when the table says so
+    (``load_basis``), of the saturation throughput otherwise."""
+    from bfio.figures.online_load import plot_online_load
+
+    summary = online_summary(identical=())
+    assert "saturation" in plot_online_load(summary).axes[0].get_xlabel()
+    assert "capacity" in plot_online_load(summary.assign(load_basis="capacity")).axes[0].get_xlabel()

@@ -23,6 +23,8 @@ PANELS = [("e2e_s_p99", "p99 end-to-end latency", "s", True), ("throughput_run",
 MIN_LOADS = 3
 #: Offset between the points of two series at one load (no load curve drawn).
 DODGE = 0.006
+#: The load axis's unit by ``online.load_basis`` (issue 44: the model's capacity).
+LOAD_BASIS_TEXT = {"capacity": "the model's capacity", "saturation": "saturation throughput"}
 #: Rows named beside BF-IO's: the paper's baselines.
 BASELINES = ("fcfs", "jsq_tokens", "jsq_requests")
 
@@ -84,6 +86,9 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS, rows=None, predictors
     (said in its label)."""
     predictors = dict(predictors or {})
     sub = summary[summary["arrival_mode"] == "poisson"]
+    # what a load is a fraction of (online.load_basis; tables before issue 44 carry none: saturation)
+    basis = str(sub["load_basis"].dropna().iloc[0]) if "load_basis" in sub and sub["load_basis"].notna().any() \
+        else "saturation"
     if "report_interval" in sub:  # routers on lagging load reports: figures/online_routers
         sub = sub[sub["report_interval"].fillna(0) == 0]
     settings = list(dict.fromkeys(sub["setting"]))
@@ -132,7 +137,7 @@ def plot_online_load(summary: pd.DataFrame, panels=PANELS, rows=None, predictors
             if not line:  # ticks at the loads run only: the dodge is no load
                 ax.set_xticks(sorted(s["load"].unique()))
                 ax.set_xlim(s["load"].min() - len(named) * DODGE, s["load"].max() + len(named) * DODGE)
-            ax.set_xlabel("offered load (x saturation throughput)")
+            ax.set_xlabel(f"offered load (x {LOAD_BASIS_TEXT.get(basis, LOAD_BASIS_TEXT['saturation'])})")
             ax.set_ylabel(f"{label} ({u})")
             if i == 0:
                 ax.set_title(setting_of(s.drop(columns="n_seeds"), wrap=True), fontsize=8)
