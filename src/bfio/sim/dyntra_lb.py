@@ -149,6 +149,17 @@ def _drop(g, tot, rb, rn, nr, wb, wn, nw, out_b, n_out):
 
 
 @kernel
+def _keep(b, g, gone):
+    """Compact row ``g`` of ``b`` to its entries not ``gone`` (in order); returns how many."""
+    k = 0
+    for o in range(gone.shape[0]):
+        if not gone[o]:
+            b[g, k] = b[g, o]
+            k += 1
+    return k
+
+
+@kernel
 def _cancel(out_b, n_out, in_b, n_in, freeze):
     """An ``out`` and an ``in`` of equal blocks on one rank cancel; ``freeze``: no ``in`` left."""
     for g in range(out_b.shape[0]):
@@ -160,19 +171,9 @@ def _cancel(out_b, n_out, in_b, n_in, freeze):
                     gone_o[o] = True
                     gone_i[i] = True
                     break
-        k = 0
-        for o in range(n_out[g]):
-            if not gone_o[o]:
-                out_b[g, k] = out_b[g, o]
-                k += 1
-        n_out[g] = k
-        k = 0
-        for i in range(n_in[g]):
-            if not gone_i[i]:
-                in_b[g, k] = in_b[g, i]
-                k += 1
-        n_in[g] = k
-        freeze[g] = k == 0
+        n_out[g] = _keep(out_b, g, gone_o)
+        n_in[g] = _keep(in_b, g, gone_i)
+        freeze[g] = n_in[g] == 0
 
 
 @kernel

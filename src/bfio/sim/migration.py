@@ -89,7 +89,7 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.errors import ConfigError
-from bfio.sim.rule_options import checked_rule
+from bfio.sim.rule_options import checked_rule, out_of_range
 from bfio.sim.state import ClusterState, FirstStarts
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer
 
@@ -237,13 +237,10 @@ MIGRATIONS = ("none", *RULES)
 
 def check_roll_options(o: dict) -> None:
     """ROLL's options within their ranges."""
-    def bad(key, rule):
-        raise ConfigError(f"migration_options: {key} of 'roll' must be {rule}, got {o[key]!r}")
-
     if o["threshold"] < 1:
-        bad("threshold", ">= 1 (in-flight requests)")
+        out_of_range("migration_options", "roll", "threshold", o["threshold"], ">= 1 (in-flight requests)")
     if o["freeze_s"] < 0:
-        bad("freeze_s", ">= 0 (seconds)")
+        out_of_range("migration_options", "roll", "freeze_s", o["freeze_s"], ">= 0 (seconds)")
 
 
 def check_kv_options(o: dict, given: dict, rule: str, prefill) -> None:

@@ -67,7 +67,7 @@ import numpy as np
 
 from bfio.errors import ConfigError
 from bfio.sim.dyntra_lb import balance_load
-from bfio.sim.rule_options import checked_rule
+from bfio.sim.rule_options import checked_rule, out_of_range
 from bfio.sim.state import ClusterState, FirstStarts
 
 #: DyntraLB's options and their defaults (``DyntraLBConfig``; ``block_tokens``: the block size)
@@ -265,8 +265,8 @@ RANK_PAUSES = ("none", *RULES)
 
 def check_dyntra_options(o: dict) -> None:
     """DyntraLB's options within the ranges its config accepts (``DyntraLBConfig``)."""
-    def bad(key, rule):
-        raise ConfigError(f"rank_pause_options: {key} of 'dyntra_lb' must be {rule}, got {o[key]!r}")
+    def bad(key, must):
+        out_of_range("rank_pause_options", "dyntra_lb", key, o[key], must)
 
     if o["mode"] not in ("static", "dynamic"):
         bad("mode", "'static' or 'dynamic'")

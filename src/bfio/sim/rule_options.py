@@ -31,6 +31,11 @@ def typed_option(where: str, rule: str, key: str, value, default):
         raise ConfigError(f"{where}: {key} of '{rule}' must be {kind}, got {value!r}") from None
 
 
+def out_of_range(where: str, rule: str, key: str, value, must: str):
+    """Refuse option ``key`` of ``rule`` outside its range (``must``: the range in words)."""
+    raise ConfigError(f"{where}: {key} of '{rule}' must be {must}, got {value!r}")
+
+
 def rule_options(where: str, rule: str, given, defaults: dict) -> dict:
     """Rule ``rule``'s full options: ``given`` (a dict or ``None``) over ``defaults``,
     each typed as its default; an option the rule does not declare is refused by name."""
