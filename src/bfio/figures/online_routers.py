@@ -52,7 +52,9 @@ def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panel
     xpos = {k: i for i, k in enumerate(intervals)}
     policies = list(dict.fromkeys(inst["_router"]))
     several = [p for p in policies if inst.loc[inst["_router"] == p, "report_interval"].nunique() > 1]
-    first = [p for p in policies if p.partition("|")[0] == "bfio"] + [p for p in several if not p.startswith("bfio")]
+    policy_of = dict(zip(inst["_router"], inst["policy"]))
+    bfio = [p for p in policies if policy_of[p] == "bfio"]
+    first = bfio + [p for p in several if p not in bfio]
     rest = [p for p in policies if p not in first]
     # the reference, the named routers and (if any is left out) the band: at most MAX_SERIES
     fits = len(first) + len(rest) + 1 <= MAX_SERIES
