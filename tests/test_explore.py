@@ -121,7 +121,7 @@ def test_online_view_is_one_metric_per_router_and_load_on_exact_state():
     assert [v.caption.split(" ")[0] for v in views] == ["burstgpt_g16", "longbench_g64"]
     frame = views[1].frame
     assert list(frame.columns) == ["0.5", "0.8", "1.05"]
-    assert "SGLang total_tokens, reports every 10 steps (instant)" not in frame.index  # lagging: routers view
+    assert "SGLang total tokens, reports every 10 steps (instant)" not in frame.index  # lagging: routers view
     assert frame.loc["BF-IO (H=40) (central)", "0.8"] == f"{2 * 1.8 * 1.1:.3g}"
     assert "e2e latency p99 (s)" in views[0].caption and "5 seeds" in views[0].caption
     with pytest.raises(ConfigError, match="not a column"):
@@ -133,7 +133,7 @@ def test_routers_view_has_a_column_per_report_interval_at_the_nearest_load():
     assert "load 1.05" in views[0].caption
     frame = views[0].frame
     assert list(frame.columns) == ["k=0", "k=10"]
-    assert frame.loc["SGLang total_tokens (instant)", "k=10"] == "1.5 [1.35, 1.65]"
+    assert frame.loc["SGLang total tokens (instant)", "k=10"] == "1.5 [1.35, 1.65]"
     assert frame.loc["BF-IO (instant)", "k=10"] == ""
 
 

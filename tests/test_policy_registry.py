@@ -121,13 +121,13 @@ def test_every_registered_policy_is_everywhere():
         cls = policies._REGISTRY[name]
         assert name in help_text
         assert ("instant" in cls.dispatch_modes) == (name in instant_help.split("policies:")[1])
-        assert cls.__dict__.get("label"), f"policy {name} sets no label"
+        assert policies.policy_label(name) != name, f"policy {name} has no label (bfio.policies.names)"
         if name in policies.KEYED_ROWS:
             continue
         assert name in enum
         assert re.match(schema["definitions"]["row"]["pattern"], name)
         assert parse_row(name) == (name, None)
-        assert row_label(name) == cls.label
+        assert row_label(name) == policies.policy_label(name)
     # BF-IO rows keep their keys and labels
     for key in (row_key("bfio", 40), row_key("bfio", 0, "paper-literal")):
         assert re.match(schema["definitions"]["row"]["pattern"], key)
@@ -142,7 +142,7 @@ def test_labels_unchanged():
               "bfio_h40_literal": "BF-IO (H=40, paper-literal)", "nope": "nope"}
     assert {k: row_label(k) for k in expect} == expect
     assert study_label("vllm_dp", "instant") == "vLLM DP (instant)"
-    assert study_label("least_tokens", "instant") == "least tokens (instant)"
+    assert study_label("least_tokens", "instant") == "Least tokens (instant)"
 
 
 def test_schema_file_lists_no_policy_names():

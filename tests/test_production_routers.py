@@ -100,9 +100,20 @@ def test_round_robin_is_sglangs_counter():
 
 
 def test_labels_name_the_engines():
-    assert policy_label("vllm_token_lb") == "vLLM token LB"
-    assert policy_label("sglang_total_tokens") == "SGLang total_tokens"
-    assert policy_label("sglang_total_requests") == "SGLang total_requests"
+    assert policy_label("vllm_token_lb").startswith("vLLM ")
+    assert policy_label("sglang_total_tokens").startswith("SGLang ")
+    assert policy_label("atom_least_requests").startswith("ATOM ")
+
+
+def test_tables_and_figures_name_every_router_alike():
+    """One name per router (bfio.policies.names): a table's label is the figure's
+    legend, and neither is a raw key."""
+    from bfio.figures.series import SERIES
+    from bfio.policies import registered
+
+    for name in registered():
+        assert policy_label(name) == SERIES["router"][name].label, name
+        assert "_" not in policy_label(name) and "#" not in policy_label(name), name
 
 
 # -- central modes and twins ----------------------------------------------------------------
@@ -186,7 +197,7 @@ def test_routers_table_pairs_every_instant_row_with_the_reference():
     assert np.allclose(inst["vs_reference_mean"], expect)
     assert np.allclose(inst["vs_reference_ci_lo"], expect) and np.allclose(inst["vs_reference_ci_hi"], expect)
     assert (s["n_seeds"] == 4).all()
-    assert "SGLang total_tokens, reports every 10 steps (instant)" in set(s["label"])
+    assert "SGLang total tokens, reports every 10 steps (instant)" in set(s["label"])
     md = routers_markdown(s, {"p": {"trace": "burstgpt", "requests": 100, "workers": 4}})
     assert "| k=0 " in md and "| k=10 " in md and "BF-IO (H=40) (central)" in md
     assert "(3 [3, 3])" in md  # the paired ratio of a k = 10 row

@@ -20,6 +20,8 @@ import zlib
 
 import numpy as np
 
+from bfio.policies.names import ROUTER_NAMES
+
 # --------------------------------------------------------------------------- the palette
 
 #: Okabe and Ito's colour-blind-safe palette (its yellow left out: a line in it
@@ -66,49 +68,42 @@ def _s(label, colour, marker, linestyle="-", meaning="", filled=True) -> Series:
     return Series(label, colour, marker, linestyle, meaning, filled)
 
 
+def _r(name, colour, marker, linestyle="-") -> Series:
+    """A built-in router's series: its label and meaning from :data:`bfio.policies.names.ROUTER_NAMES`."""
+    name_ = ROUTER_NAMES[name]
+    return Series(name_.label, colour, marker, linestyle, name_.meaning)
+
+
 #: The effective window's symbol (math text: ``H`` with subscript ``eff``).
 HEFF = r"$H_{\mathrm{eff}}$"
 
+#: Built-in router -> (colour, marker, line style); its label and meaning are
+#: :data:`bfio.policies.names.ROUTER_NAMES`'s.
+_ROUTER_STYLES = {
+    "fcfs": ("black", "s", "-"),
+    "jsq_tokens": ("orange", "^", "-"),
+    "jsq_requests": ("orange", "v", "--"),
+    "bfio": ("blue", "o", "-"),
+    "random": ("grey", "p", "-"),
+    "round_robin": ("orange", ">", "--"),
+    "power_of_two": ("purple", "h", "--"),
+    "least_tokens": ("black", "<", "--"),
+    "vllm_dp": ("vermillion", "D", "--"),
+    "vllm_dp_rotating": ("vermillion", "d", ":"),
+    "vllm_dp_kv": ("vermillion", "P", "-."),
+    "vllm_token_lb": ("purple", "P", "--"),
+    "sglang_total_requests": ("sky", "*", "--"),
+    "sglang_total_tokens": ("green", "X", "--"),
+    "sglang_prefix_match": ("purple", "^", "--"),
+    "atom_least_requests": ("sky", ">", "--"),
+    "tpu_least_loaded": ("green", "p", "--"),
+    "cache_first": ("orange", "D", "--"),
+    "sgl_cache_aware": ("vermillion", "s", "--"),
+}
+
 #: Family -> name (as the tables and the config write it) -> :class:`Series`.
 SERIES: dict[str, dict[str, Series]] = {
-    "router": {
-        "fcfs": _s("FCFS", "black", "s", "-", "first come, first served: a freed slot takes the oldest waiting "
-                   "request (the paper's baseline)"),
-        "jsq_tokens": _s("JSQ", "orange", "^", "-", "join the shortest queue: each request to the worker with the "
-                         "least token load (the paper's JSQ)"),
-        "jsq_requests": _s("JSQ (requests)", "orange", "v", "--", "join the shortest queue counted in active "
-                           "requests"),
-        "bfio": _s("BF-IO", "blue", "o", "-", "the paper's router, BF-IO, with lookahead H (the default, "
-                   "discounted objective) routing from a central pool"),
-        "random": _s("Random", "grey", "p", "-", "each request to a random worker"),
-        "round_robin": _s("Round robin", "orange", ">", "--", "each request to the next worker in turn"),
-        "power_of_two": _s("Power of two", "purple", "h", "--", "two random workers, the one with fewer tokens "
-                           "wins"),
-        "least_tokens": _s("Least tokens", "black", "<", "--", "each request at once to the worker with the "
-                           "fewest resident plus queued tokens"),
-        "vllm_dp": _s("vLLM DP", "vermillion", "D", "--", "vLLM's data-parallel balancer: lowest "
-                      "4 x waiting + running requests"),
-        "vllm_dp_rotating": _s("vLLM DP, rotating ties", "vermillion", "d", ":", "vLLM DP with ties taken in "
-                               "turn (vLLM pull request 47420)"),
-        "vllm_dp_kv": _s("vLLM DP, KV-usage score", "vermillion", "P", "-.", "vLLM DP scoring in-flight requests "
-                         "and KV-cache usage (vLLM pull request 49204)"),
-        "vllm_token_lb": _s("vLLM token LB", "purple", "P", "--", "vLLM's proposed token-level balancer: lowest "
-                            "4 x waiting + running tokens (vLLM pull request 40795)"),
-        "sglang_total_requests": _s("SGLang total requests", "sky", "*", "--", "SGLang's data-parallel "
-                                    "controller, fewest running plus waiting requests"),
-        "sglang_total_tokens": _s("SGLang total tokens", "green", "X", "--", "SGLang's data-parallel controller, "
-                                  "fewest KV plus waiting tokens"),
-        "sglang_prefix_match": _s("SGLang prefix match", "purple", "^", "--", "SGLang's proposed rule: a hash of "
-                                  "the prompt's first 4k tokens picks the rank"),
-        "atom_least_requests": _s("ATOM least requests", "sky", ">", "--", "ROCm ATOM's balancer: fewest "
-                                  "in-flight requests, then prompt tokens"),
-        "tpu_least_loaded": _s("tpu-inference least loaded", "green", "p", "--", "tpu-inference's scheduler: "
-                               "the smallest resulting rank load, cached prefix tokens discounted"),
-        "cache_first": _s("tpu-inference cache first", "orange", "D", "--", "tpu-inference's former scheduler: "
-                          "the rank with the longest cached prefix, whatever its load"),
-        "sgl_cache_aware": _s("sgl-router cache aware", "vermillion", "s", "--", "sgl-router's policy: the "
-                              "longest approximate prefix match unless the loads are imbalanced"),
-    },
+    "router": {name: _r(name, *style) for name, style in _ROUTER_STYLES.items()},
     # BF-IO's variants (:func:`router` picks one from a row key; H and N filled in)
     "bfio": {
         "lookahead": _s("BF-IO (H={H})", "blue", "o", "-", "BF-IO with lookahead H, central pool"),

@@ -26,6 +26,7 @@ from bfio.run_keys import BFIO_ROW_PATTERN
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, DispatchState, Policy, RoutingState
 from bfio.plugins import load_plugins
 from bfio.policies.options import declared_options
+from bfio.policies.names import router_label
 
 _REGISTRY: dict[str, type[Policy]] = {}
 
@@ -105,13 +106,14 @@ def supporting(dispatch: str) -> list[str]:
 
 
 def policy_label(name: str) -> str:
-    """Display label of policy ``name`` (its class's ``label``; the name itself
-    when the class sets none or the name is not registered)."""
+    """Display label of policy ``name``: its class's own ``label`` (a plugin's),
+    else the built-in's (:data:`bfio.policies.names.ROUTER_NAMES`), else the name."""
     _load_builtin()
     cls = _REGISTRY.get(name)
     # the class's own label only: a subclass registered under another name
     # without a label of its own is shown by its name, not by its parent's label
-    return (cls.__dict__.get("label") or name) if cls is not None else name
+    own = cls.__dict__.get("label") if cls is not None else None
+    return own or router_label(name)
 
 
 def row_pattern() -> str:

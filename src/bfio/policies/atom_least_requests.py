@@ -32,7 +32,6 @@ from bfio.policies.base import DispatchState, InstantPolicy
 @register
 class AtomLeastRequests(InstantPolicy):
     name = "atom_least_requests"
-    label = "ATOM least_requests"
     dispatch_modes = ("instant",)
 
     def reset(self, workers: int, slots: int) -> None:

@@ -149,8 +149,9 @@ class Policy:
     """
 
     name = "policy"
-    #: display label in tables and figures (``bfio.policies.policy_label``); a
-    #: class without its own ``label`` is shown by its ``name``
+    #: display label in tables and figures (``bfio.policies.policy_label``): a
+    #: plugin's; the built-ins' are :data:`bfio.policies.names.ROUTER_NAMES`, and a
+    #: class with neither is shown by its ``name``
     label = ""
     dispatch_modes: tuple[str, ...] = CENTRAL_ONLY
     #: the dispatch a run of the policy gets when none is asked for (``bfio simulate``

@@ -97,7 +97,6 @@ from bfio.solvers.terms import CallWindow, call_terms
 @register
 class BFIO(InstantBinding, Policy):
     name = "bfio"
-    label = "BF-IO"
     options = OPTIONS
     dispatch_modes = DISPATCH_MODES  # central (the paper's pool) and instant (bfio.solvers.dispatch)
     #: options of the central pool's integer program only: with instant dispatch the

@@ -33,7 +33,6 @@ from bfio.policies.prefix_state import bind_by_rank_state
 @register
 class CacheFirst(InstantPolicy):
     name = "cache_first"
-    label = "tpu-inference cache-first"
     dispatch_modes = ("instant",)
     requires = ("prefill",)
 

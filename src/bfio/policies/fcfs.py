@@ -11,7 +11,6 @@ from bfio.policies.base import Policy, RoutingState
 @register
 class FCFS(Policy):
     name = "fcfs"
-    label = "FCFS"
 
     def route(self, state: RoutingState) -> np.ndarray:
         out = np.full(state.pool.shape[0], -1, dtype=np.int64)

@@ -48,7 +48,6 @@ def greedy_least_loaded(key, free, weights, limit):
 @register
 class JSQTokens(Policy):
     name = "jsq_tokens"
-    label = "JSQ"
 
     def route(self, state: RoutingState) -> np.ndarray:
         return greedy_least_loaded(state.loads.astype(np.float64), state.free.astype(np.int64),
@@ -58,7 +57,6 @@ class JSQTokens(Policy):
 @register
 class JSQRequests(InstantPolicy):
     name = "jsq_requests"
-    label = "JSQ (requests)"
     dispatch_modes = DISPATCH_MODES
 
     def route(self, state: RoutingState) -> np.ndarray:

@@ -31,7 +31,6 @@ from bfio.policies.jsq import JSQTokens
 @register
 class LeastTokens(InstantPolicy, JSQTokens):
     name = "least_tokens"
-    label = "least tokens"
     dispatch_modes = DISPATCH_MODES
 
     def route(self, state: RoutingState) -> np.ndarray:

@@ -17,7 +17,6 @@ from bfio.policies.instant import distinct_pairs, two_choices
 @register
 class PowerOfTwo(InstantPolicy):
     name = "power_of_two"
-    label = "Power of two"
     dispatch_modes = DISPATCH_MODES
 
     def route(self, state: RoutingState) -> np.ndarray:

@@ -13,7 +13,6 @@ from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, Rou
 @register
 class RandomChoice(InstantPolicy):
     name = "random"
-    label = "Random"
     dispatch_modes = DISPATCH_MODES
 
     def route(self, state: RoutingState) -> np.ndarray:

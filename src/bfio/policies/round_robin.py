@@ -20,7 +20,6 @@ from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, Rou
 @register
 class RoundRobin(InstantPolicy):
     name = "round_robin"
-    label = "Round robin"
     dispatch_modes = DISPATCH_MODES
 
     def reset(self, workers, slots):

@@ -48,7 +48,6 @@ TREE_BLOCKS = 2**24 // 512
 @register
 class SglCacheAware(InstantPolicy):
     name = "sgl_cache_aware"
-    label = "sgl-router cache_aware"
     dispatch_modes = ("instant",)
     requires = ("blocks",)
     options = InstantPolicy.options + (

@@ -41,7 +41,6 @@ def prefix_rank(hashes: np.ndarray, block_tokens: int, workers: int) -> int:
 @register
 class SglangPrefixMatch(InstantPolicy):
     name = "sglang_prefix_match"
-    label = "SGLang prefix_match"
     dispatch_modes = ("instant",)
     requires = ("blocks",)
 

@@ -32,6 +32,5 @@ from bfio.policies.jsq import JSQRequests
 @register
 class SglangTotalRequests(JSQRequests):
     name = "sglang_total_requests"
-    label = "SGLang total_requests"
     dispatch_modes = DISPATCH_MODES
     default_dispatch = "instant"  # the engine binds a request to a rank on arrival

@@ -57,7 +57,6 @@ from bfio.policies.instant import greedy_argmin_lex, greedy_least_loaded_lex
 @register
 class SglangTotalTokens(InstantPolicy):
     name = "sglang_total_tokens"
-    label = "SGLang total_tokens"
     dispatch_modes = DISPATCH_MODES
     default_dispatch = "instant"  # the engine binds a request to a rank on arrival
 

@@ -26,7 +26,6 @@ from bfio.policies.prefix_state import bind_by_rank_state
 @register
 class TpuLeastLoaded(InstantPolicy):
     name = "tpu_least_loaded"
-    label = "tpu-inference least-loaded"
     dispatch_modes = ("instant",)
     requires = ("prefill",)
 

@@ -47,7 +47,6 @@ WAITING_WEIGHT = 4
 @register
 class VllmDP(JSQRequests):
     name = "vllm_dp"
-    label = "vLLM DP"
     dispatch_modes = DISPATCH_MODES
     default_dispatch = "instant"  # the engine binds a request to a rank on arrival
 
@@ -73,7 +72,6 @@ class VllmDPRotating(VllmDP):
     #49204 that followed."""
 
     name = "vllm_dp_rotating"
-    label = "vLLM DP (rotating)"
 
     def reset(self, workers: int, slots: int) -> None:
         super().reset(workers, slots)
@@ -133,7 +131,6 @@ class VllmDPKV(InstantPolicy):
     """
 
     name = "vllm_dp_kv"
-    label = "vLLM DP (#49204)"
     dispatch_modes = ("instant",)  # a front end's rule; without queues it would be jsq_requests
     options = InstantPolicy.options + (
         Option("kv_tokens_per_rank", int, KV_TOKENS_PER_RANK,

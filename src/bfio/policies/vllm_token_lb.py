@@ -66,7 +66,6 @@ RUNNING_TOKENS = ("uncomputed", "resident")
 @register
 class VllmTokenLB(InstantPolicy):
     name = "vllm_token_lb"
-    label = "vLLM token LB"
     dispatch_modes = DISPATCH_MODES
     default_dispatch = "instant"  # the engine binds a request to a rank on arrival
     options = InstantPolicy.options + (

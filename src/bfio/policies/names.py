@@ -1,0 +1,70 @@
+"""Display names of the built-in routers: the one place a router's label and its
+one-line meaning are written. Tables (:func:`bfio.policies.policy_label`, the
+studies' row labels), figures (:data:`bfio.figures.series.SERIES`, which adds
+each router's colour and marker) and the figures' glossary read them here, so a
+table and a figure name a router the same way.
+
+A light module (no numba, no pandas): the table and figure jobs import it
+without the policies themselves (issue 42). A plugin's policy names itself by
+its class's ``label`` (:class:`bfio.policies.base.Policy`); a policy in neither
+place is shown by its registry name.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class RouterName(NamedTuple):
+    """A router's legend and table ``label`` and its ``meaning`` (the glossary's definition)."""
+
+    label: str
+    meaning: str
+
+
+#: Registry name -> :class:`RouterName`, for every built-in policy.
+ROUTER_NAMES: dict[str, RouterName] = {
+    "fcfs": RouterName('FCFS',
+                      "first come, first served: a freed slot takes the oldest waiting request (the paper's baseline)"),
+    "jsq_tokens": RouterName('JSQ',
+                      "join the shortest queue: each request to the worker with the least token load (the paper's JSQ)"),
+    "jsq_requests": RouterName('JSQ (requests)', 'join the shortest queue counted in active requests'),
+    "bfio": RouterName('BF-IO',
+                      "the paper's router, BF-IO, with lookahead H (the default, discounted objective) routing from a "
+                      'central pool'),
+    "random": RouterName('Random', 'each request to a random worker'),
+    "round_robin": RouterName('Round robin', 'each request to the next worker in turn'),
+    "power_of_two": RouterName('Power of two', 'two random workers, the one with fewer tokens wins'),
+    "least_tokens": RouterName('Least tokens',
+                      'each request at once to the worker with the fewest resident plus queued tokens'),
+    "vllm_dp": RouterName('vLLM DP', "vLLM's data-parallel balancer: lowest 4 x waiting + running requests"),
+    "vllm_dp_rotating": RouterName('vLLM DP, rotating ties',
+                      'vLLM DP with ties taken in turn (vLLM pull request 47420)'),
+    "vllm_dp_kv": RouterName('vLLM DP, KV-usage score',
+                      'vLLM DP scoring in-flight requests and KV-cache usage (vLLM pull request 49204)'),
+    "vllm_token_lb": RouterName('vLLM token LB',
+                      "vLLM's proposed token-level balancer: lowest 4 x waiting + running tokens (vLLM pull request 40795)"),
+    "sglang_total_requests": RouterName('SGLang total requests',
+                      "SGLang's data-parallel controller, fewest running plus waiting requests"),
+    "sglang_total_tokens": RouterName('SGLang total tokens',
+                      "SGLang's data-parallel controller, fewest KV plus waiting tokens"),
+    "sglang_prefix_match": RouterName('SGLang prefix match',
+                      "SGLang's proposed rule: a hash of the prompt's first 4k tokens picks the rank"),
+    "atom_least_requests": RouterName('ATOM least requests',
+                      "ROCm ATOM's balancer: fewest in-flight requests, then prompt tokens"),
+    "tpu_least_loaded": RouterName('tpu-inference least loaded',
+                      "tpu-inference's scheduler: the smallest resulting rank load, cached prefix tokens discounted"),
+    "cache_first": RouterName('tpu-inference cache first',
+                      "tpu-inference's former scheduler: the rank with the longest cached prefix, whatever its load"),
+    "sgl_cache_aware": RouterName('sgl-router cache aware',
+                      "sgl-router's policy: the longest approximate prefix match unless the loads are imbalanced"),
+}
+
+
+def router_label(name: str) -> str:
+    """The built-in router ``name``'s label; another name is its own label."""
+    entry = ROUTER_NAMES.get(name)
+    return entry.label if entry is not None else name
+
+
+__all__ = ["RouterName", "ROUTER_NAMES", "router_label"]
