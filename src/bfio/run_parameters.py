@@ -65,8 +65,10 @@ PREFILL = (
     Option("kv_tokens", int, None, "per-rank KV memory of N tokens: a rank admits a prompt only while it fits",
            minimum=1, maximum=MAX_RANK_TOKENS, derived="unbounded", metavar="N"),
     Option("preemption", str, "none", "when a rank's decode growth would exceed its KV memory: none (not "
-           "bounded), vllm (the newest running request is preempted and recomputed) or sglang (SGLang's "
-           "retract order); issue 44, docs/prefix_cache.md", choices=PREEMPTION_RULES, identity="non-default"),
+           "bounded), vllm (the newest running request is preempted and recomputed through the prefill model) or "
+           "sglang (SGLang's retract order); counted as preemptions and recomputed_tokens; with it on, every "
+           "request's prompt plus output must fit the KV memory (bfio.sim.preemption, issue 44, "
+           "docs/prefix_cache.md)", choices=PREEMPTION_RULES, identity="non-default"),
 )
 PREFILL_OPTION = {o.name: o for o in PREFILL}
 
@@ -122,5 +124,5 @@ def fill_schema(node, sections: dict | None = None):
     return out
 
 
-__all__ = ["PREEMPTION_RULES", "SLOTS", "ARRIVAL", "ARRIVAL_OPTION", "PREFILL", "PREFILL_OPTION", "STUDY_PREFILL", "SECTIONS",
-           "parameter", "library_keys", "fill_schema"]
+__all__ = ["PREEMPTION_RULES", "SLOTS", "ARRIVAL", "ARRIVAL_OPTION", "PREFILL", "PREFILL_OPTION", "STUDY_PREFILL",
+           "SECTIONS", "parameter", "library_keys", "fill_schema"]
