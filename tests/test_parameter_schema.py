@@ -14,6 +14,7 @@ import yaml
 
 from bfio.config import validate_config
 from bfio.errors import ConfigError
+from bfio.run_parameters import ARRIVAL_OPTION, SLOTS, STUDY_PREFILL
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -96,11 +97,12 @@ def test_the_defaults_filled_in():
     """Left out, the top-level slots, a setting's time scale and the prefix study's
     prefill model take their defaults; a nested ``slots`` none (the top-level one applies)."""
     cfg = validate_config(_config(prefix_study__prefill={}), SCHEMA)
-    assert cfg["slots"] == 72
-    assert cfg["prefix_study"]["settings"][0]["time_scale"] == 1.0 and "slots" not in cfg["prefix_study"]["settings"][0]
-    assert cfg["prefix_study"]["prefill"] == {"chunk_tokens": 2048, "token_s": 1.0e-4, "kv_tokens_per_rank": 480_000,
-                                              "preemption": "none"}
+    assert cfg["slots"] == SLOTS.default
+    setting = cfg["prefix_study"]["settings"][0]
+    assert setting["time_scale"] == ARRIVAL_OPTION["time_scale"].default and "slots" not in setting
+    # (written as the values 2048, 1.0e-4, 480000, none until the fragments were derived; the same values)
+    assert cfg["prefix_study"]["prefill"] == {o.name: o.default for o in STUDY_PREFILL}
     assert "slots" not in cfg["experiments"]["table1"]
     cfg = _config()
     del cfg["slots"]
-    assert validate_config(cfg, SCHEMA)["slots"] == 72
+    assert validate_config(cfg, SCHEMA)["slots"] == SLOTS.default
