@@ -1,7 +1,9 @@
 """config/README.md lists every key of the pipeline's configuration, as the
 schemas define it (workflow/schemas/config.schema.yaml, and theory.schema.yaml
 for the ``theory`` section), with the default the schema fills in: no key
-missing, none stale, no default out of date (issue 28)."""
+missing, none stale, no default out of date (issue 28). The rows of the keys
+the run parameters declare are derived (:mod:`bfio.config_readme`,
+``tests/test_run_parameters.py``)."""
 
 from __future__ import annotations
 
@@ -11,47 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bfio.config_readme import NO_DEFAULT, render, schema_keys
+
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "workflow" / "schemas"
 README = REPO / "config" / "README.md"
-NO_DEFAULT = object()
-
-
-def render(value) -> str:
-    """A default as config/README.md writes it (in backticks): YAML flow style, one line."""
-    text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=float("inf")).strip()
-    return text.removesuffix("\n...").strip()
-
-
-def _resolve(node: dict, root: dict) -> dict:
-    """``node`` with its ``$ref`` (``#/definitions/...``, ``#/$defs/...``) inlined; its own keys win."""
-    while "$ref" in node:
-        target = root
-        for part in node["$ref"].removeprefix("#/").split("/"):
-            target = target[part]
-        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-    return node
-
-
-def schema_keys(schema: dict, root: dict | None = None, prefix: str = ""):
-    """``(dotted key, default or NO_DEFAULT)`` of every key of ``schema``: its
-    properties, map entries (``<name>``; ``<label>`` for ``variants``) and the
-    keys of list items (``[]``), recursively, through ``$ref`` and ``allOf``."""
-    root = schema if root is None else root
-    node = _resolve(schema, root)
-    for part in node.get("allOf", []):
-        yield from schema_keys(part, root, prefix)
-    for name, sub in node.get("properties", {}).items():
-        key = f"{prefix}.{name}" if prefix else name
-        yield key, _resolve(sub, root).get("default", NO_DEFAULT)
-        yield from schema_keys(sub, root, key)
-    entry = node.get("additionalProperties")
-    if isinstance(entry, dict):
-        key = f"{prefix}.<label>" if prefix.endswith("variants") else f"{prefix}.<name>"
-        yield key, _resolve(entry, root).get("default", NO_DEFAULT)
-        yield from schema_keys(entry, root, key)
-    if isinstance(node.get("items"), dict):
-        yield from schema_keys(node["items"], root, f"{prefix}[]")
 
 
 def pipeline_keys(config_schema: dict, theory_schema: dict) -> dict:

@@ -300,18 +300,3 @@ def test_central_bfio_with_caches_completes_and_finds_more_hits_than_without_the
     finally:
         BFIO._place_sequential = original
     assert res.metrics["cache_hit_rate"] > blind.metrics["cache_hit_rate"]
-
-
-def test_the_study_prefill_defaults_are_the_library_constants():
-    """The schema's defaults of ``prefix_study.prefill`` are written in YAML beside the
-    library's constants (``bfio.prefill``, ``bfio.prefix``): the two must agree."""
-    import yaml
-
-    from bfio.prefill import DEFAULT_CHUNK_TOKENS, DEFAULT_TOKEN_S
-    from bfio.prefix import KV_TOKENS_PER_RANK
-
-    schema = yaml.safe_load(open("workflow/schemas/config.schema.yaml"))
-    props = schema["properties"]["prefix_study"]["properties"]["prefill"]["properties"]
-    assert props["chunk_tokens"]["default"] == DEFAULT_CHUNK_TOKENS
-    assert props["token_s"]["default"] == DEFAULT_TOKEN_S
-    assert props["kv_tokens_per_rank"]["default"] == KV_TOKENS_PER_RANK

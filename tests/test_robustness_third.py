@@ -260,7 +260,9 @@ def test_schema_prefill_maxima_are_the_library_bound():
 
     from bfio.limits import MAX_RANK_TOKENS
 
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    from bfio.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
+
+    schema = _registry_enums(yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text()))
     prefill = schema["properties"]["prefix_study"]["properties"]["prefill"]["properties"]
     assert prefill["chunk_tokens"]["maximum"] == prefill["kv_tokens_per_rank"]["maximum"] == MAX_RANK_TOKENS
     from bfio.limits import MAX_TOKEN_S
@@ -361,7 +363,9 @@ def test_prefix_study_setting_defaults_are_the_schema_defaults():
 
     from bfio.studies.prefix_study import SETTING_DEFAULTS
 
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    from bfio.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
+
+    schema = _registry_enums(yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text()))
     props = schema["properties"]["prefix_study"]["properties"]["settings"]["items"]["properties"]
     assert SETTING_DEFAULTS == {k: v["default"] for k, v in props.items() if "default" in v and k != "description"}
 

@@ -27,6 +27,7 @@ from bfio.predictors import PREDICTORS
 from bfio.run import resolve_row
 from bfio.admission import ADMISSION_PATTERN
 from bfio.step_model import schema as step_model_schema
+from bfio.run_parameters import fill_schema
 from bfio.studies.starvation_summary import COST_METRICS
 
 
@@ -180,8 +181,10 @@ def _registry_enums(schema: dict) -> dict:
     whose policy names come from the policy registry (the experiments' baseline
     enum, :func:`bfio.policies.baselines`, and the row pattern,
     :func:`bfio.policies.row_pattern`), and whose starvation study's admission
-    rules and cost metrics come from theirs, so the schema never lists them twice."""
-    schema = copy.deepcopy(schema)
+    rules and cost metrics come from theirs, and whose run parameters (slots, arrivals,
+    the prefill model) are their declarations (:func:`bfio.run_parameters.fill_schema`),
+    so the schema never lists them twice."""
+    schema = fill_schema(schema)
     defs = schema.get("definitions", {})
     if "row" in defs:
         defs["row"]["pattern"] = row_pattern()

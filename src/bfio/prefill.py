@@ -43,16 +43,12 @@ from bfio.kernels import load_stats, retire, write_row
 from bfio.prefix import PrefixCache
 from bfio.step_time import N_COEF, balanced_dt, lockstep_prefill_dt
 from bfio.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
+from bfio.run_parameters import PREEMPTION_RULES, PREFILL_OPTION
 
-#: prefill tokens a rank computes per step at most: vLLM's API-server default
-#: ``max_num_batched_tokens`` on A100 (``EngineArgs.get_batch_defaults``; docs/prefix_cache.md)
-DEFAULT_CHUNK_TOKENS = 2048
-#: seconds per computed prefill token on one rank: 2 N FLOPs a token, N = 7e9 (a 7B
-#: model; the traces' Llama-2 tokenizer), on an A100 (312 TFLOP/s) at the paper's
-#: saturation utilization 0.45 (Appendix D): 1.0e-4 s (docs/prefix_cache.md)
-DEFAULT_TOKEN_S = 1.0e-4
-#: what a rank does when decode growth would exceed its KV memory (:mod:`bfio.sim.preemption`)
-PREEMPTION_RULES = ("none", "vllm", "sglang")
+#: prefill tokens a rank computes per step at most, and seconds per computed prefill
+#: token on one rank, by default (declared, with their sources, in :data:`bfio.run_parameters.PREFILL`)
+DEFAULT_CHUNK_TOKENS = PREFILL_OPTION["chunk_tokens"].default
+DEFAULT_TOKEN_S = PREFILL_OPTION["token_s"].default
 
 
 @dataclass(frozen=True)
@@ -76,9 +72,9 @@ class PrefillModel:
 
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS
     token_s: float = DEFAULT_TOKEN_S
-    cache_blocks: int | None = None
-    kv_tokens: int | None = None
-    preemption: str = "none"
+    cache_blocks: int | None = PREFILL_OPTION["cache_blocks"].default
+    kv_tokens: int | None = PREFILL_OPTION["kv_tokens"].default
+    preemption: str = PREFILL_OPTION["preemption"].default
     request_chunk_tokens: int | None = None
 
     def __post_init__(self):

@@ -36,6 +36,7 @@ from bfio.workload import ARRIVAL_MODES
 from bfio.policies import baselines as registry_baselines, policy_class
 from bfio.policies.options import resolve
 from bfio.step_model import StepModel
+from bfio.run_parameters import ARRIVAL_OPTION
 
 RUN_RE = re.compile(r"^(?P<trace>[a-z][a-z0-9_]*)/n(?P<requests>\d+)-g(?P<workers>\d+)-b(?P<slots>\d+)/"
                     r"(?P<row>[a-z][a-z0-9_]*)/seed(?P<seed>\d+)$")
@@ -111,9 +112,9 @@ def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | No
 class ArrivalSpec:
     """How requests arrive: ``mode`` plus ``rate`` (poisson, req/s) or ``time_scale`` (trace)."""
 
-    mode: str = "backlog"
-    rate: float | None = None
-    time_scale: float = 1.0
+    mode: str = ARRIVAL_OPTION["mode"].default  # declared in bfio.run_parameters.ARRIVAL
+    rate: float | None = ARRIVAL_OPTION["rate"].default
+    time_scale: float = ARRIVAL_OPTION["time_scale"].default
 
     def __post_init__(self):
         if self.mode not in ARRIVAL_MODES:

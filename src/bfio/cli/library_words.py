@@ -13,21 +13,16 @@ from __future__ import annotations
 import re
 
 from bfio.policies.base import REQUIREMENTS
+from bfio.run_parameters import library_keys
+from bfio.step_model import OPTIONS as STEP_MODEL_OPTIONS
 
-#: A library key at the head of a message (``"<key>: ..."``) -> the flag that sets it.
+#: A library key at the head of a message (``"<key>: ..."``) -> the flag that sets it: the
+#: declared run parameters' (:func:`bfio.run_parameters.library_keys`) and step-model
+#: options' (:data:`bfio.step_model.OPTIONS`, ``step_model.gpu``), then the others'.
 FLAGS = {
-    "prefill.chunk_tokens": "--prefill-chunk-tokens",
-    "prefill.token_s": "--prefill-token-s",
-    "prefill.cache_blocks": "--prefix-cache-blocks",
-    "prefill.kv_tokens": "--kv-tokens",
-    "step_model.gpu": "--gpu",
-    "step_model.model": "--model",
-    "step_model.beta": "--beta",
-    "step_model.barrier": "--barrier",
-    "step_model": "--step-model",
-    "prefill.preemption": "--preemption",
+    **{key: o.flag for key, o in library_keys().items()},
+    **{o.name if o.name == "step_model" else f"step_model.{o.name}": o.flag for o in STEP_MODEL_OPTIONS},
     "workers": "--workers",
-    "slots": "--slots",
     "dispatch": "--dispatch",
     "queue_moves": "--queue-moves",
     "rank_pause": "--rank-pause",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import replace
 
 from bfio.cli.arguments import (policy_name, positive_float, positive_int, rank_tokens, request_count, seed_int,
                                 token_seconds)
@@ -14,10 +15,11 @@ from bfio.cli.traces import known_trace_dir
 from bfio.cli.library_words import cli_words
 from bfio.errors import ConfigError
 from bfio.policies.base import DISPATCH_MODES
-from bfio.prefill import DEFAULT_CHUNK_TOKENS, DEFAULT_TOKEN_S, PREEMPTION_RULES
-from bfio.limits import MAX_SLOTS
+from bfio.limits import MAX_RANK_TOKENS, MAX_SLOTS, MAX_TOKEN_S
 from bfio.policies import policy_class, policy_options as declared_options, registered, supporting
+from bfio.policies.options import identity_of
 from bfio.results_diff import without_timings
+from bfio.run_parameters import ARRIVAL, ARRIVAL_OPTION, PREFILL, SLOTS
 from bfio.sim.moves import QUEUE_MOVES
 from bfio.sim.migration import MIGRATIONS, ROLL_DEFAULTS
 from bfio.sim.pause import DYNTRA_DEFAULTS, RANK_PAUSES
@@ -25,7 +27,6 @@ from bfio.solvers import warn_fallbacks
 from bfio.step_model import OPTIONS
 from bfio.traces import load_trace
 from bfio.traces.registry import ARRIVAL_UNITS, KNOWN_TRACES, resolve_trace
-from bfio.workload import ARRIVAL_MODES
 
 
 def add_parser(subparsers) -> None:
@@ -42,7 +43,7 @@ def add_parser(subparsers) -> None:
                         "contiguous window of N of the trace's own rows at a --seed offset (trace)")
     s.add_argument("--seed", type=seed_int, default=42, help="seed (>= 0) of the workload draw and of random policies (default 42)")
     s.add_argument("--workers", type=positive_int, required=True, help="number of workers G")
-    s.add_argument("--slots", type=positive_int, default=72, help="slots (max batch size) per worker B (default 72)")
+    add_parameter_flag(s, SLOTS, default=SLOTS.default)
     s.add_argument("--policy", default="fcfs", type=policy_name,
                    help="routing policy: " + ", ".join(registered()))
     s.add_argument("--json", metavar="DEST", help="write the result as one JSON object to DEST ('-' for stdout)")
@@ -68,16 +69,8 @@ def add_parser(subparsers) -> None:
                    help="where downloaded traces are kept and looked for (default resources/traces, as the "
                         "pipeline's download_dir)")
     s.add_argument("--no-verify", action="store_true", help="skip the sha256 check of known traces")
-    s.add_argument("--arrival-mode", choices=ARRIVAL_MODES, default=None,
-                   help="backlog: the paper's pool of 4G requests, no arrival times (default); "
-                        "poisson: requests drawn as in backlog, Poisson arrivals at --arrival-rate; "
-                        "trace: the trace's own rows replayed at their timestamps (needs an arrival column), "
-                        "times multiplied by --time-scale")
-    s.add_argument("--arrival-rate", type=positive_float, metavar="REQ_PER_S",
-                   help="with --arrival-mode poisson: arrival rate in requests/s (required)")
-    s.add_argument("--time-scale", type=positive_float, metavar="X",
-                   help="with --arrival-mode trace: multiply the replayed arrival times by X (> 0; < 1 compresses "
-                        "time = more load; default 1)")
+    for o in ARRIVAL:  # bfio.run_parameters.ARRIVAL
+        add_parameter_flag(s, o)
     s.add_argument("--dispatch", choices=DISPATCH_MODES, default=None,
                    help="central: one shared pool, the policy admits from it at every step (the paper's); "
                         "instant: each request is bound to one worker's FIFO queue on arrival (vLLM/SGLang "
@@ -100,19 +93,8 @@ def add_parser(subparsers) -> None:
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
     pf = s.add_argument_group("prefill and prefix caches (issue 32, docs/prefix_cache.md; off unless one is given)")
-    pf.add_argument("--prefill-chunk-tokens", type=rank_tokens, metavar="N",
-                    help=f"chunked prefill: prompt tokens a rank computes per step (default {DEFAULT_CHUNK_TOKENS})")
-    pf.add_argument("--prefill-token-s", type=token_seconds, metavar="S",
-                    help=f"seconds per computed prompt token on the slowest rank (default {DEFAULT_TOKEN_S:g})")
-    pf.add_argument("--prefix-cache-blocks", type=rank_tokens, metavar="N",
-                    help="per-rank prefix cache of N blocks (needs a trace with block hashes, e.g. mooncake)")
-    pf.add_argument("--kv-tokens", type=rank_tokens, metavar="N",
-                    help="per-rank KV memory of N tokens: a rank admits a prompt only while it fits "
-                         "(default unbounded)")
-    pf.add_argument("--preemption", choices=PREEMPTION_RULES, default=None,
-                    help="with --kv-tokens, when a rank's decode growth would exceed it: none (default; not "
-                         "bounded), vllm (the newest running request is preempted and recomputed) or sglang "
-                         "(SGLang's retract order) (issue 44, docs/prefix_cache.md)")
+    for o in PREFILL:  # bfio.run_parameters.PREFILL
+        add_parameter_flag(pf, o)
     add_step_model_options(s)
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
     s.add_argument("--per-request", metavar="FILE", help="also write per-request start/finish/wait (.csv, .parquet or .pq)")
@@ -144,6 +126,39 @@ def _option_value(option):
             raise argparse.ArgumentTypeError(str(e).split(": ", 1)[1]) from None
 
     return parse
+
+
+def dest(option) -> str:
+    """The ``args`` attribute of a declared run parameter's flag (``--kv-tokens``: ``kv_tokens``)."""
+    return option.flag[2:].replace("-", "_")
+
+
+def parameter_value(option):
+    """argparse type of a declared run parameter (:mod:`bfio.run_parameters`): the command
+    line's readers of its kind, with their messages (:mod:`bfio.cli.arguments`: an integer
+    >= 1, ``rank_tokens`` when declared at most ``MAX_RANK_TOKENS``; a number > 0,
+    ``token_seconds`` when declared at most ``MAX_TOKEN_S``, which also refuses 0 s a token
+    on the command line); choices: argparse's own check; else the declaration's check."""
+    if option.allowed() is not None and option.type is str:
+        return None
+    if option.type is int and option.minimum == 1 and option.maximum in (None, MAX_RANK_TOKENS):
+        return positive_int if option.maximum is None else rank_tokens
+    if option.type is float and option.maximum == MAX_TOKEN_S:
+        return token_seconds
+    if option.type is float and option.exclusive_minimum == 0 and option.maximum is None:
+        return positive_float
+    return _option_value(option)
+
+
+def add_parameter_flag(group, option, default=None) -> None:
+    """The flag of a declared run parameter: its name, reader, metavar, choices and help
+    from its declaration; ``default``: the flag's (``None``: not given, the library's applies)."""
+    allowed, reader = option.allowed(), parameter_value(option)
+    shown = replace(option, minimum=None, exclusive_minimum=0.0) if reader in (positive_float, token_seconds) \
+        else option  # the help says what the reader takes
+    group.add_argument(option.flag, type=reader, metavar=option.metavar, default=default,
+                       choices=list(allowed) if allowed is not None else None,
+                       help=shown.help_text().replace("%", "%%"))
 
 
 def add_step_model_options(s) -> None:
@@ -255,13 +270,13 @@ def arrival_mode(args) -> str:
                               f"contradicts --arrival-mode {mode}; give --arrival-mode only")
         print(f"bfio: warning: --admission-mode is deprecated; use --arrival-mode {legacy}", file=sys.stderr)
         mode = legacy
-    mode = mode or "backlog"
-    if args.arrival_rate is not None and mode != "poisson":
-        raise ConfigError(f"--arrival-rate: only valid with --arrival-mode poisson (got {mode})")
+    mode = mode or ARRIVAL_OPTION["mode"].default
+    for o in ARRIVAL:  # a flag that applies with another mode would be ignored
+        if o.applies_with is not None and getattr(args, dest(o)) is not None and not o.applies({"mode": mode}):
+            other = ARRIVAL_OPTION[o.applies_with[0]].flag
+            raise ConfigError(f"{o.flag}: only valid with {other} {' | '.join(o.applies_with[1])} (got {mode})")
     if mode == "poisson" and args.arrival_rate is None:
         raise ConfigError("--arrival-mode poisson: needs --arrival-rate REQ_PER_S")
-    if args.time_scale is not None and mode != "trace":
-        raise ConfigError(f"--time-scale: only valid with --arrival-mode trace (got {mode})")
     return mode
 
 
@@ -291,18 +306,16 @@ def cmd_simulate(args) -> int:
         if args.requests > len(trace):
             raise ConfigError(f"--requests: --arrival-mode trace replays the trace's own rows without resampling; "
                               f"trace {trace.name} has {len(trace)} rows, got --requests {args.requests}")
-    arrival = ArrivalSpec(mode, rate=args.arrival_rate if mode == "poisson" else None,
-                          time_scale=(args.time_scale or 1.0) if mode == "trace" else 1.0)
-    prefill = {k: v for k, v in (("chunk_tokens", args.prefill_chunk_tokens), ("token_s", args.prefill_token_s),
-                                 ("cache_blocks", args.prefix_cache_blocks), ("kv_tokens", args.kv_tokens),
-                                 ("preemption", None if args.preemption == "none" else args.preemption))
-               if v is not None}
+    arrival = ArrivalSpec(mode, **{o.name: o.default if getattr(args, dest(o)) is None else getattr(args, dest(o))
+                                   for o in ARRIVAL if o.name != "mode"})  # arrival_mode refused what would not apply
+    # the prefill model's flags given (a rule at its default, preemption none, is as not given)
+    prefill = {o.name: getattr(args, dest(o)) for o in PREFILL if getattr(args, dest(o)) is not None
+               and not (o.identity == "non-default" and getattr(args, dest(o)) == o.default)}
     if "preemption" in prefill and args.kv_tokens is None:
         raise ConfigError(f"--preemption: '{args.preemption}' preempts when a rank's KV memory runs out; "
                           "set --kv-tokens N (a rank's KV memory in tokens)")
-    if prefill:
-        prefill = {"chunk_tokens": DEFAULT_CHUNK_TOKENS, "token_s": DEFAULT_TOKEN_S, "cache_blocks": None,
-                   "kv_tokens": None, **prefill}
+    if prefill:  # the rest at their defaults, as the run's identity records them (bfio.run_parameters)
+        prefill = identity_of(PREFILL, {**{o.name: o.default for o in PREFILL}, **prefill})
     try:
         spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,
                        args.dispatch, args.policy, tuple(sorted(options.items())), tuple(sorted(prefill.items())),

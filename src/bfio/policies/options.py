@@ -1,4 +1,6 @@
-"""Policy options, each declared once (issue 28).
+"""Policy options, each declared once (issue 28); the same :class:`Option` declares
+the step model's options (:data:`bfio.step_model.OPTIONS`) and a run's cluster,
+arrival and prefill parameters (:mod:`bfio.run_parameters`, issue 43).
 
 A policy class lists its options in ``options``, a tuple of :class:`Option`
 (name, type, default, help, allowed values or range, when the option applies
@@ -47,7 +49,8 @@ class Option:
     registry); ``minimum``/``exclusive_minimum``/``maximum``: the range of a
     number; ``pattern``: a regular expression a string must match (with
     ``pattern_help`` saying it in words); ``default=None`` with ``derived``: the
-    value comes from another option (explained in ``derived``).
+    value comes from another option, or none is a value of its own (``derived``
+    says which: ``the fitted value of --gpu and --model``, ``unbounded``).
     ``applies_with=(other, values)``: the option has an effect only when option
     ``other`` takes one of ``values`` (given otherwise, the command line refuses it:
     it would be ignored). ``identity``: see :data:`IDENTITY`."""
@@ -70,6 +73,9 @@ class Option:
     #: is not the default (an option whose default changed keeps earlier runs' identities;
     #: ``None``: the default)
     identity_omits: Any = None
+    #: the command-line flag when it is not ``--<name>`` (a run parameter whose library
+    #: name is short within its section: ``prefill.chunk_tokens`` is ``--prefill-chunk-tokens``)
+    cli_flag: str = ""
 
     def __post_init__(self):
         if self.type not in _TYPE_NAMES:
@@ -80,8 +86,8 @@ class Option:
     # -- derived views ------------------------------------------------------------------
     @property
     def flag(self) -> str:
-        """The command-line flag, ``--time-limit-s`` for ``time_limit_s``."""
-        return "--" + self.name.replace("_", "-")
+        """The command-line flag, ``--time-limit-s`` for ``time_limit_s`` (or :attr:`cli_flag`)."""
+        return self.cli_flag or "--" + self.name.replace("_", "-")
 
     def allowed(self) -> tuple | None:
         """The allowed values (``None``: any value of the type within the range)."""
@@ -96,9 +102,10 @@ class Option:
             return " | ".join(map(str, allowed))
         if self.pattern_help:
             return self.pattern_help
-        lo = (f">= {self.minimum:g}" if self.minimum is not None else
-              f"> {self.exclusive_minimum:g}" if self.exclusive_minimum is not None else "")
-        hi = f"<= {self.maximum:g}" if self.maximum is not None else ""
+        number = "{:d}" if self.type is int else "{:g}"  # an integer bound in full (2^52 + 2^45, not 4.5e+15)
+        lo = (">= " + number.format(self.minimum) if self.minimum is not None else
+              "> " + number.format(self.exclusive_minimum) if self.exclusive_minimum is not None else "")
+        hi = "<= " + number.format(self.maximum) if self.maximum is not None else ""
         rng = " and ".join(x for x in (lo, hi) if x)
         return f"{'an' if self.type is int else 'a'} {_TYPE_NAMES[self.type]}" + (f" {rng}" if rng else "")
 
@@ -143,11 +150,14 @@ class Option:
             raise ConfigError(f"{self.name}: expected {self.describe_values()}, got {value!r}")
         return value
 
-    def schema(self) -> dict:
+    def schema(self, default: bool = False) -> dict:
         """The option as a JSON-schema property (type, allowed values or range,
-        description; no default: the policy's own is the only one)."""
+        description; no default: the policy's own is the only one; ``default=True``:
+        the declared default, which the config's validation fills in)."""
         out: dict = {"type": [_TYPE_NAMES[self.type], "null"] if self.derived else _TYPE_NAMES[self.type],
                      "description": self.help_text()}
+        if default:
+            out["default"] = self.default
         allowed = self.allowed()
         if allowed is not None:
             out["enum"] = list(allowed) + ([None] if self.derived else [])
@@ -177,8 +187,14 @@ def resolve(cls, given: dict) -> dict:
 def identity(cls, values: dict) -> dict:
     """The options that identify a run of ``cls`` with resolved ``values``
     (``describe()``; :data:`IDENTITY`)."""
+    return identity_of(declared(cls), values)
+
+
+def identity_of(options: Sequence[Option], values: dict) -> dict:
+    """The ``options`` (any declarations: a policy's, a run parameter section's) that
+    identify a run with resolved ``values`` (:data:`IDENTITY`)."""
     out = {}
-    for o in declared(cls):
+    for o in options:
         if o.identity == "never":
             continue
         if o.identity != "always" and not o.applies(values):
@@ -213,4 +229,5 @@ def declared_options(classes) -> dict[str, tuple[Option, list[str]]]:
     return out
 
 
-__all__ = ["Option", "IDENTITY", "declared", "resolve", "identity", "schema_properties", "declared_options"]
+__all__ = ["Option", "IDENTITY", "declared", "resolve", "identity", "identity_of", "schema_properties",
+           "declared_options"]

@@ -43,6 +43,7 @@ from bfio.policies import available, policy_class
 from bfio.sessions import check_block_hashes, session_hash_bound, session_requests
 from bfio.studies.prefix_summary import prefix_table
 from bfio.traces.registry import KNOWN_TRACES
+from bfio.run_parameters import ARRIVAL_OPTION
 
 #: the workloads a setting may name
 WORKLOADS = ("trace", "grpo", "sessions")
@@ -72,7 +73,7 @@ def prefix_runs(setting: dict, section: dict, seeds, slots: int, defaults=None) 
     kind = setting.get("workload", "trace")
     bt = KNOWN_TRACES[setting["trace"]].block_tokens if kind == "trace" else GENERATED_BLOCK_TOKENS
     if kind == "trace":
-        arrival = {"mode": "trace", "time_scale": float(setting.get("time_scale", 1.0))}
+        arrival = {"mode": "trace", "time_scale": float(setting.get("time_scale", SETTING_DEFAULTS["time_scale"]))}
         requests = setting.get("requests")
     else:  # generated: the arrivals are the generator's; the count is the setting's
         arrival = {"mode": "trace", "time_scale": 1.0}
@@ -170,7 +171,7 @@ WORKLOAD_READS = {w: WORKLOAD_KEYS[w] + optional for w, optional in {
 }.items()}
 #: the schema's defaults of a setting's keys (filled into every setting when the
 #: config loads, so a default value of a key the workload does not read is no mistake)
-SETTING_DEFAULTS = {"time_scale": 1.0, "think_time_s": 30.0, "closed_loop": False, "stream_gap_s": 0.0,
+SETTING_DEFAULTS = {"time_scale": ARRIVAL_OPTION["time_scale"].default, "think_time_s": 30.0, "closed_loop": False, "stream_gap_s": 0.0,
                     "session_rate_per_s": None}
 _COMMON_KEYS = ("name", "description", "workload", "trace", "workers", "slots")
 

@@ -1,0 +1,166 @@
+"""``config/README.md``'s rows of the configuration keys whose type, default and
+meaning are declared in code (issue 43): the run parameters the schema takes from
+:mod:`bfio.run_parameters` (``slots`` everywhere, a prefix setting's
+``time_scale``, ``prefix_study.prefill.*``). Each such row is derived from the
+declaration, so the README cannot drift from it; the other rows are written by
+hand and checked against the schema by ``tests/test_config_readme.py``.
+
+``python -m bfio.config_readme`` rewrites those rows of ``config/README.md`` in
+place (``--check``: exit 1 when one is out of date, nothing written)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+from bfio.config import _registry_enums
+from bfio.run_parameters import SECTIONS, parameter
+
+#: A schema key without a default.
+NO_DEFAULT = object()
+README = Path(__file__).resolve().parents[2] / "config" / "README.md"
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def render(value) -> str:
+    """A default as config/README.md writes it (in backticks): YAML flow style, one line."""
+    text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=float("inf")).strip()
+    return text.removesuffix("\n...").strip()
+
+
+def _resolve(node: dict, root: dict) -> dict:
+    """``node`` with its ``$ref`` (``#/definitions/...``, ``#/$defs/...``) inlined; its own keys win."""
+    while "$ref" in node:
+        target = root
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def schema_nodes(schema: dict, root: dict | None = None, prefix: str = ""):
+    """``(dotted key, node)`` of every key of ``schema``: its properties, map entries
+    (``<name>``; ``<label>`` for ``variants``) and the keys of list items (``[]``),
+    recursively, through ``$ref`` and ``allOf``; each node with its ``$ref`` inlined."""
+    root = schema if root is None else root
+    node = _resolve(schema, root)
+    for part in node.get("allOf", []):
+        yield from schema_nodes(part, root, prefix)
+    for name, sub in node.get("properties", {}).items():
+        key = f"{prefix}.{name}" if prefix else name
+        yield key, _resolve(sub, root)
+        yield from schema_nodes(sub, root, key)
+    entry = node.get("additionalProperties")
+    if isinstance(entry, dict):
+        key = f"{prefix}.<label>" if prefix.endswith("variants") else f"{prefix}.<name>"
+        yield key, _resolve(entry, root)
+        yield from schema_nodes(entry, root, key)
+    if isinstance(node.get("items"), dict):
+        yield from schema_nodes(node["items"], root, f"{prefix}[]")
+
+
+def schema_keys(schema: dict, root: dict | None = None, prefix: str = ""):
+    """``(dotted key, default or NO_DEFAULT)`` of every key of ``schema`` (:func:`schema_nodes`)."""
+    for key, node in schema_nodes(schema, root, prefix):
+        yield key, node.get("default", NO_DEFAULT)
+
+
+def value_words(option) -> str:
+    """The README's type cell of a declared parameter: ``integer >= 1``, ``number in 0..1``,
+    ``` `none`, `vllm` or `sglang` ```; ``or null`` when none is a value of its own."""
+    allowed = option.allowed()
+    if allowed is not None:
+        names = [f"`{v}`" for v in allowed]
+        words = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    else:
+        number = "{:,d}" if option.type is int else "{:g}"
+        words = "integer" if option.type is int else "number"
+        lo, hi = option.minimum, option.maximum
+        if lo is not None and hi is not None:
+            words += f" in {number.format(lo)}..{number.format(hi)}"
+        elif lo is not None:
+            words += f" >= {number.format(lo)}"
+        elif option.exclusive_minimum is not None:
+            words += f" > {number.format(option.exclusive_minimum)}"
+        if hi is not None and lo is None:
+            words += f" <= {number.format(hi)}"
+    return words + (" or null" if option.derived else "")
+
+
+def _row(key: str, option, node: dict, top: dict) -> str:
+    """One README row of ``key``, a declared ``option`` at schema ``node``; ``top``: the
+    top-level schema properties (a nested key without a default falls back to the top-level
+    key of the same parameter)."""
+    name = key.rsplit(".", 1)[-1].removesuffix("[]")
+    if "default" in node:
+        default = f"`{render(node['default'])}`"
+    elif key != name and top.get(name, {}).get("x-parameter") == node.get("x-parameter"):
+        default = f"none (top-level `{name}`)"
+    else:
+        default = "none"
+    own = node.get("description")
+    text = own if own and own != option.help_text() else option.help  # the marker's own words win
+    text = text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
+    return f"| `{key}` | {value_words(option)} | {default} | {text} |"
+
+
+def declared_rows(schema: dict) -> dict[str, str]:
+    """README key -> its row, for every key of the validated ``schema`` (the schema as
+    :func:`bfio.config._registry_enums` fills it in) that a run parameter declares."""
+    rows, top = {}, schema.get("properties", {})
+    for key, node in schema_nodes(schema):
+        if "x-parameter" in node:
+            rows[key] = _row(key, parameter(node["x-parameter"]), node, top)
+        if "x-parameters" in node:
+            for option in SECTIONS[node["x-parameters"]]:
+                rows[f"{key}.{option.name}"] = _row(f"{key}.{option.name}", option, node["properties"][option.name],
+                                                    top)
+    return rows
+
+
+_ROW_KEY = re.compile(r"^\| `([^`]+)` \|")
+
+
+def regenerate(text: str, rows: dict[str, str]) -> tuple[str, list[str]]:
+    """``text`` with each row of a key in ``rows`` replaced by its derived row, and the
+    keys of ``rows`` the text has no row of (in schema order)."""
+    seen, lines = set(), []
+    for line in text.splitlines(keepends=True):
+        m = _ROW_KEY.match(line)
+        if m and m.group(1) in rows:
+            seen.add(m.group(1))
+            line = rows[m.group(1)] + ("\n" if line.endswith("\n") else "")
+        lines.append(line)
+    return "".join(lines), [key for key in rows if key not in seen]
+
+
+def validated_schema(path: Path = SCHEMA) -> dict:
+    """The config schema as :func:`bfio.config.validate_config` checks a config against it."""
+    return _registry_enums(yaml.safe_load(Path(path).read_text()))
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    text = README.read_text()
+    new, missing = regenerate(text, declared_rows(validated_schema()))
+    if missing:
+        print(f"config/README.md has no row of: {', '.join(missing)} (add one, any cells, and rerun)", file=sys.stderr)
+        return 1
+    if new == text:
+        return 0
+    if "--check" in argv:
+        print("config/README.md: declared rows out of date; run python -m bfio.config_readme", file=sys.stderr)
+        return 1
+    README.write_text(new)
+    print("config/README.md: declared rows rewritten")
+    return 0
+
+
+__all__ = ["NO_DEFAULT", "render", "schema_nodes", "schema_keys", "value_words", "declared_rows", "regenerate",
+           "validated_schema", "main"]
+
+if __name__ == "__main__":
+    raise SystemExit(main())
