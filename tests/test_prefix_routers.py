@@ -105,7 +105,8 @@ def _term(backlog, slots=None, cached=8, soon=None, requests=(1,), per_rank=4):
     """A :class:`PrefillTerm` over ``len(backlog)`` ranks of 4 slots for prompts of 16 blocks of 256 tokens: rank 0's
     cache holds the first ``cached`` blocks, rank ``g`` has ``backlog[g]`` prefill
     tokens queued; ``soon``: a request prefilling on rank 0 (its blocks are coming)."""
-    from bfio.prefill import CacheView, Prefill
+    from bfio.prefill import Prefill
+    from bfio.sim.cache_view import CacheView
     from bfio.solvers.terms.prefill import PrefillTerm
 
     bt = 256
@@ -254,7 +255,8 @@ def test_central_bfio_places_its_admitted_requests_with_the_cache_term():
     prompts that share nothing stay where the solver put them, and a rank without
     a free slot is never chosen."""
     from bfio.policies import RoutingState, make_policy
-    from bfio.prefill import CacheView, Prefill
+    from bfio.prefill import Prefill
+    from bfio.sim.cache_view import CacheView
 
     bt = 256
     blocks = PrefixBlocks.from_lists([list(range(16)), list(range(100, 116)), list(range(200, 216))], bt)

@@ -59,7 +59,7 @@ class RoutingState:
     enter_step: np.ndarray
     completed: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     idle_s: float = 0.0  # of ``clock``: time with no request active (online arrivals)
-    #: with the prefill step model (:class:`bfio.prefill.CacheView`, no queues): each
+    #: with the prefill step model (:class:`bfio.sim.cache_view.CacheView`, no queues): each
     #: rank's prefill backlog and a probe of its prefix cache; ``None`` without it
     prefill: object | None = None
     #: the run's calibrated step model (:class:`bfio.step_model.StepCoefficients`,
@@ -118,7 +118,7 @@ class DispatchState:
     queue_next: np.ndarray | None = None
     #: per worker, the prompt tokens ``sum s_i`` of its running requests
     running_prompt_tokens: np.ndarray | None = None
-    #: with the prefill step model (:class:`bfio.prefill.CacheView`): each rank's
+    #: with the prefill step model (:class:`bfio.sim.cache_view.CacheView`): each rank's
     #: prefill backlog and a probe of its prefix cache; ``None`` without it
     prefill: object | None = None
     #: ids of the completed requests in completion order (what the oracle-free

@@ -16,7 +16,7 @@ it, "the entire group pins to a single rank".
 Mapping: the probe reads the rank's prefix cache (blocks enter it when a
 prefill completes, :mod:`bfio.prefill`); pending prefill is the rank's queued
 prompt tokens plus its running requests' uncomputed ones
-(:class:`~bfio.prefill.CacheView`); each binding adds the request's uncached
+(:class:`~bfio.sim.cache_view.CacheView`); each binding adds the request's uncached
 tokens and one in-flight request to the chosen rank before the next request.
 Instant dispatch only; needs the prefill step model.
 """

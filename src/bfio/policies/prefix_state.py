@@ -1,5 +1,5 @@
 """What the prefix-cache routers read of a :class:`~bfio.policies.base.DispatchState`
-(issue 32): the prefill step model's view (:class:`bfio.prefill.CacheView`), the
+(issue 32): the prefill step model's view (:class:`bfio.sim.cache_view.CacheView`), the
 prompts' block hashes, each rank's in-flight requests and the smallest remaining
 output of its running requests. Shared by ``cache_first``, ``tpu_least_loaded``,
 ``sglang_prefix_match``, ``sgl_cache_aware`` and BF-IO's cache term; no policy here.
@@ -14,7 +14,7 @@ from bfio.policies.base import REQUIREMENTS
 
 
 def prefill_view(state, policy: str):
-    """The state's :class:`~bfio.prefill.CacheView`; a :class:`ConfigError` naming
+    """The state's :class:`~bfio.sim.cache_view.CacheView`; a :class:`ConfigError` naming
     ``policy`` when the run has no prefill model (``simulate(prefill=...)``)."""
     if state.prefill is None:
         raise ConfigError(f"policy '{policy}' needs {REQUIREMENTS['prefill']}")

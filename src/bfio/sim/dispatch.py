@@ -37,7 +37,8 @@ from bfio.errors import PolicyError
 from bfio.jit import run_clock
 from bfio.kernels import admit_assigned, admit_queues, enqueue, seat
 from bfio.policies import Policy
-from bfio.prefill import CacheView, Prefill
+from bfio.prefill import Prefill
+from bfio.sim.cache_view import CacheView
 from bfio.routing_checks import check_assignment, check_dispatch
 from bfio.sim.entry import Entry
 from bfio.sim.migration import make_migration

@@ -80,7 +80,7 @@ class ClusterState:
     def routing_state(self, pool: np.ndarray, free: np.ndarray, prefill=None) -> RoutingState:
         """What a central-pool policy reads in one routing call (Section 4, Alg. 1's
         inputs): the waiting ``pool``, each worker's ``free`` slots and, with the
-        prefill step model, its :class:`bfio.prefill.CacheView`."""
+        prefill step model, its :class:`bfio.sim.cache_view.CacheView`."""
         return RoutingState(step=self.step, clock=self.clock, workers=self.workers, slots=self.slots, pool=pool,
                             free=free, loads=self.loads, active=self.active, workload=self.workload,
                             slot_request=self.slot_request, generated=self.generated, enter_step=self.enter_step,
@@ -92,7 +92,7 @@ class ClusterState:
         """What an instant-dispatch policy reads when it binds arriving requests:
         each worker's queue (``waiting`` requests of ``waiting_tokens`` prompt
         tokens, the list ``queue_head`` -> ``queue_next``), its running requests
-        and loads and, with the prefill step model, its :class:`bfio.prefill.CacheView`."""
+        and loads and, with the prefill step model, its :class:`bfio.sim.cache_view.CacheView`."""
         slot_request = self.slot_request
         return DispatchState(step=self.step, clock=self.clock, workers=self.workers, slots=self.slots,
                              waiting=waiting, waiting_tokens=waiting_tokens, running=self.active, loads=self.loads,

@@ -19,7 +19,7 @@ from bfio.solvers.terms.base import Term
 
 def for_call(state, requests: np.ndarray, window=None) -> PrefillTerm | None:
     """The term at a routing call with the prefill step model (``state.prefill``, a
-    :class:`bfio.prefill.CacheView`), for ``requests`` in binding order; ``None``
+    :class:`bfio.sim.cache_view.CacheView`), for ``requests`` in binding order; ``None``
     without the model (``window`` is not read)."""
     if state.prefill is None:
         return None
@@ -59,7 +59,7 @@ class PrefillTerm(Term):
     name = "prefill"
 
     def __init__(self, view, requests: np.ndarray, sizes: np.ndarray, slots: int):
-        self.view = view  # bfio.prefill.CacheView
+        self.view = view  # bfio.sim.cache_view.CacheView
         self.requests = requests
         self.sizes = sizes
         self.slots = int(slots)
