@@ -23,6 +23,12 @@ at or above the run's p99 end-to-end latency): their mean decode length, queue
 wait and step time over their decode (``tail_*``), and the decode p99 of the
 whole workload.
 
+``--rows balanced`` runs the balanced reference (:mod:`bfio.sim.pooled`: one pooled
+rank of the cluster's slots, FCFS, its step at the mean rank with no request
+split: the router-independent floor of the step, an upper bound of what any
+router can gain under that module's stated assumption); the table gives the best
+router's headroom to it, ``1 - balanced / router`` paired by seed.
+
 ``table`` prints, per setting and load, every BF-IO row against the best
 production router (the lower mean over the seeds of ``least_tokens`` and
 ``sglang_total_tokens``, the best routers of the study at every load) and
@@ -64,6 +70,10 @@ CANDIDATES = {
     "bfio_h40_instant_ps_d09": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival", "discount": 0.9},
     "bfio_h40_instant_ps_d1": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival", "discount": 1.0},
 }
+#: rows that are a run's reference, not a router (:data:`bfio.sim.pooled.REFERENCES`):
+#: ``balanced`` is the router-independent floor of the step (the imbalance removed,
+#: no request split), beside the routers in the table as ``vs balanced``
+REFERENCES = ("balanced", "divisible")
 KEEP = ("e2e_s_p99", "e2e_s_p50", "e2e_s_p99_steady", "queue_wait_s_p99", "throughput_run", "avg_imbalance_run",
         "imbalance_total", "imbalance_floor_total", "makespan_s", "queue_move_count")
 
@@ -133,11 +143,15 @@ def run(args) -> None:
                     key = (setting["name"], round(load, 6), row, seed)
                     if key in done:
                         continue
-                    opts = dict(variants.get(row, {}))
-                    moves = opts.pop("queue_moves", "none")
-                    spec = RunSpec.make(setting["trace"], n, setting["workers"], slots, row, seed, arrival=arrival,
-                                        dispatch="instant", variants={row: opts} if opts else None)
-                    spec = replace(spec, queue_moves=moves)
+                    if row in REFERENCES:  # the run's reference: one pooled rank admitting FCFS (bfio.sim.pooled)
+                        spec = replace(RunSpec.make(setting["trace"], n, setting["workers"], slots, "fcfs", seed,
+                                                    arrival=arrival, dispatch="central"), row=row, reference=row)
+                    else:
+                        opts = dict(variants.get(row, {}))
+                        moves = opts.pop("queue_moves", "none")
+                        spec = RunSpec.make(setting["trace"], n, setting["workers"], slots, row, seed,
+                                            arrival=arrival, dispatch="instant", variants={row: opts} if opts else None)
+                        spec = replace(spec, queue_moves=moves)
                     if work is None:
                         work = build_workload(spec, frame)
                     t0 = time.perf_counter()
@@ -186,6 +200,9 @@ def table(args) -> pd.DataFrame:
         p = p.dropna()
         best = min(routers, key=lambda r: p[r].mean())
         per_seed_best = p[routers].min(axis=1)
+        # the best router's headroom to the balanced reference (paired), when it was run
+        floor = (paired(100 * (1 - p["balanced"] / p[best]).to_numpy())[:3] if "balanced" in p
+                 else (float("nan"),) * 3)
         for row in [c for c in p.columns if c.startswith("bfio")]:
             d = 100 * (p[row] / p[best] - 1)
             m, lo, hi, sd = paired(d.to_numpy())
@@ -193,7 +210,8 @@ def table(args) -> pd.DataFrame:
             lines.append({"setting": setting, "load": load, "row": row, "seeds": len(p), "best": best,
                           "best_mean": p[best].mean(), "row_mean": p[row].mean(),
                           "diff_%": m, "ci_lo": lo, "ci_hi": hi, "sd_%": sd, "seeds_for_1%": seeds_for(sd),
-                          "vs_seed_best_%": ms, "seed_best_lo": los, "seed_best_hi": his})
+                          "vs_seed_best_%": ms, "seed_best_lo": los, "seed_best_hi": his,
+                          "headroom_%": floor[0], "headroom_lo": floor[1], "headroom_hi": floor[2]})
     out = pd.DataFrame(lines)
     with pd.option_context("display.width", 250, "display.max_rows", 500):
         print(out.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
