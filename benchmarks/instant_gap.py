@@ -193,17 +193,18 @@ def table(args) -> pd.DataFrame:
     metric = args.metric
     lines = []
     for (setting, load), g in runs.groupby(["setting", "load"], sort=False):
-        p = g.pivot_table(index="seed", columns="row", values=metric)
-        routers = [r for r in ROUTERS if r in p]
+        table_ = g.pivot_table(index="seed", columns="row", values=metric)
+        routers = [r for r in ROUTERS if r in table_]
         if not routers:
             continue
-        p = p.dropna()
-        best = min(routers, key=lambda r: p[r].mean())
-        per_seed_best = p[routers].min(axis=1)
-        # the best router's headroom to the balanced reference (paired), when it was run
-        floor = (paired(100 * (1 - p["balanced"] / p[best]).to_numpy())[:3] if "balanced" in p
-                 else (float("nan"),) * 3)
-        for row in [c for c in p.columns if c.startswith("bfio")]:
+        table_ = table_.dropna(subset=routers)  # the seeds every router ran
+        best = min(routers, key=lambda r: table_[r].mean())
+        for row in [c for c in table_.columns if c.startswith("bfio")]:
+            p = table_.dropna(subset=[row])  # each row paired on the seeds it ran
+            per_seed_best = p[routers].min(axis=1)
+            # the best router's headroom to the balanced reference (paired), when it was run
+            floor = (paired(100 * (1 - p["balanced"] / p[best]).dropna().to_numpy())[:3] if "balanced" in p
+                     else (float("nan"),) * 3)
             d = 100 * (p[row] / p[best] - 1)
             m, lo, hi, sd = paired(d.to_numpy())
             ms, los, his, _ = paired(100 * (p[row] / per_seed_best - 1).to_numpy())
