@@ -1,0 +1,261 @@
+"""Issue 44's criterion "instant BF-IO never below the best router by more than
+1% in p99 end-to-end latency at any load", measured paired by seed (not a test).
+
+    python benchmarks/instant_gap.py run OUT_DIR [--settings longbench_g64,...] [--loads 0.8,0.9]
+        [--seeds 100-109] [--rows least_tokens,sglang_total_tokens,bfio_h40_instant,...] [--requests N]
+        [--traces DIR] [--config config/config.yaml]
+    python benchmarks/instant_gap.py table OUT_DIR [--metric e2e_s_p99] [--seeds 42,1,2,3,4]
+
+``run`` simulates the online study's settings (``config/config.yaml``, section
+``online``: trace, N, G; B = ``slots``; Poisson arrivals at ``load`` x the
+model's capacity, :func:`bfio.capacity.trace_capacity`, as the study's
+``load_basis: capacity``; replay settings at their ``time_scales``) under the
+online study's rows (its ``variants``) and this script's candidate rows
+(:data:`CANDIDATES`), every seed: the same seed gives the same workload and
+arrivals to every row, so rows compare paired. One JSON line per run is
+appended to ``OUT_DIR/runs.jsonl``; a finished run is skipped when the script
+runs again. ``--requests`` overrides N (for small diagnosis runs). With the
+study's N and seeds 42, 1, 2, 3, 4 a row reproduces the study's runs bit for
+bit (``results/studies/online/runs_*.csv``).
+
+Besides the run's metrics each line has what makes the p99 tail (the requests
+at or above the run's p99 end-to-end latency): their mean decode length, queue
+wait and step time over their decode (``tail_*``), and the decode p99 of the
+whole workload.
+
+``--rows balanced`` runs the balanced reference (:mod:`bfio.sim.pooled`: one pooled
+rank of the cluster's slots, FCFS, its step at the mean rank with no request
+split: the router-independent floor of the step, an upper bound of what any
+router can gain under that module's stated assumption); the table gives the best
+router's headroom to it, ``1 - balanced / router`` paired by seed.
+
+``table`` prints, per setting and load, every BF-IO row against the best
+production router (the lower mean over the seeds of ``least_tokens`` and
+``sglang_total_tokens``, the best routers of the study at every load) and
+against the per-seed best of the two: the paired relative difference
+``row / router - 1`` (mean and 95% Student-t interval over the seeds,
+:mod:`bfio.student_t`; + = BF-IO worse), its per-seed standard deviation and
+the seeds a 95% interval of half-width 1% would need at that deviation.
+
+Measured (LongBench G=64, N=20,000, paper step, report interval 0; choice on
+seeds 100-109 at loads 0.8 / 0.9, report on seeds 42, 1, 2, 3, 4; p99 e2e paired
+against the best router, mean [95%]):
+
+| row | 0.8 (100-109) | 0.9 (100-109) | 0.8 (42,1-4) | 0.9 (42,1-4) |
+|---|---|---|---|---|
+| bfio_h40_instant (delta 0.6) | +0.9 [-1.2, +2.9] | -1.3 [-3.4, +0.8] | +1.5 [-1.6, +4.7] | -1.6 [-2.1, -1.0] |
+| bfio_h40_instant_d09 | -4.7 [-6.4, -2.9] | -2.2 [-4.5, +0.1] | -5.0 [-8.1, -1.9] | -1.9 [-6.4, +2.6] |
+| bfio_h40_instant_ps | +0.3 [-1.8, +2.5] | +4.1 [+2.0, +6.2] | +2.9 [+1.5, +4.3] | +1.7 [-1.7, +5.1] |
+| bfio_h40_instant_ps_d1 | +0.5 [-1.0, +2.0] | -0.1 [-2.2, +2.0] | -0.5 [-3.5, +2.5] | +0.3 [-2.0, +2.7] |
+
+The p99 tail is the longest-decode requests (mean decode 215-233 against the
+workload's p99 of 187), whose queue wait is under one step (no queue forms:
+slots never fill, issue 45's ``bfio`` moves make 0 moves); a router changes
+their latency only through the step time ``C + t_l max_g L_g`` (paired p99
+difference against the tail's mean step time difference: correlation 0.88-0.99).
+The paired per-seed deviation is 2-3%, so a 95% interval of +-1% needs 20-40 seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from bfio.capacity import trace_capacity
+from bfio.run import ArrivalSpec, RunSpec
+from bfio.runner import build_workload, simulate_run
+from bfio.student_t import t_quantile
+
+#: the production routers the "best router" is chosen from (the best at every
+#: setting and load of the online study, results/tables/online.csv)
+ROUTERS = ("least_tokens", "sglang_total_tokens")
+#: candidate instant BF-IO rules (row -> options; ``queue_moves`` is the run's
+#: issue-45 move rule, every other key a policy option)
+CANDIDATES = {
+    "bfio_h40_instant_d08": {"policy": "bfio", "horizon": 40, "discount": 0.8},
+    "bfio_h40_instant_d09": {"policy": "bfio", "horizon": 40, "discount": 0.9},
+    "bfio_h40_instant_d1": {"policy": "bfio", "horizon": 40, "discount": 1.0},
+    "bfio_h40_instant_moves": {"policy": "bfio", "horizon": 40, "queue_moves": "bfio"},
+    "bfio_h40_instant_ps_d09": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival", "discount": 0.9},
+    "bfio_h40_instant_ps_d1": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival", "discount": 1.0},
+}
+#: rows that are a run's reference, not a router (:data:`bfio.sim.pooled.REFERENCES`):
+#: ``balanced`` is the router-independent floor of the step (the imbalance removed,
+#: no request split), beside the routers in the table as ``vs balanced``
+REFERENCES = ("balanced", "divisible")
+KEEP = ("e2e_s_p99", "e2e_s_p50", "e2e_s_p99_steady", "queue_wait_s_p99", "throughput_run", "avg_imbalance_run",
+        "imbalance_total", "imbalance_floor_total", "makespan_s", "queue_move_count")
+
+
+def seeds_arg(text: str) -> list[int]:
+    """``100-109`` or ``42,1,2``."""
+    if "-" in text and "," not in text:
+        a, b = text.split("-")
+        return list(range(int(a), int(b) + 1))
+    return [int(s) for s in text.split(",")]
+
+
+def settings_of(config: dict, names: list[str] | None) -> list[dict]:
+    """The online study's settings (poisson and replay), each with its ``kind``."""
+    section = config["online"]
+    out = [{**s, "kind": kind} for kind in ("poisson", "replay") for s in section.get(kind) or []]
+    if names:
+        known = {s["name"] for s in out}
+        bad = [n for n in names if n not in known]
+        if bad:
+            raise SystemExit(f"--settings: unknown {bad}; the online study has {sorted(known)}")
+        out = [s for s in out if s["name"] in names]
+    return out
+
+
+def tail(result) -> dict:
+    """What makes the p99 tail of ``result``: the requests at or above its p99
+    end-to-end latency."""
+    q = result.requests
+    cut = np.percentile(q["e2e_s"].to_numpy(), 99)
+    t = q[q["e2e_s"] >= cut]
+    decode_s = (t["finish_s"] - t["start_s"]).to_numpy()
+    return {"tail_n": int(len(t)), "tail_decode": float(t["decode"].mean()),
+            "tail_prefill": float(t["prefill"].mean()), "tail_wait_s": float(t["wait_s"].mean()),
+            "tail_step_s": float(np.mean(decode_s / t["decode"].to_numpy())),
+            "decode_p99": float(np.percentile(q["decode"].to_numpy(), 99)),
+            "step_s_mean": float(result.series["dt"].mean())}
+
+
+def run(args) -> None:
+    config = yaml.safe_load(Path(args.config).read_text())
+    variants = {**(config["online"].get("variants") or {}), **CANDIDATES}
+    slots = int(config["slots"])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "runs.jsonl"
+    done = set()
+    if log.exists():
+        done = {(r["setting"], r["load"], r["row"], r["seed"]) for r in map(json.loads, log.read_text().splitlines())}
+    rows = args.rows.split(",")
+    for setting in settings_of(config, args.settings.split(",") if args.settings else None):
+        frame = pd.read_parquet(Path(args.traces) / f"{setting['trace']}.parquet")
+        cap = trace_capacity(frame, setting["workers"], slots).requests_per_s
+        n = args.requests or setting.get("requests")
+        if setting["kind"] == "poisson":
+            arrivals = [(ArrivalSpec("poisson", rate=load * cap), load)
+                        for load in (args.loads or config["online"]["loads"])]
+        else:
+            a = frame["arrival_s"].to_numpy(dtype=float)
+            native = len(a) / float(a.max() - a.min())
+            arrivals = [(ArrivalSpec("trace", time_scale=float(ts)), native / float(ts) / cap)
+                        for ts in setting["time_scales"]]
+        for arrival, load in arrivals:
+            for seed in seeds_arg(args.seeds):
+                work = None
+                for row in rows:
+                    key = (setting["name"], round(load, 6), row, seed)
+                    if key in done:
+                        continue
+                    if row in REFERENCES:  # the run's reference: one pooled rank admitting FCFS (bfio.sim.pooled)
+                        spec = replace(RunSpec.make(setting["trace"], n, setting["workers"], slots, "fcfs", seed,
+                                                    arrival=arrival, dispatch="central"), row=row, reference=row)
+                    else:
+                        opts = dict(variants.get(row, {}))
+                        moves = opts.pop("queue_moves", "none")
+                        spec = RunSpec.make(setting["trace"], n, setting["workers"], slots, row, seed,
+                                            arrival=arrival, dispatch="instant", variants={row: opts} if opts else None)
+                        spec = replace(spec, queue_moves=moves)
+                    if work is None:
+                        work = build_workload(spec, frame)
+                    t0 = time.perf_counter()
+                    res = simulate_run(spec, workload=work)
+                    line = {"setting": setting["name"], "load": round(load, 6), "row": row, "seed": seed,
+                            "requests": len(work), "capacity_rps": cap, "wall_s": time.perf_counter() - t0,
+                            **{k: float(res.metrics.get(k, 0.0)) for k in KEEP}, **tail(res)}
+                    with log.open("a") as f:
+                        f.write(json.dumps(line) + "\n")
+                    print(f"{setting['name']} load={load:.3g} seed={seed} {row}: p99 {line['e2e_s_p99']:.4g} s "
+                          f"({line['wall_s']:.1f} s)", flush=True)
+
+
+def paired(x: np.ndarray) -> tuple[float, float, float, float]:
+    """Mean, 95% interval and standard deviation of per-seed values ``x``."""
+    n = len(x)
+    m = float(np.mean(x))
+    if n < 2:
+        return m, float("nan"), float("nan"), float("nan")
+    sd = float(np.std(x, ddof=1))
+    h = t_quantile(0.975, n - 1) * sd / math.sqrt(n)
+    return m, m - h, m + h, sd
+
+
+def seeds_for(sd: float, half: float = 1.0) -> int:
+    """The fewest seeds whose 95% interval has half-width <= ``half`` (same units as ``sd``)."""
+    if not sd > 0:
+        return 2
+    for n in range(2, 10_000):
+        if t_quantile(0.975, n - 1) * sd / math.sqrt(n) <= half:
+            return n
+    return 10_000
+
+
+def table(args) -> pd.DataFrame:
+    runs = pd.DataFrame(map(json.loads, (Path(args.out) / "runs.jsonl").read_text().splitlines()))
+    if args.seeds:
+        runs = runs[runs["seed"].isin(seeds_arg(args.seeds))]
+    metric = args.metric
+    lines = []
+    for (setting, load), g in runs.groupby(["setting", "load"], sort=False):
+        table_ = g.pivot_table(index="seed", columns="row", values=metric)
+        routers = [r for r in ROUTERS if r in table_]
+        if not routers:
+            continue
+        table_ = table_.dropna(subset=routers)  # the seeds every router ran
+        best = min(routers, key=lambda r: table_[r].mean())
+        for row in [c for c in table_.columns if c.startswith("bfio")]:
+            p = table_.dropna(subset=[row])  # each row paired on the seeds it ran
+            per_seed_best = p[routers].min(axis=1)
+            # the best router's headroom to the balanced reference (paired), when it was run
+            floor = (paired(100 * (1 - p["balanced"] / p[best]).dropna().to_numpy())[:3] if "balanced" in p
+                     else (float("nan"),) * 3)
+            d = 100 * (p[row] / p[best] - 1)
+            m, lo, hi, sd = paired(d.to_numpy())
+            ms, los, his, _ = paired(100 * (p[row] / per_seed_best - 1).to_numpy())
+            lines.append({"setting": setting, "load": load, "row": row, "seeds": len(p), "best": best,
+                          "best_mean": p[best].mean(), "row_mean": p[row].mean(),
+                          "diff_%": m, "ci_lo": lo, "ci_hi": hi, "sd_%": sd, "seeds_for_1%": seeds_for(sd),
+                          "vs_seed_best_%": ms, "seed_best_lo": los, "seed_best_hi": his,
+                          "headroom_%": floor[0], "headroom_lo": floor[1], "headroom_hi": floor[2]})
+    out = pd.DataFrame(lines)
+    with pd.option_context("display.width", 250, "display.max_rows", 500):
+        print(out.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("out")
+    r.add_argument("--settings", default=None)
+    r.add_argument("--loads", type=lambda s: [float(x) for x in s.split(",")], default=None)
+    r.add_argument("--seeds", default="100-109")
+    r.add_argument("--rows", default="least_tokens,sglang_total_tokens,bfio_h40_instant,bfio_h40_instant_ps")
+    r.add_argument("--requests", type=int, default=None)
+    r.add_argument("--traces", default="results/traces")
+    r.add_argument("--config", default="config/config.yaml")
+    t = sub.add_parser("table")
+    t.add_argument("out")
+    t.add_argument("--metric", default="e2e_s_p99")
+    t.add_argument("--seeds", default=None)
+    args = ap.parse_args(argv)
+    run(args) if args.cmd == "run" else table(args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
