@@ -44,7 +44,7 @@ Counted in every run with a rule: ``migrations`` (running requests moved),
 ``migrations`` column. A migrated request's start stays its first admission's.
 Not combined yet with ``queue_moves`` or ``rank_pause`` (refused by name).
 
-Rules (``RULES``):
+Rules (``RULES``, the registry of the rules' names: the CLI's choices and help come from it):
 
 - ``roll``: alibaba/ROLL PR #134, "Dynamic Load Balancing via Request
   Interruption and Migration for vLLM Engines" (open, 2025-08-08), read at its
@@ -82,6 +82,43 @@ Rules (``RULES``):
   ``get_available_dp_rank``, the fewest in-flight requests with the lowest rank
   on ties: the project's ``jsq_requests`` (``sglang_total_requests``) with
   instant dispatch.
+- ``bfio``: BF-IO chooses its own migrations (issue 45, "BF-IO with actions"):
+  the policy's ``plan_migrations`` (:meth:`bfio.policies.bfio.BFIO.plan_migrations`,
+  :func:`bfio.solvers.dispatch.plan_migrations`). Each routing call (after
+  ``freeze_s`` seconds from the last call that acted) it evaluates
+  ``evaluations`` running requests, each of the rank with the largest weighted
+  predicted load ``sum_h w_h Lhat_g(h)`` (at most ``per_rank`` a rank), the one
+  whose in-place profile weighs most first; the request leaves its slot (the
+  rank's queue may take it) and is bound again as instant BF-IO binds an
+  arrival (:func:`~bfio.solvers.dispatch.candidate`, the same predicted loads
+  and ``J``): its **gain** on rank ``d`` is ``J`` now minus ``J`` with it on
+  ``d``, over BF-IO's own window and discount (option ``horizon`` 0) or
+  undiscounted over ``0..horizon``; its **cost** (:meth:`BfioMigration.cost`) is
+  ``cost_weight x G x stall / t_l`` in the same units (token-steps: ``t_l (G
+  max_g L_g - sum_g L_g)`` are the rank-seconds a step idles, ``G x stall``
+  those of a barrier that waits ``stall``), ``stall`` the transfer's charge on
+  the next step beyond the destination's slack (:mod:`bfio.sim.transfer`, with
+  the transfers already pending and planned in the call) or the recompute's
+  ``(s_i + tau_i) token_s``. It migrates to the rank of the largest positive
+  net gain that would seat it at once (a running request is not put to wait);
+  a request migrates at most once. A screen that predicts nothing comes first:
+  a migration lowers ``J`` by at most ``G sum_h w_h (s_i + tau_i + h)``, so a
+  request whose cost's lower bound (:meth:`BfioMigration.floor`) is above that
+  is not evaluated, and with ``recompute`` a run where no request can pass
+  (the screen falls with the size: :meth:`BfioMigration.never`) never plans
+  and lets the loop run steps without routing calls (:meth:`BfioMigration.quiet`).
+  ``queued`` 1: first the queued requests BF-IO's ``plan_moves`` re-binds
+  (:mod:`bfio.sim.moves`' ``bfio``, free), counted as ``migration_queue_moves``.
+
+  **Why it rarely migrates** (``benchmarks/bfio_actions.py``): a migrated token
+  lowers the slowest rank's share of a step by at most ``t_l`` (1.005e-7 s in
+  the paper's step) for each step it stays off it; it costs ``kv_bytes_per_token
+  / link`` = 1.05e-5 s of transfer (104 steps' worth) or ``token_s`` = 1e-4 s of
+  recompute (995 steps' worth) when the barrier waits for it, while BF-IO's own
+  window (``H`` = 20, discount 0.6) weighs 2.5 steps at most. A recompute never
+  pays within a LongBench request's life (its outputs are at most 346 tokens);
+  a transfer pays only when the destination's slack behind the slowest rank
+  hides it, which is what the rule's migrations are.
 """
 
 from __future__ import annotations
@@ -194,6 +231,7 @@ class RollMigration(Migration):
 
     name = "roll"
     defaults = ROLL_DEFAULTS
+    summary = "alibaba/ROLL PR #134: the most loaded rank gives up half the spread of in-flight requests"
 
     def __init__(self, state: ClusterState, policy, prefill, options: dict | None = None):
         super().__init__(state, policy, prefill, options)
@@ -245,6 +283,7 @@ class BfioMigration(Migration):
 
     name = "bfio"
     defaults = BFIO_DEFAULTS
+    summary = "BF-IO migrates a running request when the drop of its objective J exceeds the KV's cost; policy bfio"
 
     def __init__(self, state: ClusterState, policy, prefill, options: dict | None = None):
         super().__init__(state, policy, prefill, options)
