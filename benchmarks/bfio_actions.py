@@ -11,6 +11,8 @@ earlier measurements:
   setting), a migrated request's KV sent over a 400 Gb/s link at Llama-2-7B's
   512 KiB a token (:mod:`bfio.sim.transfer`); DyntraLB at the ``bubble_threshold``
   that ``benchmarks/rank_pause.py`` chose on seeds 100-109 (500 blocks);
+- ``transfer_nvlink``: the same over one direction of an H100's NVLink 4
+  (450 GB/s, :data:`NVLINK_GBPS`), ranks of one node;
 - ``recompute``: the step with chunked prefill (:class:`bfio.prefill.PrefillModel`'s
   defaults), 1,000 requests (``benchmarks/migration.py``'s setting), a migrated
   request's prompt and output so far prefilled again; DyntraLB is not modelled
@@ -54,11 +56,19 @@ TRACE = os.environ.get("LONGBENCH", "results/traces/longbench.parquet")
 TUNE_SEEDS, REPORT_SEEDS = range(100, 110), (42, 1, 2, 3, 4)
 #: the bfio rule's options tried on the tuning seeds: the cost's weight and the window
 #: (0: BF-IO's own, H = 20 at discount 0.6; 200: undiscounted over 200 steps)
-GRID = tuple({"cost_weight": w, "horizon": h} for h in (0, 200) for w in (1.0, 4.0, 16.0))
+#: and the requests evaluated per call (1, per rank 1; or 4, per rank 2)
+GRID = tuple({"cost_weight": w, "horizon": h, "evaluations": e, "per_rank": min(e, 2)}
+             for e in (1, 4) for h in (0, 200) for w in (1.0, 4.0, 16.0))
 BFIO = ("bfio", {"horizon": 20})
-#: per setting: the requests, the prefill model, and the engines' action on vLLM DP
-SETTINGS = {"transfer": (4000, None, ("rank_pause", "dyntra_lb", {"bubble_threshold": 500.0})),
-            "recompute": (1000, PrefillModel(), ("migration", "roll", {"threshold": 1, "kv": "recompute"}))}
+DYNTRA = ("rank_pause", "dyntra_lb", {"bubble_threshold": 500.0})
+#: one NVLink 4 direction of an H100 (450 GB/s): ranks of one node exchanging KV
+NVLINK_GBPS = 3600.0
+#: per setting: the requests, the prefill model, the KV's way and link, and the engines'
+#: action on vLLM DP
+SETTINGS = {"transfer": (4000, None, {"kv": "transfer"}, DYNTRA),
+            "transfer_nvlink": (4000, None, {"kv": "transfer", "transfer_gbps": NVLINK_GBPS}, DYNTRA),
+            "recompute": (1000, PrefillModel(), {"kv": "recompute"},
+                          ("migration", "roll", {"threshold": 1, "kv": "recompute"}))}
 KEEP = ("throughput_run", "e2e_s_p99", "migrations", "migration_queue_moves", "migration_transfer_s",
         "migration_transfer_wait_s", "migration_recomputed_tokens", "request_pauses")
 
@@ -70,7 +80,7 @@ def workload(frame, n, rate, seed):
 
 def run(frame, setting, rate, seed, label, policy, opts, action=None, G=8, B=72) -> dict:
     """One simulation; ``action``: ``(argument, rule, options)`` or ``None``."""
-    n, prefill, _ = SETTINGS[setting]
+    n, prefill, _, _ = SETTINGS[setting]
     kw = {}
     if action is not None:
         key, rule, options = action
@@ -84,7 +94,7 @@ def run(frame, setting, rate, seed, label, policy, opts, action=None, G=8, B=72)
 
 def reference(frame, setting, rate, seed, G=8, B=72) -> float:
     """The balanced reference's whole-run throughput (:mod:`bfio.sim.pooled`)."""
-    n, prefill, _ = SETTINGS[setting]
+    n, prefill, _, _ = SETTINGS[setting]
     res = simulate(workload(frame, n, rate, seed), G, B, "fcfs", seed=seed, entry="arrivals", dispatch="central",
                    prefill=prefill, reference="balanced", show_progress=False)
     return res.metrics["throughput_run"]
@@ -115,9 +125,8 @@ def main(out: str | None = None, G: int = 8, B: int = 72, load: float = 0.9) -> 
     print(f"LongBench outputs: {100 * (d > 104).mean():.1f}% longer than 104 tokens, {100 * (d > 995).mean():.1f}% "
           f"longer than 995 (max {d.max()})\n")
     runs = []
-    for setting, (n, prefill, engine_action) in SETTINGS.items():
+    for setting, (n, prefill, kv, engine_action) in SETTINGS.items():
         rate = load * trace_capacity(frame, G, B, prefill_model=prefill).requests_per_s
-        kv = {"kv": setting}
         tune = pd.DataFrame([run(frame, setting, rate, seed, f"bfio+mig {o}", *BFIO, ("migration", "bfio", {**kv, **o}))
                              for seed in TUNE_SEEDS for o in GRID]
                             + [run(frame, setting, rate, seed, "bfio", *BFIO) for seed in TUNE_SEEDS])
@@ -134,6 +143,8 @@ def main(out: str | None = None, G: int = 8, B: int = 72, load: float = 0.9) -> 
                 "bfio+mig": (*BFIO, ("migration", "bfio", {**kv, **best}))}
         if key == "rank_pause":
             rows["bfio+dyntra_lb"] = (*BFIO, engine_action)
+            free = {**kv, "transfer_gbps": 1e9, "evaluations": 4, "per_rank": 2}
+            rows["bfio+mig free"] = (*BFIO, ("migration", "bfio", free))  # a KV that moves for nothing: the bound
         report = pd.DataFrame([run(frame, setting, rate, seed, label, *spec)
                                for seed in REPORT_SEEDS for label, spec in rows.items()])
         ref = pd.Series({seed: reference(frame, setting, rate, seed) for seed in REPORT_SEEDS})
@@ -146,7 +157,8 @@ def main(out: str | None = None, G: int = 8, B: int = 72, load: float = 0.9) -> 
         thr, p99 = p["throughput_run"], p["e2e_s_p99"]
         for a, b in (("bfio+mig", "bfio"), ("bfio+mig", f"vllm_dp+{rule}"), ("bfio", f"vllm_dp+{rule}"),
                      (f"vllm_dp+{rule}", "vllm_dp"), ("bfio+mig", "vllm_dp"), ("bfio", "vllm_dp"),
-                     *((("bfio+dyntra_lb", "bfio"),) if "bfio+dyntra_lb" in rows else ())):
+                     *((("bfio+dyntra_lb", "bfio"), ("bfio+mig free", "bfio"), ("bfio+mig free", "vllm_dp+dyntra_lb"))
+                       if "bfio+dyntra_lb" in rows else ())):
             print(f"{setting}: {a} vs {b}: throughput {interval(100 * (thr[a] / thr[b] - 1))}, "
                   f"p99 e2e {interval(100 * (p99[a] / p99[b] - 1))}")
         for a in ("bfio", "bfio+mig", f"vllm_dp+{rule}"):

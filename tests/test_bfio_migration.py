@@ -175,3 +175,29 @@ def test_bfio_is_a_rule_of_the_registry():
 def test_bad_bfio_migration_options_are_refused_by_name(policy, options, message):
     with pytest.raises(ConfigError, match=message):
         simulate(_workload(n=20), 2, 4, policy, migration="bfio", migration_options=options, **KW)
+
+
+def test_simulate_cli_takes_the_bfio_rule_and_its_options_from_the_registry(data_dir, capsys):
+    import argparse
+    import json
+
+    from bfio.cli import main
+    from bfio.cli.simulate import add_action_flags
+    from bfio.sim.migration import RULES as MIGRATION_RULES
+
+    p = argparse.ArgumentParser()
+    add_action_flags(p, "--migration", MIGRATION_RULES, "migrate")
+    text = " ".join(p.format_help().split())
+    for name, cls in MIGRATION_RULES.items():  # every rule, its summary and each option's default, once
+        assert f"{name} ({cls.summary})" in text
+        assert f"{name}'s: " + ", ".join(f"{k} (default {v})" for k, v in cls.defaults.items()) in text
+    base = ["simulate", "--trace", "burstgpt", "--requests", "200", "--workers", "4", "--slots", "4", "--policy",
+            "bfio", "--dispatch", "instant", "--arrival-mode", "poisson", "--arrival-rate", "400",
+            "--data-dir", str(data_dir), "--migration", "bfio", "--migration-option", "kv=transfer"]
+    assert main(base + ["--migration-option", "cost_weight=0", "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["migration"] == "bfio" and out["migration_plan_calls"] > 0
+    assert main(base + ["--migration-option", "evaluations=0"]) != 0
+    assert "--migration-option: evaluations of 'bfio' must be >= 1" in capsys.readouterr().err
+    assert main(base[:base.index("--policy") + 1] + ["vllm_dp"] + base[base.index("--policy") + 2:]) != 0
+    assert "plans no migrations" in capsys.readouterr().err
