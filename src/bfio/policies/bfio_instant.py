@@ -152,14 +152,15 @@ class InstantBinding:
         return workers * (sizes * sums[0] + sums[1])
 
     def plan_migrations(self, state: DispatchState, movable: np.ndarray, cost, budget: int, per_rank: int,
-                        horizon: int = 0) -> list[tuple[int, int]]:
+                        horizon: int = 0, floor: np.ndarray | None = None) -> list[tuple[int, int]]:
         """Running requests to migrate (issue 45, ``migration = bfio``,
         :mod:`bfio.sim.migration`): per evaluation a running request of the worker
         with the largest predicted load, moved to the worker where it lowers ``J``
         (:meth:`migration_terms`) by more than its cost
         (:func:`bfio.solvers.dispatch.plan_migrations`; ``cost(i, loads, planned)``:
-        per worker, in ``J``'s units). ``movable[i]``: running request ``i`` may
-        migrate. Reads the exact state."""
+        per worker, in ``J``'s units; ``floor``: per request a lower bound of it, or
+        ``None``). ``movable[i]``: running request ``i`` may migrate. Reads the exact
+        state."""
         t0 = run_clock()
         sr = state.slot_request
         busy = sr >= 0
@@ -179,7 +180,7 @@ class InstantBinding:
         running = [row[ok] for row, ok in zip(sr, passes)]
         release = np.sort(remaining, axis=1).tolist()
         out = plan_migrations(base, release, _queues(state), state.workload.prefill, lifetimes, running, held, rem,
-                              terms, cost, budget, per_rank)
+                              terms, cost, budget, per_rank, floor)
         self._migration_times.append(run_clock() - t0)
         return out
 

@@ -293,6 +293,7 @@ class BfioMigration(Migration):
         self.dispatch = None  # the dispatch of the last routing call (quiet)
         self.closed = None  # (step, clock) of the last call in which no running request could pay
         self._never = None  # recompute: no request can ever pay (never)
+        self.floors = np.zeros(state.requests)  # per running request, the last floor (candidates)
 
     def run(self, dispatch) -> int:
         st, o = dispatch.state, self.options
@@ -311,7 +312,7 @@ class BfioMigration(Migration):
             self.closed = (st.step, st.clock)  # nothing may pay in this state (quiet)
         else:
             plan = self.policy.plan_migrations(dispatch.dispatch_state(), movable, self.cost, o["evaluations"],
-                                               o["per_rank"], o["horizon"])
+                                               o["per_rank"], o["horizon"], self.floors)
         if not plan and not moves:
             return 0
         self.last = st.clock
@@ -332,8 +333,9 @@ class BfioMigration(Migration):
         out = np.zeros(self.times.shape[0], dtype=bool)
         if ids.size:
             sizes = (st.workload.prefill[ids] + st.generated[ids]).astype(np.float64)
-            out[ids] = self.policy.migration_bound(sizes, st.workers, self.options["horizon"]) > \
-                self.floor(dispatch, sizes)
+            floor = self.floor(dispatch, sizes)
+            self.floors[ids] = floor  # the planner's bound before the call's first migration
+            out[ids] = self.policy.migration_bound(sizes, st.workers, self.options["horizon"]) > floor
         return out
 
     def quiet(self) -> bool:
