@@ -104,7 +104,8 @@ def interval(x: pd.Series) -> str:
     """Mean and 95% t-interval over the seeds, and the per-seed range."""
     x = x.to_numpy(dtype=float)
     half = stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
-    return f"{x.mean():+.1f}% [95% CI {x.mean() - half:+.1f}, {x.mean() + half:+.1f}; seeds {x.min():+.1f}..{x.max():+.1f}]"
+    return (f"{x.mean():+.1f}% [95% CI {x.mean() - half:+.1f}, {x.mean() + half:+.1f}; "
+            f"seeds {x.min():+.1f}..{x.max():+.1f}]")
 
 
 def breakeven() -> None:
@@ -164,9 +165,11 @@ def main(out: str | None = None, G: int = 8, B: int = 72, load: float = 0.9) -> 
         for a in ("bfio", "bfio+mig", f"vllm_dp+{rule}"):
             print(f"{setting}: balanced reference vs {a}: throughput {interval(100 * (ref / thr[a] - 1))}")
         cpu = p["cpu_s"]
-        print(f"{setting}: CPU of instant BF-IO with the rule / without: {cpu['bfio+mig'].sum() / cpu['bfio'].sum():.2f} "
-              f"(per seed {(cpu['bfio+mig'] / cpu['bfio']).min():.2f}..{(cpu['bfio+mig'] / cpu['bfio']).max():.2f}); "
-              f"tuning runs, every option: {tune[tune['row'] != 'bfio']['cpu_s'].mean() / by.loc['bfio', 'cpu_s']:.2f}\n")
+        ratio = cpu["bfio+mig"] / cpu["bfio"]
+        options = tune[tune["row"] != "bfio"]["cpu_s"].mean() / by.loc["bfio", "cpu_s"]
+        total = cpu["bfio+mig"].sum() / cpu["bfio"].sum()
+        print(f"{setting}: CPU of instant BF-IO with the rule / without: {total:.2f} (per seed "
+              f"{ratio.min():.2f}..{ratio.max():.2f}); tuning runs, every option: {options:.2f}\n")
         runs += [tune.assign(phase="tune"), report.assign(phase="report"),
                  pd.DataFrame({"setting": setting, "row": "balanced reference", "seed": ref.index,
                                "throughput_run": ref.to_numpy(), "phase": "report"})]

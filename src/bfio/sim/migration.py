@@ -379,7 +379,8 @@ class BfioMigration(Migration):
         if self.transfer is None:
             stall = size * float(self.prefill.model.token_s)
         else:
-            slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + float(self.transfer.pending.max())
+            slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
+                float(self.transfer.pending.max())
             stall = np.maximum(0.0, self.transfer.seconds_of(size) - slack)
         return w * G * stall / t_l
 

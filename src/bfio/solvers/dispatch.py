@@ -175,9 +175,10 @@ def plan_migrations(base: np.ndarray, release: list[list[int]], queues: list[lis
     remaining_i``). Its gain on worker ``d`` is ``J`` now (``terms.evaluate`` of the
     predicted loads, the request in place) minus ``J`` with it on ``d``
     (``terms.candidate_costs``), in ``J``'s units (token-steps, weighted); its cost
-    ``cost(i, loads, out)`` (per worker, the same units; ``loads`` without it) is
-    subtracted (``out``: the migrations planned so far in this call). It migrates to the worker of the largest net gain when that is
-    positive (beyond the ties' tolerance), that worker is another one and would
+    ``cost(i, loads, out)`` (per worker, the same units; ``loads`` without it;
+    ``out`` the migrations planned so far in the call) is subtracted. It migrates
+    to the worker of the largest net gain when that is positive (beyond the
+    ties' tolerance), that worker is another one and would
     seat it at once (``e = 0``: a running request is not put to wait); moves are
     applied to the predicted loads as they are made, and a request is evaluated
     once a call. ``base``, ``release`` (per worker a heap of its slots' release
