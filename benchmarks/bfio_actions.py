@@ -20,6 +20,7 @@ earlier measurements:
   chose (1) is the engines' action there.
 
     python benchmarks/bfio_actions.py [OUT_CSV]
+    python benchmarks/bfio_actions.py --cpu     # the rule's simulation cost alone
 
 The ``bfio`` rule's ``cost_weight`` and ``horizon`` are chosen per setting on the
 tuning seeds 100-109 (the highest mean whole-run throughput of instant BF-IO with
@@ -179,5 +180,37 @@ def main(out: str | None = None, G: int = 8, B: int = 72, load: float = 0.9) -> 
         every.to_csv(out, index=False)
 
 
+def cpu(G: int = 8, B: int = 72, load: float = 0.9, repeats: int = 3) -> None:
+    """The simulation's cost of the rule: per reported seed the least process time
+    of ``repeats`` runs of instant BF-IO in the paper's step, without the rule and
+    with each setting's chosen options (``python benchmarks/bfio_actions.py --cpu``)."""
+    frame = pd.read_parquet(TRACE)
+    rate = load * trace_capacity(frame, G, B).requests_per_s
+    chosen = {"off": None, "400 Gb/s, 1 evaluation": {"kv": "transfer", "cost_weight": 16.0},
+              "NVLink, 4 evaluations": {"kv": "transfer", "transfer_gbps": NVLINK_GBPS, "cost_weight": 4.0,
+                                        "evaluations": 4, "per_rank": 2},
+              "NVLink, 1 evaluation": {"kv": "transfer", "transfer_gbps": NVLINK_GBPS, "cost_weight": 4.0}}
+    rows = []
+    for seed in REPORT_SEEDS:
+        work = workload(frame, SETTINGS["transfer"][0], rate, seed)
+        for label, o in chosen.items():
+            best = np.inf
+            for _ in range(repeats):
+                t0 = time.process_time()
+                simulate(work, G, B, BFIO[0], seed=seed, entry="arrivals", dispatch="instant", policy_options=BFIO[1],
+                         migration="none" if o is None else "bfio", migration_options=o, show_progress=False)
+                best = min(best, time.process_time() - t0)
+            rows.append({"seed": seed, "rule": label, "cpu_s": best})
+    t = pd.DataFrame(rows).pivot(index="seed", columns="rule")["cpu_s"]
+    print(t.to_string(float_format=lambda v: f"{v:.3f}"))
+    for label in list(chosen)[1:]:
+        r = t[label] / t["off"]
+        print(f"CPU with the rule ({label}) / without: {t[label].sum() / t['off'].sum():.2f}x "
+              f"(per seed {r.min():.2f}..{r.max():.2f})")
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:2])
+    if sys.argv[1:2] == ["--cpu"]:
+        cpu()
+    else:
+        main(*sys.argv[1:2])
