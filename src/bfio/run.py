@@ -178,8 +178,8 @@ class RunSpec:
     #: ``dyntra_lb``; instant dispatch only; its options as sorted ``(name, value)`` pairs
     rank_pause: str = "none"
     rank_pause_options: tuple = ()
-    #: the migration rule (issue 45, :mod:`bfio.sim.migration`): ``none`` (default) or
-    #: ``roll``; instant dispatch only; its options as sorted ``(name, value)`` pairs
+    #: the migration rule (issue 45, :mod:`bfio.sim.migration`): ``none`` (default), ``roll``
+    #: or ``bfio``; instant dispatch only; its options as sorted ``(name, value)`` pairs
     migration: str = "none"
     migration_options: tuple = ()
     #: ``none`` (the cluster) or ``balanced``: the run's balanced reference, one pooled

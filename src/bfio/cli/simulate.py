@@ -21,8 +21,8 @@ from bfio.policies.options import identity_of
 from bfio.results_diff import without_timings
 from bfio.run_parameters import ARRIVAL, ARRIVAL_OPTION, PREFILL, SLOTS
 from bfio.sim.moves import QUEUE_MOVES
-from bfio.sim.migration import MIGRATIONS, ROLL_DEFAULTS
-from bfio.sim.pause import DYNTRA_DEFAULTS, RANK_PAUSES
+from bfio.sim.migration import RULES as MIGRATION_RULES
+from bfio.sim.pause import RULES as PAUSE_RULES
 from bfio.solvers import warn_fallbacks
 from bfio.step_model import OPTIONS
 from bfio.traces import load_trace
@@ -82,12 +82,9 @@ def add_parser(subparsers) -> None:
                    help="with --dispatch instant: move queued, not yet admitted requests between ranks' queues "
                         "(issue 45): none (default), sglang_balancer (SGLang PR #37401's waiting-queue balancer), "
                         "bfio (BF-IO moves a queued request when that lowers its objective J; policy bfio)")
-    add_action_flags(s, "--rank-pause", RANK_PAUSES, "pause ranks' admissions and running requests (issue 45): "
-                     "none (default), dyntra_lb (vllm-ascend PR #12292's DyntraLB: a per-step plan over the ranks' "
-                     "KV-block counts; docs/online.md)", "dyntra_lb", DYNTRA_DEFAULTS)
-    add_action_flags(s, "--migration", MIGRATIONS, "interrupt requests of the most loaded rank and re-queue them, "
-                     "running ones with their KV recomputed or transferred (issue 45): none (default), roll "
-                     "(alibaba/ROLL PR #134; docs/architecture.md)", "roll", ROLL_DEFAULTS,
+    add_action_flags(s, "--rank-pause", PAUSE_RULES, "pause ranks' admissions and running requests (issue 45)")
+    add_action_flags(s, "--migration", MIGRATION_RULES, "interrupt running requests and re-queue them on other "
+                     "ranks, their KV recomputed or transferred (issue 45; docs/architecture.md)",
                      "; kv recompute needs the prefill model, kv transfer runs without it")
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
@@ -101,13 +98,19 @@ def add_parser(subparsers) -> None:
     add_policy_options(s)
 
 
-def add_action_flags(s, flag: str, rules, what: str, rule: str, defaults: dict, note: str = "") -> None:
-    """An action's flags (issue 45): ``FLAG`` picks its rule among ``rules`` (``what`` it
-    does), ``FLAG-option KEY=VALUE`` (repeatable) sets ``rule``'s options (``defaults``)."""
-    s.add_argument(flag, choices=rules, default="none", help=f"with --dispatch instant: {what}")
+def add_action_flags(s, flag: str, rules: dict, what: str, note: str = "") -> None:
+    """An action's flags (issue 45): ``FLAG`` picks its rule among ``none`` and the
+    registry ``rules`` (name -> class with its ``summary`` and option ``defaults``;
+    ``what`` the action does), ``FLAG-option KEY=VALUE`` (repeatable) sets the
+    rule's options."""
+    names = ("none", *rules)
+    s.add_argument(flag, choices=names, default="none",
+                   help=f"with --dispatch instant: {what}: none (default), "
+                        + ", ".join(f"{name} ({cls.summary})" for name, cls in rules.items()))
     s.add_argument(f"{flag}-option", action="append", default=None, metavar="KEY=VALUE",
-                   help=f"an option of {flag} (repeatable); {rule}'s: "
-                        + ", ".join(f"{k} (default {v})" for k, v in defaults.items()) + note)
+                   help=f"an option of {flag} (repeatable); "
+                        + "; ".join(f"{name}'s: " + ", ".join(f"{k} (default {v})" for k, v in cls.defaults.items())
+                                    for name, cls in rules.items()) + note)
 
 
 def _option_value(option):

@@ -179,6 +179,8 @@ class BFIO(InstantBinding, Policy):
         self._lifetimes = None  # (est, window, n, lifetimes): _new_lifetimes' last answer
         self._times: list[float] = []
         self._move_times: list[float] = []  # plan_moves (issue 45)
+        self._migration_times: list[float] = []  # plan_migrations (issue 45)
+        self._migration_terms: dict = {}  # plan_migrations' objective per horizon
         self._gaps: list[float] = []
         self._proven = 0
         self._fallbacks = 0
@@ -427,5 +429,8 @@ class BFIO(InstantBinding, Policy):
             out["heap_key_refreshes"] = self._heap_refreshes
         if self._move_times:
             out.update({"move_plan_calls": len(self._move_times), "move_plan_s_total": float(sum(self._move_times))})
+        if self._migration_times:
+            out.update({"migration_plan_calls": len(self._migration_times),
+                        "migration_plan_s_total": float(sum(self._migration_times))})
         out.update(self.predictor.stats())
         return out

@@ -2,7 +2,8 @@
 ``dispatch="instant"``): each arriving request bound to the worker queue that
 minimizes ``J`` over the lookahead window (:mod:`bfio.solvers.dispatch`), on the
 exact state or on lagged reports (``report_interval``, issue 44), with every
-predictor, and the queued-request moves of issue 45 (:meth:`InstantBinding.plan_moves`).
+predictor, and the queued-request moves and running-request migrations of issue 45
+(:meth:`InstantBinding.plan_moves`, :meth:`InstantBinding.plan_migrations`).
 
 A mixin of :class:`~bfio.policies.bfio.BFIO`: it reads the policy's objective
 (``_objective``), predictor, ``report_interval`` and the helpers shared with the
@@ -19,7 +20,8 @@ import numpy as np
 from bfio.jit import run_clock
 from bfio.policies.base import DispatchState
 from bfio.profiles import predicted_loads
-from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
+from bfio.solvers.dispatch import bind, plan_migrations, plan_moves, queue_profiles
+from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.terms import call_terms
 
 
@@ -74,14 +76,18 @@ class InstantBinding:
         out[sr >= 0] = np.maximum(1, np.rint(self._survival(state, window).sum(axis=1)))
         return out
 
-    def _predicted(self, state: DispatchState) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+    def _predicted(self, state: DispatchState, window: int | None = None,
+                   slots: bool = False) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
         """What instant dispatch predicts from: the running requests' loads over the
         window ``(G, H_eff + 1)``, per worker its slots' release offsets (a sorted row,
         a valid heap for :mod:`bfio.solvers.dispatch`) and every request's lifetime as
         a new request. Every predictor (issue 44): a probabilistic one gives the
         expected loads (:meth:`_expected`, as on the central path) and each slot's
-        expected release (:meth:`_expected_release`)."""
-        window = self._objective.window
+        expected release (:meth:`_expected_release`). ``window``: another window than
+        the objective's (a migration's, :meth:`plan_migrations`); ``slots``: the
+        release offsets as the ``(G, B)`` array of the slots instead of the heaps."""
+        own = window is None
+        window = self._objective.window if own else int(window)
         sr = state.slot_request
         if self.predictor.probabilistic:  # expected loads, as the central path reads them (issue 44)
             base, est = self._expected(state, window)
@@ -93,8 +99,12 @@ class InstantBinding:
             ids = np.where(busy, sr, 0)
             # per slot its release offset: r_i (as predicted_loads reads it) or 0 when free
             remaining = np.where(busy, np.maximum(1, est[ids] - state.generated[ids]), 0)
-        release = np.sort(remaining, axis=1).tolist()  # a sorted row is a valid heap (bfio.solvers.dispatch)
-        return base, release, self._new_lifetimes(est, window, len(state.workload))
+        release = remaining if slots else np.sort(remaining, axis=1).tolist()  # a sorted row is a valid heap
+        n = len(state.workload)
+        if own:
+            return base, release, self._new_lifetimes(est, window, n)
+        # not kept (_new_lifetimes keeps the objective's window's, which dispatch reads every call)
+        return base, release, (np.maximum(1, est) if self.new_requests == "predicted" else np.full(n, window + 1))
 
     def plan_moves(self, state: DispatchState, movable: np.ndarray, budget: int) -> list[tuple[int, int]]:
         """Queued requests to move between worker queues (issue 45, ``queue_moves =
@@ -114,6 +124,64 @@ class InstantBinding:
         out = plan_moves(base, release, _queues(state), state.workload.prefill, lifetimes, terms_for, movable,
                          budget)
         self._move_times.append(run_clock() - t0)
+        return out
+
+    def migration_terms(self, horizon: int = 0) -> ObjectiveTerms:
+        """The objective a migration is scored by (issue 45, :meth:`plan_migrations`):
+        the policy's own (its window, discount and new-request model), or with
+        ``horizon`` ``H > 0`` the same imbalance undiscounted over offsets ``0..H`` (a
+        migration's cost is paid once, its gain lasts the request's life:
+        :mod:`bfio.sim.migration`). Only the imbalance term: the extra terms score an
+        arrival's admission (its prompt's prefill, its batch), a migration's own cost
+        is its KV's."""
+        if horizon <= 0:
+            return self._objective
+        terms = self._migration_terms.get(horizon)
+        if terms is None:
+            terms = self._migration_terms[horizon] = ObjectiveTerms.build(horizon, 1.0, self.new_requests, fast=True)
+        return terms
+
+    def migration_bound(self, sizes: np.ndarray, workers: int, horizon: int = 0) -> np.ndarray:
+        """Per running request of ``sizes`` (``s_i + tau_i``), the most its migration can
+        lower ``J`` (:meth:`migration_terms`): ``G sum_h w_h (s_i + tau_i + h)``, as if
+        it left the envelope at every offset of the window and joined nowhere above it."""
+        sums = self._migration_terms.get(("sums", horizon))
+        if sums is None:
+            w = self.migration_terms(horizon).weights
+            sums = self._migration_terms[("sums", horizon)] = (float(w.sum()), float(np.arange(w.shape[0]) @ w))
+        return workers * (sizes * sums[0] + sums[1])
+
+    def plan_migrations(self, state: DispatchState, movable: np.ndarray, cost, budget: int, per_rank: int,
+                        horizon: int = 0, floor: np.ndarray | None = None) -> list[tuple[int, int]]:
+        """Running requests to migrate (issue 45, ``migration = bfio``,
+        :mod:`bfio.sim.migration`): per evaluation a running request of the worker
+        with the largest predicted load, moved to the worker where it lowers ``J``
+        (:meth:`migration_terms`) by more than its cost
+        (:func:`bfio.solvers.dispatch.plan_migrations`; ``cost(i, loads, planned)``:
+        per worker, in ``J``'s units; ``floor``: per request a lower bound of it, or
+        ``None``). ``movable[i]``: running request ``i`` may migrate. Reads the exact
+        state."""
+        t0 = run_clock()
+        sr = state.slot_request
+        busy = sr >= 0
+        passes = np.zeros(sr.shape, dtype=bool)
+        passes[busy] = movable[sr[busy]]
+        if not passes.any():
+            self._migration_times.append(run_clock() - t0)
+            return []
+        terms = self.migration_terms(horizon)
+        base, remaining, lifetimes = self._predicted(state, horizon if horizon > 0 else None, slots=True)
+        ids = sr[busy]
+        N = len(state.workload)
+        held = np.zeros(N, dtype=np.int64)
+        rem = np.ones(N, dtype=np.int64)
+        held[ids] = state.workload.prefill[ids] + state.generated[ids]
+        rem[ids] = remaining[busy]
+        running = [row[ok] for row, ok in zip(sr, passes)]
+        release = np.sort(remaining, axis=1).tolist()
+        out = plan_migrations(base, release, _queues(state), state.workload.prefill, lifetimes, running, held, rem,
+                              terms, cost, budget, per_rank, floor)
+        self._migration_times.append(run_clock() - t0)
         return out
 
     def _view(self, state: DispatchState) -> tuple[DispatchState, list[list[int]]]:

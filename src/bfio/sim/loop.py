@@ -81,10 +81,13 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     rule's options (DyntraLB's: :data:`bfio.sim.pause.DYNTRA_DEFAULTS`).
 
     ``migration`` (issue 45, :mod:`bfio.sim.migration`; ``dispatch="instant"`` only):
-    ``none`` (the default) or ``roll`` (alibaba/ROLL PR #134: the most loaded rank's
+    ``none`` (the default), ``roll`` (alibaba/ROLL PR #134: the most loaded rank's
     waiting, then shortest running requests are interrupted, half the spread of the
-    ranks' in-flight counts, and re-queued on the least loaded ranks; a 3 s freeze);
-    ``migration_options`` the rule's options (:data:`bfio.sim.migration.ROLL_DEFAULTS`),
+    ranks' in-flight counts, and re-queued on the least loaded ranks; a 3 s freeze)
+    or ``bfio`` (policy bfio: a running request of the most loaded rank migrates when
+    the drop of BF-IO's ``J`` exceeds its KV's cost in ``J``'s units);
+    ``migration_options`` the rule's options (:data:`bfio.sim.migration.ROLL_DEFAULTS`,
+    :data:`bfio.sim.migration.BFIO_DEFAULTS`),
     among them ``kv``: a migrated request's KV ``recompute``d through the prefill
     model (needs ``prefill``) or ``transfer``red over a link, the lockstep barrier
     waiting for it (:mod:`bfio.sim.transfer`).

@@ -44,7 +44,7 @@ Counted in every run with a rule: ``migrations`` (running requests moved),
 ``migrations`` column. A migrated request's start stays its first admission's.
 Not combined yet with ``queue_moves`` or ``rank_pause`` (refused by name).
 
-Rules (``RULES``):
+Rules (``RULES``, the registry of the rules' names: the CLI's choices and help come from it):
 
 - ``roll``: alibaba/ROLL PR #134, "Dynamic Load Balancing via Request
   Interruption and Migration for vLLM Engines" (open, 2025-08-08), read at its
@@ -82,6 +82,43 @@ Rules (``RULES``):
   ``get_available_dp_rank``, the fewest in-flight requests with the lowest rank
   on ties: the project's ``jsq_requests`` (``sglang_total_requests``) with
   instant dispatch.
+- ``bfio``: BF-IO chooses its own migrations (issue 45, "BF-IO with actions"):
+  the policy's ``plan_migrations`` (:meth:`bfio.policies.bfio.BFIO.plan_migrations`,
+  :func:`bfio.solvers.dispatch.plan_migrations`). Each routing call (after
+  ``freeze_s`` seconds from the last call that acted) it evaluates
+  ``evaluations`` running requests, each of the rank with the largest weighted
+  predicted load ``sum_h w_h Lhat_g(h)`` (at most ``per_rank`` a rank), the one
+  whose in-place profile weighs most first; the request leaves its slot (the
+  rank's queue may take it) and is bound again as instant BF-IO binds an
+  arrival (:func:`~bfio.solvers.dispatch.candidate`, the same predicted loads
+  and ``J``): its **gain** on rank ``d`` is ``J`` now minus ``J`` with it on
+  ``d``, over BF-IO's own window and discount (option ``horizon`` 0) or
+  undiscounted over ``0..horizon``; its **cost** (:meth:`BfioMigration.cost`) is
+  ``cost_weight x G x stall / t_l`` in the same units (token-steps: ``t_l (G
+  max_g L_g - sum_g L_g)`` are the rank-seconds a step idles, ``G x stall``
+  those of a barrier that waits ``stall``), ``stall`` the transfer's charge on
+  the next step beyond the destination's slack (:mod:`bfio.sim.transfer`, with
+  the transfers already pending and planned in the call) or the recompute's
+  ``(s_i + tau_i) token_s``. It migrates to the rank of the largest positive
+  net gain that would seat it at once (a running request is not put to wait);
+  a request migrates at most once. A screen that predicts nothing comes first:
+  a migration lowers ``J`` by at most ``G sum_h w_h (s_i + tau_i + h)``, so a
+  request whose cost's lower bound (:meth:`BfioMigration.floor`) is above that
+  is not evaluated, and with ``recompute`` a run where no request can pass
+  (the screen falls with the size: :meth:`BfioMigration.never`) never plans
+  and lets the loop run steps without routing calls (:meth:`BfioMigration.quiet`).
+  ``queued`` 1: first the queued requests BF-IO's ``plan_moves`` re-binds
+  (:mod:`bfio.sim.moves`' ``bfio``, free), counted as ``migration_queue_moves``.
+
+  **Why it rarely migrates** (``benchmarks/bfio_actions.py``): a migrated token
+  lowers the slowest rank's share of a step by at most ``t_l`` (1.005e-7 s in
+  the paper's step) for each step it stays off it; it costs ``kv_bytes_per_token
+  / link`` = 1.05e-5 s of transfer (104 steps' worth) or ``token_s`` = 1e-4 s of
+  recompute (995 steps' worth) when the barrier waits for it, while BF-IO's own
+  window (``H`` = 20, discount 0.6) weighs 2.5 steps at most. A recompute never
+  pays within a LongBench request's life (its outputs are at most 346 tokens);
+  a transfer pays only when the destination's slack behind the slowest rank
+  hides it, which is what the rule's migrations are.
 """
 
 from __future__ import annotations
@@ -89,6 +126,7 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.errors import ConfigError
+from bfio.sim.moves import BFIO_EVALUATIONS
 from bfio.sim.rule_options import checked_rule, out_of_range
 from bfio.sim.state import ClusterState, FirstStarts
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer
@@ -100,6 +138,12 @@ KV_DEFAULTS = {"kv": "recompute", "transfer_gbps": DEFAULT_TRANSFER_GBPS,
                "kv_bytes_per_token": DEFAULT_KV_BYTES_PER_TOKEN}
 #: ROLL PR #134's ``rebalance_threshold`` and ``freeze_interruption_timeout`` (seconds)
 ROLL_DEFAULTS = {"threshold": 10, "freeze_s": 3.0, **KV_DEFAULTS}
+#: BF-IO's migrations (``bfio``): the weight of a migration's cost against its gain, the
+#: objective's window (0: the policy's own; ``H``: undiscounted over ``0..H``), running
+#: requests evaluated per routing call and per rank, the seconds the rule waits after
+#: acting, and ``queued`` (1: first the queued requests BF-IO's ``plan_moves`` re-binds)
+BFIO_DEFAULTS = {"cost_weight": 1.0, "horizon": 0, "evaluations": 1, "per_rank": 1, "freeze_s": 0.0,
+                 "queued": 0, **KV_DEFAULTS}
 
 
 class Migration:
@@ -187,6 +231,7 @@ class RollMigration(Migration):
 
     name = "roll"
     defaults = ROLL_DEFAULTS
+    summary = "alibaba/ROLL PR #134: the most loaded rank gives up half the spread of in-flight requests"
 
     def __init__(self, state: ClusterState, policy, prefill, options: dict | None = None):
         super().__init__(state, policy, prefill, options)
@@ -231,7 +276,149 @@ class RollMigration(Migration):
         return out
 
 
-RULES = {"roll": RollMigration}
+class BfioMigration(Migration):
+    """BF-IO's own migrations (module docstring, ``bfio``): the policy's
+    ``plan_migrations`` (:meth:`bfio.policies.bfio.BFIO.plan_migrations`) with
+    :meth:`cost` as each migration's cost."""
+
+    name = "bfio"
+    defaults = BFIO_DEFAULTS
+    summary = "BF-IO migrates a running request when the drop of its objective J exceeds the KV's cost; policy bfio"
+
+    def __init__(self, state: ClusterState, policy, prefill, options: dict | None = None):
+        super().__init__(state, policy, prefill, options)
+        self.last = None  # the clock of the last call that migrated
+        self.token_latency_s = None  # the dispatch's t_l (its first call)
+        self.state = state
+        self.dispatch = None  # the dispatch of the last routing call (quiet)
+        self.closed = None  # (step, clock) of the last call in which no running request could pay
+        self._never = None  # recompute: no request can ever pay (never)
+        self.floors = np.zeros(state.requests)  # per running request, the last floor (candidates)
+
+    def run(self, dispatch) -> int:
+        st, o = dispatch.state, self.options
+        self.dispatch = dispatch
+        if self.last is not None and not st.clock - self.last > o["freeze_s"]:
+            return 0
+        moves = []
+        if o["queued"] and dispatch.queued:  # free: a queued request holds no KV (bfio.sim.moves)
+            moves = self.policy.plan_moves(dispatch.dispatch_state(), ~self.away, BFIO_EVALUATIONS)
+            for i, dst in moves:
+                self.requeue(dispatch, int(i), int(dst))
+        movable = self.candidates(dispatch) if not self.never(dispatch) else None
+        plan = []
+        self.closed = None
+        if movable is None or not movable.any():
+            self.closed = (st.step, st.clock)  # nothing may pay in this state (quiet)
+        else:
+            plan = self.policy.plan_migrations(dispatch.dispatch_state(), movable, self.cost, o["evaluations"],
+                                               o["per_rank"], o["horizon"], self.floors)
+        if not plan and not moves:
+            return 0
+        self.last = st.clock
+        self.interruptions += 1
+        for i, dst in plan:
+            self.migrate(dispatch, i, dst)
+        return len(plan) + len(moves)
+
+    def candidates(self, dispatch) -> np.ndarray:
+        """Per request, whether it runs, has not migrated yet (a request migrates at most
+        once) and may pay: the most its migration can lower ``J``
+        (:meth:`bfio.policies.bfio.BFIO.migration_bound`) exceeds :meth:`floor`, a lower
+        bound of its cost."""
+        st = dispatch.state
+        self.token_latency_s = dispatch.token_latency_s
+        ids = st.slot_request[st.slot_request >= 0]
+        ids = ids[self.times[ids] == 0]
+        out = np.zeros(self.times.shape[0], dtype=bool)
+        if ids.size:
+            sizes = (st.workload.prefill[ids] + st.generated[ids]).astype(np.float64)
+            floor = self.floor(dispatch, sizes)
+            self.floors[ids] = floor  # the planner's bound before the call's first migration
+            out[ids] = self.policy.migration_bound(sizes, st.workers, self.options["horizon"]) > floor
+        return out
+
+    def quiet(self) -> bool:
+        """With ``recompute``, no running request may pay (:meth:`candidates`) and nothing
+        queued is to be moved: the loop runs the steps up to the next arrival without
+        routing calls, exactly (the screen does not read the loads, and between two
+        routing calls the running requests only grow or finish). With ``transfer`` the
+        screen reads the ranks' slack, which changes every step: never quiet."""
+        d = self.dispatch
+        if d is None or self.transfer is not None or (self.options["queued"] and d.queued):
+            return False
+        return self.closed == (d.state.step, d.state.clock) or self.never(d) or not self.candidates(d).any()
+
+    def never(self, dispatch) -> bool:
+        """With ``recompute``, whether no request of the workload can ever pay: the
+        screen of :meth:`candidates` is linear in a request's size and does not read
+        the loads, so when it falls with the size and fails at the workload's
+        smallest prompt it fails for every running request (a size is its prompt
+        and what it has generated). Decided once."""
+        if self._never is None:
+            self._never = False
+            if self.transfer is None:
+                st = dispatch.state
+                self.token_latency_s = dispatch.token_latency_s
+                p = float(st.workload.prefill.min())
+                sizes = np.array([p, p + 1.0])
+                margin = self.policy.migration_bound(sizes, st.workers, self.options["horizon"]) - \
+                    self.floor(dispatch, sizes)
+                self._never = bool(margin[0] <= 0.0 and margin[1] <= margin[0])
+        return self._never
+
+    def floor(self, dispatch, size: np.ndarray) -> np.ndarray:
+        """A lower bound of :meth:`cost` over the destinations of each running request
+        of sizes ``size`` (``s_i + tau_i``), from the state alone: ``recompute`` its cost; ``transfer`` the
+        charge ``max(0, X_i - t_l (M - m) - max_g pending_g)``, ``M`` the largest
+        rank's load with its whole queue admitted (an upper bound of the predicted
+        ``Lhat_g(0)``), ``m`` the smallest rank's load (a lower bound), so no
+        destination's slack behind the slowest rank exceeds ``t_l (M - m)``."""
+        st = dispatch.state
+        G, t_l, w = st.workers, float(self.token_latency_s), self.options["cost_weight"]
+        if self.transfer is None:
+            stall = size * float(self.prefill.model.token_s)
+        else:
+            slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
+                float(self.transfer.pending.max())
+            stall = np.maximum(0.0, self.transfer.seconds_of(size) - slack)
+        return w * G * stall / t_l
+
+    def cost(self, i: int, loads: np.ndarray, planned: list[tuple[int, int]]) -> np.ndarray:
+        """Per destination rank, what migrating running request ``i`` costs in ``J``'s
+        units (token-steps): ``cost_weight x G x stall / t_l``, ``stall`` the seconds
+        every rank waits at the barrier for it (``G x stall`` rank-seconds idle, as
+        ``t_l (G max_g L_g - sum_g L_g)`` are in a step; ``t_l`` the dispatch's
+        seconds per resident token of the slowest rank). ``recompute``: its ``s_i +
+        tau_i`` tokens through the prefill model at ``token_s`` each (the barrier
+        waits for them when no other rank prefills; a prefix-cache hit is not
+        subtracted). ``transfer``: the charge of :mod:`bfio.sim.transfer` on the next
+        step, ``max(0, max_g (share_g + X_g) - max_g share_g)`` with the request's
+        ``X_i`` added to the destination's pending transfers, less what the pending
+        ones already cost; shares ``t_l Lhat_g(0)`` of the predicted loads ``loads``
+        (without it) with its tokens on the destination."""
+        G, t_l, w = loads.shape[0], float(self.token_latency_s), self.options["cost_weight"]
+        sizes = self.state.workload.prefill + self.state.generated
+        size = float(sizes[i])
+        if w == 0.0:
+            return np.zeros(G)
+        if self.transfer is None:
+            stall = np.full(G, size * float(self.prefill.model.token_s))
+        else:
+            pending = self.transfer.pending.copy()
+            if planned:
+                j, d = np.array(planned, dtype=np.int64).T
+                np.add.at(pending, d, self.transfer.seconds_of(sizes[j].astype(np.float64)))
+            eye = np.eye(G)
+            shares = t_l * (loads[None, :, 0] + size * eye)  # row d: the request on rank d
+            top = shares.max(axis=1)
+            now = np.maximum(0.0, (shares + pending).max(axis=1) - top)
+            x = float(self.transfer.seconds_of(np.array([size]))[0])
+            stall = np.maximum(0.0, (shares + pending + x * eye).max(axis=1) - top) - now
+        return w * G * stall / t_l
+
+
+RULES = {"roll": RollMigration, "bfio": BfioMigration}
 MIGRATIONS = ("none", *RULES)
 
 
@@ -241,6 +428,24 @@ def check_roll_options(o: dict) -> None:
         out_of_range("migration_options", "roll", "threshold", o["threshold"], ">= 1 (in-flight requests)")
     if o["freeze_s"] < 0:
         out_of_range("migration_options", "roll", "freeze_s", o["freeze_s"], ">= 0 (seconds)")
+
+
+def check_bfio_options(o: dict, policy) -> None:
+    """BF-IO's migration options within their ranges, and a policy that plans migrations."""
+    if not hasattr(policy, "plan_migrations"):
+        raise ConfigError(f"migration: 'bfio' asks the policy which running requests to migrate; policy "
+                          f"'{policy.name}' plans no migrations (use roll, or policy bfio)")
+    if o["cost_weight"] < 0:
+        out_of_range("migration_options", "bfio", "cost_weight", o["cost_weight"], ">= 0")
+    if o["horizon"] < 0:
+        out_of_range("migration_options", "bfio", "horizon", o["horizon"], ">= 0 (steps; 0: the policy's window)")
+    for key in ("evaluations", "per_rank"):
+        if o[key] < 1:
+            out_of_range("migration_options", "bfio", key, o[key], ">= 1 (requests)")
+    if o["freeze_s"] < 0:
+        out_of_range("migration_options", "bfio", "freeze_s", o["freeze_s"], ">= 0 (seconds)")
+    if o["queued"] not in (0, 1):
+        out_of_range("migration_options", "bfio", "queued", o["queued"], "0 or 1")
 
 
 def check_kv_options(o: dict, given: dict, rule: str, prefill) -> None:
@@ -267,16 +472,19 @@ def check_kv_options(o: dict, given: dict, rule: str, prefill) -> None:
 
 
 def check_migration(migration, options, dispatch: str, prefill, barrier: str, queue_moves: str,
-                    rank_pause: str) -> tuple[str, dict]:
+                    rank_pause: str, policy=None) -> tuple[str, dict]:
     """``migration`` and its options checked against the run: a known rule, its
     known options in range, instant dispatch, the KV's way against the prefill
-    model, a lockstep barrier, no other action. Returns the rule and its full options."""
+    model, a lockstep barrier, no other action; for ``bfio`` a ``policy`` that plans
+    migrations. Returns the rule and its full options."""
     migration, full = checked_rule("migration", migration, RULES, options, dispatch, "migration",
                                    "re-queues requests on other ranks' queues")
     if migration == "none":
         return "none", {}
     if migration == "roll":
         check_roll_options(full)
+    elif migration == "bfio":
+        check_bfio_options(full, policy)
     check_kv_options(full, options, migration, prefill)
     if barrier == "independent":
         raise ConfigError(f"migration: {migration!r} evens out the ranks of a lockstep barrier; "

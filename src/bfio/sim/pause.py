@@ -155,6 +155,7 @@ class DyntraLbPause(RankPause):
 
     name = "dyntra_lb"
     defaults = DYNTRA_DEFAULTS
+    summary = "vllm-ascend PR #12292's DyntraLB: a per-step plan over the ranks' KV-block counts; docs/online.md"
 
     def __init__(self, state: ClusterState, policy, options: dict | None = None):
         super().__init__(state, policy, options)

@@ -1,0 +1,203 @@
+"""BF-IO's own migrations (issue 45, ``migration = bfio``, bfio.sim.migration):
+the planner migrates a running request exactly when the drop of ``J`` exceeds its
+cost (hand-built states on both sides of the boundary), never with an infinite
+cost or into a wait, the KV cost of a transfer and of a recompute in ``J``'s units,
+whole runs conserve requests and tokens, are deterministic, equal the run
+without the rule when nothing can pay, and the errors name the option."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bfio.errors import ConfigError
+from bfio.policies import make_policy
+from bfio.prefill import PrefillModel
+from bfio.sim.dispatch import InstantDispatch
+from bfio.sim.migration import BFIO_DEFAULTS, MIGRATIONS, RULES
+from bfio.sim.state import ClusterState
+from bfio.simulator import simulate
+from bfio.solvers.dispatch import plan_migrations
+from bfio.solvers.objective import ObjectiveTerms, imbalance_objective
+from bfio.workload import Workload, poisson_arrivals, with_arrivals
+
+KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
+H = 10
+
+
+def _plan(cost, release1=(0, 0, 0), sizes=(1000, 1000), remaining=(50, 50), budget=1):
+    """Rank 0 runs two requests (``sizes``, ``remaining`` steps each), rank 1 runs
+    nothing (its slots' release offsets ``release1``); nothing is queued; ``J``
+    undiscounted over ``0..H``."""
+    terms = ObjectiveTerms.build(H, 1.0, "persist", fast=True)
+    h = np.arange(H + 1)
+    held, rem = np.array(sizes), np.array(remaining)
+    base = np.zeros((2, H + 1))
+    for s, r in zip(held, rem):
+        base[0] += np.where(h < r, s + h, 0)
+    release = [sorted([*rem.tolist(), 0]), sorted(release1)]
+    n = np.zeros(0, dtype=np.int64)
+    running = [np.arange(len(sizes)), np.array([], dtype=np.int64)]
+    return plan_migrations(base, release, [[], []], n, n, running, held, rem, terms, cost, budget, len(sizes)), \
+        base, terms
+
+
+def _gain(base, terms):
+    """What moving request 0 (its profile) from rank 0 to rank 1 lowers ``J`` by."""
+    h = np.arange(H + 1)
+    moved = np.where(h < 50, 1000 + h, 0)
+    after = np.stack([base[0] - moved, base[1] + moved])
+    return imbalance_objective(base, terms.weights) - imbalance_objective(after, terms.weights)
+
+
+def test_a_migration_that_pays_is_planned_and_one_that_does_not_is_not():
+    _, base, terms = _plan(lambda i, loads, planned: np.zeros(2))
+    gain = _gain(base, terms)
+    assert gain > 0
+    assert _plan(lambda i, loads, planned: np.zeros(2))[0] == [(0, 1)]
+    assert _plan(lambda i, loads, planned: np.full(2, gain * (1 - 1e-6)))[0] == [(0, 1)]
+    assert _plan(lambda i, loads, planned: np.full(2, gain * (1 + 1e-6)))[0] == []  # cost exceeds the gain
+    assert _plan(lambda i, loads, planned: np.full(2, np.inf))[0] == []
+
+
+def test_the_planner_sees_its_own_earlier_migrations():
+    """Three equal requests on rank 0: after one moves, moving a second would only
+    swap the ranks' loads, so the later evaluations move nothing more."""
+    seen = []
+
+    def cost(i, loads, planned):
+        seen.append(list(planned))
+        return np.zeros(2)
+
+    three = dict(sizes=(1000, 1000, 1000), remaining=(50, 50, 50), budget=3)
+    assert _plan(cost, **three)[0] == [(0, 1)]
+    assert seen == [[], [(0, 1)], [(0, 1)]]  # the later evaluations' cost is told of the first migration
+
+
+def test_a_running_request_is_not_migrated_into_a_wait():
+    """Rank 1 has no free slot (its slots free in 5 steps): the request would wait, so
+    nothing moves even at no cost."""
+    assert _plan(lambda i, loads, planned: np.zeros(2), release1=(5, 5, 5))[0] == []
+
+
+def _dispatch(kv="transfer", loads=(900_000, 100_000), options=None):
+    """An instant dispatch part with BF-IO's migrations over two ranks, request 0
+    (20,000 tokens) running on rank 0 beside loads ``loads``."""
+    work = Workload(np.array([20_000, 880_000, 100_000]), np.array([100, 100, 100]))
+    st = ClusterState.empty(work, 2, 4)
+    prefill = PrefillModel() if kv == "recompute" else None
+    from bfio.prefill import Prefill
+
+    chunked = None if prefill is None else Prefill(prefill, work, 2, 4)
+    d = InstantDispatch(st, make_policy("bfio", horizon=20), chunked, 1e-7, migration="bfio",
+                        migration_options={**{k: v for k, v in BFIO_DEFAULTS.items() if k in ("kv",)}, "kv": kv,
+                                           **(options or {})})
+    for i, g in enumerate((0, 0, 1)):
+        d._append(i, g)
+    d.queued = 3
+    d.admit()
+    d.migration.token_latency_s = 1e-7
+    st.loads[:] = loads
+    return d
+
+
+def test_a_transfer_costs_what_the_barrier_waits_in_rank_seconds():
+    d = _dispatch()
+    m = d.migration
+    x = m.transfer.seconds_of(np.array([20_000.0]))[0]  # 20,000 tokens over the link
+    loads = np.array([[880_000.0], [100_000.0]])  # without request 0
+    cost = m.cost(0, loads, [])
+    # on rank 1: share 1e-7 (100,000 + 20,000) + x against the top 1e-7 x 880,000
+    stall = max(0.0, 1e-7 * 120_000 + x - 1e-7 * 880_000)
+    assert cost[1] == pytest.approx(2 * stall / 1e-7)
+    assert cost[0] == pytest.approx(2 * x / 1e-7)  # back on the slowest rank: all of it
+    # a transfer hidden in the destination's slack costs nothing
+    assert m.cost(0, np.array([[880_000.0], [0.0]]), [])[1] == pytest.approx(2 * max(0.0, 2e-3 + x - 0.088) / 1e-7)
+    # the call's earlier migrations to the same rank are pending too
+    assert m.cost(0, loads, [(2, 1)])[1] > cost[1]
+    # the floor bounds the cost from below
+    assert m.floor(d, np.array([20_000.0]))[0] <= cost.min() + 1e-9
+
+
+def test_a_recompute_costs_its_tokens_through_the_prefill_model():
+    d = _dispatch("recompute", options={"cost_weight": 2.0})
+    cost = d.migration.cost(0, np.zeros((2, 1)), [])
+    assert cost == pytest.approx(np.full(2, 2.0 * 2 * 20_000 * PrefillModel().token_s / 1e-7))
+
+
+def _workload(n=300, rate=40.0, seed=5, prompt=30_000):
+    rng = np.random.default_rng(seed)
+    w = Workload(rng.integers(100, prompt, n), rng.integers(1, 200, n))
+    return with_arrivals(w, poisson_arrivals(n, rate, seed))
+
+
+def test_an_infinite_cost_never_migrates_and_the_run_is_the_run_without_the_rule():
+    work = _workload()
+    off = simulate(work, 4, 8, "bfio", policy_options={"horizon": 20}, **KW)
+    for options, prefill in (({"kv": "transfer", "transfer_gbps": 1e-12}, None),
+                             ({"kv": "recompute", "horizon": 200}, PrefillModel())):
+        base = off if prefill is None else simulate(work, 4, 8, "bfio", policy_options={"horizon": 20},
+                                                    prefill=prefill, **KW)
+        on = simulate(work, 4, 8, "bfio", policy_options={"horizon": 20}, migration="bfio",
+                      migration_options=options, prefill=prefill, **KW)
+        assert on.metrics["migrations"] == 0
+        assert on.series.equals(base.series)
+        assert on.requests.drop(columns="migrations").equals(base.requests)
+
+
+def test_free_migrations_conserve_requests_and_tokens_and_are_deterministic():
+    work = _workload(rate=80.0)
+    opts = {"kv": "transfer", "cost_weight": 0.0, "evaluations": 4, "per_rank": 2}
+    a, b = (simulate(work, 4, 8, "bfio", policy_options={"horizon": 20}, migration="bfio", migration_options=opts,
+                     **KW) for _ in range(2))
+    m, r = a.metrics, a.requests
+    assert m["migrations"] > 0 and m["migrations"] == r["migrations"].sum() == m["migration_transfers"]
+    assert r["migrations"].max() == 1  # a request migrates at most once
+    assert m["migration_plan_calls"] > 0 and m["migration_interruptions"] > 0
+    assert r["finish_s"].notna().all() and a.series["completions"].sum() == len(work)
+    assert a.series["active"].sum() == work.decode.sum()
+    assert a.requests.equals(b.requests) and a.series.equals(b.series)
+
+
+def test_bfio_is_a_rule_of_the_registry():
+    assert "bfio" in RULES and MIGRATIONS == ("none", *RULES)
+
+
+@pytest.mark.parametrize("policy, options, message", [
+    ("vllm_dp", {"kv": "transfer"}, "migration: 'bfio' asks the policy .* 'vllm_dp' plans no migrations"),
+    ("bfio", {"kv": "transfer", "cost_weight": -1}, "migration_options: cost_weight of 'bfio' must be >= 0"),
+    ("bfio", {"kv": "transfer", "evaluations": 0}, "migration_options: evaluations of 'bfio' must be >= 1"),
+    ("bfio", {"kv": "transfer", "horizon": -3}, "migration_options: horizon of 'bfio' must be >= 0"),
+    ("bfio", {"kv": "transfer", "queued": 2}, "migration_options: queued of 'bfio' must be 0 or 1"),
+    ("bfio", {"kv": "transfer", "threshold": 2}, "migration_options: unknown option.* threshold"),
+    ("bfio", {}, "migration_options: kv 'recompute' of 'bfio' .*prefill model"),
+])
+def test_bad_bfio_migration_options_are_refused_by_name(policy, options, message):
+    with pytest.raises(ConfigError, match=message):
+        simulate(_workload(n=20), 2, 4, policy, migration="bfio", migration_options=options, **KW)
+
+
+def test_simulate_cli_takes_the_bfio_rule_and_its_options_from_the_registry(data_dir, capsys):
+    import argparse
+    import json
+
+    from bfio.cli import main
+    from bfio.cli.simulate import add_action_flags
+    from bfio.sim.migration import RULES as MIGRATION_RULES
+
+    p = argparse.ArgumentParser()
+    add_action_flags(p, "--migration", MIGRATION_RULES, "migrate")
+    text = " ".join(p.format_help().split())
+    for name, cls in MIGRATION_RULES.items():  # every rule, its summary and each option's default, once
+        assert f"{name} ({cls.summary})" in text
+        assert f"{name}'s: " + ", ".join(f"{k} (default {v})" for k, v in cls.defaults.items()) in text
+    base = ["simulate", "--trace", "burstgpt", "--requests", "200", "--workers", "4", "--slots", "4", "--policy",
+            "bfio", "--dispatch", "instant", "--arrival-mode", "poisson", "--arrival-rate", "400",
+            "--data-dir", str(data_dir), "--migration", "bfio", "--migration-option", "kv=transfer"]
+    assert main(base + ["--migration-option", "cost_weight=0", "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["migration"] == "bfio" and out["migration_plan_calls"] > 0
+    assert main(base + ["--migration-option", "evaluations=0"]) != 0
+    assert "--migration-option: evaluations of 'bfio' must be >= 1" in capsys.readouterr().err
+    assert main(base[:base.index("--policy") + 1] + ["vllm_dp"] + base[base.index("--policy") + 2:]) != 0
+    assert "plans no migrations" in capsys.readouterr().err
