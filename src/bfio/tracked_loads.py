@@ -255,12 +255,9 @@ class TrackedLoads:
         self.count = np.zeros(W, dtype=np.int64)
         self.hp = np.zeros((n, 2), dtype=np.int64)  # heap of the later ends: (end, request)
         self.hsize = np.zeros(1, dtype=np.int64)
-        # per request: STATUS, WORKER, OFFSET (c_i), LOC. Zeros, left untouched (issue 40: filling
-        # WORKER and LOC with -1 wrote every page of the (n, 4) array up front, 0.28 s at
-        # n = 1.5M, a third of a routing call's mean at G = 1024): a request's fields are
-        # read only once it has entered (:func:`enter` sets all four), and one never entered
-        # has STATUS GONE (0), which :func:`complete` skips.
-        self.req = np.zeros((n, 4), dtype=np.int64)
+        self.req = np.zeros((n, 4), dtype=np.int64)  # per request: STATUS, WORKER, OFFSET (c_i), LOC
+        self.req[:, WORKER] = -1
+        self.req[:, LOC] = -1
         self.wk = np.zeros((G, 4), dtype=np.int64)  # per worker: RUN_SUM, RUN_COUNT, DUE_SUM, DUE_COUNT
         self.last = np.zeros(1, dtype=np.int64)
         self.seen = 0  # completions consumed
