@@ -11,7 +11,7 @@ import bfio.policies.bfio as bfio_policy
 from bfio.profiles import predicted_loads
 from bfio.simulator import simulate
 from bfio.solvers.touched import ascending_order, waiting_order
-from bfio.tracked_loads import TrackedLoads
+from bfio.tracked_loads import TrackedLoads, complete
 from bfio.workload import Workload, poisson_arrivals, with_arrivals
 
 
@@ -120,3 +120,22 @@ def test_ascending_order_is_numpys_stable_argsort(values, small):
     v = np.asarray([x % 5 if small else x for x in values], dtype=np.int64)
     assert np.array_equal(ascending_order(v), np.argsort(v, kind="mergesort"))
 
+
+
+def test_records_widen_to_64_bits_when_an_offset_does_not_fit_in_32():
+    """The per-request records start 32-bit (issue 40) and widen, keeping every field,
+    when an offset c_i = s_i - a_i leaves int32's range; the loads stay exact."""
+    T = TrackedLoads(2, 10, 3)
+    assert T.req.dtype == np.int32
+    T._enter(0, np.array([0, 1]), np.array([0, 1]), np.array([5, 7]), np.array([2, 9]))
+    big = 2 ** 35
+    T._enter(0, np.array([2]), np.array([0]), np.array([big]), np.array([3]))
+    assert T.req.dtype == np.int64
+    out = T._read(0)
+    # worker 0: c = 5 (ends at 2) and c = 2^35 (ends at 3); worker 1: c = 7 (ends at 9); t = 0
+    assert out[:, 0].tolist() == [5 + big, 7]
+    assert out[:, 2].tolist() == [big + 2, 7 + 2]
+    assert out[:, 3].tolist() == [0, 7 + 3]
+    # its completion subtracts the offset kept in its record (truncated, were it 32-bit)
+    complete(np.array([2]), T.req, T.ent, T.wk)
+    assert T._read(0)[:, 0].tolist() == [5, 7]

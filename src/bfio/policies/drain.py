@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.jit import kernel
-from bfio.solvers.fast import worker_costs
+from bfio.solvers.fast.costs import _volume, cumulative_weights
 
 
 @kernel
@@ -31,21 +31,35 @@ def _best_worker(base, E, s, lf, G, w, skip, room):
     """The worker where a request (size ``s``, ``lf`` offsets) raises ``J`` least
     (:func:`bfio.solvers.fast.costs.worker_costs`; the first on ties), among those not in
     ``skip`` with ``room[g] > 0`` (the free slots, or ones for any worker); -1 if none.
-    ``room`` is an array, not a flag: one compiled specialization serves both uses."""
-    nW, H1 = base.shape
-    C = np.empty((nW, H1))
-    for g in range(nW):
-        for h in range(H1):
-            C[g, h] = E[h] - base[g, h] - h
-    cost = worker_costs(C, s, lf, G, w)
+    ``room`` is an array, not a flag: one compiled specialization serves both uses.
+
+    The same costs, term for term, as ``worker_costs`` on ``C[g, h] = E[h] - base[g, h] - h``
+    (so the same worker), without building ``C`` and stopping early (issue 40): a
+    worker's sum of non-negative terms only grows, so its scan stops once its cost
+    cannot be below the best so far; and no cost is below ``-volume`` (nothing raised),
+    so the scan of the workers ends at the first worker that reaches it.
+    ``O(G lf)`` at worst, ``O(g* lf)`` when worker ``g*`` takes the request unraised."""
+    cw, cwh = cumulative_weights(w)
+    vol = _volume(s, lf, cw, cwh)
+    floor = G * 0.0 - vol  # the cost of a worker where the request raises nothing
     best = np.inf
     arg = -1
-    for g in range(nW):
+    for g in range(base.shape[0]):
         if skip[g] or room[g] == 0:
             continue
-        if cost[g] < best:
-            best = cost[g]
+        tot = 0.0
+        for h in range(lf):
+            d = s - (E[h] - base[g, h] - h)
+            if d > 0:
+                tot += w[h] * d
+                if G * tot - vol >= best:
+                    break
+        cost = G * tot - vol
+        if cost < best:
+            best = cost
             arg = g
+            if best == floor:
+                break
     return arg
 
 
