@@ -29,7 +29,7 @@ import pandas as pd
 
 from bfio.config import NAMED_RUN_DIR, _RUN_NAME_RE
 from bfio.errors import BfioError, ConfigError
-from bfio.run_keys import parse_bfio_row
+from bfio.run_keys import paper_row_spec
 from bfio.studies.goodput_summary import REFERENCE_LABELS
 from bfio.studies.online_summary import ONLINE_METRICS, policy_label, record_label
 from bfio.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, ci_text, row_label
@@ -363,7 +363,7 @@ def default_routers(online: pd.DataFrame, n: int = 8) -> list[str]:
     exact = online[online["report_interval"].fillna(0) == 0] if "report_interval" in online else online
     rows = list(dict.fromkeys(exact["row"]))
     bfio = exact[exact["policy"] == "bfio"] if "policy" in exact else exact.iloc[:0]
-    default = bfio["row"].map(lambda r: (parse_bfio_row(r) or (None, None))[1] == "default")
+    default = bfio["row"].map(lambda r: (spec := paper_row_spec(r)) is not None and spec.objective == "default")
     central = bfio[(bfio["dispatch"] == "central") & default]
     first = []
     if len(central):
