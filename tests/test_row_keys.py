@@ -117,3 +117,20 @@ def test_tables_and_the_horizon_figure_read_stored_columns():
     bf = horizon_sweep._bfio_rows(table, horizon_sweep._objectives(table))
     assert list(zip(bf["row"], bf["H"], bf["objective"])) == [("bfio_h20", 20, "default"),
                                                               ("bfio_h20_literal", 20, "paper-literal")]
+
+
+def test_runs_carry_the_declared_spec_and_refuse_another_key():
+    from bfio.experiments import experiment_runs
+    from bfio.run import RunSpec
+
+    config = {"seeds": [42], "experiments": {"x": {"trace": "longbench", "requests": 10, "workers": [2],
+                                                   "baselines": ["fcfs"], "horizons": [7], "literal_horizons": [7]}}}
+    runs = experiment_runs(config, "x")
+    assert [(r.row, r.row_spec) for r in runs] == [("fcfs", RowSpec("fcfs")), ("bfio_h7", RowSpec("bfio", 7)),
+                                                   ("bfio_h7_literal", RowSpec("bfio", 7, "paper-literal"))]
+    assert [(r.policy, r.horizon, r.objective) for r in runs] == [("fcfs", None, None), ("bfio", 7, "default"),
+                                                                  ("bfio", 7, "paper-literal")]
+    assert runs[2].with_bfio_defaults({"solver": "fast"}).policy_options == {"solver": "fast",
+                                                                            **RowSpec("bfio", 7, "paper-literal").options()}
+    with pytest.raises(ConfigError, match="not the key of its spec"):
+        RunSpec("longbench", 10, 2, 72, "bfio_h8", 42, row_spec=RowSpec("bfio", 7))

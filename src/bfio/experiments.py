@@ -75,8 +75,8 @@ def experiment_runs(config: dict, name: str) -> list[RunSpec]:
     """Every run of experiment ``name``: rows x workers x seeds (config order)."""
     exp = config["experiments"][name]
     slots = int(exp.get("slots", config.get("slots", 72)))
-    return [RunSpec(exp["trace"], int(exp["requests"]), int(g), slots, row, seed)
-            for row in experiment_rows(exp) for g in exp["workers"] for seed in experiment_seeds(config, name)]
+    return [RunSpec(exp["trace"], int(exp["requests"]), int(g), slots, spec.key, seed, row_spec=spec)
+            for spec in experiment_row_specs(exp) for g in exp["workers"] for seed in experiment_seeds(config, name)]
 
 
 def all_runs(config: dict) -> list[RunSpec]:
@@ -107,8 +107,9 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
             continue
         exp = config["experiments"][name]
         slots = int(exp.get("slots", config.get("slots", 72)))
+        declared = {spec.key: spec for spec in experiment_row_specs(exp)}  # the experiment's rows, by key
         out[name] = [RunSpec(exp["trace"], int(exp["requests"]), int(exp["workers"][0]), slots, row,
-                             reference_seed(config)) for row in rows]
+                             reference_seed(config), row_spec=declared.get(row)) for row in rows]
     return out
 
 

@@ -184,6 +184,11 @@ class RunSpec:
     #: ``none`` (the cluster) or ``balanced``: the run's balanced reference, one pooled
     #: rank admitting FCFS (issue 44, :mod:`bfio.sim.pooled`)
     reference: str = "none"
+    #: the row's typed identity (issue 43): a paper row's :class:`bfio.run_keys.RowSpec`
+    #: (its key is ``row``), given by the declaration that made the run
+    #: (:func:`bfio.experiments.experiment_runs`) or looked up among the declared rows;
+    #: ``None`` for a study variant (its ``policy`` and ``options`` say what it runs)
+    row_spec: RowSpec | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.dispatch not in DISPATCH_MODES:
@@ -194,8 +199,13 @@ class RunSpec:
         if self.requests is None and self.arrival.mode != "trace":
             raise ConfigError(f"requests: needed for arrival mode {self.arrival.mode!r} (only 'trace' replays "
                               "the whole trace)")
+        if self.row_spec is None:
+            spec = paper_row_spec(self.row)
+            object.__setattr__(self, "row_spec", row_spec_of(self.row) if spec is None and not self.policy else spec)
+        elif self.row_spec.key != self.row:
+            raise ConfigError(f"row: {self.row!r} is not the key of its spec {self.row_spec} ({self.row_spec.key!r})")
         if not self.policy:
-            object.__setattr__(self, "policy", row_spec_of(self.row).policy)
+            object.__setattr__(self, "policy", self.row_spec.policy)
 
     @classmethod
     def make(cls, trace, requests, workers, slots, row, seed, arrival=None, dispatch="central",
@@ -213,7 +223,10 @@ class RunSpec:
         row ``defaults[policy]``."""
         if self.options:
             return self
-        return replace(self, options=tuple(sorted(resolve_row(self.row, None, bfio_defaults, defaults)[1].items())))
+        if self.row_spec is None:
+            return replace(self, options=tuple(sorted(resolve_row(self.row, None, bfio_defaults, defaults)[1].items())))
+        start = row_defaults(defaults, bfio_defaults).get(self.row_spec.policy, {})
+        return replace(self, options=tuple(sorted({**start, **self.row_spec.options()}.items())))
 
     @property
     def policy_options(self) -> dict:
@@ -229,8 +242,8 @@ class RunSpec:
     @property
     def horizon(self) -> int | None:
         """BF-IO's lookahead ``H`` of a ``bfio_h<H>`` row (else ``None``)."""
-        spec = paper_row_spec(self.row)
-        return spec.horizon if spec else self.policy_options.get("horizon")
+        bfio = self.row_spec is not None and self.row_spec.policy == "bfio"
+        return self.row_spec.horizon if bfio else self.policy_options.get("horizon")
 
     @property
     def path(self) -> str:
@@ -246,8 +259,7 @@ class RunSpec:
     @property
     def objective(self) -> str | None:
         """BF-IO's objective of a ``bfio_h<H>[_literal]`` row (else ``None``): what a run stores."""
-        spec = paper_row_spec(self.row)
-        return spec.objective if spec else None
+        return self.row_spec.objective if self.row_spec is not None and self.row_spec.policy == "bfio" else None
 
     @classmethod
     def from_path(cls, path: str, declared) -> "RunSpec":

@@ -247,7 +247,7 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
         key = "paper_literal" if bf.objective == "paper-literal" else ("lookahead" if bf.horizon else "no_lookahead")
         s = SERIES["bfio"][key]
         s = s.with_label(s.label.format(H=bf.horizon))
-    elif policy == "bfio" or (row not in SERIES["router"] and str(row).startswith("bfio")):
+    elif policy == "bfio" or (row not in SERIES["router"] and _declared_bfio(row)):
         H = h_of(horizon)
         if H is None:  # a variant row without its stored horizon: its declared spec's
             declared = declared_spec(str(row))
@@ -261,7 +261,7 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
     k = 0 if report_interval is None or (isinstance(report_interval, float) and np.isnan(report_interval)) \
         else int(report_interval)
     text = s.label
-    if predictor and (policy == "bfio" or adm or bf or str(row).startswith("bfio")):
+    if predictor and (policy == "bfio" or adm or bf or _declared_bfio(row)):
         text += f", {series('predictor', predictor).label}"
         s = replace(s, filled=False)
     if k > 0:
@@ -272,6 +272,12 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
     elif dispatch == "central" and not central_by_default:
         text += ", central pool"
     return s.with_label(text)
+
+
+def _declared_bfio(row) -> bool:
+    """Whether ``row`` is a declared BF-IO row or variant (:func:`bfio.run_keys.declared_spec`)."""
+    spec = declared_spec(str(row))
+    return spec is not None and spec.policy == "bfio"
 
 
 def row_or_label(name: str, i: int = 0) -> tuple[str, dict]:
