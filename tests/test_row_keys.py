@@ -134,3 +134,16 @@ def test_runs_carry_the_declared_spec_and_refuse_another_key():
                                                                             **RowSpec("bfio", 7, "paper-literal").options()}
     with pytest.raises(ConfigError, match="not the key of its spec"):
         RunSpec("longbench", 10, 2, 72, "bfio_h8", 42, row_spec=RowSpec("bfio", 7))
+
+
+def test_a_runs_config_declares_its_rows_for_the_notebook(tmp_path):
+    from bfio.studies.declared_rows import declare_run_rows
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "mine.yaml").write_text(
+        "run_name: mine\nonline:\n  variants:\n    bfio_h33_drain7: {policy: bfio, horizon: 33, admission: 'drain:7'}\n")
+    (tmp_path / "config" / "config.yaml").write_text("seeds: [42]\n")
+    assert row_spec("bfio_h33_drain7") is None
+    assert declare_run_rows(tmp_path, "mine") == [tmp_path / "config" / "mine.yaml"]
+    assert row_spec("bfio_h33_drain7") == RowSpec("bfio", 33, admission="drain:7")
+    assert policy_label("bfio_h33_drain7", "central") == "BF-IO (H=33, drain:7) (central)"

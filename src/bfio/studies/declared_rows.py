@@ -11,6 +11,10 @@ module alone.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
+
 from bfio.discount import OBJECTIVES
 from bfio.errors import ConfigError
 from bfio.run_keys import RowSpec, declare_rows
@@ -76,4 +80,21 @@ def declare_config_rows(config: dict) -> dict:
     return rows
 
 
-__all__ = ["starvation_row_specs", "variant_spec", "config_rows", "declare_config_rows"]
+def declare_run_rows(root, run_name: str | None) -> list[Path]:
+    """Declare the rows of a pipeline run's config read from the repository ``root``
+    (the notebook's tables, :mod:`bfio.explore`, as the pipeline's jobs do):
+    ``config/*.yaml`` whose ``run_name`` is ``run_name`` (``None``: the default run,
+    the files without one). Returns the files read."""
+    read = []
+    for file in sorted((Path(root) / "config").glob("*.yaml")):
+        try:
+            config = yaml.safe_load(file.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(config, dict) and config.get("run_name") == run_name:
+            declare_config_rows(config)
+            read.append(file)
+    return read
+
+
+__all__ = ["starvation_row_specs", "variant_spec", "config_rows", "declare_config_rows", "declare_run_rows"]
