@@ -2,7 +2,7 @@
 # the config, input functions. All logic lives in the bfio package (experiments, config, traces.sources).
 import threading
 
-from bfio.run import CELL_WILDCARD, RunSpec, policy_defaults
+from bfio.run import CELL_WILDCARD, policy_defaults
 from bfio.config import trace_specs, validate_config
 from bfio.experiments import (
     all_runs,
