@@ -11,7 +11,11 @@ arrive (:class:`ArrivalSpec`) and are dispatched (``central``/``instant``).
 ``bfio_h40_literal``, see :func:`bfio.run_keys.row_key`) or the label of a study
 *variant* (``{label: {policy: name, **options}}`` in the config, e.g.
 ``bfio_h40_noisy50: {policy: bfio, horizon: 40, predictor: noisy, ...}``);
-:func:`resolve_row` turns it into a registered policy and its options.
+:func:`resolve_row` turns it into a registered policy and its options. The row's
+typed identity (:attr:`RunSpec.row_spec`, a :class:`bfio.run_keys.RowSpec`) comes
+from the declaration that made the run or is looked up among the declared rows;
+a run path is mapped to its declared run by lookup (:meth:`RunSpec.from_path`),
+never parsed (issue 43).
 
 Arrival modes (``ArrivalSpec.mode``, :data:`bfio.workload.ARRIVAL_MODES`):
 

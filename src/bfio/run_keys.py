@@ -21,7 +21,7 @@ The BF-IO rows of the paper experiments (``bfio_h<H>[_literal]``, ``0 <= H <=``
 :data:`MAX_KEY_HORIZON`) are the BF-IO policy's declared keyed rows
 (:func:`keyed_row`); study rows with an admission rule and study variants are
 declared by their study sections (:func:`declare_rows`, from the config:
-:func:`bfio.studies.rows.declare_config_rows`). Tables and figures read the
+:func:`bfio.studies.declared_rows.declare_config_rows`). Tables and figures read the
 ``horizon`` and ``objective`` columns a run stores (:func:`bfio.experiments.run_one`;
 :func:`bfio.tables.stored_keys`) where the table has them.
 """
