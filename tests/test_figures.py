@@ -20,6 +20,7 @@ from bfio.figures.load_trajectories import plot_load_trajectories, sample_worker
 from bfio.figures.power_timeseries import plot_power_timeseries
 from bfio.figures.style import non_gray_artists, off_palette_artists, scale_for, text_overlaps
 from bfio.figures.worker_sweep import plot_worker_sweep
+from bfio.run_keys import RowSpec, declare_rows
 
 RNG = np.random.default_rng(0)
 
@@ -212,7 +213,9 @@ def test_scale_for():
 
 def online_summary(identical=(("bfio_h40_aging200", "central", "bfio_h40"), ("least_tokens", "instant", "jsq_tokens"))):
     """An online summary (as bfio.studies.online_summary.summarize_online writes it) with
-    latencies between 5 and 9 s (within one decade) and two series identical to another."""
+    latencies between 5 and 9 s (within one decade) and two series identical to another.
+    Its admission row is declared, as a study declares its rows (bfio.studies.declared_rows)."""
+    declare_rows([RowSpec("bfio", 40, admission="aging:200")])
     rng = np.random.default_rng(3)
     rows = []
     keys = [("fcfs", "central"), ("jsq_tokens", "central"), ("bfio_h40", "central"), ("vllm_dp", "instant")]

@@ -10,10 +10,12 @@ import pytest
 import yaml
 
 from bfio.errors import ChecksumError, ConfigError
-from bfio.run import RunSpec, parse_row
+from bfio.run import RunSpec, row_spec_of
+from bfio.run_keys import RowSpec
 from bfio.config import validate_config
 from bfio.experiments import (
     all_runs,
+    declared_runs,
     experiment_rows,
     experiment_runs,
     experiment_seeds,
@@ -123,15 +125,24 @@ def test_errors_name_the_key(mutate, key):
 def test_run_paths_round_trip_and_rows():
     spec = RunSpec("longbench", 80000, 256, 72, "bfio_h40", 42)
     assert spec.path == "longbench/n80000-g256-b72/bfio_h40/seed42"
-    assert RunSpec.from_path(spec.path) == spec
+    declared = {spec.path: spec}
+    assert RunSpec.from_path(spec.path, declared) == spec  # a lookup among the declared runs, not a parse
     assert (spec.policy, spec.horizon) == ("bfio", 40)
     assert spec.with_bfio_defaults({"predictor": "oracle"}).policy_options == {"predictor": "oracle", "horizon": 40}
     assert RunSpec("burstgpt", 5, 2, 72, "fcfs", 1).with_bfio_defaults({"x": 1}).policy_options == {}
-    assert parse_row("jsq_tokens") == ("jsq_tokens", None)
+    assert row_spec_of("jsq_tokens") == RowSpec("jsq_tokens")
+    assert (spec.objective, RunSpec("longbench", 10, 2, 72, "bfio_h40_literal", 1).objective) == ("default", "paper-literal")
     with pytest.raises(ConfigError):
-        parse_row("bogus")
-    with pytest.raises(ConfigError):
-        RunSpec.from_path("longbench/n80000/bfio_h40/seed42")
+        row_spec_of("bogus")
+    with pytest.raises(ConfigError, match="not a declared run path"):
+        RunSpec.from_path("longbench/n80000/bfio_h40/seed42", declared)
+
+
+def test_declared_runs_map_every_path_to_its_run():
+    cfg = validate_config(load("config.yaml"), SCHEMA)
+    declared = declared_runs(cfg)
+    assert set(declared) == {r.path for r in all_runs(cfg)}
+    assert all(RunSpec.from_path(p, declared) is r for p, r in declared.items())
 
 
 def test_expansion_counts_and_sharing():
@@ -284,7 +295,7 @@ def test_a_bare_run_path_simulates_its_own_horizon():
 
     rng = np.random.default_rng(3)
     work = Workload(rng.integers(1, 200, 300), rng.integers(1, 60, 300))
-    bare = RunSpec.from_path("longbench/n300-g4-b8/bfio_h7/seed1")
+    bare = RunSpec("longbench", 300, 4, 8, "bfio_h7", 1)
     resolved = bare.with_bfio_defaults(None)
     assert resolved.policy_options == {"horizon": 7}
     got = simulate_run(bare, workload=work)

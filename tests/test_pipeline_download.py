@@ -116,7 +116,7 @@ def test_fresh_clone_fetches_verifies_and_uses_the_traces_then_reuses_them(tmp_p
     table = (out / "results" / "tables" / "traces.csv").read_text().splitlines()
     assert len(table) == 1 + len(PUBLIC)
     summary = json.loads((out / "results" / "runs" / run.path / "summary.json").read_text())
-    assert RunSpec.from_path(summary["run"]) == run and summary["steps"] > 0
+    assert summary["run"] == run.path and summary["row"] == run.row and summary["steps"] > 0
 
 
 def test_bad_mirror_fails_the_jobs_naming_url_and_reason_and_leaves_no_file(tmp_path, data_dir):

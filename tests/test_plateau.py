@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from bfio.errors import ConfigError
 from bfio.plateau import (IMBALANCE_TOLERANCE_PCT, THROUGHPUT_TOLERANCE_PCT, plateau, plateau_markdown,
                           plateau_verdict, within_plateau)
-from bfio.run_keys import parse_bfio_row
+from bfio.run_keys import paper_row_spec
 
 SEEDS = (42, 1, 2, 3)
 
@@ -19,8 +19,8 @@ def runs_of(values: dict, workers: int = 8) -> pd.DataFrame:
     """``values[row] = (imbalances per seed, throughputs per seed)`` -> a run table
     with the ``horizon`` and ``objective`` columns a run stores (bfio.experiments.run_one)."""
     def stored(row):
-        p = parse_bfio_row(row)
-        return {"horizon": p[0] if p else None, "objective": p[1] if p else None}
+        spec = paper_row_spec(row)
+        return {"horizon": spec.horizon if spec else None, "objective": spec.objective if spec else None}
 
     return pd.DataFrame([{"row": row, **stored(row), "workers": workers, "seed": s, "avg_imbalance": imb[i],
                           "throughput": thr[i]} for row, (imb, thr) in values.items() for i, s in enumerate(SEEDS)])

@@ -19,8 +19,8 @@ from bfio.cli import build_parser, main
 from bfio.errors import ConfigError
 from bfio.config import _registry_enums, validate_config
 from bfio.experiments import experiment_rows, experiment_runs
-from bfio.run import RunSpec, parse_row
-from bfio.run_keys import row_key
+from bfio.run import RunSpec, row_spec_of
+from bfio.run_keys import RowSpec, row_key
 from bfio.policies import Policy, RoutingState, register
 from bfio.studies.online_summary import policy_label as study_label
 from bfio.tables import row_label
@@ -93,8 +93,9 @@ def test_throwaway_policy_reaches_cli_schema_experiments_and_tables(throwaway, t
     assert experiment_rows(cfg["experiments"]["x"])[:2] == [NAME, "fcfs"]
     runs = experiment_runs(cfg, "x")
     assert {r.policy for r in runs} == {NAME, "fcfs"}
-    assert parse_row(NAME) == (NAME, None)
-    assert RunSpec.from_path(f"longbench/n10-g2-b72/{NAME}/seed42").policy == NAME
+    assert row_spec_of(NAME) == RowSpec(NAME)
+    declared = {r.path: r for r in runs}
+    assert RunSpec.from_path(f"longbench/n10-g2-b72/{NAME}/seed42", declared).policy == NAME
 
     # tables and study summaries: the class's label
     assert row_label(NAME) == "Throwaway (test)"
@@ -107,7 +108,7 @@ def test_unregistered_policy_is_refused_everywhere():
     with pytest.raises(ConfigError, match="experiments.x.baselines"):
         validate_config(_config([NAME]), SCHEMA)
     with pytest.raises(ConfigError, match="neither a baseline"):
-        parse_row(NAME)
+        row_spec_of(NAME)
     assert row_label(NAME) == NAME
 
 
@@ -126,12 +127,12 @@ def test_every_registered_policy_is_everywhere():
             continue
         assert name in enum
         assert re.match(schema["definitions"]["row"]["pattern"], name)
-        assert parse_row(name) == (name, None)
+        assert row_spec_of(name) == RowSpec(name)
         assert row_label(name) == policies.policy_label(name)
     # BF-IO rows keep their keys and labels
     for key in (row_key("bfio", 40), row_key("bfio", 0, "paper-literal")):
         assert re.match(schema["definitions"]["row"]["pattern"], key)
-        assert parse_row(key)[0] == "bfio"
+        assert row_spec_of(key).policy == "bfio" and row_spec_of(key).key == key
     assert row_label("bfio_h40") == "BF-IO (H=40)"
 
 

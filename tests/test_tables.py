@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from bfio.paper import TABLE1, TABLE1_UNITS, TABLE2, TABLE2_UNITS
+from bfio.run_keys import paper_row_spec
 from bfio.paper_tables import AUTHORS_SIMULATOR, is_paper_setting, paper_comparison, paper_markdown, paper_pivot
 from bfio.tables import (
     distinct_runs,
@@ -209,7 +210,7 @@ def test_paper_markdown_states_what_each_row_is_and_its_effective_lookahead():
             assert r["95% CI"].startswith("[")
         by = {(r["row"], r["objective"].split()[0]): r for r in rows}
         for row, h_eff in stored.dropna().items():
-            key = (row_label_of(row), "paper-literal" if row.endswith("_literal") else "default")
+            key = (row_label_of(row), paper_row_spec(row).objective)
             assert by[key]["H_eff"] == str(int(h_eff))
         # the default rows past the reach are one program; H = 0 and the literal rows are not in it
         assert by[("BF-IO (H=20)", "default")]["same program as"] == "H=40, 60, 80, 100"
@@ -249,9 +250,10 @@ def test_same_program_needs_the_same_objective_options_and_window():
 
 
 def row_label_of(row: str) -> str:
+    """The label of a row's printed row (``bfio_h40_literal`` -> ``BF-IO (H=40)``)."""
     from bfio.tables import row_label
 
-    return row_label(row.removesuffix("_literal"))
+    return row_label(paper_row_spec(row).paper().key)
 
 
 def test_paper_comparison_missing_rows_and_markdown():

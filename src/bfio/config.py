@@ -20,6 +20,7 @@ from bfio.traces.registry import trace_specs  # noqa: F401  (re-exported: bfio.c
 from bfio.policies import baselines as registry_baselines, check_policy_options, policy_class, registered, row_pattern
 from bfio.experiments import experiment_rows
 from bfio.studies.registry import studies
+from bfio.studies.declared_rows import declare_config_rows
 from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.config.trace_references)
 from bfio.limits import MAX_REQUESTS
 from bfio.policies.options import schema_properties
@@ -146,6 +147,7 @@ def validate_config(config: dict, schema) -> dict:
             raise ConfigError(f"config key 'figures.{key}': '{name}' is not an experiment (experiments: "
                               f"{', '.join(config['experiments']) or 'none'}); name one, or null for no figure")
     _check_policies(config)
+    declare_config_rows(config)  # its variants' and admission rows' specs, by label (bfio.run_keys)
     for name, study in studies().items():  # each study's own cross-checks (bfio.studies.registry.Study.validate)
         if study.validate is not None and study.active(config):
             study.validate(config[name], config)

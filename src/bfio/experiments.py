@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rerun triggers)
-from bfio.run_keys import parse_bfio_row, row_key
+from bfio.run_keys import RowSpec
 from bfio.results_io import atomic_path, write_json
 from bfio.run import RunSpec, baselines
 from bfio.runner import simulate_run
@@ -44,11 +44,17 @@ log = logging.getLogger("bfio.pipeline")
 
 # --------------------------------------------------------------------------- runs
 
+def experiment_row_specs(exp: dict) -> list[RowSpec]:
+    """The rows an experiment declares: its baselines, BF-IO per horizon, then
+    BF-IO with the paper-literal objective per ``literal_horizons``."""
+    return ([RowSpec(b) for b in exp.get("baselines", [])] + [RowSpec("bfio", int(h)) for h in exp.get("horizons", [])]
+            + [RowSpec("bfio", int(h), "paper-literal") for h in exp.get("literal_horizons", [])])
+
+
 def experiment_rows(exp: dict) -> list[str]:
-    """Row keys of an experiment: its baselines, ``bfio_h<H>`` per horizon, then
-    ``bfio_h<H>_literal`` (the paper-literal objective) per ``literal_horizons``."""
-    return (list(exp.get("baselines", [])) + [row_key("bfio", int(h)) for h in exp.get("horizons", [])]
-            + [row_key("bfio", int(h), "paper-literal") for h in exp.get("literal_horizons", [])])
+    """Row keys of an experiment (:func:`experiment_row_specs`): ``fcfs``, ``bfio_h<H>``,
+    ``bfio_h<H>_literal``."""
+    return [spec.key for spec in experiment_row_specs(exp)]
 
 
 def experiment_seeds(config: dict, name: str) -> list[int]:
@@ -69,13 +75,19 @@ def experiment_runs(config: dict, name: str) -> list[RunSpec]:
     """Every run of experiment ``name``: rows x workers x seeds (config order)."""
     exp = config["experiments"][name]
     slots = int(exp.get("slots", config.get("slots", 72)))
-    return [RunSpec(exp["trace"], int(exp["requests"]), int(g), slots, row, seed)
-            for row in experiment_rows(exp) for g in exp["workers"] for seed in experiment_seeds(config, name)]
+    return [RunSpec(exp["trace"], int(exp["requests"]), int(g), slots, spec.key, seed, row_spec=spec)
+            for spec in experiment_row_specs(exp) for g in exp["workers"] for seed in experiment_seeds(config, name)]
 
 
 def all_runs(config: dict) -> list[RunSpec]:
     """Distinct runs over all experiments (shared runs appear once), sorted."""
     return sorted({r for name in config["experiments"] for r in experiment_runs(config, name)})
+
+
+def declared_runs(config: dict) -> dict[str, RunSpec]:
+    """Run path -> run, for every run the experiments declare: what a pipeline job
+    given a path simulates (:meth:`bfio.run.RunSpec.from_path`, a lookup)."""
+    return {r.path: r for r in all_runs(config)}
 
 
 def reference_seed(config: dict) -> int:
@@ -95,8 +107,9 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
             continue
         exp = config["experiments"][name]
         slots = int(exp.get("slots", config.get("slots", 72)))
+        declared = {spec.key: spec for spec in experiment_row_specs(exp)}  # the experiment's rows, by key
         out[name] = [RunSpec(exp["trace"], int(exp["requests"]), int(exp["workers"][0]), slots, row,
-                             reference_seed(config)) for row in rows]
+                             reference_seed(config), row_spec=declared.get(row)) for row in rows]
     return out
 
 
@@ -121,7 +134,7 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
     t0 = time.perf_counter()
     result = simulate_run(spec, frame, record_loads=loads_path is not None)
     summary = {**result.summary(), "run": spec.path, "trace": spec.trace, "row": spec.row,
-               "horizon": spec.horizon, "objective": (parse_bfio_row(spec.row) or (None, None))[1],
+               "horizon": spec.horizon, "objective": spec.objective,
                "policy_name": spec.policy, "sim_wall_s": time.perf_counter() - t0}
     for w in result.warnings:
         log.warning("run %s: %s", spec.path, w)
@@ -137,6 +150,6 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
 
 
 __all__ = ["code_fingerprint", "SIMULATION_SOURCES", "experiment_rows", "experiment_seeds", "extra_seeds",
-           "experiment_runs", "all_runs",
+           "experiment_runs", "all_runs", "declared_runs", "experiment_row_specs",
            "trajectory_runs", "figure_runs", "reference_seed", "prepare_trace", "trace_stats",
            "read_trace_table", "run_one", "METRICS"]

@@ -29,7 +29,8 @@ import pandas as pd
 
 from bfio.config import NAMED_RUN_DIR, _RUN_NAME_RE
 from bfio.errors import BfioError, ConfigError
-from bfio.run_keys import parse_bfio_row
+from bfio.run_keys import paper_row_spec
+from bfio.studies.declared_rows import declare_run_rows
 from bfio.studies.goodput_summary import REFERENCE_LABELS
 from bfio.studies.online_summary import ONLINE_METRICS, policy_label, record_label
 from bfio.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, ci_text, row_label
@@ -219,6 +220,7 @@ def choose_run(run: str | None = None, root=None, environ=None) -> RunTables:
         raise BfioError(f"run {name!r} ({why}): no tables at {path}. Runs with tables: "
                         f"{', '.join(others) if others else 'none'}. A named run writes its tables there: "
                         f"`{RunTables(name, root, path, why).command}`")
+    declare_run_rows(root, name if name != DEFAULT_RUN else None)  # its config's rows, by label
     return RunTables(name, root, path, why)
 
 
@@ -363,7 +365,7 @@ def default_routers(online: pd.DataFrame, n: int = 8) -> list[str]:
     exact = online[online["report_interval"].fillna(0) == 0] if "report_interval" in online else online
     rows = list(dict.fromkeys(exact["row"]))
     bfio = exact[exact["policy"] == "bfio"] if "policy" in exact else exact.iloc[:0]
-    default = bfio["row"].map(lambda r: (parse_bfio_row(r) or (None, None))[1] == "default")
+    default = bfio["row"].map(lambda r: (spec := paper_row_spec(r)) is not None and spec.objective == "default")
     central = bfio[(bfio["dispatch"] == "central") & default]
     first = []
     if len(central):

@@ -93,8 +93,7 @@ def compare_to_printed(value: float, printed: str, scale: float, metric: str) ->
 #: Row-key names this module used to hold, now in :mod:`bfio.run_keys` (the one
 #: module that writes and reads run keys); importing them from here still works
 #: and warns (DeprecationWarning).
-MOVED_TO_RUN_KEYS = ("row_key", "parse_bfio_row", "admission_label", "parse_admission_row", "paper_row",
-                     "bfio_row_options", "LITERAL_SUFFIX", "BFIO_ROW_PATTERN")
+MOVED_TO_RUN_KEYS = ("row_key", "admission_label", "LITERAL_SUFFIX", "BFIO_ROW_PATTERN")
 
 
 def __getattr__(name: str):

@@ -11,7 +11,11 @@ arrive (:class:`ArrivalSpec`) and are dispatched (``central``/``instant``).
 ``bfio_h40_literal``, see :func:`bfio.run_keys.row_key`) or the label of a study
 *variant* (``{label: {policy: name, **options}}`` in the config, e.g.
 ``bfio_h40_noisy50: {policy: bfio, horizon: 40, predictor: noisy, ...}``);
-:func:`resolve_row` turns it into a registered policy and its options.
+:func:`resolve_row` turns it into a registered policy and its options. The row's
+typed identity (:attr:`RunSpec.row_spec`, a :class:`bfio.run_keys.RowSpec`) comes
+from the declaration that made the run or is looked up among the declared rows;
+a run path is mapped to its declared run by lookup (:meth:`RunSpec.from_path`),
+never parsed (issue 43).
 
 Arrival modes (``ArrivalSpec.mode``, :data:`bfio.workload.ARRIVAL_MODES`):
 
@@ -26,11 +30,10 @@ Arrival modes (``ArrivalSpec.mode``, :data:`bfio.workload.ARRIVAL_MODES`):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 
 from bfio.errors import ConfigError
-from bfio.run_keys import bfio_row_options, parse_bfio_row
+from bfio.run_keys import RowSpec, paper_row_spec
 from bfio.policies.base import DISPATCH_MODES
 from bfio.workload import ARRIVAL_MODES
 from bfio.policies import baselines as registry_baselines, policy_class
@@ -38,8 +41,6 @@ from bfio.policies.options import resolve
 from bfio.step_model import StepModel
 from bfio.run_parameters import ARRIVAL_OPTION
 
-RUN_RE = re.compile(r"^(?P<trace>[a-z][a-z0-9_]*)/n(?P<requests>\d+)-g(?P<workers>\d+)-b(?P<slots>\d+)/"
-                    r"(?P<row>[a-z][a-z0-9_]*)/seed(?P<seed>\d+)$")
 #: Snakemake wildcard constraint matching :attr:`RunSpec.cell`: a run path without
 #: its seed (the pipeline simulates every seed of a cell in one job).
 CELL_WILDCARD = r"[a-z][a-z0-9_]*/n\d+-g\d+-b\d+/[a-z][a-z0-9_]*"
@@ -53,15 +54,16 @@ def baselines() -> tuple[str, ...]:
     return tuple(registry_baselines())
 
 
-def parse_row(row: str) -> tuple[str, int | None]:
-    """``'bfio_h40'`` (and ``'bfio_h40_literal'``) -> ``('bfio', 40)``; ``'fcfs'`` -> ``('fcfs', None)``;
+def row_spec_of(row: str) -> RowSpec:
+    """The spec of a paper row key, looked up (:func:`bfio.run_keys.paper_row_spec`):
+    ``'bfio_h40'`` -> ``RowSpec('bfio', 40)``, ``'fcfs'`` -> ``RowSpec('fcfs')``;
     anything else raises :class:`~bfio.errors.ConfigError`."""
-    p = parse_bfio_row(row)
-    if p:
-        return "bfio", p[0]
+    spec = paper_row_spec(row)
+    if spec is not None:
+        return spec
     names = baselines()
     if row in names:
-        return row, None
+        return RowSpec(row)
     raise ConfigError(f"row: '{row}' is neither a baseline ({', '.join(names)}) nor bfio_h<H>[_literal]")
 
 
@@ -88,7 +90,7 @@ def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | No
     """``row`` -> ``(policy name, policy options)``.
 
     ``bfio_h<H>`` is BF-IO with its defaults and horizon ``H`` (``bfio_h<H>_literal``:
-    with the paper-literal objective, :func:`bfio.run_keys.bfio_row_options`); a label in
+    with the paper-literal objective, :meth:`bfio.run_keys.RowSpec.options`); a label in
     ``variants`` gives its ``policy`` and options over that policy's defaults; any
     other label is a registry policy name with its defaults. The defaults of a
     policy are ``defaults[policy]`` (and, for BF-IO, ``bfio_defaults``,
@@ -103,8 +105,9 @@ def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | No
             raise ConfigError(f"variants.{row}: needs a 'policy' key (a registry policy name)")
         policy = opts.pop("policy")
         return policy, {**start.get(policy, {}), **opts}
-    if parse_bfio_row(row):
-        return "bfio", {**start.get("bfio", {}), **bfio_row_options(row)}
+    spec = paper_row_spec(row)
+    if spec is not None:
+        return "bfio", {**start.get("bfio", {}), **spec.options()}
     return row, start.get(row, {})
 
 
@@ -185,6 +188,11 @@ class RunSpec:
     #: ``none`` (the cluster) or ``balanced``: the run's balanced reference, one pooled
     #: rank admitting FCFS (issue 44, :mod:`bfio.sim.pooled`)
     reference: str = "none"
+    #: the row's typed identity (issue 43): a paper row's :class:`bfio.run_keys.RowSpec`
+    #: (its key is ``row``), given by the declaration that made the run
+    #: (:func:`bfio.experiments.experiment_runs`) or looked up among the declared rows;
+    #: ``None`` for a study variant (its ``policy`` and ``options`` say what it runs)
+    row_spec: RowSpec | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.dispatch not in DISPATCH_MODES:
@@ -195,8 +203,13 @@ class RunSpec:
         if self.requests is None and self.arrival.mode != "trace":
             raise ConfigError(f"requests: needed for arrival mode {self.arrival.mode!r} (only 'trace' replays "
                               "the whole trace)")
+        if self.row_spec is None:
+            spec = paper_row_spec(self.row)
+            object.__setattr__(self, "row_spec", row_spec_of(self.row) if spec is None and not self.policy else spec)
+        elif self.row_spec.key != self.row:
+            raise ConfigError(f"row: {self.row!r} is not the key of its spec {self.row_spec} ({self.row_spec.key!r})")
         if not self.policy:
-            object.__setattr__(self, "policy", parse_row(self.row)[0])
+            object.__setattr__(self, "policy", self.row_spec.policy)
 
     @classmethod
     def make(cls, trace, requests, workers, slots, row, seed, arrival=None, dispatch="central",
@@ -214,7 +227,10 @@ class RunSpec:
         row ``defaults[policy]``."""
         if self.options:
             return self
-        return replace(self, options=tuple(sorted(resolve_row(self.row, None, bfio_defaults, defaults)[1].items())))
+        if self.row_spec is None:
+            return replace(self, options=tuple(sorted(resolve_row(self.row, None, bfio_defaults, defaults)[1].items())))
+        start = row_defaults(defaults, bfio_defaults).get(self.row_spec.policy, {})
+        return replace(self, options=tuple(sorted({**start, **self.row_spec.options()}.items())))
 
     @property
     def policy_options(self) -> dict:
@@ -230,8 +246,8 @@ class RunSpec:
     @property
     def horizon(self) -> int | None:
         """BF-IO's lookahead ``H`` of a ``bfio_h<H>`` row (else ``None``)."""
-        p = parse_bfio_row(self.row)
-        return p[0] if p else self.policy_options.get("horizon")
+        bfio = self.row_spec is not None and self.row_spec.policy == "bfio"
+        return self.row_spec.horizon if bfio else self.policy_options.get("horizon")
 
     @property
     def path(self) -> str:
@@ -244,13 +260,20 @@ class RunSpec:
         the runs of a cell differ only in their seed (one pipeline job each cell)."""
         return self.path.rsplit("/", 1)[0]
 
+    @property
+    def objective(self) -> str | None:
+        """BF-IO's objective of a ``bfio_h<H>[_literal]`` row (else ``None``): what a run stores."""
+        return self.row_spec.objective if self.row_spec is not None and self.row_spec.policy == "bfio" else None
+
     @classmethod
-    def from_path(cls, path: str) -> "RunSpec":
-        m = RUN_RE.match(str(path).strip("/"))
-        if not m:
-            raise ConfigError(f"run: '{path}' is not a run path like "
-                              "'longbench/n80000-g256-b72/bfio_h40/seed42'")
-        return cls(m["trace"], int(m["requests"]), int(m["workers"]), int(m["slots"]), m["row"], int(m["seed"]))
+    def from_path(cls, path: str, declared) -> "RunSpec":
+        """The declared run at ``path`` (``declared``: run path -> spec, e.g.
+        :func:`bfio.experiments.declared_runs`): a lookup, the path is not parsed."""
+        spec = declared.get(str(path).strip("/"))
+        if spec is None:
+            raise ConfigError(f"run: '{path}' is not a declared run path (one of the config's runs, like "
+                              "'longbench/n80000-g256-b72/bfio_h40/seed42')")
+        return spec
 
     def ident(self) -> dict:
         """Flat identifying columns for result tables (``prefill_<name>`` only for runs
@@ -277,5 +300,5 @@ class RunSpec:
         return StepModel.from_items(self.step_model)
 
 
-__all__ = ["ARRIVAL_MODES", "DISPATCH_MODES", "RUN_RE", "RUN_WILDCARD", "CELL_WILDCARD", "ArrivalSpec", "RunSpec", "baselines",
-           "parse_row", "resolve_row", "row_defaults"]
+__all__ = ["ARRIVAL_MODES", "DISPATCH_MODES", "RUN_WILDCARD", "CELL_WILDCARD", "ArrivalSpec", "RunSpec", "baselines",
+           "row_spec_of", "resolve_row", "row_defaults"]

@@ -1,6 +1,10 @@
-"""Run keys: the one module that writes, reads and labels the *row key* of a
-run (the ``row`` of a results table and the ``<row>`` of a run path such as
-``longbench/n80000-g256-b72/bfio_h40/seed42``).
+"""Run keys: a row's typed identity (:class:`RowSpec`) and the one function that
+writes its *row key* (the ``row`` of a results table and the ``<row>`` of a run
+path such as ``longbench/n80000-g256-b72/bfio_h40/seed42``). Issue 43: the key
+is a display and path name only; it is made by :func:`row_key` and never parsed
+back. Where only a key is at hand (a config list, a table's ``row`` column) its
+spec is *looked up* (:func:`row_spec`, :func:`declared_spec`) among the rows
+that were declared: no regular expression reads a key.
 
 A row key is
 
@@ -13,43 +17,105 @@ A row key is
 - ``bfio_h<H>_<admission>`` (``bfio_h40_aging200``): the starvation study's
   BF-IO rows with an admission rule.
 
-Keys are made by :func:`row_key` and read back by :func:`parse_bfio_row`,
-:func:`parse_admission_row` and :func:`bfio_row_options` only; tables and
-figures read the ``horizon`` and ``objective`` columns a run stores
-(:func:`bfio.experiments.run_one`; :func:`bfio.tables.stored_keys`), never
-the key. The one exception is a file that stores no objective: the
-per-experiment summaries (``results/tables/<experiment>_summary.csv``, which
-keep their columns so results stay byte-identical), whose objective the
-horizon-sweep figure reads from the key (:mod:`bfio.figures.horizon_sweep`).
-:func:`row_label` is the key's display label (``BF-IO (H=40)``).
+The BF-IO rows of the paper experiments (``bfio_h<H>[_literal]``, ``0 <= H <=``
+:data:`MAX_KEY_HORIZON`) are the BF-IO policy's declared keyed rows
+(:func:`keyed_row`); study rows with an admission rule and study variants are
+declared by their study sections (:func:`declare_rows`, from the config:
+:func:`bfio.studies.declared_rows.declare_config_rows`). Tables and figures read the
+``horizon`` and ``objective`` columns a run stores (:func:`bfio.experiments.run_one`;
+:func:`bfio.tables.stored_keys`) where the table has them.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Callable
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Callable, Iterable, Mapping
 
-from bfio.admission import ADMISSIONS, parse_admission
+from bfio.admission import parse_admission
 from bfio.discount import OBJECTIVES
+from bfio.errors import ConfigError
 
 #: Suffix of a paper-literal BF-IO row key (``bfio_h40_literal``).
 LITERAL_SUFFIX = "_literal"
-#: Regular expression of a BF-IO row key (the policy registry's keyed rows,
-#: :data:`bfio.policies.KEYED_ROWS`, and the config schema's row pattern).
+#: Regular expression of a BF-IO row key: the config schema's *validation* pattern
+#: for rows given by key (:data:`bfio.policies.KEYED_ROWS`, :func:`bfio.policies.row_pattern`);
+#: nothing parses a key with it.
 BFIO_ROW_PATTERN = "bfio_h([0-9]+)(" + LITERAL_SUFFIX + ")?"
-_BFIO_ROW = re.compile(f"^{BFIO_ROW_PATTERN}$")
-#: A row of the starvation study, ``bfio_h<H>_<admission>``: the admission rules' registry.
-_ADMISSION_ROW = re.compile(r"^bfio_h(\d+)_(" + "|".join(ADMISSIONS) + r")(\d*)$")
+#: The longest lookahead a BF-IO row key names (its declared keyed rows, :func:`keyed_row`).
+MAX_KEY_HORIZON = 10_000
+
+
+@dataclass(frozen=True, order=True)
+class RowSpec:
+    """A row's identity: its registry ``policy`` and, for BF-IO, the lookahead
+    ``horizon``, the ``objective`` (``default`` | ``paper-literal``,
+    :data:`bfio.discount.OBJECTIVES`) and the starvation study's ``admission`` rule
+    (``None``: the config's). Its row key is :attr:`key`."""
+
+    policy: str
+    horizon: int | None = None
+    objective: str = "default"
+    admission: str | None = None
+
+    def __post_init__(self):
+        if self.policy != "bfio":
+            if self.horizon is not None or self.objective != "default" or self.admission is not None:
+                raise ConfigError(f"row of policy {self.policy!r}: only BF-IO rows carry a horizon, "
+                                  "an objective or an admission")
+            return
+        if self.horizon is None or not 0 <= int(self.horizon) <= MAX_KEY_HORIZON:
+            raise ConfigError(f"horizon: a BF-IO row needs 0 <= H <= {MAX_KEY_HORIZON} "
+                              f"(bfio.run_keys.MAX_KEY_HORIZON), got {self.horizon!r}")
+        object.__setattr__(self, "horizon", int(self.horizon))
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(f"objective: expected {' | '.join(OBJECTIVES)}, got {self.objective!r}")
+        if self.admission is not None:
+            parse_admission(self.admission)
+
+    @property
+    def key(self) -> str:
+        """``bfio_h40``, ``bfio_h40_literal``, ``bfio_h40_aging200``; any other policy: its name."""
+        return self.policy if self.policy != "bfio" else _bfio_key(self.horizon, self.objective, self.admission)
+
+    def options(self) -> dict:
+        """Policy options the row fixes: BF-IO's horizon, for ``paper-literal`` its
+        objective's (``delta = 1``, persisting new requests), its admission rule."""
+        if self.policy != "bfio":
+            return {}
+        out = {"horizon": self.horizon}
+        if self.objective == "paper-literal":
+            out.update({"objective": self.objective, **OBJECTIVES[self.objective]})
+        if self.admission is not None:
+            out["admission"] = self.admission
+        return out
+
+    def paper(self) -> "RowSpec":
+        """The printed row a run row is compared with (``bfio_h40_literal`` -> ``bfio_h40``)."""
+        return replace(self, objective="default") if self.policy == "bfio" else self
+
+    def label(self, policy_label: Callable[[str], str] = str) -> str:
+        """``BF-IO (H=40)``, ``BF-IO (H=40, paper-literal)``, ``BF-IO (H=40, aging:200)``;
+        another policy: ``policy_label(policy)``."""
+        if self.policy != "bfio":
+            return policy_label(self.policy)
+        extra = [x for x in (None if self.objective == "default" else self.objective, self.admission) if x]
+        return f"{policy_label('bfio')} (H={', '.join([str(self.horizon), *extra])})"
+
+
+def _bfio_key(horizon: int, objective: str, admission: str | None) -> str:
+    """The one writer of a BF-IO row key (:attr:`RowSpec.key`, :func:`keyed_row`)."""
+    key = f"bfio_h{horizon}" + (LITERAL_SUFFIX if objective == "paper-literal" else "")
+    return key if admission is None else f"{key}_{admission_label(admission)}"
 
 
 def row_key(policy: str, horizon: int | None = None, objective: str = "default", admission: str | None = None) -> str:
     """``('bfio', 40)`` -> ``'bfio_h40'``; ``('bfio', 40, 'paper-literal')`` -> ``'bfio_h40_literal'``;
-    ``('bfio', 40, admission='aging:200')`` -> ``'bfio_h40_aging200'`` (the starvation study's rows,
-    :func:`parse_admission_row`); any other policy -> its name."""
+    ``('bfio', 40, admission='aging:200')`` -> ``'bfio_h40_aging200'``; any other policy -> its
+    name (:attr:`RowSpec.key`)."""
     if policy != "bfio":
         return policy
-    key = f"bfio_h{int(horizon)}" + (LITERAL_SUFFIX if objective == "paper-literal" else "")
-    return key if admission is None else f"{key}_{admission_label(admission)}"
+    return RowSpec(policy, horizon, objective, admission).key
 
 
 def admission_label(admission: str) -> str:
@@ -59,49 +125,63 @@ def admission_label(admission: str) -> str:
     return admission.replace(":", "")
 
 
-def parse_admission_row(row: str) -> tuple[int, str] | None:
-    """``'bfio_h40_aging200'`` -> ``(40, 'aging:200')``, ``'bfio_h0_free'`` -> ``(0, 'free')``,
-    anything else -> ``None`` (the inverse of :func:`row_key` with ``admission``)."""
-    m = _ADMISSION_ROW.match(str(row))
-    if not m:
-        return None
-    return int(m.group(1)), m.group(2) + (f":{m.group(3)}" if m.group(3) else "")
+@lru_cache(maxsize=1)
+def _keyed_index() -> Mapping[str, tuple[int, str]]:
+    return {_bfio_key(h, objective, None): (h, objective) for objective in OBJECTIVES
+            for h in range(MAX_KEY_HORIZON + 1)}
 
 
-def parse_bfio_row(row: str) -> tuple[int, str] | None:
-    """``'bfio_h40'`` -> ``(40, 'default')``, ``'bfio_h40_literal'`` -> ``(40, 'paper-literal')``,
-    anything else -> ``None``."""
-    m = _BFIO_ROW.match(str(row))
-    if not m:
-        return None
-    return int(m.group(1)), ("paper-literal" if m.group(2) else "default")
+def keyed_row(key: str) -> RowSpec | None:
+    """A row among the BF-IO policy's declared keyed rows: ``bfio_h<H>`` and
+    ``bfio_h<H>_literal`` for ``0 <= H <=`` :data:`MAX_KEY_HORIZON` (the rows an
+    experiment's ``horizons`` and ``literal_horizons`` declare, and a config may name),
+    by its key (a dictionary lookup, built by the key's one writer); else ``None``."""
+    found = _keyed_index().get(key)
+    return None if found is None else RowSpec("bfio", *found)
 
 
-def paper_row(row: str) -> str:
-    """The printed row a run row is compared with (``bfio_h40_literal`` -> ``bfio_h40``)."""
-    p = parse_bfio_row(row)
-    return row_key("bfio", p[0]) if p else row
+#: Rows declared by label (:func:`declare_rows`): study variants and admission rows.
+_DECLARED: dict[str, RowSpec] = {}
 
 
-def bfio_row_options(row: str) -> dict:
-    """Policy options a BF-IO row key fixes: its horizon and, for ``_literal``, the
-    paper-literal objective (``delta = 1``, persisting new requests)."""
-    H, objective = parse_bfio_row(row)
-    if objective == "paper-literal":
-        return {"horizon": H, "objective": objective, **OBJECTIVES[objective]}
-    return {"horizon": H}
+def declare_rows(rows: Mapping[str, RowSpec] | Iterable[RowSpec]) -> None:
+    """Declare rows: ``{label: spec}`` (a study variant's label and its spec) or specs
+    (each under its :attr:`RowSpec.key`). A label declared again takes the new spec
+    (the config a process read last)."""
+    items = rows.items() if isinstance(rows, Mapping) else ((s.key, s) for s in rows)
+    _DECLARED.update(items)
+
+
+def declared_spec(label: str) -> RowSpec | None:
+    """The spec of a row by its label: a declared row or variant (:func:`declare_rows`),
+    else a BF-IO keyed row (:func:`keyed_row`), else ``None``."""
+    return _DECLARED.get(label) or keyed_row(label)
+
+
+def row_spec(key: str) -> RowSpec | None:
+    """The BF-IO row a key names (its :attr:`RowSpec.key` is ``key``): a keyed row
+    (:func:`keyed_row`) or a declared one (an admission row); ``None`` otherwise
+    (a baseline, a variant named otherwise, unknown text)."""
+    key = str(key)
+    spec = _DECLARED.get(key)
+    if spec is not None and spec.policy == "bfio" and spec.key == key:
+        return spec
+    return keyed_row(key)
+
+
+def paper_row_spec(key: str) -> RowSpec | None:
+    """A paper experiment's BF-IO row by its key (``bfio_h<H>[_literal]``, no admission), else ``None``."""
+    spec = row_spec(key)
+    return spec if spec is not None and spec.admission is None else None
 
 
 def row_label(row: str, policy_label: Callable[[str], str] = str) -> str:
     """Paper-style label of a row key: ``BF-IO (H=40)``, ``BF-IO (H=40, paper-literal)``;
     another key is shown by ``policy_label(key)`` (the policy registry's label,
     :func:`bfio.policies.policy_label`, passed in by the caller)."""
-    p = parse_bfio_row(row)
-    if p:
-        name = policy_label("bfio")
-        return f"{name} (H={p[0]})" if p[1] == "default" else f"{name} (H={p[0]}, {p[1]})"
-    return policy_label(row)
+    spec = paper_row_spec(row)
+    return spec.label(policy_label) if spec else policy_label(row)
 
 
-__all__ = ["LITERAL_SUFFIX", "BFIO_ROW_PATTERN", "row_key", "admission_label", "parse_admission_row",
-           "parse_bfio_row", "paper_row", "bfio_row_options", "row_label"]
+__all__ = ["LITERAL_SUFFIX", "BFIO_ROW_PATTERN", "MAX_KEY_HORIZON", "RowSpec", "row_key", "admission_label",
+           "keyed_row", "declare_rows", "declared_spec", "row_spec", "paper_row_spec", "row_label"]

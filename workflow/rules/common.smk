@@ -2,7 +2,7 @@
 # the config, input functions. All logic lives in the bfio package (experiments, config, traces.sources).
 import threading
 
-from bfio.run import CELL_WILDCARD, RunSpec, policy_defaults
+from bfio.run import CELL_WILDCARD, policy_defaults
 from bfio.config import trace_specs, validate_config
 from bfio.experiments import (
     all_runs,
@@ -56,7 +56,7 @@ SEEDS = [int(s) for s in config["seeds"]]
 # Seeds beyond them that some experiments run (experiments.<name>.extra_seeds): one more
 # job per cell that needs them (rule simulate_extra_seeds).
 EXTRA_SEEDS = extra_seeds(config)
-RECORDED_CELLS = sorted({RunSpec.from_path(r).cell for r in RECORDED_RUNS})
+RECORDED_CELLS = sorted({r.cell for runs in TRAJECTORY_RUNS.values() for r in runs})
 RECORDED_SEED = reference_seed(config)
 FIG = config["figures"]
 HSWEEP = FIG["horizon_sweep"] if FIG["horizon_sweep"] in config["experiments"] else None

@@ -7,11 +7,13 @@ import pandas as pd
 
 from bfio.figures import save
 from bfio.progress import script_log
+from bfio.studies.declared_rows import declare_config_rows
 from bfio.studies.registry import draw, load_function
 from bfio.studies.report import read_product
 
 with script_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
+    declare_config_rows(sm.config)  # rows named by label: looked up, not parsed (issue 43)
     job = dict(sm.params.job)
     table = pd.read_csv(sm.input.table[0]) if job["table"] else None
     products = {kw: read_product(p) for kw, p in zip(job["products"], sm.input.products)}

@@ -7,7 +7,7 @@ import pandas as pd
 
 from bfio.figures.style import (SERIES, figure, heff_text, interval, interval_note, plain_log_ticks, router,
                                 scale_for, setting_of)
-from bfio.run_keys import parse_bfio_row, row_key
+from bfio.run_keys import paper_row_spec, row_key
 
 #: Metric -> (axis label, SI unit).
 METRIC_AXES = {"avg_imbalance": ("Avg imbalance", "tokens"), "throughput": ("Throughput", "tokens/s"),
@@ -21,11 +21,12 @@ def _objectives(summary: pd.DataFrame) -> pd.Series:
     ``objective`` column when the frame has one. The summary tables
     (:func:`bfio.tables.summarize`, ``results/tables/<experiment>_summary.csv``)
     store no such column (adding one would change those files), so there it is
-    read from the row key (:func:`bfio.run_keys.parse_bfio_row`), the one thing
-    this figure takes from the key; ``H`` is the stored ``horizon``."""
+    the declared row's (:func:`bfio.run_keys.paper_row_spec`: a lookup of the
+    BF-IO rows the experiments declare, the key is not parsed); ``H`` is the
+    stored ``horizon``."""
     if "objective" in summary:
         return summary["objective"].where(summary["objective"].notna(), None)
-    return summary["row"].map(lambda r: (parse_bfio_row(r) or (None, None))[1])
+    return summary["row"].map(lambda r: spec.objective if (spec := paper_row_spec(r)) else None)
 
 
 def _bfio_rows(summary: pd.DataFrame, objective: pd.Series) -> pd.DataFrame:

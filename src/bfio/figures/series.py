@@ -21,6 +21,7 @@ import zlib
 import numpy as np
 
 from bfio.policies.names import ROUTER_NAMES
+from bfio.run_keys import declared_spec, row_spec
 
 # --------------------------------------------------------------------------- the palette
 
@@ -232,28 +233,25 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
     production routers: instant). ``predictor``: a BF-IO row's predictor when the
     study names one (an oracle-free row beside the oracle's): its label says so
     and its markers are hollow."""
-    from bfio.run_keys import parse_admission_row, parse_bfio_row
-
     def h_of(h):
         return None if h is None or (isinstance(h, float) and np.isnan(h)) else int(h)
 
-    adm = parse_admission_row(row)
-    bf = parse_bfio_row(row)
+    spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.run_keys)
+    adm = spec if spec is not None and spec.admission is not None else None
+    bf = spec if spec is not None and spec.admission is None else None
     if adm:
-        H, rule = adm
-        s = SERIES["bfio"]["lookahead" if H else "no_lookahead"]
-        a = series("admission", rule.partition(":")[0])
-        s = replace(s, marker=a.marker, label=f"BF-IO (H={H}, {admission_text(rule)})")
+        s = SERIES["bfio"]["lookahead" if adm.horizon else "no_lookahead"]
+        a = series("admission", adm.admission.partition(":")[0])
+        s = replace(s, marker=a.marker, label=f"BF-IO (H={adm.horizon}, {admission_text(adm.admission)})")
     elif bf:
-        H, objective = bf
-        key = "paper_literal" if objective == "paper-literal" else ("lookahead" if H else "no_lookahead")
+        key = "paper_literal" if bf.objective == "paper-literal" else ("lookahead" if bf.horizon else "no_lookahead")
         s = SERIES["bfio"][key]
-        s = s.with_label(s.label.format(H=H))
-    elif policy == "bfio" or (row not in SERIES["router"] and str(row).startswith("bfio")):
+        s = s.with_label(s.label.format(H=bf.horizon))
+    elif policy == "bfio" or (row not in SERIES["router"] and _declared_bfio(row)):
         H = h_of(horizon)
-        if H is None:  # a variant row without its stored horizon: its key's (``bfio_h40_instant``)
-            m = re.match(r"bfio_h(\d+)", str(row))
-            H = int(m.group(1)) if m else None
+        if H is None:  # a variant row without its stored horizon: its declared spec's
+            declared = declared_spec(str(row))
+            H = declared.horizon if declared is not None and declared.policy == "bfio" else None
         s = SERIES["bfio"]["instant"] if dispatch == "instant" else SERIES["bfio"]["lookahead"]
         s = s.with_label(s.label.format(H=H if H is not None else "?"))
         dispatch = None if dispatch == "instant" else dispatch
@@ -263,7 +261,7 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
     k = 0 if report_interval is None or (isinstance(report_interval, float) and np.isnan(report_interval)) \
         else int(report_interval)
     text = s.label
-    if predictor and (policy == "bfio" or adm or bf or str(row).startswith("bfio")):
+    if predictor and (policy == "bfio" or adm or bf or _declared_bfio(row)):
         text += f", {series('predictor', predictor).label}"
         s = replace(s, filled=False)
     if k > 0:
@@ -276,13 +274,17 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
     return s.with_label(text)
 
 
+def _declared_bfio(row) -> bool:
+    """Whether ``row`` is a declared BF-IO row or variant (:func:`bfio.run_keys.declared_spec`)."""
+    spec = declared_spec(str(row))
+    return spec is not None and spec.policy == "bfio"
+
+
 def row_or_label(name: str, i: int = 0) -> tuple[str, dict]:
     """``(label, style)`` of ``name``: a row key (``bfio_h40``, ``fcfs``) reads the
     registry (:func:`router`); other text is its own label, with the ``i``-th
     level's style (:func:`level_style`). ``style``: ``color``, ``marker``, ``linestyle``."""
-    from bfio.run_keys import parse_admission_row, parse_bfio_row
-
-    if name in SERIES["router"] or parse_bfio_row(name) or parse_admission_row(name):
+    if name in SERIES["router"] or row_spec(name) is not None:
         st = router(name).style()
         return st.pop("label"), st
     return name, level_style(i)

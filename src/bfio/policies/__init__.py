@@ -31,8 +31,9 @@ from bfio.policies.names import router_label
 _REGISTRY: dict[str, type[Policy]] = {}
 
 #: Policies whose rows carry options in their key, with the regular expression
-#: of those keys (BF-IO: ``bfio_h<H>[_literal]``, built by
-#: :func:`bfio.run_keys.row_key` and parsed by :func:`bfio.run_keys.parse_bfio_row`).
+#: that validates those keys in the config schema (BF-IO: ``bfio_h<H>[_literal]``,
+#: built by :func:`bfio.run_keys.row_key` and looked up, never parsed, by
+#: :func:`bfio.run_keys.row_spec`).
 #: Every other registered policy is a *baseline*: its row key is its name.
 KEYED_ROWS = {"bfio": BFIO_ROW_PATTERN}
 

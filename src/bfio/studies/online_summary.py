@@ -17,7 +17,7 @@ from bfio.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalanc
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
 from bfio.policies import registered
-from bfio.run_keys import parse_admission_row, parse_bfio_row, row_key
+from bfio.run_keys import row_key, row_spec
 from bfio.tables import row_label
 
 #: Metric -> (label, unit). Per-request latencies are quantiles over the run's
@@ -73,18 +73,18 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     BF-IO variant row with its stored ``horizon``: ``'BF-IO (H=40) (instant)'``;
     a BF-IO row with its ``predictor`` of decode lengths named:
     ``'BF-IO (H=20), prompt_survival lengths (central)'`` (``oracle``: true lengths)."""
-    adm = parse_admission_row(row)
-    if adm:
-        return f"BF-IO (H={adm[0]}, {adm[1]}) ({dispatch})"
+    spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.run_keys)
+    if spec is not None and spec.admission is not None:
+        return f"BF-IO (H={spec.horizon}, {spec.admission}) ({dispatch})"
 
     k = 0 if report_interval is None or pd.isna(report_interval) else int(report_interval)
-    if policy and isinstance(policy, str) and row not in registered() and not parse_bfio_row(row):
+    if policy and isinstance(policy, str) and row not in registered() and spec is None:
         if policy == "bfio" and horizon is not None and not pd.isna(horizon):
             row = row_key("bfio", int(horizon))
         else:
             row = policy  # a variant row: shown by its policy's label
     label = row_label(row)
-    if predictor and isinstance(predictor, str) and (policy == "bfio" or parse_bfio_row(row)):
+    if predictor and isinstance(predictor, str) and (policy == "bfio" or spec is not None):
         label += ", true lengths (oracle)" if predictor == "oracle" else f", {predictor} lengths"
     if k > 0:
         label += f", reports every {k} steps"

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.run_keys import admission_label, row_key
+from bfio.run_keys import admission_label
+from bfio.studies.declared_rows import starvation_row_specs
 from bfio.run import RunSpec, policy_defaults, resolve_row
 from bfio.runner import run_batch
 from bfio.studies.registry import Study, register_study, studies
@@ -28,8 +29,8 @@ from bfio.studies.starvation_summary import online_rows, starvation_extras, star
 def starvation_variants(setting: dict, study: dict) -> dict:
     """Row label ``bfio_h<H>_<admission>`` -> BF-IO variant, for every horizon
     of the setting and every admission of the study (config order)."""
-    return {row_key("bfio", h, admission=a): {"policy": "bfio", "horizon": int(h), "admission": a}
-            for h in setting["horizons"] for a in study["admissions"]}
+    return {spec.key: {"policy": "bfio", "horizon": spec.horizon, "admission": spec.admission}
+            for spec in starvation_row_specs(setting, study)}
 
 
 def starvation_runs(setting: dict, study: dict, seeds, slots: int, bfio_defaults=None, defaults=None):

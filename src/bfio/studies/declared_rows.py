@@ -1,0 +1,100 @@
+"""The rows a config declares by label (issue 43): study variants
+(``<section>.variants``: ``{label: {policy, **options}}``) and the starvation
+study's admission rows (``bfio_h<H>_<admission>`` for every horizon of a setting
+and every admission rule). Each becomes a :class:`bfio.run_keys.RowSpec` here,
+once; labels are then looked up (:func:`bfio.run_keys.row_spec`,
+:func:`bfio.run_keys.declared_spec`) by the tables and figures that only have a
+table's ``row`` column, so no key is parsed. Light on purpose (no simulator, no
+study registry): a figure job declares its config's rows and imports its figure
+module alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from bfio.discount import OBJECTIVES
+from bfio.errors import ConfigError
+from bfio.run_keys import RowSpec, declare_rows
+
+
+def starvation_row_specs(setting: dict, section: dict) -> list[RowSpec]:
+    """The starvation study's BF-IO rows of one setting: every horizon of the setting
+    and every admission rule of the study (config order; :func:`bfio.studies.starvation.starvation_variants`)."""
+    return [RowSpec("bfio", int(h), admission=a) for h in setting["horizons"] for a in section["admissions"]]
+
+
+def variant_spec(options: dict) -> RowSpec | None:
+    """The spec of a study variant ``{policy, **options}``: its policy and, for BF-IO,
+    its ``horizon``, ``objective`` and ``admission`` (``None``: no policy, or a BF-IO
+    variant without a horizon or with options a row cannot carry; the config's
+    validation reports those)."""
+    policy = options.get("policy")
+    if not isinstance(policy, str):
+        return None
+    if policy != "bfio":
+        return RowSpec(policy)
+    objective = options.get("objective", "default")
+    if options.get("horizon") is None or objective not in OBJECTIVES:
+        return None
+    try:
+        return RowSpec("bfio", options["horizon"], objective, options.get("admission"))
+    except ConfigError:
+        return None
+
+
+def config_rows(config: dict) -> dict:
+    """Label -> :class:`~bfio.run_keys.RowSpec` of every row the config declares by label:
+    every section's ``variants`` and the starvation study's admission rows. A label
+    two sections declare differently is left out (it names no one row)."""
+    out: dict = {}
+    ambiguous: set = set()
+
+    def add(label, spec):
+        if spec is None:
+            return
+        if label in out and out[label] != spec:
+            ambiguous.add(label)
+        out.setdefault(label, spec)
+
+    for section in config.values():
+        if isinstance(section, dict) and isinstance(section.get("variants"), dict):
+            for label, options in section["variants"].items():
+                if isinstance(options, dict):
+                    add(label, variant_spec(options))
+    starvation = config.get("starvation") or {}
+    settings = starvation.get("settings") or []
+    for setting in (settings.values() if isinstance(settings, dict) else settings):
+        if isinstance(setting, dict) and setting.get("horizons") and starvation.get("admissions"):
+            for spec in starvation_row_specs(setting, starvation):
+                add(spec.key, spec)
+    return {k: v for k, v in out.items() if k not in ambiguous}
+
+
+def declare_config_rows(config: dict) -> dict:
+    """Declare the config's rows (:func:`config_rows`, :func:`bfio.run_keys.declare_rows`); returns them."""
+    rows = config_rows(config)
+    declare_rows(rows)
+    return rows
+
+
+def declare_run_rows(root, run_name: str | None) -> list[Path]:
+    """Declare the rows of a pipeline run's config read from the repository ``root``
+    (the notebook's tables, :mod:`bfio.explore`, as the pipeline's jobs do):
+    ``config/*.yaml`` whose ``run_name`` is ``run_name`` (``None``: the default run,
+    the files without one). Returns the files read."""
+    read = []
+    for file in sorted((Path(root) / "config").glob("*.yaml")):
+        try:
+            config = yaml.safe_load(file.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(config, dict) and config.get("run_name") == run_name:
+            declare_config_rows(config)
+            read.append(file)
+    return read
+
+
+__all__ = ["starvation_row_specs", "variant_spec", "config_rows", "declare_config_rows", "declare_run_rows"]
