@@ -287,10 +287,14 @@ class BFIO(InstantBinding, Policy):
         kept = self._lifetimes
         if kept is not None and kept[0] is est and kept[1:3] == (window, n):
             return kept[3]
-        out = np.maximum(1, est) if self.new_requests == "predicted" else np.full(n, window + 1)
+        out = self._lifetimes_of(est, window, n)
         out.flags.writeable = False
         self._lifetimes = (est, window, n, out)  # holds est: its id cannot be reused while kept
         return out
+
+    def _lifetimes_of(self, est: np.ndarray | None, window: int, n: int) -> np.ndarray:
+        """The new-request model's lifetimes (:meth:`_new_lifetimes`, computed afresh, not kept)."""
+        return np.maximum(1, est) if self.new_requests == "predicted" else np.full(n, window + 1)
 
     def _place_sequential(self, state: RoutingState, assign: np.ndarray, base: np.ndarray, est: np.ndarray,
                           window: int) -> np.ndarray:

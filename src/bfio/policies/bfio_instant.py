@@ -7,7 +7,7 @@ predictor, and the queued-request moves and running-request migrations of issue 
 
 A mixin of :class:`~bfio.policies.bfio.BFIO`: it reads the policy's objective
 (``_objective``), predictor, ``report_interval`` and the helpers shared with the
-central path (``_expected``, ``_decode_estimate``, ``_new_lifetimes``,
+central path (``_expected``, ``_decode_estimate``, ``_new_lifetimes``, ``_lifetimes_of``,
 ``_step_costs``, ``_running_counts``, ``_survival``, ``_window``).
 """
 
@@ -104,7 +104,7 @@ class InstantBinding:
         if own:
             return base, release, self._new_lifetimes(est, window, n)
         # not kept (_new_lifetimes keeps the objective's window's, which dispatch reads every call)
-        return base, release, (np.maximum(1, est) if self.new_requests == "predicted" else np.full(n, window + 1))
+        return base, release, self._lifetimes_of(est, window, n)
 
     def plan_moves(self, state: DispatchState, movable: np.ndarray, budget: int) -> list[tuple[int, int]]:
         """Queued requests to move between worker queues (issue 45, ``queue_moves =
