@@ -68,9 +68,14 @@ def candidate(loads: np.ndarray, release: list[list[int]], j: int, k: int, sizes
     return terms.candidate_costs(k, loads, add, entry), entry, add
 
 
+def _tolerance(x: float) -> float:
+    """The ties' tolerance around a value ``x`` of ``J`` (relative, at least absolute 1e-9)."""
+    return 1e-9 * max(1.0, abs(x))
+
+
 def _near(J: np.ndarray, best: float) -> np.ndarray:
     """``J`` within the ties' tolerance of ``best``."""
-    return J <= best + 1e-9 * max(1.0, abs(best))
+    return J <= best + _tolerance(best)
 
 
 def choose(J: np.ndarray, entry: np.ndarray, loads: np.ndarray, add: np.ndarray, weights: np.ndarray) -> int:
@@ -238,7 +243,7 @@ def plan_migrations(base: np.ndarray, release: list[list[int]], queues: list[lis
         net[g] = -np.inf
         net[entry > 0] = -np.inf
         d = int(np.argmax(net))
-        if not net[d] > 1e-9 * max(1.0, abs(stay)):
+        if not net[d] > _tolerance(stay):
             continue
         base[g] -= profile
         release[g] = freed
