@@ -16,7 +16,7 @@ from bfio.metrics import STEADY
 from bfio.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
-from bfio.policies import registered
+from bfio.policies import policy_label as registry_label, registered
 from bfio.run_keys import row_key, row_spec
 from bfio.tables import row_label
 
@@ -75,7 +75,7 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     ``'BF-IO (H=20), prompt_survival lengths (central)'`` (``oracle``: true lengths)."""
     spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.run_keys)
     if spec is not None and spec.admission is not None:
-        return f"BF-IO (H={spec.horizon}, {spec.admission}) ({dispatch})"
+        return f"{spec.label(registry_label)} ({dispatch})"
 
     k = 0 if report_interval is None or pd.isna(report_interval) else int(report_interval)
     if policy and isinstance(policy, str) and row not in registered() and spec is None:
