@@ -203,9 +203,8 @@ class RunSpec:
         if self.requests is None and self.arrival.mode != "trace":
             raise ConfigError(f"requests: needed for arrival mode {self.arrival.mode!r} (only 'trace' replays "
                               "the whole trace)")
-        if self.row_spec is None:
-            spec = paper_row_spec(self.row)
-            object.__setattr__(self, "row_spec", row_spec_of(self.row) if spec is None and not self.policy else spec)
+        if self.row_spec is None:  # a paper row's spec; without a policy the row must be one (row_spec_of)
+            object.__setattr__(self, "row_spec", paper_row_spec(self.row) if self.policy else row_spec_of(self.row))
         elif self.row_spec.key != self.row:
             raise ConfigError(f"row: {self.row!r} is not the key of its spec {self.row_spec} ({self.row_spec.key!r})")
         if not self.policy:
