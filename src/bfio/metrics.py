@@ -155,3 +155,24 @@ def run_metrics(series: dict, end_clock: float, idle_s: float, workers: int, p_i
         "makespan_run_s": makespan,
         "idle_s_run": float(idle_s),
     }
+
+
+#: A run's counts of its actions after binding (issue 45), by the metric each
+#: part reports: queued requests moved (:mod:`bfio.sim.moves`), ranks paused
+#: (:mod:`bfio.sim.pause`), running requests migrated and queued ones re-bound by a
+#: migration rule (:mod:`bfio.sim.migration`).
+ACTION_COUNTS = ("queue_move_count", "rank_pauses", "migrations", "migration_queue_moves")
+#: The tokens an action computes or sends again: a migrated request's prompt and
+#: output prefilled again, or its KV transferred (:mod:`bfio.sim.transfer`).
+WASTED_TOKENS = ("migration_recomputed_tokens", "migration_transfer_tokens")
+
+
+def action_metrics(metrics: dict, requests: int) -> dict:
+    """A run's actions per 1,000 requests (the sum of :data:`ACTION_COUNTS`) and its
+    wasted tokens (the sum of :data:`WASTED_TOKENS`); a metric the run lacks (its
+    action was off) or reports as NaN counts 0."""
+    def total(keys):
+        values = [metrics.get(k) for k in keys]
+        return sum(float(v) for v in values if v is not None and v == v)
+    return {"actions_per_1k_requests": 1000.0 * total(ACTION_COUNTS) / max(int(requests), 1),
+            "wasted_tokens": total(WASTED_TOKENS)}

@@ -85,13 +85,41 @@ def row_defaults(defaults: dict | None = None, bfio_defaults: dict | None = None
     return out
 
 
+#: A study variant's keys that are its run's actions after binding (issue 45; the
+#: :class:`RunSpec` fields of the same names), not options of its policy: e.g.
+#: ``{policy: vllm_dp, rank_pause: dyntra_lb, rank_pause_options: {bubble_threshold: 500}}``.
+ACTION_FIELDS = ("queue_moves", "rank_pause", "rank_pause_options", "migration", "migration_options")
+
+
+def variant_actions(row: str, variants: dict | None = None) -> dict:
+    """The actions after binding that the ``variants`` label ``row`` declares
+    (:data:`ACTION_FIELDS`; a rule's options as sorted ``(name, value)`` pairs, as
+    :class:`RunSpec` keeps them); empty for a row without any. The rules and their
+    options are checked when the run is built (:func:`bfio.sim.setup.setup`)."""
+    declared = (variants or {}).get(row) or {}
+    out = {}
+    for key in ACTION_FIELDS:
+        if key not in declared:
+            continue
+        value = declared[key]
+        if key.endswith("_options"):
+            if not isinstance(value, dict):
+                raise ConfigError(f"variants.{row}.{key}: expected a mapping of the rule's options, got {value!r}")
+            value = tuple(sorted(value.items()))
+        elif not isinstance(value, str):
+            raise ConfigError(f"variants.{row}.{key}: expected a rule's name, got {value!r}")
+        out[key] = value
+    return out
+
+
 def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | None = None,
                 defaults: dict | None = None) -> tuple[str, dict]:
     """``row`` -> ``(policy name, policy options)``.
 
     ``bfio_h<H>`` is BF-IO with its defaults and horizon ``H`` (``bfio_h<H>_literal``:
     with the paper-literal objective, :meth:`bfio.run_keys.RowSpec.options`); a label in
-    ``variants`` gives its ``policy`` and options over that policy's defaults; any
+    ``variants`` gives its ``policy`` and options over that policy's defaults (its
+    actions, :func:`variant_actions`, are not among them); any
     other label is a registry policy name with its defaults. The defaults of a
     policy are ``defaults[policy]`` (and, for BF-IO, ``bfio_defaults``,
     :func:`row_defaults`); a policy's own declared defaults fill in the rest
@@ -100,7 +128,7 @@ def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | No
     start = row_defaults(defaults, bfio_defaults)
     variants = variants or {}
     if row in variants:
-        opts = dict(variants[row])
+        opts = {k: v for k, v in variants[row].items() if k not in ACTION_FIELDS}
         if "policy" not in opts:
             raise ConfigError(f"variants.{row}: needs a 'policy' key (a registry policy name)")
         policy = opts.pop("policy")
@@ -213,11 +241,13 @@ class RunSpec:
     @classmethod
     def make(cls, trace, requests, workers, slots, row, seed, arrival=None, dispatch="central",
              variants=None, bfio_defaults=None, defaults=None) -> "RunSpec":
-        """A run whose ``row`` (a row key or a ``variants`` label) is resolved now (:func:`resolve_row`)."""
+        """A run whose ``row`` (a row key or a ``variants`` label) is resolved now
+        (:func:`resolve_row`), with the actions after binding its variant declares
+        (:func:`variant_actions`)."""
         policy, opts = resolve_row(row, variants, bfio_defaults, defaults)
         arrival = ArrivalSpec.from_config(arrival or "backlog")
         return cls(trace, None if requests is None else int(requests), int(workers), int(slots), row, int(seed),
-                   arrival, dispatch, policy, tuple(sorted(opts.items())))
+                   arrival, dispatch, policy, tuple(sorted(opts.items())), **variant_actions(row, variants))
 
     def with_bfio_defaults(self, bfio_defaults: dict | None, defaults: dict | None = None) -> "RunSpec":
         """This run with its row's options resolved (:func:`resolve_row`) over the
@@ -299,5 +329,5 @@ class RunSpec:
         return StepModel.from_items(self.step_model)
 
 
-__all__ = ["ARRIVAL_MODES", "DISPATCH_MODES", "RUN_WILDCARD", "CELL_WILDCARD", "ArrivalSpec", "RunSpec", "baselines",
-           "row_spec_of", "resolve_row", "row_defaults"]
+__all__ = ["ACTION_FIELDS", "ARRIVAL_MODES", "DISPATCH_MODES", "RUN_WILDCARD", "CELL_WILDCARD", "ArrivalSpec", "RunSpec", "baselines",
+           "row_spec_of", "resolve_row", "row_defaults", "variant_actions"]

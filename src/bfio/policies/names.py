@@ -61,10 +61,35 @@ ROUTER_NAMES: dict[str, RouterName] = {
 }
 
 
+#: The actions after binding (issue 45; a run's ``queue_moves``, ``rank_pause`` and
+#: ``migration`` rules, :mod:`bfio.sim.moves`, :mod:`bfio.sim.pause`,
+#: :mod:`bfio.sim.migration`): (field, rule) -> the words a router's label gains.
+ACTION_NAMES: dict[tuple[str, str], RouterName] = {
+    ("queue_moves", "sglang_balancer"): RouterName(
+        "+ SGLang queue balancer", "queued, not yet prefilled requests moved between ranks when the queues drift apart"),
+    ("queue_moves", "bfio"): RouterName(
+        "+ BF-IO queue moves", "queued requests moved when the move lowers BF-IO's predicted imbalance"),
+    ("rank_pause", "dyntra_lb"): RouterName(
+        "+ DyntraLB pauses", "a rank's admissions paused by its KV-block count (vllm-ascend's DyntraLB)"),
+    ("migration", "roll"): RouterName(
+        "+ ROLL migrations", "waiting, then the shortest running requests interrupted and migrated (ROLL)"),
+    ("migration", "bfio"): RouterName(
+        "+ BF-IO migrations", "a running request migrated when the imbalance it removes outweighs its KV's cost"),
+}
+
+
+def actions_label(actions: dict) -> str:
+    """The words the actions ``{field: rule}`` add to a router's label (``''`` for none);
+    a rule without an entry in :data:`ACTION_NAMES` is named by its field and rule."""
+    words = [ACTION_NAMES[(f, r)].label if (f, r) in ACTION_NAMES else f"+ {f} {r}"
+             for f, r in actions.items() if r and r != "none"]
+    return " ".join(words)
+
+
 def router_label(name: str) -> str:
     """The built-in router ``name``'s label; another name is its own label."""
     entry = ROUTER_NAMES.get(name)
     return entry.label if entry is not None else name
 
 
-__all__ = ["RouterName", "ROUTER_NAMES", "router_label"]
+__all__ = ["ACTION_NAMES", "RouterName", "ROUTER_NAMES", "actions_label", "router_label"]

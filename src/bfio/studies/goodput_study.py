@@ -26,11 +26,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 
 from bfio.capacity import trace_capacity
 from bfio.errors import ConfigError
 from bfio.goodput import SLO, goodput, latency_floor
+from bfio.metrics import action_metrics
 from bfio.prefill import PrefillModel
 from bfio.run import ArrivalSpec, RunSpec, policy_defaults, resolve_row
 from bfio.runner import run_batch
@@ -132,6 +134,26 @@ def bisected_rows(section: dict) -> list[tuple[str, str, str]]:
         (BALANCED_DISPATCH, ref, ref) for ref in REFERENCE_ROWS]
 
 
+def run_actions(run: RunSpec) -> dict:
+    """The actions after binding a run takes (issue 45): ``{field: rule}`` of its
+    ``queue_moves``, ``rank_pause`` and ``migration`` rules other than ``none``."""
+    return {f: getattr(run, f) for f in ("queue_moves", "rank_pause", "migration") if getattr(run, f) != "none"}
+
+
+def action_columns(actions: dict, records: list | None, requests: int) -> dict:
+    """A router row's action columns (only a row with actions has them, so a study
+    without actions writes what it always did): its ``actions`` as JSON and, at its
+    goodput (the bisection's highest rate that met the targets; NaN when none
+    did), the run's actions per 1,000 requests and wasted tokens
+    (:func:`bfio.metrics.action_metrics`, the mean over the probe's runs)."""
+    if not records:
+        counts = {"actions_per_1k_requests": float("nan"), "wasted_tokens": float("nan")}
+    else:
+        per_run = [action_metrics(r, requests) for r in records]
+        counts = {k: float(np.mean([m[k] for m in per_run])) for k in per_run[0]}
+    return {"actions": json.dumps(actions, sort_keys=True), **counts}
+
+
 def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, frame: pd.DataFrame, log=None,
                 defaults=None) -> pd.DataFrame:
     """One row per router and seed of setting ``name`` in its ``regime`` (the
@@ -158,16 +180,20 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
             return replace(run, prefill=regime["prefill"], step_model=regime["step_model"], reference=reference)
 
         first = spec(seeds[0])
+        actions = run_actions(first)
         for seed in seeds:
             wall = [0.0]  # simulation seconds of the seed's probes
+            probed = {}  # rate -> the probe's run (its record)
 
-            def run_at(rate, seed=seed, wall=wall, spec=spec):
+            def run_at(rate, seed=seed, wall=wall, spec=spec, probed=probed):
                 run = spec(seed, ArrivalSpec("poisson", rate=float(rate)))
                 done = run_batch([run], {setting["trace"]: frame}, show_progress=False, log=log)
                 wall[0] += float(done["sim_wall_s"].sum())
-                return done.to_dict("records")
+                probed[float(rate)] = records = done.to_dict("records")
+                return records
 
             res = goodput(run_at, cap.requests_per_s, slo, rel_tol=section.get("rel_tol", 0.02))
+            at_goodput = probed.get(float(res.goodput_rps))
             out.append({"setting": setting.get("base", name), "regime": regime_name, "trace": setting["trace"],
                         "requests": setting["requests"],
                         "workers": setting["workers"], "slots": slots, "row": row, "dispatch": dispatch,
@@ -179,24 +205,26 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
                         "goodput_share": res.share_of_capacity, "at_capacity": res.at_capacity, **floor,
                         "ttft_metric": res.ttft_metric, "ttft_slo_s": slo.ttft_p99_s, "tpot_slo_s": slo.tpot_p99_s,
                         "n_seeds": 1, "sim_wall_s": wall[0],
-                        "probes": json.dumps([[p.rate, p.ttft_p99_s, p.tpot_p99_s, p.meets] for p in res.probes])})
+                        "probes": json.dumps([[p.rate, p.ttft_p99_s, p.tpot_p99_s, p.meets] for p in res.probes]),
+                        **(action_columns(actions, at_goodput, setting["requests"]) if actions else {})})
             if log is not None:
                 log.info("goodput %s %s %s seed %s: %.4g req/s (%.1f%% of capacity %.4g)", name, dispatch, row, seed,
                          res.goodput_rps, 100 * res.share_of_capacity, res.capacity_rps)
     return pd.DataFrame(out)
 
 
-def validate_section(section: dict, config: dict) -> None:
-    """Every router row builds its policy with its dispatch (errors name the key);
-    at least one router."""
+def validate_section(section: dict, config: dict, key: str = "goodput") -> None:
+    """Every router row builds its policy with its dispatch (errors name the
+    config key, under ``key``: the section's); at least one router."""
     regimes(section)
     rows = router_rows(section)
     if not rows:
-        raise ConfigError("config key 'goodput': needs at least one router in goodput.central or goodput.instant")
+        raise ConfigError(f"config key '{key}': needs at least one router in {key}.central or {key}.instant")
     variants = section.get("variants") or {}
+    section_key = key
     for dispatch in ("central", "instant"):
         for i, row in enumerate(section.get(dispatch) or []):
-            key = f"goodput.{dispatch}.{i}"
+            key = f"{section_key}.{dispatch}.{i}"
             try:
                 policy, opts = resolve_row(row, variants, defaults=policy_defaults(config))
             except ConfigError as e:
@@ -216,4 +244,4 @@ STUDY = register_study(Study(
     settings_groups=(), plan=plan,
 ))
 
-__all__ = ["PAPER_REGIME", "REFERENCE_ROWS", "bisected_rows", "plan", "setting_slo", "regime_capacity", "regime_floor", "regimes", "router_rows", "run_goodput", "STUDY"]
+__all__ = ["PAPER_REGIME", "REFERENCE_ROWS", "action_columns", "bisected_rows", "run_actions", "plan", "setting_slo", "regime_capacity", "regime_floor", "regimes", "router_rows", "run_goodput", "STUDY"]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from bfio.metrics import STEADY, WARMUP_SHARE
 from bfio.studies.report import fmt, markdown_table
+from bfio.policies.names import actions_label
 from bfio.studies.online_summary import policy_label
 from bfio.tables import mean_ci
 
@@ -51,7 +52,8 @@ def summarize_goodput(runs: pd.DataFrame) -> pd.DataFrame:
                          "goodput_share": m / first["capacity_rps"], "at_capacity": bool(grp["at_capacity"].all()),
                          "seeds": json.dumps([int(x) for x in grp["seed"]]),
                          "seed_goodput_rps": json.dumps([float(x) for x in grp["goodput_rps"]]),
-                         "sim_wall_s": float(grp["sim_wall_s"].sum())})
+                         "sim_wall_s": float(grp["sim_wall_s"].sum()),
+                         **{c: float(grp[c].mean()) for c in ACTION_COLUMNS if c in grp.columns}})
         out = pd.DataFrame(rows).drop(columns=["seed", "probes"])
     else:
         out["goodput_ci_lo"] = out["goodput_ci_hi"] = float("nan")
@@ -173,13 +175,35 @@ REFERENCE_LABELS = {BOUND: "balanced bound: G x B slots pooled, FCFS, step at th
 
 
 def row_label(r) -> str:
-    """A row's label: the router's (:func:`bfio.studies.online_summary.policy_label`),
-    or a reference's (:data:`REFERENCE_LABELS`)."""
+    """A row's label: the router's (:func:`bfio.studies.online_summary.policy_label`)
+    with its actions after binding (:func:`bfio.policies.names.actions_label`), or a
+    reference's (:data:`REFERENCE_LABELS`)."""
     ref = r.get("reference")
     if isinstance(ref, str) and ref in REFERENCE_LABELS:
         return REFERENCE_LABELS[ref]
-    return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"), r.get("horizon"),
-                        predictor=r.get("predictor") or None)
+    label = policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"), r.get("horizon"),
+                         predictor=r.get("predictor") or None)
+    actions = r.get("actions")
+    if isinstance(actions, str) and actions:
+        label += " " + actions_label(json.loads(actions))
+    return label
+
+
+#: The columns a row with actions after binding has (:func:`bfio.studies.goodput_study.action_columns`),
+#: at its goodput, averaged over the seeds; a table without them has no such column.
+ACTION_COLUMNS = ("actions_per_1k_requests", "wasted_tokens")
+
+
+def _action_cells(grp: pd.DataFrame) -> list[tuple]:
+    """The table's action columns when a row of ``grp`` takes actions (else none)."""
+    if "actions" not in grp.columns or not grp["actions"].map(lambda a: isinstance(a, str) and a != "").any():
+        return []
+
+    def cell(column, digits):
+        return lambda r: "" if not isinstance(r.get("actions"), str) or r[column] != r[column] else \
+            f"{r[column]:,.{digits}f}"
+    return [("actions per 1,000 requests at its goodput", cell("actions_per_1k_requests", 1)),
+            ("wasted tokens at its goodput", cell("wasted_tokens", 0))]
 
 
 def _goodput_cell(r) -> str:
@@ -291,7 +315,7 @@ def _section(grp: pd.DataFrame) -> list[str]:
          else str(int(r["seeds_above_bound"]))),
         ("vs best router", lambda r: "" if r.get("reference") in REFERENCE_LABELS else
          f"{r['vs_best_pct']:+.1f}%" if r["vs_best_pct"] == r["vs_best_pct"] else "n/a (no router has goodput)"),
-        ("at capacity", lambda r: "yes" if r["at_capacity"] else "no")]), ""]
+        ("at capacity", lambda r: "yes" if r["at_capacity"] else "no"), *_action_cells(grp)]), ""]
 
 
 def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodput", rel_tol: float | None = None) -> str:
