@@ -100,7 +100,7 @@ STUDY = register_study(Study(
     tabulate=starvation_table, plot="bfio.figures.starvation:plot_starvation",
     extras=starvation_extras,
     table_inputs=_online_run_files, validate=validate_section, sim_keys=("admissions", "references"),
-    extra_outputs=("recommendation",),
+    extra_outputs=("recommendation",), builds_on=("online",),
     modules=("studies/starvation.py",), table_modules=("studies/starvation_summary.py",), figure_modules=("figures/starvation.py",),
     caption="""Starvation and fairness (study beyond the paper, ``docs/studies.md``): p99 and
 maximum wait (pool entry to admission, s, log scale) against throughput
