@@ -119,3 +119,26 @@ def test_an_unknown_or_circular_builds_on_is_named(toy_registry):
     toy_registry._REGISTRY.update(b=_toy("b", ("nope",)))
     with pytest.raises(ConfigError, match="study 'b' builds on 'nope'"):
         toy_registry._ordered()
+
+
+def test_config_names_no_builtin_study_by_hand(fresh):
+    """The config's checks and schema read the registry (``Study.validate``,
+    ``Study.schema_enums``), never a built-in study's section name."""
+    source = Path(importlib.util.find_spec("bfio.config").origin).read_text()
+    literals = {n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert not literals & set(fresh["order"])
+
+
+def test_a_study_fills_its_section_schema_from_its_registries():
+    import yaml
+
+    from bfio.config import _registry_enums
+    from bfio.predictors import PREDICTORS
+    from bfio.studies.starvation_summary import COST_METRICS
+
+    root = Path(__file__).resolve().parents[1]
+    props = _registry_enums(yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text()))["properties"]
+    assert props["predictor_study"]["properties"]["predictors"]["items"]["enum"] == list(PREDICTORS)
+    assert props["starvation"]["properties"]["cost_metric"]["enum"] == list(COST_METRICS)
+    filled = [n for n, s in studies().items() if s.schema_enums is not None]
+    assert set(filled) >= {"predictor_study", "starvation"}

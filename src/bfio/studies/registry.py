@@ -248,6 +248,11 @@ class Study:
     #: registry's order (:func:`studies`), so their checks run first and the report
     #: shows them first (``tests/test_study_registry.py`` holds it to the imports)
     builds_on: tuple[str, ...] = ()
+    #: ``schema_enums(properties)``: fills, in place, the values of its config
+    #: section's schema (the section's ``properties``) that come from the package's
+    #: registries (allowed names, patterns), so the schema never lists them twice;
+    #: :func:`bfio.config._registry_enums` calls it for every study with a section
+    schema_enums: Callable | None = None
 
     def __post_init__(self):
         tables = tuple(self.tables)
