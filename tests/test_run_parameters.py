@@ -145,17 +145,17 @@ def test_bfio_options_readme_rows_come_from_their_declarations(monkeypatch):
         "| `bfio.solver` | string from `bfio.solvers.SOLVERS` | none (policy: `fast`) | Backend of BF-IO's "
         "integer program: `fast` (numba heuristic), `highs` or `gurobi` (exact). |")
     assert rows["bfio.discount"].split(" | ")[1:3] == ["number in (0, 1] or null", "none (the objective's)"]
-    new = Option("toy_weight", float, 0.5, "a toy weight", minimum=0.0, maximum=2.0, doc="A toy weight of `J`.")
+    new = Option("zz_test_weight", float, 0.5, "a toy weight", minimum=0.0, maximum=2.0, doc="A toy weight of `J`.")
     monkeypatch.setattr(policy_class("bfio"), "options", (*OPTIONS[:2], new, *OPTIONS[2:]))
     schema = _registry_enums(RAW_SCHEMA)
-    assert schema["properties"]["bfio"]["properties"]["toy_weight"]["maximum"] == 2.0
+    assert schema["properties"]["bfio"]["properties"]["zz_test_weight"]["maximum"] == 2.0
     rows = config_readme.declared_rows(schema)
-    assert rows["bfio.toy_weight"] == ("| `bfio.toy_weight` | number in 0..2 | none (policy: `0.5`) | "
+    assert rows["bfio.zz_test_weight"] == ("| `bfio.zz_test_weight` | number in 0..2 | none (policy: `0.5`) | "
                                        "A toy weight of `J`. |")
     text = config_readme.README.read_text()
     out, missing = config_readme.regenerate(text, rows)
     assert missing == []
     lines = out.splitlines()
-    i = lines.index(rows["bfio.toy_weight"])
+    i = lines.index(rows["bfio.zz_test_weight"])
     assert lines[i - 1].startswith("| `bfio.solver` |")  # after its nearest sibling before it
-    assert "--toy-weight" in _flags(_parser())
+    assert "--zz-test-weight" in _flags(_parser())
