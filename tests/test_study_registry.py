@@ -125,7 +125,8 @@ def test_config_names_no_builtin_study_by_hand(fresh):
     """The config's checks and schema read the registry (``Study.validate``,
     ``Study.schema_enums``), never a built-in study's section name."""
     source = Path(importlib.util.find_spec("bfio.config").origin).read_text()
-    literals = {n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    literals = {n.value for n in ast.walk(ast.parse(source))
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     assert not literals & set(fresh["order"])
 
 
