@@ -47,9 +47,8 @@ include: "workflow/rules/simulate.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 # Studies beyond the paper (issue 6, docs/studies.md): the generic study
-# rules run every registered study (bfio.studies.registry: online,
-# predictors, starvation, generality, the objective study, prefix cache,
-# plugins).
+# rules run every registered study (bfio.studies.registry: each module of
+# bfio.studies that registers one, then the plugins).
 include: "workflow/rules/studies_common.smk"
 include: "workflow/rules/studies.smk"
 

@@ -216,7 +216,7 @@ def _declare(policy: str, option: str, default):
                   "`bfio.solvers.PLACEMENTS` | none (policy: `greedy`)"),
      ["bfio.placement: the policy declares default `auto`, config/README.md gives none (policy: `greedy`)"]),
     (_declare("bfio", "time_limit_s", 30.0),
-     ["bfio.time_limit_s: the policy declares default `30.0`, config/README.md gives none (policy: `10`)"]),
+     ["bfio.time_limit_s: the policy declares default `30.0`, config/README.md gives none (policy: `10.0`)"]),
     (_readme_says("| none (the objective's) | Offset discount", "| none (policy: `0.6`) | Offset discount"),
      ["bfio.discount: the policy declares no default (the objective's), config/README.md gives "
       "none (policy: `0.6`)"]),

@@ -147,3 +147,37 @@ def test_a_runs_config_declares_its_rows_for_the_notebook(tmp_path):
     assert declare_run_rows(tmp_path, "mine") == [tmp_path / "config" / "mine.yaml"]
     assert row_spec("bfio_h33_drain7") == RowSpec("bfio", 33, admission="drain:7")
     assert policy_label("bfio_h33_drain7", "central") == "BF-IO (H=33, drain:7) (central)"
+
+
+def test_the_notebook_warns_of_a_config_file_it_cannot_read(tmp_path):
+    from bfio.studies.declared_rows import UnreadConfigWarning, declare_run_rows
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "a_broken.yaml").write_text("run_name: mine\nonline: [unclosed\n")
+    (tmp_path / "config" / "b_list.yaml").write_text("- run_name\n- mine\n")
+    (tmp_path / "config" / "mine.yaml").write_text(
+        "run_name: mine\nonline:\n  variants:\n    bfio_h34_drain8: {policy: bfio, horizon: 34, admission: 'drain:8'}\n")
+    with pytest.warns(UnreadConfigWarning) as caught:
+        assert declare_run_rows(tmp_path, "mine") == [tmp_path / "config" / "mine.yaml"]
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2
+    assert str(tmp_path / "config" / "a_broken.yaml") in messages[0] and "ParserError" in messages[0]
+    assert "line 2" in messages[0]  # the parse error's own text
+    assert str(tmp_path / "config" / "b_list.yaml") in messages[1] and "not a mapping" in messages[1]
+    assert row_spec("bfio_h34_drain8") == RowSpec("bfio", 34, admission="drain:8")
+
+
+def test_the_pipeline_stops_on_a_config_file_it_cannot_read(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("run_name: mine\nonline: [unclosed\n")
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(tmp_path / "work"), "-n",
+           "--configfile", str(broken)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "CI": "1"})
+    assert proc.returncode != 0
+    assert "Config file is not valid" in proc.stdout + proc.stderr

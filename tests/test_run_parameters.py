@@ -103,11 +103,23 @@ def test_a_changed_declaration_changes_the_flag_the_schema_and_the_readme(monkey
     assert new != text and "`4096`" in new
 
 
-def test_a_new_parameter_needs_a_readme_row():
-    """A declared key the README has no row of is reported, not silently left out."""
-    rows = {**config_readme.declared_rows(_registry_enums(RAW_SCHEMA)), "prefix_study.prefill.new": "| x |"}
-    _, missing = config_readme.regenerate(config_readme.README.read_text(), rows)
-    assert missing == ["prefix_study.prefill.new"]
+def test_a_new_parameter_gets_its_readme_row_beside_its_siblings():
+    """A declared key the README has no row of is written after its nearest sibling
+    before it (schema order); one with no sibling and no parent row is reported."""
+    rows = config_readme.declared_rows(_registry_enums(RAW_SCHEMA))
+    keys = list(rows)
+    at = keys.index("prefix_study.prefill.token_s") + 1
+    rows = dict([*rows.items()][:at] + [("prefix_study.prefill.new", "| `prefix_study.prefill.new` | x |")]
+                + [*rows.items()][at:])
+    text = config_readme.README.read_text()
+    new, missing = config_readme.regenerate(text, rows)
+    assert missing == []
+    lines = new.splitlines()
+    i = next(n for n, line in enumerate(lines) if line.startswith("| `prefix_study.prefill.new`"))
+    assert lines[i - 1].startswith("| `prefix_study.prefill.token_s`")
+    assert new.replace("| `prefix_study.prefill.new` | x |\n", "") == text
+    _, missing = config_readme.regenerate(text, {**rows, "nowhere.new": "| `nowhere.new` | x |"})
+    assert missing == ["nowhere.new"]
 
 
 def test_the_marker_takes_the_declaration_and_keeps_its_own_words():
@@ -117,3 +129,33 @@ def test_the_marker_takes_the_declaration_and_keeps_its_own_words():
                                         {**SECTIONS, "": (slots,)})
     assert filled["properties"]["a"]["minimum"] == 2 and filled["properties"]["a"]["description"] == "mine"
     assert "default" not in filled["properties"]["a"] and filled["properties"]["b"]["default"] == SLOTS.default
+
+
+def test_bfio_options_readme_rows_come_from_their_declarations(monkeypatch):
+    """BF-IO's rows (the ``bfio`` section) are derived from its option declarations:
+    a new option is one declaration (its row is written among the ``bfio.*`` rows), a
+    changed one changes its row, and the schema and the flags follow as before."""
+    from bfio.policies import policy_class
+    from bfio.policies.bfio_options import OPTIONS
+    from bfio.policies.options import Option
+
+    rows = config_readme.declared_rows(_registry_enums(RAW_SCHEMA))
+    assert [k for k in rows if k.startswith("bfio.")] == [f"bfio.{o.name}" for o in OPTIONS]
+    assert rows["bfio.solver"] == (
+        "| `bfio.solver` | string from `bfio.solvers.SOLVERS` | none (policy: `fast`) | Backend of BF-IO's "
+        "integer program: `fast` (numba heuristic), `highs` or `gurobi` (exact). |")
+    assert rows["bfio.discount"].split(" | ")[1:3] == ["number in (0, 1] or null", "none (the objective's)"]
+    new = Option("zz_test_weight", float, 0.5, "a toy weight", minimum=0.0, maximum=2.0, doc="A toy weight of `J`.")
+    monkeypatch.setattr(policy_class("bfio"), "options", (*OPTIONS[:2], new, *OPTIONS[2:]))
+    schema = _registry_enums(RAW_SCHEMA)
+    assert schema["properties"]["bfio"]["properties"]["zz_test_weight"]["maximum"] == 2.0
+    rows = config_readme.declared_rows(schema)
+    assert rows["bfio.zz_test_weight"] == ("| `bfio.zz_test_weight` | number in 0..2 | none (policy: `0.5`) | "
+                                       "A toy weight of `J`. |")
+    text = config_readme.README.read_text()
+    out, missing = config_readme.regenerate(text, rows)
+    assert missing == []
+    lines = out.splitlines()
+    i = lines.index(rows["bfio.zz_test_weight"])
+    assert lines[i - 1].startswith("| `bfio.solver` |")  # after its nearest sibling before it
+    assert "--zz-test-weight" in _flags(_parser())

@@ -24,12 +24,9 @@ from bfio.studies.declared_rows import declare_config_rows
 from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.config.trace_references)
 from bfio.limits import MAX_REQUESTS
 from bfio.policies.options import schema_properties
-from bfio.predictors import PREDICTORS
 from bfio.run import resolve_row
-from bfio.admission import ADMISSION_PATTERN
 from bfio.step_model import schema as step_model_schema
 from bfio.run_parameters import fill_schema
-from bfio.studies.starvation_summary import COST_METRICS
 
 
 #: A module ``import jsonschema`` imports when installed that our schemas never use:
@@ -179,13 +176,14 @@ def _registry_enums(schema: dict) -> dict:
     """A copy of ``schema`` whose policy sections (``bfio``, ``policy_options``)
     are the policies' option declarations (:func:`bfio.policies.options.schema_properties`:
     types, allowed values from the registries, no defaults but the policies'
-    own), whose predictor enum comes from :data:`bfio.predictors.PREDICTORS` and
-    whose policy names come from the policy registry (the experiments' baseline
+    own), whose policy names come from the policy registry (the experiments' baseline
     enum, :func:`bfio.policies.baselines`, and the row pattern,
-    :func:`bfio.policies.row_pattern`), and whose starvation study's admission
-    rules and cost metrics come from theirs, and whose run parameters (slots, arrivals,
-    the prefill model) are their declarations (:func:`bfio.run_parameters.fill_schema`),
-    so the schema never lists them twice."""
+    :func:`bfio.policies.row_pattern`), whose studies' sections hold the names
+    their registries give (each study's :attr:`~bfio.studies.registry.Study.schema_enums`:
+    the predictor study's predictors, the starvation study's admission rules and
+    cost metrics), and whose run parameters (slots, arrivals, the prefill model)
+    are their declarations (:func:`bfio.run_parameters.fill_schema`), so the schema
+    never lists them twice."""
     schema = fill_schema(schema)
     defs = schema.get("definitions", {})
     if "row" in defs:
@@ -205,6 +203,8 @@ def _registry_enums(schema: dict) -> dict:
     for name, study in studies().items():  # a plugin study's section, from its declaration
         if study.schema is not None:
             props[name] = copy.deepcopy(study.schema)
+        if study.schema_enums is not None and "properties" in props.get(name, {}):
+            study.schema_enums(props[name]["properties"])  # its registries' names (Study.schema_enums)
     for section in props.values():  # a study's step model: its options' declarations (bfio.step_model.OPTIONS)
         if isinstance(section, dict) and "step_model" in section.get("properties", {}):
             section["properties"]["step_model"] = {**step_model_schema(),
@@ -213,14 +213,6 @@ def _registry_enums(schema: dict) -> dict:
     unit = props.get("extra_traces", {}).get("additionalProperties", {}).get("properties", {}).get("arrival_unit")
     if unit is not None:
         unit["enum"] = sorted(ARRIVAL_UNITS)
-    pred = props.get("predictor_study", {}).get("properties", {}).get("predictors", {}).get("items")
-    if pred is not None:
-        pred["enum"] = list(PREDICTORS)
-    starvation = props.get("starvation", {}).get("properties", {})
-    if "admissions" in starvation:  # the admission rules' registry (bfio.admission.ADMISSIONS)
-        starvation["admissions"]["items"]["pattern"] = f"^({ADMISSION_PATTERN})$"
-    if "cost_metric" in starvation:
-        starvation["cost_metric"]["enum"] = list(COST_METRICS)
     return schema
 
 

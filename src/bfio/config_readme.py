@@ -1,12 +1,15 @@
 """``config/README.md``'s rows of the configuration keys whose type, default and
 meaning are declared in code (issue 43): the run parameters the schema takes from
 :mod:`bfio.run_parameters` (``slots`` everywhere, a prefix setting's
-``time_scale``, ``prefix_study.prefill.*``). Each such row is derived from the
-declaration, so the README cannot drift from it; the other rows are written by
-hand and checked against the schema by ``tests/test_config_readme.py``.
+``time_scale``, ``prefix_study.prefill.*``) and BF-IO's options, the ``bfio``
+section (:data:`bfio.policies.bfio_options.OPTIONS`: each option's ``doc``, or its
+help). Each such row is derived from the declaration, so the README cannot drift
+from it and a new option is one declaration; the other rows are written by hand
+and checked against the schema by ``tests/test_config_readme.py``.
 
 ``python -m bfio.config_readme`` rewrites those rows of ``config/README.md`` in
-place (``--check``: exit 1 when one is out of date, nothing written)."""
+place, and writes the row of a declared key the README lacks next to its
+siblings' (``--check``: exit 1 when one is out of date or missing, nothing written)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from pathlib import Path
 import yaml
 
 from bfio.config import _registry_enums
+from bfio.policies import policy_class
+from bfio.policies.options import Registry, declared
 from bfio.run_parameters import SECTIONS, parameter
 
 #: A schema key without a default.
@@ -70,22 +75,29 @@ def schema_keys(schema: dict, root: dict | None = None, prefix: str = ""):
 
 def value_words(option) -> str:
     """The README's type cell of a declared parameter: ``integer >= 1``, ``number in 0..1``,
-    ``` `none`, `vllm` or `sglang` ```; ``or null`` when none is a value of its own."""
-    allowed = option.allowed()
-    if allowed is not None:
-        names = [f"`{v}`" for v in allowed]
-        words = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    ``number in (0, 1]``, ``` `none`, `vllm` or `sglang` ```, ``string from `bfio.solvers.SOLVERS` ``
+    (a :class:`~bfio.policies.options.Registry`), ``string: <pattern_help>``; ``or null``
+    when none is a value of its own."""
+    if isinstance(option.choices, Registry):
+        words = f"string from `{option.choices}`"
+    elif option.choices is None and option.pattern_help:
+        words = f"string: {option.pattern_help}"
+    elif option.allowed() is not None:
+        names = [f"`{v}`" for v in option.allowed()] + (["null"] if option.derived else [])
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
     else:
         number = "{:,d}" if option.type is int else "{:g}"
         words = "integer" if option.type is int else "number"
-        lo, hi = option.minimum, option.maximum
+        lo, hi, above = option.minimum, option.maximum, option.exclusive_minimum
         if lo is not None and hi is not None:
             words += f" in {number.format(lo)}..{number.format(hi)}"
+        elif above is not None and hi is not None:
+            words += f" in ({number.format(above)}, {number.format(hi)}]"
         elif lo is not None:
             words += f" >= {number.format(lo)}"
-        elif option.exclusive_minimum is not None:
-            words += f" > {number.format(option.exclusive_minimum)}"
-        if hi is not None and lo is None:
+        elif above is not None:
+            words += f" > {number.format(above)}"
+        elif hi is not None:
             words += f" <= {number.format(hi)}"
     return words + (" or null" if option.derived else "")
 
@@ -102,15 +114,31 @@ def _row(key: str, option, node: dict, top: dict) -> str:
     else:
         default = "none"
     own = node.get("description")
-    text = own if own and own != option.help_text() else option.help  # the marker's own words win
+    text = own if own and own != option.help_text() else option.doc or option.help  # the marker's own words win
+    return _cells(key, option, default, text)
+
+
+def _cells(key: str, option, default: str, text: str) -> str:
     text = text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
     return f"| `{key}` | {value_words(option)} | {default} | {text} |"
+
+
+def _policy_row(key: str, option) -> str:
+    """The README row of a policy option (the ``bfio`` section): the schema fills in no
+    default, the policy's own is named (``none (policy: `20`)``, or the words of a
+    derived one); its meaning is the option's ``doc`` (else its help)."""
+    default = (f"none ({option.derived})" if option.default is None and option.derived else
+               "none" if option.default is None else f"none (policy: `{render(option.default)}`)")
+    return _cells(key, option, default, option.doc or option.help)
 
 
 def declared_rows(schema: dict) -> dict[str, str]:
     """README key -> its row, for every key of the validated ``schema`` (the schema as
     :func:`bfio.config._registry_enums` fills it in) that a run parameter declares."""
     rows, top = {}, schema.get("properties", {})
+    if "bfio" in top:  # BF-IO's options (bfio.config._registry_enums fills the section from them)
+        for option in declared(policy_class("bfio")):
+            rows[f"bfio.{option.name}"] = _policy_row(f"bfio.{option.name}", option)
     for key, node in schema_nodes(schema):
         if "x-parameter" in node:
             rows[key] = _row(key, parameter(node["x-parameter"]), node, top)
@@ -124,17 +152,47 @@ def declared_rows(schema: dict) -> dict[str, str]:
 _ROW_KEY = re.compile(r"^\| `([^`]+)` \|")
 
 
+def _parent(key: str) -> str:
+    return key.rsplit(".", 1)[0] if "." in key else ""
+
+
 def regenerate(text: str, rows: dict[str, str]) -> tuple[str, list[str]]:
     """``text`` with each row of a key in ``rows`` replaced by its derived row, and the
-    keys of ``rows`` the text has no row of (in schema order)."""
-    seen, lines = set(), []
-    for line in text.splitlines(keepends=True):
+    row of a key the text lacks written next to its siblings' (the keys of the same
+    parent in ``rows``): after the row of the nearest sibling before it in ``rows``
+    (schema order), else before the nearest after it, else after its parent's row.
+    Returns the text and the keys of ``rows`` it found no place for (in schema order)."""
+    lines = text.splitlines(keepends=True)
+    where: dict[str, int] = {}
+    for i, line in enumerate(lines):
         m = _ROW_KEY.match(line)
-        if m and m.group(1) in rows:
-            seen.add(m.group(1))
-            line = rows[m.group(1)] + ("\n" if line.endswith("\n") else "")
-        lines.append(line)
-    return "".join(lines), [key for key in rows if key not in seen]
+        if m:
+            where.setdefault(m.group(1), i)
+            if m.group(1) in rows:
+                lines[i] = rows[m.group(1)] + ("\n" if line.endswith("\n") else "")
+    keys, after, missing = list(rows), {}, []
+    for n, key in enumerate(keys):
+        if key in where:
+            continue
+        siblings = [k for k in keys if _parent(k) == _parent(key) and k in where]
+        before = [k for k in keys[:n] if k in siblings]
+        later = [k for k in keys[n + 1:] if k in siblings]
+        if before:
+            at = where[before[-1]] + 1
+        elif later:
+            at = where[later[0]]
+        elif _parent(key) in where:
+            at = where[_parent(key)] + 1
+        else:
+            missing.append(key)
+            continue
+        after.setdefault(at, []).append(rows[key] + "\n")
+    out = []
+    for i, line in enumerate(lines):
+        out += after.get(i, [])
+        out.append(line)
+    out += after.get(len(lines), [])
+    return "".join(out), missing
 
 
 def validated_schema(path: Path = SCHEMA) -> dict:
@@ -147,12 +205,14 @@ def main(argv=None) -> int:
     text = README.read_text()
     new, missing = regenerate(text, declared_rows(validated_schema()))
     if missing:
-        print(f"config/README.md has no row of: {', '.join(missing)} (add one, any cells, and rerun)", file=sys.stderr)
+        print(f"config/README.md has no place for the rows of: {', '.join(missing)} (no row of a sibling or "
+              "of the parent key; add one, any cells, and rerun)", file=sys.stderr)
         return 1
     if new == text:
         return 0
     if "--check" in argv:
-        print("config/README.md: declared rows out of date; run python -m bfio.config_readme", file=sys.stderr)
+        print("config/README.md: declared rows out of date or missing; run python -m bfio.config_readme",
+              file=sys.stderr)
         return 1
     README.write_text(new)
     print("config/README.md: declared rows rewritten")

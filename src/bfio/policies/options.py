@@ -15,17 +15,21 @@ declaration:
 - the config schema's options sections (``bfio`` and
   ``policy_options.<policy>``, :func:`schema_properties`, filled in by
   :func:`bfio.config.validate_config`);
-- ``describe()``, the policy's identity in results (:func:`identity`).
+- ``describe()``, the policy's identity in results (:func:`identity`);
+- BF-IO's rows of ``config/README.md`` (:mod:`bfio.config_readme`: type, default
+  and :attr:`Option.doc`).
 
 Values of an option can depend on a registry (``choices`` given as a
-callable, read when needed), so names are never written twice.
+callable, read when needed; a :class:`Registry` also names where they come
+from), so names are never written twice.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -39,6 +43,22 @@ from bfio.errors import ConfigError
 #: they were); ``never``: it is reported some other way.
 IDENTITY = ("always", "applies", "non-default", "never")
 _TYPE_NAMES = {int: "integer", float: "number", str: "string"}
+
+
+@dataclass(frozen=True)
+class Registry:
+    """An option's allowed values read from a registry when needed: the names of
+    ``module.attribute`` (a tuple, or a mapping's keys); docs say where they come
+    from by :meth:`__str__` (``bfio.predictors.PREDICTORS``)."""
+
+    module: str
+    attribute: str
+
+    def __call__(self) -> tuple:
+        return tuple(getattr(importlib.import_module(self.module), self.attribute))
+
+    def __str__(self) -> str:
+        return f"{self.module}.{self.attribute}"
 
 
 @dataclass(frozen=True)
@@ -76,6 +96,9 @@ class Option:
     #: the command-line flag when it is not ``--<name>`` (a run parameter whose library
     #: name is short within its section: ``prefill.chunk_tokens`` is ``--prefill-chunk-tokens``)
     cli_flag: str = ""
+    #: the meaning ``config/README.md`` gives (Markdown sentences; ``""``: :attr:`help`);
+    #: not part of the option's equality (policies sharing an option may word it their way)
+    doc: str = field(default="", compare=False)
 
     def __post_init__(self):
         if self.type not in _TYPE_NAMES:
@@ -229,5 +252,5 @@ def declared_options(classes) -> dict[str, tuple[Option, list[str]]]:
     return out
 
 
-__all__ = ["Option", "IDENTITY", "declared", "resolve", "identity", "identity_of", "schema_properties",
+__all__ = ["Registry", "Option", "IDENTITY", "declared", "resolve", "identity", "identity_of", "schema_properties",
            "declared_options"]

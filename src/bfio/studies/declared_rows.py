@@ -11,6 +11,7 @@ module alone.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import yaml
@@ -80,21 +81,40 @@ def declare_config_rows(config: dict) -> dict:
     return rows
 
 
+class UnreadConfigWarning(UserWarning):
+    """A config file of the repository could not be read for its rows (the notebook's
+    path, :func:`declare_run_rows`); the message names the file and why."""
+
+
 def declare_run_rows(root, run_name: str | None) -> list[Path]:
     """Declare the rows of a pipeline run's config read from the repository ``root``
     (the notebook's tables, :mod:`bfio.explore`, as the pipeline's jobs do):
     ``config/*.yaml`` whose ``run_name`` is ``run_name`` (``None``: the default run,
-    the files without one). Returns the files read."""
+    the files without one). Returns the files read. A file that cannot be read or
+    parsed, or that is not a mapping, is skipped with an :class:`UnreadConfigWarning`
+    naming it and the error (its rows, if it declared any, show as their keys): the
+    notebook still opens. The pipeline reads its config through Snakemake, which
+    stops on such a file."""
     read = []
     for file in sorted((Path(root) / "config").glob("*.yaml")):
         try:
             config = yaml.safe_load(file.read_text()) or {}
-        except (OSError, yaml.YAMLError):
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            _unread(file, f"{type(e).__name__}: {e}")
             continue
-        if isinstance(config, dict) and config.get("run_name") == run_name:
+        if not isinstance(config, dict):
+            _unread(file, f"its top level is a {type(config).__name__}, not a mapping of config keys")
+            continue
+        if config.get("run_name") == run_name:
             declare_config_rows(config)
             read.append(file)
     return read
 
 
-__all__ = ["starvation_row_specs", "variant_spec", "config_rows", "declare_config_rows", "declare_run_rows"]
+def _unread(file: Path, why: str) -> None:
+    warnings.warn(f"config file {file}: not read for its declared rows ({why}); rows only it declares "
+                  "are shown by their keys", UnreadConfigWarning, stacklevel=3)
+
+
+__all__ = ["starvation_row_specs", "variant_spec", "config_rows", "declare_config_rows", "declare_run_rows",
+           "UnreadConfigWarning"]

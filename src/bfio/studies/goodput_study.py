@@ -241,7 +241,7 @@ STUDY = register_study(Study(
     tabulate=goodput_table,
     modules=("studies/goodput_study.py", "goodput.py", "capacity.py"), table_modules=("studies/goodput_summary.py",),
     sim_keys=("central", "instant", "variants", "slo", "rel_tol", "regimes"), validate=validate_section,
-    settings_groups=(), plan=plan,
+    settings_groups=(), plan=plan, builds_on=("online",),
 ))
 
 __all__ = ["PAPER_REGIME", "REFERENCE_ROWS", "action_columns", "bisected_rows", "run_actions", "plan", "setting_slo", "regime_capacity", "regime_floor", "regimes", "router_rows", "run_goodput", "STUDY"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.predictors import default_remaining
+from bfio.predictors import PREDICTORS, default_remaining
 from bfio.run import RunSpec
 from bfio.runner import run_batch
 from bfio.studies.registry import Study, register_study
@@ -92,6 +92,13 @@ def run_predictor_study(name: str, setting: dict, study: dict, seeds, slots: int
     return out
 
 
+def schema_enums(properties: dict) -> None:
+    """The section schema's predictor names: the predictors' registry (:data:`bfio.predictors.PREDICTORS`)."""
+    items = properties.get("predictors", {}).get("items")
+    if items is not None:
+        items["enum"] = list(PREDICTORS)
+
+
 STUDY = register_study(Study(
     name="predictor_study", description="BF-IO with noisy and oracle-free decode-length predictors",
     directory="predictors", table="predictors", figure="predictor_noise",
@@ -99,6 +106,7 @@ STUDY = register_study(Study(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
     tabulate=predictor_table, plot="bfio.figures.predictor_noise:plot_predictor_noise",
     modules=("studies/predictor_study.py",), table_modules=("studies/predictor_summary.py",), figure_modules=("figures/predictor_noise.py",),
+    schema_enums=schema_enums,
     caption="""BF-IO (H = {{ config["predictor_study"]["horizon"] }}) with imperfect
 decode-length predictors (study beyond the paper, ``docs/studies.md``): average
 imbalance (tokens) and throughput (tokens/s) against the noise level d of the
@@ -111,4 +119,4 @@ band. Backlog mode, paper metric window; mean over seeds
 {{ config["seeds"] }}.""",
 ))
 
-__all__ = ["predictor_variants", "row_columns", "study_rows", "predictor_runs", "run_predictor_study", "STUDY"]
+__all__ = ["schema_enums", "predictor_variants", "row_columns", "study_rows", "predictor_runs", "run_predictor_study", "STUDY"]

@@ -41,13 +41,18 @@ the tables, the figures.
 The built-in studies register in their modules under :mod:`bfio.studies`
 (every module of the package is imported on first use of the registry, so a new
 study module is found without being listed); others are plugins
-(:mod:`bfio.plugins`).
+(:mod:`bfio.plugins`). The registry's order (of :func:`studies`: the config's
+checks, whose first fault is the one reported, and the report's sections) is
+fixed, whichever module a process imported first: the built-in studies by name,
+each after the studies it declares it builds on (:attr:`Study.builds_on`), then
+the plugins' in the order they registered (:func:`_ordered`).
 A study with ``generic=False`` registers its config section only (validation,
 variants) and brings its own rules.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -238,6 +243,16 @@ class Study:
     #: the settings and the description), so editing a table's or a figure's key
     #: reruns no simulation
     sim_keys: tuple[str, ...] | None = None
+    #: the studies (config section names) this one builds on: whose functions its
+    #: module imports or whose section or runs it reads. It comes after them in the
+    #: registry's order (:func:`studies`), so their checks run first and the report
+    #: shows them first (``tests/test_study_registry.py`` holds it to the imports)
+    builds_on: tuple[str, ...] = ()
+    #: ``schema_enums(properties)``: fills, in place, the values of its config
+    #: section's schema (the section's ``properties``) that come from the package's
+    #: registries (allowed names, patterns), so the schema never lists them twice;
+    #: :func:`bfio.config._registry_enums` calls it for every study with a section
+    schema_enums: Callable | None = None
 
     def __post_init__(self):
         tables = tuple(self.tables)
@@ -317,6 +332,8 @@ class Study:
 
 
 _REGISTRY: dict[str, Study] = {}
+#: study name -> the module that registered it (built-in: under :mod:`bfio.studies`)
+_MODULES: dict[str, str] = {}
 _loaded = False
 
 
@@ -325,13 +342,49 @@ def register_study(study: Study) -> Study:
     if study.name in _REGISTRY and _REGISTRY[study.name] is not study:
         raise ConfigError(f"study '{study.name}' is registered twice")
     _REGISTRY[study.name] = study
+    _MODULES.setdefault(study.name, sys._getframe(1).f_globals.get("__name__", ""))
     return study
 
 
+def builtin(name: str) -> bool:
+    """Whether study ``name`` registers in a module of :mod:`bfio.studies` (not a plugin)."""
+    return _MODULES.get(name, "").startswith(f"{__package__}.")
+
+
 def studies() -> dict[str, Study]:
-    """Every registered study by config section name (built-ins, then plugins)."""
+    """Every registered study by config section name, in the registry's order
+    (:func:`_ordered`: the built-ins by name, each after those it builds on, then
+    the plugins'), whichever study module was imported first."""
     _load()
-    return dict(_REGISTRY)
+    return {name: _REGISTRY[name] for name in _ordered()}
+
+
+def _ordered() -> list[str]:
+    """The registry's order: a depth-first walk from the built-in studies by name,
+    then the plugins' in registration order, that puts each study after the
+    studies of its :attr:`Study.builds_on` (by name). A name there that no study
+    registers, or a cycle, is a :class:`ConfigError` naming it."""
+    roots = sorted(n for n in _REGISTRY if builtin(n)) + [n for n in _REGISTRY if not builtin(n)]
+    out: list[str] = []
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in done:
+            return
+        if name in path:
+            raise ConfigError(f"studies build on each other in a circle: {' -> '.join((*path, name))} "
+                              f"(bfio.studies.registry.Study.builds_on)")
+        for dep in sorted(_REGISTRY[name].builds_on):
+            if dep not in _REGISTRY:
+                raise ConfigError(f"study '{name}' builds on '{dep}', which no study registers "
+                                  f"(registered: {', '.join(sorted(_REGISTRY))})")
+            visit(dep, (*path, name))
+        done.add(name)
+        out.append(name)
+
+    for name in roots:
+        visit(name, ())
+    return out
 
 
 def generic_studies() -> dict[str, Study]:
@@ -368,10 +421,10 @@ def by_figure(figure: str) -> Study:
 
 
 def _load() -> None:
-    """Import every module of :mod:`bfio.studies` (by name, so the order of
-    registration, and of the report, is the modules' alphabetical order): a study
-    module registers itself on import, so adding one is adding its module, not
-    a name to a list here. Then the plugins (:mod:`bfio.plugins`)."""
+    """Import every module of :mod:`bfio.studies` (by name; the registry's order
+    does not depend on it, :func:`_ordered`): a study module registers itself on
+    import, so adding one is adding its module, not a name to a list here. Then
+    the plugins (:mod:`bfio.plugins`)."""
     global _loaded
     if _loaded:
         return
@@ -391,4 +444,4 @@ def _load() -> None:
         raise
 
 
-__all__ = ["Study", "Table", "Figure", "Product", "load_function", "draw", "register_study", "studies", "generic_studies", "by_directory", "by_table", "by_figure"]
+__all__ = ["Study", "Table", "Figure", "Product", "load_function", "draw", "register_study", "builtin", "studies", "generic_studies", "by_directory", "by_table", "by_figure"]

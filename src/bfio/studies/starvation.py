@@ -17,13 +17,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bfio.admission import ADMISSION_PATTERN
 from bfio.run_keys import admission_label
 from bfio.studies.declared_rows import starvation_row_specs
 from bfio.run import RunSpec, policy_defaults, resolve_row
 from bfio.runner import run_batch
 from bfio.studies.registry import Study, register_study, studies
 from bfio.errors import ConfigError
-from bfio.studies.starvation_summary import online_rows, starvation_extras, starvation_table
+from bfio.studies.starvation_summary import COST_METRICS, online_rows, starvation_extras, starvation_table
 
 
 def starvation_variants(setting: dict, study: dict) -> dict:
@@ -92,6 +93,15 @@ def _online_run_files(config: dict) -> list[str]:
             for k, v in online.settings(config).items()]
 
 
+def schema_enums(properties: dict) -> None:
+    """The section schema's admission rules (the rules' registry, :data:`bfio.admission.ADMISSIONS`)
+    and cost metrics (:data:`bfio.studies.starvation_summary.COST_METRICS`)."""
+    if "admissions" in properties:
+        properties["admissions"]["items"]["pattern"] = f"^({ADMISSION_PATTERN})$"
+    if "cost_metric" in properties:
+        properties["cost_metric"]["enum"] = list(COST_METRICS)
+
+
 STUDY = register_study(Study(
     name="starvation", description="starvation and fairness of BF-IO's admission rules",
     figure="starvation",
@@ -100,7 +110,7 @@ STUDY = register_study(Study(
     tabulate=starvation_table, plot="bfio.figures.starvation:plot_starvation",
     extras=starvation_extras,
     table_inputs=_online_run_files, validate=validate_section, sim_keys=("admissions", "references"),
-    extra_outputs=("recommendation",),
+    extra_outputs=("recommendation",), builds_on=("online",), schema_enums=schema_enums,
     modules=("studies/starvation.py",), table_modules=("studies/starvation_summary.py",), figure_modules=("figures/starvation.py",),
     caption="""Starvation and fairness (study beyond the paper, ``docs/studies.md``): p99 and
 maximum wait (pool entry to admission, s, log scale) against throughput
@@ -111,4 +121,4 @@ per horizon H) and the references {{ config["starvation"]["references"] }}
 {{ config["seeds"] }} with 95% CI bars.""",
 ))
 
-__all__ = ["admission_label", "starvation_variants", "starvation_runs", "run_starvation", "STUDY"]
+__all__ = ["admission_label", "schema_enums", "starvation_variants", "starvation_runs", "run_starvation", "STUDY"]

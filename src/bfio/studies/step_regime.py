@@ -97,6 +97,7 @@ STUDY = register_study(Study(
     modules=("studies/step_regime.py", "studies/goodput_study.py", "capacity.py", "step_model", "step_time.py"),
     table_modules=("studies/step_regime_summary.py",), figure_modules=("figures/step_regime.py",),
     sim_keys=("central", "instant", "variants", "load", "betas", "step_model"), validate=validate_section,
+    builds_on=("goodput", "online"),
     caption="""Router ranking under the paper's step and a calibrated step (issue 44,
 ``docs/studies.md``): each router's p99 end-to-end latency over the best router's in
 the same regime, Poisson arrivals at {{ config["step_regime"]["load"] }} of each
