@@ -54,15 +54,15 @@ def router_rows(section: dict) -> list[tuple[str, str]]:
 PAPER_REGIME = "paper"
 
 
-def regimes(section: dict) -> dict[str, dict]:
-    """``goodput.regimes`` by name (``{paper: {}}`` when none), each checked: its
+def regimes(section: dict, study: str = "goodput") -> dict[str, dict]:
+    """``<study>.regimes`` by name (``{paper: {}}`` when none), each checked: its
     ``step_model`` (:func:`bfio.step_model.from_config`) and ``prefill``
     (:class:`bfio.prefill.PrefillModel`'s fields); errors name the config key."""
     given = section.get("regimes") or [{"name": PAPER_REGIME}]
     out = {}
     for i, regime in enumerate(given):
         name = regime.get("name")
-        key = f"goodput.regimes.{i}"
+        key = f"{study}.regimes.{i}"
         if not name or name in out:
             raise ConfigError(f"config key '{key}.name': a regime needs a name, once ({name!r})")
         step_model = from_config(regime.get("step_model"), f"{key}.step_model")
@@ -79,19 +79,19 @@ def regimes(section: dict) -> dict[str, dict]:
     return out
 
 
-def plan(config: dict) -> dict:
+def plan(config: dict, study: str = "goodput") -> dict:
     """One job per (setting, regime): ``<setting>_<regime>``, the setting with its
-    ``regime`` and ``base`` (its name in ``goodput.settings``); a setting's
+    ``regime`` and ``base`` (its name in ``<study>.settings``); a setting's
     ``regimes`` (default: every regime) must name regimes of the section."""
-    section = config.get("goodput") or {}
-    names = list(regimes(section))
+    section = config.get(study) or {}
+    names = list(regimes(section, study))
     out = {}
-    for name, setting in check_settings(config, "goodput").items():
+    for name, setting in check_settings(config, study).items():
         chosen = setting.get("regimes") or names
         for regime in chosen:
             if regime not in names:
-                raise ConfigError(f"config key 'goodput.settings.{name}.regimes': unknown regime {regime!r} "
-                                  f"(goodput.regimes: {', '.join(names)})")
+                raise ConfigError(f"config key '{study}.settings.{name}.regimes': unknown regime {regime!r} "
+                                  f"({study}.regimes: {', '.join(names)})")
             run_setting = {k: v for k, v in setting.items() if k != "regimes"}
             out[f"{name}_{regime}"] = {**run_setting, "regime": regime, "base": name}
     return out
@@ -216,7 +216,7 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
 def validate_section(section: dict, config: dict, key: str = "goodput") -> None:
     """Every router row builds its policy with its dispatch (errors name the
     config key, under ``key``: the section's); at least one router."""
-    regimes(section)
+    regimes(section, key)
     rows = router_rows(section)
     if not rows:
         raise ConfigError(f"config key '{key}': needs at least one router in {key}.central or {key}.instant")
