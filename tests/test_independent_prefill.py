@@ -104,3 +104,31 @@ def test_no_barrier_ends_no_later_on_a_fixed_placement(profiles, seed, workers, 
     assert ind.requests["worker"].equals(lock.requests["worker"])
     assert ind.metrics["makespan_s"] <= lock.metrics["makespan_s"] * (1 + 1e-12)
     assert ind.requests["finish_s"].notna().all()
+
+
+def test_prefix_study_runs_independent_ranks(profiles):
+    """The prefix study's refusal of ``barrier: independent`` is lifted: its section
+    validates and a small GRPO setting runs through the study's runner with prefix
+    caches on independent ranks (hits found, every request finished), its rows
+    differing from the lockstep ones; an unknown barrier is still refused by key."""
+    import pandas as pd
+
+    from bfio.errors import ConfigError
+    from bfio.studies.prefix_study import run_prefix_study, validate_section
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"prefill_tokens": rng.integers(600, 3000, 50), "decode_tokens": rng.integers(5, 80, 50)})
+    setting = {"name": "g", "workload": "grpo", "trace": "azure_conv", "workers": 2, "groups": 2, "group_size": 4,
+               "turns": 2, "think_time_s": 1.0}
+    prefill = {"chunk_tokens": 1024, "token_s": 1e-4, "kv_tokens_per_rank": 50_000}
+    rows = {}
+    for barrier in ("lockstep", "independent"):
+        section = {"routers": ["vllm_dp", "bfio"], "horizon": 10, "prefill": prefill, "settings": [],
+                   "step_model": {"step_model": "calibrated", "barrier": barrier}}
+        validate_section(section, {})
+        rows[barrier] = run_prefix_study("g", setting, section, [1], 8, frame)
+    ind, lock = rows["independent"], rows["lockstep"]
+    assert (ind["cache_hit_rate"] > 0).all() and len(ind) == len(lock) == 2
+    assert not np.allclose(ind["ttft_s_p99"], lock["ttft_s_p99"])
+    with pytest.raises(ConfigError, match="prefix_study.step_model"):
+        validate_section({**section, "step_model": {"step_model": "calibrated", "barrier": "none"}}, {})
