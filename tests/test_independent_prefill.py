@@ -132,3 +132,40 @@ def test_prefix_study_runs_independent_ranks(profiles):
     assert not np.allclose(ind["ttft_s_p99"], lock["ttft_s_p99"])
     with pytest.raises(ConfigError, match="prefix_study.step_model"):
         validate_section({**section, "step_model": {"step_model": "calibrated", "barrier": "none"}}, {})
+
+
+def test_rank_step_is_fixed_at_its_start():
+    """The kernels by hand: rank 0 starts a step with request 0 (prompt 100, chunk
+    64) and request 1 decoding; rank 1 is idle. Its time is ``alpha + a_kv L +
+    a_n 1 + a_p 64 + a_p2 64^2 + beta 1``; request 2, seated on rank 0 mid-step,
+    is not in the batch: at the step's end request 0 has 36 tokens left, request 1
+    one more token, request 2 its whole prompt to compute."""
+    from bfio.sim.rank_steps import end_rank_steps, start_rank_steps
+
+    coef = np.array([1.0, 0.01, 0.1, 0.001, 1e-6, 0.5, 7.0])  # alpha, a_kv, a_n, a_p, a_p2, beta, comm
+    prefill = np.array([100, 50, 30])
+    decode = np.array([5, 9, 5])
+    generated = np.array([0, 3, 0])
+    left = np.array([100, 0, 30])
+    order = np.array([0, 1, 2])
+    slot_request = np.array([[0, 1, -1], [-1, -1, -1]])
+    loads = np.array([0 + 53, 0])  # request 0 nothing resident yet, request 1 50 + 3
+    active = np.array([2, 0])
+    in_step, started, ends = np.zeros(2, dtype=np.bool_), np.zeros(2), np.full(2, np.inf)
+    dts, admitted_by, batch_take = np.zeros(2), np.zeros(2, dtype=np.int64), np.zeros(3, dtype=np.int64)
+    take = np.zeros((2, 3), dtype=np.int64)
+    start_rank_steps(coef, slot_request, left, order, 64, 64, take, loads, active, in_step, started, ends, dts,
+                     admitted_by, batch_take, 2, 10.0)
+    expect = 1.0 + 0.01 * 53 + 0.1 * 1 + 0.001 * 64 + 1e-6 * 64 * 64 + 0.5 * 1
+    assert in_step.tolist() == [True, False] and dts[0] == pytest.approx(expect) and ends[0] == 10.0 + dts[0]
+    assert batch_take[:2].tolist() == [64, 0]
+    slot_request[0, 2], loads[0], active[0] = 2, 53, 3  # seated mid-step (admission 2: not in the batch)
+    batch_take[2] = 30  # a stale chunk (an earlier step's): not read for a request outside the batch
+    reserve = np.array([100 + 30, 0])
+    finish, finish_step, first = np.full(3, np.nan), np.full(3, -1), np.full(3, np.nan)
+    done, ended, tokens = end_rank_steps(slot_request, prefill, decode, generated, left, order, admitted_by,
+                                         batch_take, in_step, finish, finish_step, first, ends[0], 1, loads, active,
+                                         reserve, np.zeros(3, dtype=np.int64), 0, np.zeros(6, dtype=np.int64))
+    assert (done, ended, tokens) == (0, 0, 1)
+    assert left.tolist() == [36, 0, 30] and generated.tolist() == [0, 4, 0] and reserve.tolist() == [66, 0]
+    assert loads[0] == 64 + 54 + 0 and active[0] == 3
