@@ -172,7 +172,7 @@ def test_independent_ranks(data_dir, monkeypatch):
     """``barrier: independent``: with one rank the same schedule as the lockstep
     step less the DP collective; with more, each request still generates exactly
     its tokens, each a step of at least ``alpha`` of its own rank; runs repeat
-    bit for bit; refused with the prefill model."""
+    bit for bit; with the prefill model it runs (its own tests elsewhere)."""
     from bfio.prefill import PrefillModel
     from bfio.simulator import simulate
 
@@ -194,8 +194,9 @@ def test_independent_ranks(data_dir, monkeypatch):
         assert (a.series["dt"] > 0).all()
         assert a.metrics["makespan_s"] < simulate(w, 3, 4, policy, step_model=StepModel("calibrated")
                                                   ).metrics["makespan_s"]  # no barrier: no waiting for the slowest
-    with pytest.raises(ConfigError, match="not modelled yet"):
-        simulate(w, 2, 4, "fcfs", step_model=StepModel("calibrated", barrier="independent"), prefill=PrefillModel())
+    # with the prefill model: bfio.sim.engine.IndependentPrefillEngine (tests/test_independent_prefill.py)
+    r = simulate(w, 2, 4, "fcfs", step_model=StepModel("calibrated", barrier="independent"), prefill=PrefillModel())
+    assert r.requests["ttft_s"].notna().all()
 
 
 def test_step_model_checks():
@@ -249,9 +250,9 @@ def test_cli_flags(data_dir, tmp_path):
     env = {**__import__("os").environ, "BFIO_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO / "src")}
     bad = subprocess.run(base + ["--beta", "0.1"], capture_output=True, text=True, env=env)
     assert bad.returncode != 0 and "--beta: only valid with --step-model calibrated" in bad.stderr
-    bad = subprocess.run(base + ["--step-model", "calibrated", "--barrier", "independent", "--prefill-chunk-tokens",
-                                 "512"], capture_output=True, text=True, env=env)
-    assert bad.returncode != 0 and "--barrier: 'independent'" in bad.stderr and "not modelled yet" in bad.stderr
+    ok = subprocess.run(base + ["--step-model", "calibrated", "--barrier", "independent", "--prefill-chunk-tokens",
+                                "512"], capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stderr  # independent ranks with prefill: no longer refused
     out = tmp_path / "r.json"
     ok = subprocess.run(base + ["--step-model", "calibrated", "--model", "Llama-2-70b-hf", "--beta", "0",
                                 "--json", str(out)], capture_output=True, text=True, env=env)

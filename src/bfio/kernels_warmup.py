@@ -164,14 +164,15 @@ def _closed_loop() -> None:
 
 
 def _calibrated_step() -> None:
-    """The calibrated step model (issue 44): lockstep (with and without prefill) and
-    independent ranks; skipped when the kernel profiles are not in the data directory."""
+    """The calibrated step model (issue 44): lockstep and independent ranks, each with
+    and without prefill; skipped when the kernel profiles are not in the data directory."""
     w = _workload(arrivals=False)
     try:
         StepModel("calibrated").coefficients()
     except ProfileError:
         return
-    for barrier, prefill in (("lockstep", None), ("lockstep", PrefillModel()), ("independent", None)):
+    for barrier, prefill in (("lockstep", None), ("lockstep", PrefillModel()), ("independent", None),
+                             ("independent", PrefillModel())):
         simulate(w, WORKERS, SLOTS, "fcfs", prefill=prefill, show_progress=False, record_loads=True,
                  step_model=StepModel("calibrated", barrier=barrier))
 

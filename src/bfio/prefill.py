@@ -325,6 +325,11 @@ class Prefill:
             self.resume = np.zeros(n, dtype=np.int64)
             self.requeued = np.zeros(n, dtype=bool)
 
+    @property
+    def admissions(self) -> int:
+        """The admissions so far: a request seated earlier has ``order[i] < admissions``."""
+        return self._admissions
+
     def need(self, prompt: np.ndarray) -> np.ndarray:
         """Per request, the KV tokens its admission takes: its prompt (``prompt``) and
         the generated tokens it recomputes (:meth:`evict`)."""

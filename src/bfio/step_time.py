@@ -74,10 +74,17 @@ def lockstep_prefill_dt(coef, slot_request, left, take, loads):
 
 
 @kernel
-def independent_dt(coef, load, n):
+def rank_step_dt(coef, load, n, p):
     """One rank's step on its own clock (no barrier, ``barrier: independent``):
-    ``rank_cost(L, n, 0) + beta n`` (its batch padded to itself; no DP collective)."""
-    return rank_cost(coef, load, n, 0) + coef[K_BETA] * n
+    ``rank_cost(L, n, P) + beta n`` (its batch padded to itself; no DP collective).
+    Invariant: the lockstep step of that rank alone less ``comm``."""
+    return rank_cost(coef, load, n, p) + coef[K_BETA] * n
+
+
+@kernel
+def independent_dt(coef, load, n):
+    """:func:`rank_step_dt` of a decode-only step (``P = 0``)."""
+    return rank_step_dt(coef, load, n, 0)
 
 
 @kernel

@@ -10,7 +10,9 @@ the time and power model of Section 6.2).
   step and per-rank prefix caches; one step per call (a prefill's end feeds the
   caches);
 - :class:`IndependentEngine` (issue 44, ``barrier: independent``): no barrier,
-  each rank its own clock (the calibrated step model, decode only).
+  each rank its own clock (the calibrated step model), decode only;
+  :class:`IndependentPrefillEngine` the same with chunked prefill
+  (:mod:`bfio.sim.rank_steps`).
 
 With the calibrated step model (issue 44, :mod:`bfio.step_model`,
 ``docs/step_model.md``) both take its coefficients (``step_coef``) and the
@@ -34,6 +36,7 @@ from bfio.constants import PaperConstants
 from bfio.kernels import load_stats, run_steps, write_row
 from bfio.prefill import Prefill
 from bfio.simulation_result import StepSeries
+from bfio.sim.rank_steps import end_rank_steps, start_rank_steps
 from bfio.sim.state import ClusterState
 from bfio.sim.transfer import KvTransfer, TransferEngine
 from bfio.step_time import advance_ranks, independent_dt
@@ -94,7 +97,7 @@ class IndependentEngine(DecodeEngine):
     token (:func:`bfio.step_time.advance_ranks`) and the loop routes. So a
     "step" of the series is such an event: ``dt`` the time since the previous
     one, ``active`` the tokens generated in it, energy ``sum_g P(L_g) dt``.
-    Decode only (no prefill model); one event a call."""
+    Decode only (with the prefill model: :class:`IndependentPrefillEngine`); one event a call."""
 
     def __init__(self, constants: PaperConstants, workers: int, slots: int, record_loads: bool,
                  step_coef: np.ndarray):
@@ -129,6 +132,65 @@ class IndependentEngine(DecodeEngine):
         return _advance(state, t, step, state.finished + done)
 
 
+class IndependentPrefillEngine(DecodeEngine):
+    """Independent ranks with chunked prefill (``barrier: independent`` and a
+    :class:`bfio.prefill.PrefillModel`; :mod:`bfio.sim.rank_steps`, which cites
+    vLLM's ``run_engine_core``): a call starts a step on every rank that has
+    requests and none under way, its chunk and step time fixed then
+    (:func:`~bfio.sim.rank_steps.start_rank_steps`), and ends the step(s) that
+    end first (:func:`~bfio.sim.rank_steps.end_rank_steps`): the clock moves
+    there, TTFT and finish times are read on it, prompts done enter their
+    rank's prefix cache, and the loop routes (KV preemption and admission at
+    every rank's step end). A row of the series is such an event, as for
+    :class:`IndependentEngine`; its ``dt`` is the stepping rank's own step time
+    when it started at the previous event (with one rank: the lockstep rows less
+    ``comm``), else the time since that event."""
+
+    def __init__(self, prefill: Prefill, constants: PaperConstants, workers: int, slots: int, record_loads: bool,
+                 step_coef: np.ndarray):
+        super().__init__(constants, workers, slots, record_loads, step_coef)
+        self.prefill = prefill
+        self.in_step = np.zeros(workers, dtype=np.bool_)
+        self.started = np.zeros(workers)
+        self.ends = np.full(workers, np.inf)
+        self.dts = np.zeros(workers)
+        #: per rank the admissions before its step started: its batch is ``order[i] < admitted_by[g]``
+        self.admitted_by = np.zeros(workers, dtype=np.int64)
+        self.batch_take = np.zeros(prefill.prefill.shape[0], dtype=np.int64)
+
+    def run(self, state: ClusterState, until: float) -> int:
+        series, chunked = self.series, self.prefill
+        series.reserve()
+        now = state.clock
+        start_rank_steps(self.step_coef, state.slot_request, chunked.left, chunked.order, chunked.model.chunk_tokens,
+                         chunked.model.request_chunk, chunked.take, state.loads, state.active, self.in_step,
+                         self.started, self.ends, self.dts, self.admitted_by, self.batch_take, chunked.admissions,
+                         now)
+        t = float(self.ends[self.in_step].min())
+        stepping = self.in_step & (self.ends == t)
+        fresh = np.flatnonzero(stepping & (self.started == now))
+        dt = float(self.dts[fresh[0]]) if fresh.size else t - now
+        pre = load_stats(state.loads, self.p_idle, self.p_max, self.gamma)
+        if self.record_loads:
+            series.load_rows[series.n] = state.loads
+        step = state.step + 1
+        done, ended, tokens = end_rank_steps(
+            state.slot_request, state.workload.prefill, state.workload.decode, state.generated, chunked.left,
+            chunked.order, self.admitted_by, self.batch_take, stepping, state.finish, state.finish_step,
+            chunked.first_token, t, step, state.loads, state.active, chunked.reserve, state.completed,
+            state.finished, chunked.prefilled)
+        post = load_stats(state.loads, self.p_idle, self.p_max, self.gamma)
+        write_row(series.buf, series.n, t, dt, tokens, done, state.workers, pre, post)
+        series.n += 1
+        self.in_step[stepping] = False
+        self.ends[stepping] = np.inf
+        chunked.busy_peak = max(chunked.busy_peak, int(state.active.sum()) + done)
+        if chunked.caches is not None:
+            for i in chunked.prefilled[:ended].tolist():
+                chunked.caches[state.worker_of[i]].insert(chunked.blocks.blocks_of(i))
+        return _advance(state, t, step, state.finished + done)
+
+
 def _advance(state: ClusterState, clock, step, n_done) -> int:
     """The clock, step and completion count after an engine call; returns the new completions."""
     state.clock, state.step = float(clock), int(step)
@@ -142,13 +204,16 @@ def make_engine(prefill: Prefill | None, constants: PaperConstants, workers: int
                 transfer: KvTransfer | None = None) -> DecodeEngine:
     """The step engine of a run: decode only, or with the prefill step model;
     ``step_coef`` the calibrated step model's coefficients (``None``: the paper's ``dt``);
-    ``barrier`` ``independent``: :class:`IndependentEngine` (decode only, calibrated);
+    ``barrier`` ``independent`` (calibrated): :class:`IndependentEngine`, with prefill
+    :class:`IndependentPrefillEngine`;
     ``transfer``: migrated requests' KV transfers, charged to the step
     (:class:`bfio.sim.transfer.TransferEngine` around the decode engine; issue 45)."""
     if transfer is not None:
         return TransferEngine(make_engine(prefill, constants, workers, slots, record_loads, step_coef, barrier),
                               transfer)
     if barrier == "independent":
+        if prefill is not None:
+            return IndependentPrefillEngine(prefill, constants, workers, slots, record_loads, step_coef)
         return IndependentEngine(constants, workers, slots, record_loads, step_coef)
     if prefill is None:
         return DecodeEngine(constants, workers, slots, record_loads, step_coef)

@@ -154,9 +154,6 @@ def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_op
     entry = _check_modes(workload, entry, dispatch, prefill, admission_mode)
     constants = constants or PaperConstants()
     step_model = _check_step_model(step_model)
-    if step_model.barrier == "independent" and prefill is not None:
-        raise ConfigError("step_model.barrier: 'independent' ranks with the prefill model are not modelled yet "
-                          "(decode only; docs/step_model.md, 'Independent ranks')")
     policy = _checked_policy(policy, seed, policy_options, dispatch, prefill, workload)
     queue_moves = check_queue_moves(queue_moves, dispatch, policy)
     rank_pause, rank_pause_options = check_rank_pause(rank_pause, rank_pause_options, dispatch, prefill,

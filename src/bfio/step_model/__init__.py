@@ -15,7 +15,7 @@
 :data:`BARRIERS`: ``lockstep`` (MoE with expert parallelism and DP attention:
 the paper's setting, every rank waits for the slowest) and ``independent``
 (dense vLLM DP: each rank its own clock, :class:`bfio.sim.engine.IndependentEngine`;
-decode only, with the prefill model a :class:`~bfio.errors.ConfigError`).
+with the prefill model :class:`bfio.sim.engine.IndependentPrefillEngine`).
 
 The power model is the paper's, ``P(u)`` per rank times the step's ``dt``, on
 the calibrated ``dt`` too.
@@ -50,7 +50,7 @@ OPTIONS = (
            derived="the fitted value of --gpu and --model", applies_with=("step_model", ("calibrated",)),
            metavar="S"),
     Option("barrier", str, "lockstep", "with --step-model calibrated: lockstep (MoE with EP and DP attention, the "
-           "paper's setting) or independent (dense DP, each rank its own clock; decode only)",
+           "paper's setting) or independent (dense DP, each rank its own clock)",
            choices=BARRIERS, applies_with=("step_model", ("calibrated",))),
 )
 OPTION = {o.name: o for o in OPTIONS}
