@@ -54,6 +54,9 @@ slots never fill, issue 45's ``bfio`` moves make 0 moves); a router changes
 their latency only through the step time ``C + t_l max_g L_g`` (paired p99
 difference against the tail's mean step time difference: correlation 0.88-0.99).
 The paired per-seed deviation is 2-3%, so a 95% interval of +-1% needs 20-40 seeds.
+With 30 seeds (42, 1-29: ``--seeds 5-29`` added, nothing chosen on them) at 0.8 / 0.9:
+``bfio_h40_instant`` +0.7 [+0.0, +1.4] / -1.5 [-2.2, -0.9]%, ``bfio_h40_instant_ps``
++1.4 [+0.4, +2.4] / +3.4 [+2.1, +4.7]%: oracle-free instant BF-IO misses the 1% criterion.
 """
 
 from __future__ import annotations
