@@ -90,6 +90,8 @@ CANDIDATES = {
     "bfio_h40_instant_moves": {"policy": "bfio", "horizon": 40, "queue_moves": "bfio"},
     "bfio_h40_instant_ps_d09": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival", "discount": 0.9},
     "bfio_h40_instant_ps_d1": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival", "discount": 1.0},
+    "bfio_h40_instant_ps_d03": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival", "discount": 0.3},
+    "bfio_h0_instant_ps": {"policy": "bfio", "horizon": 0, "predictor": "prompt_survival"},
 }
 #: rows that are a run's reference, not a router (:data:`bfio.sim.pooled.REFERENCES`):
 #: ``balanced`` is the router-independent floor of the step (the imbalance removed,
