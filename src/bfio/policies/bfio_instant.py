@@ -20,7 +20,8 @@ import numpy as np
 from bfio.jit import run_clock
 from bfio.policies.base import DispatchState
 from bfio.profiles import predicted_loads
-from bfio.solvers.dispatch import bind, plan_migrations, plan_moves, queue_profiles
+from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
+from bfio.solvers.migration_plan import MigrationCost, plan_migrations
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.terms import call_terms
 
@@ -151,13 +152,13 @@ class InstantBinding:
             sums = self._migration_terms[("sums", horizon)] = (float(w.sum()), float(np.arange(w.shape[0]) @ w))
         return workers * (sizes * sums[0] + sums[1])
 
-    def plan_migrations(self, state: DispatchState, movable: np.ndarray, cost, budget: int, per_rank: int,
-                        horizon: int = 0, floor: np.ndarray | None = None) -> list[tuple[int, int]]:
+    def plan_migrations(self, state: DispatchState, movable: np.ndarray, cost: MigrationCost, budget: int,
+                        per_rank: int, horizon: int = 0, floor: np.ndarray | None = None) -> list[tuple[int, int]]:
         """Running requests to migrate (issue 45, ``migration = bfio``,
         :mod:`bfio.sim.migration`): per evaluation a running request of the worker
         with the largest predicted load, moved to the worker where it lowers ``J``
         (:meth:`migration_terms`) by more than its cost
-        (:func:`bfio.solvers.dispatch.plan_migrations`; ``cost(i, loads, planned)``:
+        (:func:`bfio.solvers.migration_plan.plan_migrations`, its kernels; ``cost``:
         per worker, in ``J``'s units; ``floor``: per request a lower bound of it, or
         ``None``). ``movable[i]``: running request ``i`` may migrate. Reads the exact
         state."""
@@ -178,8 +179,7 @@ class InstantBinding:
         held[ids] = state.workload.prefill[ids] + state.generated[ids]
         rem[ids] = remaining[busy]
         running = [row[ok] for row, ok in zip(sr, passes)]
-        release = np.sort(remaining, axis=1).tolist()
-        out = plan_migrations(base, release, _queues(state), state.workload.prefill, lifetimes, running, held, rem,
+        out = plan_migrations(base, remaining, _queues(state), state.workload.prefill, lifetimes, running, held, rem,
                               terms, cost, budget, per_rank, floor)
         self._migration_times.append(run_clock() - t0)
         return out

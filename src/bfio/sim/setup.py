@@ -17,7 +17,7 @@ from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.policies import Policy, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, REQUIREMENTS
 from bfio.prefill import PrefillModel
-from bfio.sim.migration import check_migration
+from bfio.sim.migration_checks import check_migration
 from bfio.sim.moves import check_queue_moves
 from bfio.sim.pause import check_rank_pause
 from bfio.step_model import StepCoefficients, StepModel

@@ -1,0 +1,418 @@
+"""BF-IO's migration planner (issue 45, ``migration = bfio``, :mod:`bfio.sim.migration`)
+as numba kernels: which running requests move, each evaluation scoring one request
+on every rank (its ``J`` there and its KV's cost) in a few microseconds instead of
+a Python loop of NumPy calls (the planner cost 2.9x the run without it over NVLink,
+``benchmarks/bfio_actions.py --cpu``).
+
+The rule is :func:`plan_migrations`' docstring; the phases are small kernels, each
+stating its invariant:
+
+- :func:`_replace_min` and :func:`_swap_value`: a worker's slot release offsets kept
+  as a sorted row (the values of :mod:`bfio.solvers.dispatch`'s heaps: a heap's
+  ``heap[0]``, ``heappop``, ``heapreplace`` and ``remove`` are the row's first
+  entry, its removal and a sorted insert);
+- :func:`_admit_queue`: a worker's queue admitted FIFO into those slots
+  (:func:`bfio.solvers.dispatch.queue_profiles` for one worker);
+- :func:`_objective`, :func:`_candidate_costs`: ``J`` and, per destination, ``J``
+  with the request appended to its queue (:func:`bfio.solvers.objective.imbalance_objective`,
+  :func:`~bfio.solvers.objective.imbalance_candidate_costs`);
+- :func:`_transfer_costs`: a transfer's charge beyond what the barrier already
+  waits (:mod:`bfio.sim.transfer`), per destination;
+- :func:`candidate_order`: per rank the requests to evaluate, heaviest first;
+- :func:`_plan`: the loop.
+
+A migration's cost (:class:`MigrationCost`) is what the simulator's migration rule
+declares: per candidate and destination a fixed part in ``J``'s units (a
+recompute's tokens, :meth:`bfio.sim.migration.BfioMigration.cost_model`) plus, for a
+KV sent over a link, the barrier's wait for it, which depends on the loads and on
+the migrations planned earlier in the call, so it is computed in the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from bfio.jit import helper, kernel
+from bfio.solvers.dispatch import TOLERANCE
+from bfio.solvers.objective import ObjectiveTerms
+
+
+@dataclass(frozen=True)
+class MigrationCost:
+    """What migrating a running request costs, in ``J``'s units (token-steps):
+    ``fixed(ids)`` ``(n, G)`` per request of ``ids`` and destination (``None``: 0),
+    plus with ``seconds`` (a KV sent over a link: ``seconds(tokens)`` its transfer's
+    ``X_i``, :meth:`bfio.sim.transfer.KvTransfer.seconds_of`) ``weight x G x stall /
+    t_l``, ``stall`` what the barrier of the next step waits for it beyond what it
+    waits already for the ranks' ``pending`` transfers and the call's earlier
+    migrations (:func:`_transfer_costs`; ``t_l`` the seconds per resident token of a
+    rank's share)."""
+
+    fixed: Callable[[np.ndarray], np.ndarray] | None = None
+    seconds: Callable[[np.ndarray], np.ndarray] | None = None
+    pending: np.ndarray | None = None
+    weight: float = 1.0
+    token_latency_s: float = 1.0
+
+
+@helper
+def _replace_min(row, value):
+    """A sorted row of release offsets loses its least entry and gains ``value``
+    (``heapq.heapreplace``). Invariant: the row stays sorted ascending."""
+    B = row.shape[0]
+    k = 1
+    while k < B and row[k] < value:
+        row[k - 1] = row[k]
+        k += 1
+    row[k - 1] = value
+
+
+@helper
+def _swap_value(row, old, value):
+    """A sorted row loses one entry equal to ``old`` (``list.remove``) and gains
+    ``value``. Invariant: the row stays sorted ascending; returns False (row
+    unchanged) when ``old`` is not in it."""
+    B = row.shape[0]
+    p = 0
+    while p < B and row[p] != old:
+        p += 1
+    if p == B:
+        return False
+    for k in range(p, B - 1):
+        row[k] = row[k + 1]
+    k = B - 1
+    while k > 0 and row[k - 1] > value:
+        row[k] = row[k - 1]
+        k -= 1
+    row[k] = value
+    return True
+
+
+@helper
+def _admit_queue(row, rel, qids, sizes, lifetimes):
+    """A worker's predicted loads ``row`` (``W + 1``) gain its queue ``qids`` (FIFO)
+    admitted into its slots ``rel`` (sorted release offsets, updated): request ``j``
+    takes the earliest, ``e``, adds ``s_j + (h - e)`` for ``e <= h < min(e + l_j, W +
+    1)`` and frees it at ``e + l_j``. Invariant: ``row`` and ``rel`` are
+    :func:`bfio.solvers.dispatch.queue_profiles`' row and heap of that worker."""
+    W1 = row.shape[0]
+    for q in range(qids.shape[0]):
+        j = qids[q]
+        e = rel[0]
+        life = lifetimes[j]
+        if e < W1:
+            for h in range(e, min(e + life, W1)):
+                row[h] += sizes[j] + (h - e)
+        _replace_min(rel, e + life)
+
+
+@helper
+def _objective(loads, w):
+    """``J = sum_h w_h (G max_g L_g(h) - sum_g L_g(h))`` of loads ``(G, W + 1)``
+    (:func:`bfio.solvers.objective.imbalance_objective`, float)."""
+    G, W1 = loads.shape
+    out = 0.0
+    for h in range(W1):
+        top = loads[0, h]
+        total = 0.0
+        for g in range(G):
+            v = loads[g, h]
+            total += v
+            if v > top:
+                top = v
+        out += (G * top - total) * w[h]
+    return out
+
+
+@helper
+def _candidate_costs(loads, entry, size, life, w, out):
+    """``out[d]``: ``J`` of ``loads`` ``(G, W + 1)`` when worker ``d`` alone gains
+    ``size + (h - entry[d])`` for ``entry[d] <= h < entry[d] + life``
+    (:func:`bfio.solvers.objective.imbalance_candidate_costs`: the envelope is the
+    larger of the others' top and ``d``'s new load). Invariant: ``O(G W)``, ``loads``
+    unchanged."""
+    G, W1 = loads.shape
+    for d in range(G):
+        out[d] = 0.0
+    for h in range(W1):
+        first = 0
+        top = loads[0, h]
+        second = -np.inf
+        total = 0.0
+        for g in range(G):
+            v = loads[g, h]
+            total += v
+            if g == 0:
+                continue
+            if v > top:
+                second = top
+                top = v
+                first = g
+            elif v > second:
+                second = v
+        for d in range(G):
+            a = 0.0
+            if entry[d] <= h < entry[d] + life:
+                a = size + (h - entry[d])
+            env = second if d == first else top
+            mine = loads[d, h] + a
+            if mine > env:
+                env = mine
+            out[d] += (G * env - (total + a)) * w[h]
+
+
+@helper
+def _transfer_costs(now_loads, size, x, pending, weight, t_l, out):
+    """``out[d] += weight G stall_d / t_l``: the seconds ``stall_d`` the next step's
+    barrier waits for a transfer of ``x`` seconds to rank ``d`` beyond what it waits
+    for the ``pending`` ones (per rank), shares ``t_l L_g`` of the loads
+    ``now_loads`` (offset 0, without the request) with its ``size`` tokens on ``d``:
+    ``max(0, max_g (share_g + X_g) - max_g share_g)`` with and without it
+    (:meth:`bfio.sim.transfer.KvTransfer.charge`). Invariant: ``out[d]`` grows by at
+    least 0."""
+    G = now_loads.shape[0]
+    for d in range(G):
+        top = -np.inf
+        busy = -np.inf
+        full = -np.inf
+        for g in range(G):
+            share = t_l * (now_loads[g] + (size if g == d else 0.0))
+            if share > top:
+                top = share
+            v = share + pending[g]
+            if v > busy:
+                busy = v
+            if g == d:
+                v += x
+            if v > full:
+                full = v
+        stall = max(0.0, full - top) - max(0.0, busy - top)
+        out[d] += weight * G * stall / t_l
+
+
+@kernel
+def candidate_order(ptr, ids, held, remaining, c0, c1, W1, per_rank, out):
+    """Per rank ``g`` (its running requests ``ids[ptr[g]:ptr[g+1]]``) the first
+    ``min(per_rank, n_g)`` in decreasing weighted in-place profile ``held_i c0[r_i] +
+    c1[r_i]`` (``r_i`` capped at ``W + 1``; ties in the given order: a stable sort),
+    written to ``out`` from ``ptr[g]``; returns the counts. Invariant: ``out[ptr[g]:
+    ptr[g] + counts[g]]`` is a prefix of the stable descending order."""
+    G = ptr.shape[0] - 1
+    counts = np.zeros(G, dtype=np.int64)
+    for g in range(G):
+        a, b = ptr[g], ptr[g + 1]
+        keys = np.empty(b - a)
+        for k in range(a, b):
+            i = ids[k]
+            keys[k - a] = held[i] * c0[min(remaining[i], W1)] + c1[min(remaining[i], W1)]
+            out[k] = i
+            q = k
+            while q > a and keys[q - 1 - a] < keys[q - a]:  # insertion: only strictly smaller ones move back
+                keys[q - 1 - a], keys[q - a] = keys[q - a], keys[q - 1 - a]
+                out[q - 1], out[q] = out[q], out[q - 1]
+                q -= 1
+        counts[g] = min(per_rank, b - a)
+    return counts
+
+
+@kernel
+def _plan(base, rel0, qptr, qids, sizes, lifetimes, cptr, counts, cands, held, remaining, w, budget, floor,
+          use_floor, fixed, transfer, x, pending, weight, t_l, out_i, out_d):
+    """The planner's loop (:func:`plan_migrations`): ``base`` ``(G, W + 1)`` and
+    ``rel0`` ``(G, B)`` (sorted slot release offsets) before the queues, updated with
+    each migration; rank ``g``'s candidates ``cands[cptr[g]:cptr[g] + counts[g]]``
+    (candidate ``c``'s fixed cost ``fixed[c]``, per destination, and transfer
+    seconds ``x[c]``; ``pending`` updated with the planned transfers). Returns the
+    number of migrations written to ``out_i``, ``out_d``. Invariant: each evaluation
+    sees the loads with every earlier migration of the call applied."""
+    G, W1 = base.shape
+    loads = base.copy()
+    rel = rel0.copy()
+    for g in range(G):
+        _admit_queue(loads[g], rel[g], qids[qptr[g]:qptr[g + 1]], sizes, lifetimes)
+    stay = _objective(loads, w)
+    tried = np.zeros(G, dtype=np.int64)
+    without = np.empty_like(loads)
+    row_rel = np.empty(rel.shape[1], dtype=rel.dtype)
+    freed = np.empty(rel.shape[1], dtype=rel.dtype)
+    profile = np.empty(W1)
+    J = np.empty(G)
+    cost = np.empty(G)
+    entry = np.empty(G, dtype=np.int64)
+    n = 0
+    for _ in range(budget):
+        g = -1
+        best = -np.inf
+        for k in range(G):
+            if tried[k] < counts[k]:
+                v = 0.0
+                for h in range(W1):
+                    v += loads[k, h] * w[h]
+                if g < 0 or v > best:
+                    g, best = k, v
+        if g < 0:
+            break
+        c = cptr[g] + tried[g]
+        i = cands[c]
+        tried[g] += 1
+        r, size = remaining[i], float(held[i])
+        for h in range(W1):
+            profile[h] = size + h if h < r else 0.0
+        if use_floor and n == 0 and qptr[g] == qptr[g + 1]:
+            most = 0.0
+            for h in range(W1):
+                others = 0.0 if G == 1 else -np.inf
+                for k in range(G):
+                    if k != g and loads[k, h] > others:
+                        others = loads[k, h]
+                most += min(profile[h], max(0.0, loads[g, h] - others)) * w[h]
+            if G * most <= floor[i]:
+                continue
+        freed[:] = rel0[g]
+        _swap_value(freed, r, 0)
+        row_rel[:] = freed
+        without[:] = loads
+        for h in range(W1):
+            without[g, h] = base[g, h] - profile[h]
+        _admit_queue(without[g], row_rel, qids[qptr[g]:qptr[g + 1]], sizes, lifetimes)
+        for k in range(G):
+            entry[k] = row_rel[0] if k == g else rel[k, 0]
+        _candidate_costs(without, entry, size, r, w, J)
+        for k in range(G):
+            cost[k] = fixed[c, k]
+        if transfer:
+            _transfer_costs(without[:, 0], size, x[c], pending, weight, t_l, cost)
+        d = -1
+        top = -np.inf
+        for k in range(G):
+            if k != g and entry[k] == 0:
+                net = stay - J[k] - cost[k]
+                if d < 0 or net > top:
+                    d, top = k, net
+        if d < 0 or not top > TOLERANCE * max(1.0, abs(stay)):
+            continue
+        for h in range(W1):
+            base[g, h] -= profile[h]
+            base[d, h] += profile[h]
+            without[d, h] += profile[h]
+        rel0[g] = freed
+        _swap_value(rel0[d], 0, r)
+        _replace_min(rel[d], r)
+        rel[g] = row_rel
+        loads[:] = without
+        stay = J[d]
+        if transfer:
+            pending[d] += x[c]
+        out_i[n] = i
+        out_d[n] = d
+        n += 1
+    return n
+
+
+_NO_FLOOR = np.zeros(1)
+
+
+def _prefix_weights(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``c0[r] = sum_{h<r} w_h``, ``c1[r] = sum_{h<r} h w_h``: ``sum_h w_h (held_i + h) [h <
+    r_i] = held_i c0[r_i] + c1[r_i]``, a running request's weighted in-place profile."""
+    return np.concatenate(([0.0], np.cumsum(w))), np.concatenate(([0.0], np.cumsum(np.arange(w.shape[0]) * w)))
+
+
+def plan_migrations(base: np.ndarray, release: np.ndarray | list[list[int]], queues: list[list[int]], sizes: np.ndarray,
+                    lifetimes: np.ndarray, running: list[np.ndarray], held: np.ndarray, remaining: np.ndarray,
+                    terms: ObjectiveTerms, cost: MigrationCost, budget: int, per_rank: int,
+                    floor: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """Running requests to migrate (issue 45, ``migration = bfio``,
+    :mod:`bfio.sim.migration`): at most ``budget`` evaluations, each of one running
+    request of the worker with the largest weighted predicted load ``sum_h w_h
+    Lhat_g(h)`` (among ties the first) that has one left to try (at most
+    ``per_rank`` each), its request with the largest weighted in-place profile
+    first (``held_i + h`` while ``h < remaining_i``: the one whose departure lowers
+    that worker's load the most over the window). The request leaves its slot
+    (the worker's queue then takes it: :func:`bfio.solvers.dispatch.queue_profiles`
+    with that slot free) and is bound again as :func:`bfio.solvers.dispatch.bind`
+    binds an arrival (at the tail of each worker's queue, adding ``held_i + (h -
+    e)`` for ``e <= h < e + remaining_i``). Its gain on worker ``d`` is ``J`` now
+    (the predicted loads, the request in place) minus ``J`` with it on ``d``, in
+    ``J``'s units (token-steps, weighted); its ``cost`` (:class:`MigrationCost`,
+    the same units, with the migrations planned so far in the call) is
+    subtracted. It migrates to the worker of the largest net gain when that is
+    positive (beyond the ties' tolerance), that worker is another one and would
+    seat it at once (``e = 0``: a running request is not put to wait); moves are
+    applied to the predicted loads as they are made, and a request is evaluated
+    once a call. ``base``, ``release`` (per worker its slots' release offsets,
+    ``(G, B)`` or rows of lists: ``remaining_i`` or 0 for a free slot) and ``queues`` as for
+    :func:`~bfio.solvers.dispatch.queue_profiles`; ``running[g]`` worker ``g``'s
+    running requests that may migrate; ``held[i] = s_i + tau_i``, ``remaining[i] =
+    r_i`` (>= 1) indexed by request. ``floor[i]`` (optional): a lower bound of
+    request ``i``'s cost over the workers, valid before the call's first
+    migration; until then an evaluation whose worker has an empty queue is skipped
+    when the most its departure can lower ``J``, ``G sum_h w_h min(profile_i(h),
+    (Lhat_g(h) - max_{g' != g} Lhat_g'(h))^+)`` (the envelope falls at most to the
+    next rank; joining a worker never lowers it), is at most ``floor[i]``: it would
+    not migrate (the same plan, fewer evaluations). Only ``J``'s imbalance term
+    (``terms`` without extra terms). Returns ``(request, worker)`` pairs in order."""
+    if terms.extra:
+        raise ValueError(f"plan_migrations scores the imbalance term alone; got the extra terms "
+                         f"{[t.name for t in terms.extra]}")
+    G = len(running)
+    w = np.ascontiguousarray(terms.weights, dtype=np.float64)
+    W1 = w.shape[0]
+    base = np.array(base, dtype=np.float64, order="C")
+    rel0 = np.sort(np.asarray(release, dtype=np.int64).reshape(G, -1), axis=1)
+    qptr = np.zeros(G + 1, dtype=np.int64)
+    qptr[1:] = np.cumsum([len(q) for q in queues])
+    qids = np.array([j for q in queues for j in q], dtype=np.int64)
+    cptr = np.zeros(G + 1, dtype=np.int64)
+    cptr[1:] = np.cumsum([len(ids) for ids in running])
+    ids = np.concatenate(running).astype(np.int64, copy=False)
+    held = np.asarray(held, dtype=np.int64)
+    remaining = np.asarray(remaining, dtype=np.int64)
+    c0, c1 = _prefix_weights(w)
+    cands = np.empty_like(ids)
+    counts = candidate_order(cptr, ids, held, remaining, c0, c1, W1, int(per_rank), cands)
+    fixed = np.zeros((cands.shape[0], G))
+    if cost.fixed is not None:
+        slots = np.flatnonzero(np.arange(cands.shape[0]) - np.repeat(cptr[:-1], np.diff(cptr)) <
+                               np.repeat(counts, np.diff(cptr)))  # each rank's first counts[g]
+        if slots.size:
+            fixed[slots] = cost.fixed(cands[slots])
+    transfer = cost.seconds is not None and cost.weight != 0.0
+    x, pending = np.zeros(cands.shape[0]), np.zeros(G)
+    if transfer:
+        x = np.asarray(cost.seconds(held[cands].astype(np.float64)), dtype=np.float64)
+        pending = np.array(cost.pending, dtype=np.float64)
+    out_i = np.empty(max(1, int(budget)), dtype=np.int64)
+    out_d = np.empty_like(out_i)
+    n = _plan(base, rel0, qptr, qids, np.asarray(sizes, dtype=np.int64), np.asarray(lifetimes, dtype=np.int64),
+              cptr, counts, cands, held, remaining, w, int(budget),
+              _NO_FLOOR if floor is None else np.asarray(floor, dtype=np.float64), floor is not None, fixed,
+              transfer, x, pending, float(cost.weight), float(cost.token_latency_s), out_i, out_d)
+    return [(int(out_i[k]), int(out_d[k])) for k in range(n)]
+
+
+def migration_costs(cost: MigrationCost, ids: np.ndarray, held: np.ndarray, loads0: np.ndarray,
+                    planned: list[tuple[int, int]] = ()) -> np.ndarray:
+    """``(n, G)``: what migrating each of ``ids`` (``held[i] = s_i + tau_i``) costs per
+    destination when the ranks' loads at offset 0 are ``loads0`` (without it) and the
+    call has planned ``planned`` (``(request, worker)``; their transfers pending): the
+    planner's own cost (:func:`_transfer_costs`), for tests and reports."""
+    ids = np.asarray(ids, dtype=np.int64)
+    G = loads0.shape[0]
+    out = np.zeros((ids.shape[0], G)) if cost.fixed is None else np.array(cost.fixed(ids), dtype=np.float64)
+    if cost.seconds is None or cost.weight == 0.0:
+        return out
+    pending = np.array(cost.pending, dtype=np.float64)
+    for j, d in planned:
+        pending[d] += cost.seconds(np.array([float(held[j])]))[0]
+    x = cost.seconds(held[ids].astype(np.float64))
+    for k in range(ids.shape[0]):
+        _transfer_costs(np.asarray(loads0, dtype=np.float64), float(held[ids[k]]), float(x[k]), pending,
+                        float(cost.weight), float(cost.token_latency_s), out[k])
+    return out
+
+
+__all__ = ["MigrationCost", "candidate_order", "migration_costs", "plan_migrations"]
