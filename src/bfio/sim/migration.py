@@ -42,7 +42,9 @@ Counted in every run with a rule: ``migrations`` (running requests moved),
 ``migrated_requests``, ``migration_queue_moves`` (queued requests re-bound),
 ``migration_interruptions`` (calls where the rule acted) and, per request, the
 ``migrations`` column. A migrated request's start stays its first admission's.
-Not combined yet with ``queue_moves`` or ``rank_pause`` (refused by name).
+With ``queue_moves`` and ``rank_pause`` (issue 45, actions combined): the pause
+rule acts first in a routing call, the queue moves next, the migration rule
+last, on the requests the others did not act on (:meth:`Migration.eligible`).
 
 Rules (``RULES``, the registry of the rules' names: the CLI's choices and help come from it):
 
@@ -184,6 +186,22 @@ class Migration:
         """Whether the rule does nothing in routing calls while nothing waits."""
         return False
 
+    def eligible(self, dispatch) -> np.ndarray | None:
+        """Per request, whether the rule may act on it in this routing call, or ``None``
+        (every request: the rule runs alone): with queue moves, not one they moved
+        in this call (a request is moved or migrated in a call, never both); with a
+        pause rule, not one it ever paused (its KV stays on its rank, as the queue
+        moves leave it, :mod:`bfio.sim.moves`)."""
+        moves, pause = dispatch.moves, dispatch.pause
+        if moves is None and pause is None:
+            return None
+        ok = np.ones(self.times.shape[0], dtype=bool)
+        if moves is not None:
+            ok &= moves.moved_in != dispatch.calls
+        if pause is not None:
+            ok &= pause.times == 0
+        return ok
+
     def migrate(self, dispatch, i: int, dst: int) -> None:
         """Running request ``i`` moves to the tail of rank ``dst``'s queue (counted)."""
         self.first.keep(i, dispatch.state)
@@ -265,10 +283,16 @@ class RollMigration(Migration):
         first (head first), then its running ones by fewest ``s_i + tau_i`` (ties in
         admission order); ``(request, running)`` pairs."""
         st = dispatch.state
-        out = [(i, False) for i in dispatch.queue(g, limit=k)]
+        ok = self.eligible(dispatch)
+        if ok is None:
+            out = [(i, False) for i in dispatch.queue(g, limit=k)]
+        else:
+            out = [(i, False) for i in dispatch.queue(g) if ok[i]][:k]
         if len(out) < k:
             row = st.slot_request[g]
             ids = row[row >= 0]
+            if ok is not None:
+                ids = ids[ok[ids]]
             ids = ids[np.argsort(self.order[ids], kind="stable")]
             ids = ids[np.argsort(st.workload.prefill[ids] + st.generated[ids], kind="stable")]
             out += [(int(i), True) for i in ids[:k - len(out)]]
@@ -300,11 +324,15 @@ class BfioMigration(Migration):
         if self.last is not None and not st.clock - self.last > o["freeze_s"]:
             return 0
         moves = []
+        ok = self.eligible(dispatch)
         if o["queued"] and dispatch.queued:  # free: a queued request holds no KV (bfio.sim.moves)
-            moves = self.policy.plan_moves(dispatch.dispatch_state(), ~self.away, BFIO_EVALUATIONS)
+            movable = ~self.away if ok is None else ~self.away & ok
+            moves = self.policy.plan_moves(dispatch.dispatch_state(), movable, BFIO_EVALUATIONS)
             for i, dst in moves:
                 self.requeue(dispatch, int(i), int(dst))
         movable = self.candidates(dispatch) if not self.never(dispatch) else None
+        if movable is not None and ok is not None:
+            movable &= ok
         plan = []
         self.closed = None
         if movable is None or not movable.any():

@@ -59,12 +59,13 @@ def check_kv_options(o: dict, given: dict, rule: str, prefill) -> None:
                           "KV's place in its accounting); run it without prefill=..., or kv 'recompute'")
 
 
-def check_migration(migration, options, dispatch: str, prefill, barrier: str, queue_moves: str,
-                    rank_pause: str, policy=None) -> tuple[str, dict]:
+def check_migration(migration, options, dispatch: str, prefill, barrier: str, policy=None) -> tuple[str, dict]:
     """``migration`` and its options checked against the run: a known rule, its
     known options in range, instant dispatch, the KV's way against the prefill
-    model, a lockstep barrier, no other action; for ``bfio`` a ``policy`` that plans
-    migrations. Returns the rule and its full options."""
+    model, a lockstep barrier; for ``bfio`` a ``policy`` that plans migrations. It
+    composes with ``queue_moves`` and ``rank_pause`` (:meth:`bfio.sim.migration.Migration.eligible`;
+    a pause rule's own refusal of the prefill model leaves it ``kv`` ``transfer``).
+    Returns the rule and its full options."""
     migration, full = checked_rule("migration", migration, RULES, options, dispatch, "migration",
                                    "re-queues requests on other ranks' queues")
     if migration == "none":
@@ -77,8 +78,4 @@ def check_migration(migration, options, dispatch: str, prefill, barrier: str, qu
     if barrier == "independent":
         raise ConfigError(f"migration: {migration!r} evens out the ranks of a lockstep barrier; "
                           "step_model.barrier 'independent' has none")
-    for other, value in (("queue_moves", queue_moves), ("rank_pause", rank_pause)):
-        if value != "none":
-            raise ConfigError(f"migration: {migration!r} with {other} {value!r} is not modelled yet (one action "
-                              "per run; each re-binds the others' requests)")
     return migration, full

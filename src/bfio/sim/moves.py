@@ -19,7 +19,10 @@ a request not in a queue. Every move is counted: metrics ``queue_move_count`` an
 
 A request that was preempted and put back in a queue does not move (the PR
 below excludes retracted requests), nor one a pause rule paused while it ran
-(:mod:`bfio.sim.pause`: its KV stays on its rank).
+(:mod:`bfio.sim.pause`: its KV stays on its rank), nor one a migration rule
+migrated that waits for its seat (:mod:`bfio.sim.migration`: the rule chose its
+rank). With a migration rule the moves run first; the migration rule then
+leaves alone what they moved in the call.
 
 Rules (``MOVES``):
 
@@ -82,6 +85,8 @@ class QueueMoves:
     def __init__(self, state: ClusterState, policy):
         self.policy = policy
         self.times = np.zeros(state.requests, dtype=np.int64)
+        #: per request the routing call (:attr:`bfio.sim.dispatch.InstantDispatch.calls`) of its last move
+        self.moved_in = np.zeros(state.requests, dtype=np.int64)
         self.count = 0
 
     def plan(self, dispatch, movable: np.ndarray) -> list[tuple[int, int]]:
@@ -94,10 +99,13 @@ class QueueMoves:
         movable = np.ones(self.times.shape[0], dtype=bool) if pre is None else pre.times == 0
         if dispatch.pause is not None:  # a paused running request keeps its KV on its rank
             movable &= dispatch.pause.times == 0
+        if dispatch.migration is not None:  # a migrated request waits for its seat where it was sent
+            movable &= ~dispatch.migration.away
         orders = self.plan(dispatch, movable)
         for i, dst in orders:
             dispatch.move(int(i), int(dst))
             self.times[i] += 1
+            self.moved_in[i] = dispatch.calls
         self.count += len(orders)
         return len(orders)
 

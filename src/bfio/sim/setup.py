@@ -162,7 +162,7 @@ def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_op
     rank_pause, rank_pause_options = check_rank_pause(rank_pause, rank_pause_options, dispatch, prefill,
                                                       step_model.barrier)
     migration, migration_options = check_migration(migration, migration_options, dispatch, prefill,
-                                                   step_model.barrier, queue_moves, rank_pause, policy)
+                                                   step_model.barrier, policy)
     coefficients = None if step_model.is_paper else step_model.coefficients()
     run = Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves,
