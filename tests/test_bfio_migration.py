@@ -40,12 +40,19 @@ def _plan(cost, release1=(0, 0, 0), sizes=(1000, 1000), remaining=(50, 50), budg
     base = np.zeros((2, H + 1))
     for s, r in zip(held, rem):
         base[0] += np.where(h < r, s + h, 0)
-    release = [sorted([*rem.tolist(), 0]), sorted(release1)]
-    release[1] = [0] * (len(release[0]) - len(release[1])) + release[1]  # every rank has as many slots
-    n = np.zeros(0, dtype=np.int64)
-    running = [np.arange(len(sizes)), np.array([], dtype=np.int64)]
-    return plan_migrations(base, release, [[], []], n, n, running, held, rem, terms, cost, budget, len(sizes)), \
-        base, terms
+    n = len(sizes)
+    B = max(n + 1, len(release1))
+    slots = np.full((2, B), -1)
+    slots[0, :n] = np.arange(n)
+    remaining = np.zeros((2, B), dtype=np.int64)
+    remaining[0, :n] = rem
+    remaining[1, :len(release1)] = release1  # rank 1's own requests (not movable) or free slots
+    held_slots = np.zeros((2, B), dtype=np.int64)
+    held_slots[0, :n] = held
+    queues = (np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    none = np.zeros(0, dtype=np.int64)
+    return plan_migrations(base, remaining, queues, none, none, slots, held_slots, slots >= 0, terms, cost, budget,
+                           n), base, terms
 
 
 def _gain(base, terms):

@@ -32,14 +32,14 @@ def _call(seed: int):
     sizes = rng.integers(1, 300, N)
     lifetimes = rng.integers(1, W1 + 3, N)
     base = np.zeros((G, W1))
-    release, running, queues = [], [], []
+    layout, running, queues = [], [], []
     ids = iter(rng.permutation(N).tolist())
     for g in range(G):
         k = int(rng.integers(0, B + 1))
         mine = [next(ids) for _ in range(k)]
         for i in mine:
             base[g] += np.where(h < remaining[i], held[i] + h, 0)
-        release.append(sorted([int(remaining[i]) for i in mine] + [0] * (B - k)))
+        layout.append((mine, B))
         running.append(np.array([i for i in mine if rng.random() < 0.8], dtype=np.int64))
         queues.append([next(ids) for _ in range(int(rng.integers(0, 3)) * int(rng.random() < 0.5))])
     w = float(rng.choice([0.0, 0.5, 1.0, 4.0]))
@@ -52,14 +52,44 @@ def _call(seed: int):
                              weight=w, token_latency_s=float(rng.choice([0.01, 0.1])))
     floor = rng.uniform(0, 4000, N) if rng.random() < 0.3 else None
     budget, per_rank = int(rng.integers(1, 7)), int(rng.integers(1, 4))
-    return (base, release, queues, sizes, lifetimes, running, held, remaining, terms, cost, budget, per_rank,
+    return (base, layout, queues, sizes, lifetimes, running, held, remaining, terms, cost, budget, per_rank,
             floor)
 
 
+def _slots(release_rows, running_rows):
+    """The reference's per-request form of the kernels' per-slot arrays: ``(slots,
+    remaining, movable)`` ``(G, B)`` from each rank's running requests in slot order
+    (``release_rows[g]``: ``(request, remaining)`` pairs, then free slots)."""
+    G, B = len(release_rows), max(len(r) for r in release_rows)
+    slots = np.full((G, B), -1, dtype=np.int64)
+    remaining = np.zeros((G, B), dtype=np.int64)
+    movable = np.zeros((G, B), dtype=bool)
+    for g, row in enumerate(release_rows):
+        for b, (i, r) in enumerate(row):
+            slots[g, b], remaining[g, b], movable[g, b] = i, r, i in set(running_rows[g].tolist())
+    return slots, remaining, movable
+
+
+def _flat(queues):
+    ptr = np.zeros(len(queues) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(q) for q in queues])
+    return ptr, np.array([j for q in queues for j in q], dtype=np.int64)
+
+
+def _kernels(base, layout, queues, sizes, lifetimes, running, held, remaining, terms, cost, budget, per_rank, floor):
+    """:func:`plan_migrations` on the reference's arguments (``layout``: per rank its
+    running requests in slot order and its slot count)."""
+    rows = [[(i, int(remaining[i])) for i in ids] + [(-1, 0)] * (B - len(ids)) for ids, B in layout]
+    slots, rem, movable = _slots(rows, running)
+    held_slots = np.where(slots >= 0, held[np.maximum(slots, 0)], 0)
+    return plan_migrations(base, rem, _flat(queues), sizes, lifetimes, slots, held_slots, movable, terms, cost,
+                           budget, per_rank, floor)
+
+
 def _both(args, ordered=True):
-    base, release, queues, sizes, lifetimes, running, held, remaining, terms, cost, budget, per_rank, floor = args
-    got = plan_migrations(base, release, queues, sizes, lifetimes, running, held, remaining, terms, cost, budget,
-                          per_rank, floor)
+    base, layout, queues, sizes, lifetimes, running, held, remaining, terms, cost, budget, per_rank, floor = args
+    release = [sorted([int(remaining[i]) for i in ids] + [0] * (B - len(ids))) for ids, B in layout]
+    got = _kernels(*args)
     want = reference_plan(base, release, queues, sizes, lifetimes, running, held, remaining, terms,
                           reference_cost(cost, held), budget, per_rank, floor, ordered)
     return got, want
@@ -110,13 +140,19 @@ def test_the_kernels_choose_the_reference_migrations_in_whole_runs(monkeypatch, 
     calls = []
     real = instant.plan_migrations
 
-    def both(base, release, queues, sizes, lifetimes, running, held, remaining, terms, cost, budget, per_rank,
+    def both(base, remaining, queues, sizes, lifetimes, slots, held, movable, terms, cost, budget, per_rank,
              floor=None):
-        got = real(base, release, queues, sizes, lifetimes, running, held, remaining, terms, cost, budget,
-                   per_rank, floor)
-        heaps = np.sort(np.asarray(release), axis=1).tolist()  # the rows as heaps, as the reference took them
-        want = reference_plan(base, heaps, queues, sizes, lifetimes, running, held, remaining, terms,
-                              reference_cost(cost, held), budget, per_rank, floor)
+        got = real(base, remaining, queues, sizes, lifetimes, slots, held, movable, terms, cost, budget, per_rank,
+                   floor)
+        N = len(sizes)
+        busy = slots >= 0
+        held_n, rem_n = np.zeros(N, dtype=np.int64), np.ones(N, dtype=np.int64)
+        held_n[slots[busy]], rem_n[slots[busy]] = held[busy], remaining[busy]
+        ptr, ids = queues
+        want = reference_plan(base, np.sort(remaining, axis=1).tolist(),  # the rows as heaps
+                              [ids[ptr[g]:ptr[g + 1]].tolist() for g in range(len(ptr) - 1)], sizes, lifetimes,
+                              [row[ok] for row, ok in zip(slots, movable)], held_n, rem_n, terms,
+                              reference_cost(cost, held_n), budget, per_rank, floor)
         assert got == want
         calls.append(len(got))
         return got

@@ -21,7 +21,7 @@ from bfio.jit import run_clock
 from bfio.policies.base import DispatchState
 from bfio.profiles import predicted_loads
 from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
-from bfio.solvers.migration_plan import MigrationCost, plan_migrations
+from bfio.solvers.migration_plan import MigrationCost, flat_queues, plan_migrations
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.terms import call_terms
 
@@ -165,22 +165,17 @@ class InstantBinding:
         t0 = run_clock()
         sr = state.slot_request
         busy = sr >= 0
-        passes = np.zeros(sr.shape, dtype=bool)
-        passes[busy] = movable[sr[busy]]
+        ids = np.where(busy, sr, 0)
+        passes = busy & movable[ids]
         if not passes.any():
             self._migration_times.append(run_clock() - t0)
             return []
         terms = self.migration_terms(horizon)
         base, remaining, lifetimes = self._predicted(state, horizon if horizon > 0 else None, slots=True)
-        ids = sr[busy]
-        N = len(state.workload)
-        held = np.zeros(N, dtype=np.int64)
-        rem = np.ones(N, dtype=np.int64)
-        held[ids] = state.workload.prefill[ids] + state.generated[ids]
-        rem[ids] = remaining[busy]
-        running = [row[ok] for row, ok in zip(sr, passes)]
-        out = plan_migrations(base, remaining, _queues(state), state.workload.prefill, lifetimes, running, held, rem,
-                              terms, cost, budget, per_rank, floor)
+        held = np.where(busy, state.workload.prefill[ids] + state.generated[ids], 0)
+        queues = flat_queues(state.queue_head, state.queue_next, state.waiting)
+        out = plan_migrations(base, remaining, queues, state.workload.prefill, lifetimes, sr, held, passes, terms,
+                              cost, budget, per_rank, floor)
         self._migration_times.append(run_clock() - t0)
         return out
 

@@ -86,7 +86,7 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   instant dispatch.
 - ``bfio``: BF-IO chooses its own migrations (issue 45, "BF-IO with actions"):
   the policy's ``plan_migrations`` (:meth:`bfio.policies.bfio.BFIO.plan_migrations`,
-  :func:`bfio.solvers.dispatch.plan_migrations`). Each routing call (after
+  :func:`bfio.solvers.migration_plan.plan_migrations`, numba kernels). Each routing call (after
   ``freeze_s`` seconds from the last call that acted) it evaluates
   ``evaluations`` running requests, each of the rank with the largest weighted
   predicted load ``sum_h w_h Lhat_g(h)`` (at most ``per_rank`` a rank), the one
@@ -101,7 +101,9 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   those of a barrier that waits ``stall``), ``stall`` the transfer's charge on
   the next step beyond the destination's slack (:mod:`bfio.sim.transfer`, with
   the transfers already pending and planned in the call) or the recompute's
-  ``(s_i + tau_i) token_s``. It migrates to the rank of the largest positive
+  ``token_s`` per token its readmission on ``d`` computes: its prompt less
+  ``d``'s cached prefix, and its generated tokens (:meth:`bfio.prefill.Prefill.resume_tokens`,
+  the formula the simulator charges). It migrates to the rank of the largest positive
   net gain that would seat it at once (a running request is not put to wait);
   a request migrates at most once. A screen that predicts nothing comes first:
   a migration lowers ``J`` by at most ``G sum_h w_h (s_i + tau_i + h)``, so a

@@ -18,6 +18,7 @@ stating its invariant:
   :func:`~bfio.solvers.objective.imbalance_candidate_costs`);
 - :func:`_transfer_costs`: a transfer's charge beyond what the barrier already
   waits (:mod:`bfio.sim.transfer`), per destination;
+- :func:`flat_queues`: the workers' linked queues as flat arrays;
 - :func:`candidate_order`: per rank the requests to evaluate, heaviest first;
 - :func:`_plan`: the loop.
 
@@ -194,41 +195,71 @@ def _transfer_costs(now_loads, size, x, pending, weight, t_l, out):
 
 
 @kernel
-def candidate_order(ptr, ids, held, remaining, c0, c1, W1, per_rank, out):
-    """Per rank ``g`` (its running requests ``ids[ptr[g]:ptr[g+1]]``) the first
-    ``min(per_rank, n_g)`` in decreasing weighted in-place profile ``held_i c0[r_i] +
-    c1[r_i]`` (``r_i`` capped at ``W + 1``; ties in the given order: a stable sort),
-    written to ``out`` from ``ptr[g]``; returns the counts. Invariant: ``out[ptr[g]:
-    ptr[g] + counts[g]]`` is a prefix of the stable descending order."""
-    G = ptr.shape[0] - 1
-    counts = np.zeros(G, dtype=np.int64)
+def flat_queues(head, nxt, length):
+    """Every worker's FIFO queue (the singly linked lists ``head[g]`` -> ``nxt[i]`` ->
+    ... -> -1 of :class:`bfio.sim.dispatch.InstantDispatch`) as ``(ptr, ids)``: worker
+    ``g``'s queue is ``ids[ptr[g]:ptr[g + 1]]``, head first. Invariant: ``ptr[g + 1]
+    - ptr[g] = length[g]`` for a consistent list."""
+    G = head.shape[0]
+    ptr = np.zeros(G + 1, dtype=np.int64)
     for g in range(G):
-        a, b = ptr[g], ptr[g + 1]
-        keys = np.empty(b - a)
-        for k in range(a, b):
-            i = ids[k]
-            keys[k - a] = held[i] * c0[min(remaining[i], W1)] + c1[min(remaining[i], W1)]
-            out[k] = i
-            q = k
-            while q > a and keys[q - 1 - a] < keys[q - a]:  # insertion: only strictly smaller ones move back
-                keys[q - 1 - a], keys[q - a] = keys[q - a], keys[q - 1 - a]
-                out[q - 1], out[q] = out[q], out[q - 1]
-                q -= 1
-        counts[g] = min(per_rank, b - a)
-    return counts
+        ptr[g + 1] = ptr[g] + length[g]
+    ids = np.empty(ptr[G], dtype=np.int64)
+    for g in range(G):
+        k, i = ptr[g], head[g]
+        while i >= 0 and k < ptr[g + 1]:
+            ids[k] = i
+            k += 1
+            i = nxt[i]
+    return ptr, ids
 
 
 @kernel
-def _plan(base, rel0, qptr, qids, sizes, lifetimes, cptr, counts, cands, held, remaining, w, budget, floor,
-          use_floor, fixed, transfer, x, pending, weight, t_l, out_i, out_d):
-    """The planner's loop (:func:`plan_migrations`): ``base`` ``(G, W + 1)`` and
-    ``rel0`` ``(G, B)`` (sorted slot release offsets) before the queues, updated with
-    each migration; rank ``g``'s candidates ``cands[cptr[g]:cptr[g] + counts[g]]``
-    (candidate ``c``'s fixed cost ``fixed[c]``, per destination, and transfer
-    seconds ``x[c]``; ``pending`` updated with the planned transfers). Returns the
-    number of migrations written to ``out_i``, ``out_d``. Invariant: each evaluation
-    sees the loads with every earlier migration of the call applied."""
+def candidate_order(held, remaining, movable, c0, c1, per_rank):
+    """Per rank ``g`` the slots to evaluate, ``(G, per_rank)`` and their counts: its
+    ``movable`` slots in decreasing weighted in-place profile ``held c0[r] + c1[r]``
+    (``r`` the slot's release offset, capped at the window's ``W + 1 = len(c0) -
+    1``; ties in slot order: a stable sort), the first ``per_rank``. Invariant: row
+    ``g``'s first ``counts[g]`` entries are a prefix of that stable order."""
+    G, B = held.shape
+    W1 = c0.shape[0] - 1
+    out = np.full((G, per_rank), -1, dtype=np.int64)
+    counts = np.zeros(G, dtype=np.int64)
+    order = np.empty(B, dtype=np.int64)
+    keys = np.empty(B)
+    for g in range(G):
+        n = 0
+        for b in range(B):
+            if not movable[g, b]:
+                continue
+            r = min(remaining[g, b], W1)
+            keys[n] = held[g, b] * c0[r] + c1[r]
+            order[n] = b
+            q = n
+            while q > 0 and keys[q - 1] < keys[q]:  # insertion: only strictly smaller ones move back
+                keys[q - 1], keys[q] = keys[q], keys[q - 1]
+                order[q - 1], order[q] = order[q], order[q - 1]
+                q -= 1
+            n += 1
+        counts[g] = min(per_rank, n)
+        for k in range(counts[g]):
+            out[g, k] = order[k]
+    return out, counts
+
+
+@kernel
+def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, counts, w, budget, floor, use_floor,
+          fixed, transfer, x, pending, weight, t_l, out_i, out_d):
+    """The planner's loop (:func:`plan_migrations`): ``base`` ``(G, W + 1)`` and the
+    slots' release offsets ``remaining`` ``(G, B)`` before the queues, updated with
+    each migration; rank ``g``'s ``t``-th candidate is slot ``cand[g, t]``
+    (request ``slots[g, cand[g, t]]``, its fixed cost ``fixed[g, t]`` per
+    destination and transfer seconds ``x[g, t]``; ``pending`` updated with the
+    planned transfers). Returns the number of migrations written to ``out_i``,
+    ``out_d``. Invariant: each evaluation sees the loads with every earlier
+    migration of the call applied."""
     G, W1 = base.shape
+    rel0 = np.sort(remaining)  # per row: the sorted rows are the heaps of bfio.solvers.dispatch
     loads = base.copy()
     rel = rel0.copy()
     for g in range(G):
@@ -255,10 +286,11 @@ def _plan(base, rel0, qptr, qids, sizes, lifetimes, cptr, counts, cands, held, r
                     g, best = k, v
         if g < 0:
             break
-        c = cptr[g] + tried[g]
-        i = cands[c]
+        t = tried[g]
+        b = cand[g, t]
+        i = slots[g, b]
         tried[g] += 1
-        r, size = remaining[i], float(held[i])
+        r, size = remaining[g, b], float(held[g, b])
         for h in range(W1):
             profile[h] = size + h if h < r else 0.0
         if use_floor and n == 0 and qptr[g] == qptr[g + 1]:
@@ -282,9 +314,9 @@ def _plan(base, rel0, qptr, qids, sizes, lifetimes, cptr, counts, cands, held, r
             entry[k] = row_rel[0] if k == g else rel[k, 0]
         _candidate_costs(without, entry, size, r, w, J)
         for k in range(G):
-            cost[k] = fixed[c, k]
+            cost[k] = fixed[g, t, k]
         if transfer:
-            _transfer_costs(without[:, 0], size, x[c], pending, weight, t_l, cost)
+            _transfer_costs(without[:, 0], size, x[g, t], pending, weight, t_l, cost)
         d = -1
         top = -np.inf
         for k in range(G):
@@ -305,7 +337,7 @@ def _plan(base, rel0, qptr, qids, sizes, lifetimes, cptr, counts, cands, held, r
         loads[:] = without
         stay = J[d]
         if transfer:
-            pending[d] += x[c]
+            pending[d] += x[g, t]
         out_i[n] = i
         out_d[n] = d
         n += 1
@@ -313,17 +345,24 @@ def _plan(base, rel0, qptr, qids, sizes, lifetimes, cptr, counts, cands, held, r
 
 
 _NO_FLOOR = np.zeros(1)
+_WEIGHTS: dict = {}
 
 
 def _prefix_weights(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``c0[r] = sum_{h<r} w_h``, ``c1[r] = sum_{h<r} h w_h``: ``sum_h w_h (held_i + h) [h <
-    r_i] = held_i c0[r_i] + c1[r_i]``, a running request's weighted in-place profile."""
-    return np.concatenate(([0.0], np.cumsum(w))), np.concatenate(([0.0], np.cumsum(np.arange(w.shape[0]) * w)))
+    r_i] = held_i c0[r_i] + c1[r_i]``, a running request's weighted in-place profile
+    (kept per weights: a policy's window is one array a run)."""
+    key = w.tobytes()
+    out = _WEIGHTS.get(key)
+    if out is None:
+        out = _WEIGHTS[key] = (np.concatenate(([0.0], np.cumsum(w))),
+                               np.concatenate(([0.0], np.cumsum(np.arange(w.shape[0]) * w))))
+    return out
 
 
-def plan_migrations(base: np.ndarray, release: np.ndarray | list[list[int]], queues: list[list[int]], sizes: np.ndarray,
-                    lifetimes: np.ndarray, running: list[np.ndarray], held: np.ndarray, remaining: np.ndarray,
-                    terms: ObjectiveTerms, cost: MigrationCost, budget: int, per_rank: int,
+def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.ndarray, np.ndarray],
+                    sizes: np.ndarray, lifetimes: np.ndarray, slots: np.ndarray, held: np.ndarray,
+                    movable: np.ndarray, terms: ObjectiveTerms, cost: MigrationCost, budget: int, per_rank: int,
                     floor: np.ndarray | None = None) -> list[tuple[int, int]]:
     """Running requests to migrate (issue 45, ``migration = bfio``,
     :mod:`bfio.sim.migration`): at most ``budget`` evaluations, each of one running
@@ -331,64 +370,59 @@ def plan_migrations(base: np.ndarray, release: np.ndarray | list[list[int]], que
     Lhat_g(h)`` (among ties the first) that has one left to try (at most
     ``per_rank`` each), its request with the largest weighted in-place profile
     first (``held_i + h`` while ``h < remaining_i``: the one whose departure lowers
-    that worker's load the most over the window). The request leaves its slot
-    (the worker's queue then takes it: :func:`bfio.solvers.dispatch.queue_profiles`
-    with that slot free) and is bound again as :func:`bfio.solvers.dispatch.bind`
-    binds an arrival (at the tail of each worker's queue, adding ``held_i + (h -
-    e)`` for ``e <= h < e + remaining_i``). Its gain on worker ``d`` is ``J`` now
-    (the predicted loads, the request in place) minus ``J`` with it on ``d``, in
-    ``J``'s units (token-steps, weighted); its ``cost`` (:class:`MigrationCost`,
-    the same units, with the migrations planned so far in the call) is
-    subtracted. It migrates to the worker of the largest net gain when that is
-    positive (beyond the ties' tolerance), that worker is another one and would
-    seat it at once (``e = 0``: a running request is not put to wait); moves are
-    applied to the predicted loads as they are made, and a request is evaluated
-    once a call. ``base``, ``release`` (per worker its slots' release offsets,
-    ``(G, B)`` or rows of lists: ``remaining_i`` or 0 for a free slot) and ``queues`` as for
-    :func:`~bfio.solvers.dispatch.queue_profiles`; ``running[g]`` worker ``g``'s
-    running requests that may migrate; ``held[i] = s_i + tau_i``, ``remaining[i] =
-    r_i`` (>= 1) indexed by request. ``floor[i]`` (optional): a lower bound of
-    request ``i``'s cost over the workers, valid before the call's first
-    migration; until then an evaluation whose worker has an empty queue is skipped
-    when the most its departure can lower ``J``, ``G sum_h w_h min(profile_i(h),
-    (Lhat_g(h) - max_{g' != g} Lhat_g'(h))^+)`` (the envelope falls at most to the
-    next rank; joining a worker never lowers it), is at most ``floor[i]``: it would
-    not migrate (the same plan, fewer evaluations). Only ``J``'s imbalance term
-    (``terms`` without extra terms). Returns ``(request, worker)`` pairs in order."""
+    that worker's load the most over the window; ties in slot order). The request
+    leaves its slot (the worker's queue then takes it:
+    :func:`bfio.solvers.dispatch.queue_profiles` with that slot free) and is bound
+    again as :func:`bfio.solvers.dispatch.bind` binds an arrival (at the tail of
+    each worker's queue, adding ``held_i + (h - e)`` for ``e <= h < e +
+    remaining_i``). Its gain on worker ``d`` is ``J`` now (the predicted loads, the
+    request in place) minus ``J`` with it on ``d``, in ``J``'s units (token-steps,
+    weighted); its ``cost`` (:class:`MigrationCost`, the same units, with the
+    migrations planned so far in the call) is subtracted. It migrates to the
+    worker of the largest net gain when that is positive (beyond the ties'
+    tolerance), that worker is another one and would seat it at once (``e = 0``: a
+    running request is not put to wait); moves are applied to the predicted loads
+    as they are made, and a request is evaluated once a call.
+
+    ``base`` ``(G, W + 1)``: the running requests' predicted loads; per slot ``(G,
+    B)``: ``remaining`` its release offset (``r_i`` >= 1, 0 when free), ``slots`` its
+    request (-1 when free), ``held`` its ``s_i + tau_i`` and ``movable`` whether it
+    may migrate; ``queues`` the workers' FIFO queues as ``(ptr, ids)``
+    (:func:`flat_queues`) admitted as :func:`~bfio.solvers.dispatch.queue_profiles`
+    admits them (``sizes``, ``lifetimes`` per request). ``floor[i]`` (optional,
+    per request): a lower bound of request ``i``'s cost over the workers, valid
+    before the call's first migration; until then an evaluation whose worker has
+    an empty queue is skipped when the most its departure can lower ``J``, ``G
+    sum_h w_h min(profile_i(h), (Lhat_g(h) - max_{g' != g} Lhat_g'(h))^+)`` (the
+    envelope falls at most to the next rank; joining a worker never lowers it), is
+    at most ``floor[i]``: it would not migrate (the same plan, fewer
+    evaluations). Only ``J``'s imbalance term (``terms`` without extra terms).
+    Returns ``(request, worker)`` pairs in order."""
     if terms.extra:
         raise ValueError(f"plan_migrations scores the imbalance term alone; got the extra terms "
                          f"{[t.name for t in terms.extra]}")
-    G = len(running)
-    w = np.ascontiguousarray(terms.weights, dtype=np.float64)
-    W1 = w.shape[0]
-    base = np.array(base, dtype=np.float64, order="C")
-    rel0 = np.sort(np.asarray(release, dtype=np.int64).reshape(G, -1), axis=1)
-    qptr = np.zeros(G + 1, dtype=np.int64)
-    qptr[1:] = np.cumsum([len(q) for q in queues])
-    qids = np.array([j for q in queues for j in q], dtype=np.int64)
-    cptr = np.zeros(G + 1, dtype=np.int64)
-    cptr[1:] = np.cumsum([len(ids) for ids in running])
-    ids = np.concatenate(running).astype(np.int64, copy=False)
+    G = slots.shape[0]
+    w = terms.weights
     held = np.asarray(held, dtype=np.int64)
     remaining = np.asarray(remaining, dtype=np.int64)
     c0, c1 = _prefix_weights(w)
-    cands = np.empty_like(ids)
-    counts = candidate_order(cptr, ids, held, remaining, c0, c1, W1, int(per_rank), cands)
-    fixed = np.zeros((cands.shape[0], G))
-    if cost.fixed is not None:
-        slots = np.flatnonzero(np.arange(cands.shape[0]) - np.repeat(cptr[:-1], np.diff(cptr)) <
-                               np.repeat(counts, np.diff(cptr)))  # each rank's first counts[g]
-        if slots.size:
-            fixed[slots] = cost.fixed(cands[slots])
+    cand, counts = candidate_order(held, remaining, np.asarray(movable, dtype=np.bool_), c0, c1, int(per_rank))
+    P = cand.shape[1]
+    fixed = np.zeros((G, P, G))
+    picked = cand >= 0
+    if cost.fixed is not None and picked.any():
+        fixed[picked] = cost.fixed(np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked])
     transfer = cost.seconds is not None and cost.weight != 0.0
-    x, pending = np.zeros(cands.shape[0]), np.zeros(G)
+    x, pending = np.zeros((G, P)), np.zeros(G)
     if transfer:
-        x = np.asarray(cost.seconds(held[cands].astype(np.float64)), dtype=np.float64)
+        x = np.asarray(cost.seconds(np.take_along_axis(held, np.maximum(cand, 0), axis=1).astype(np.float64)),
+                       dtype=np.float64)
         pending = np.array(cost.pending, dtype=np.float64)
     out_i = np.empty(max(1, int(budget)), dtype=np.int64)
     out_d = np.empty_like(out_i)
-    n = _plan(base, rel0, qptr, qids, np.asarray(sizes, dtype=np.int64), np.asarray(lifetimes, dtype=np.int64),
-              cptr, counts, cands, held, remaining, w, int(budget),
+    n = _plan(np.array(base, dtype=np.float64, order="C"), remaining, queues[0], queues[1],
+              np.asarray(sizes, dtype=np.int64), np.asarray(lifetimes, dtype=np.int64), slots, held, cand, counts,
+              np.ascontiguousarray(w, dtype=np.float64), int(budget),
               _NO_FLOOR if floor is None else np.asarray(floor, dtype=np.float64), floor is not None, fixed,
               transfer, x, pending, float(cost.weight), float(cost.token_latency_s), out_i, out_d)
     return [(int(out_i[k]), int(out_d[k])) for k in range(n)]
@@ -415,4 +449,4 @@ def migration_costs(cost: MigrationCost, ids: np.ndarray, held: np.ndarray, load
     return out
 
 
-__all__ = ["MigrationCost", "candidate_order", "migration_costs", "plan_migrations"]
+__all__ = ["MigrationCost", "candidate_order", "flat_queues", "migration_costs", "plan_migrations"]
