@@ -169,3 +169,17 @@ def reference_cost(cost, held: np.ndarray):
         return out + w * G * stall / t_l
 
     return of
+
+
+def ordered_choose(J, entry, loads, add, weights):
+    """:func:`bfio.solvers.dispatch.choose` with its weighted loads summed in the offsets' order."""
+    from bfio.solvers.dispatch import _near
+
+    best = np.flatnonzero(_near(J, J.min()))
+    best = best[entry[best] == entry[best].min()]
+    return int(best[np.argmin(_dot((loads + add)[best], weights))])
+
+
+def ordered_candidate(loads, release, j, k, sizes, lifetimes, terms):
+    """:func:`bfio.solvers.dispatch.candidate` with its ``J`` summed in the offsets' order."""
+    return _ordered_candidate(loads, release, j, k, sizes, lifetimes, terms)

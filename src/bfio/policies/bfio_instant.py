@@ -21,7 +21,9 @@ from bfio.jit import run_clock
 from bfio.policies.base import DispatchState
 from bfio.profiles import predicted_loads
 from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
-from bfio.solvers.migration_plan import MigrationCost, flat_queues, plan_migrations
+from bfio.solvers.migration_plan import MigrationCost, plan_migrations
+from bfio.solvers.move_plan import plan_moves as plan_moves_kernel
+from bfio.solvers.queue_kernels import flat_queues
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.terms import call_terms
 
@@ -112,12 +114,20 @@ class InstantBinding:
         bfio``, :mod:`bfio.sim.moves`): the tails of the most backed-up queues, each
         re-bound as :meth:`dispatch` binds an arrival, moved when that lowers ``J``
         (or ties it and starts the request earlier); at most ``budget`` evaluations
-        (:func:`bfio.solvers.dispatch.plan_moves`). ``movable[i]``: request ``i`` may
+        (:func:`bfio.solvers.dispatch.plan_moves`; its kernel :func:`bfio.solvers.move_plan.plan_moves`
+        when the call's objective is the imbalance alone). ``movable[i]``: request ``i`` may
         move. Reads the exact queues (the ranks' own, as an engine-side balancer
         does), never a lagged report."""
         t0 = run_clock()
-        base, release, lifetimes = self._predicted(state)
         objective = self._objective
+        if not call_terms(state, np.zeros(0, dtype=np.int64)):  # the imbalance alone: the kernel
+            base, release, lifetimes = self._predicted(state, slots=True)
+            queues = flat_queues(state.queue_head, state.queue_next, state.waiting)
+            out = plan_moves_kernel(base, release, queues, state.workload.prefill, lifetimes, objective, movable,
+                                    budget)
+            self._move_times.append(run_clock() - t0)
+            return out
+        base, release, lifetimes = self._predicted(state)
 
         def terms_for(j: int):
             return objective.with_terms(*call_terms(state, np.array([j], dtype=np.int64)))

@@ -7,18 +7,11 @@ a Python loop of NumPy calls (the planner cost 2.9x the run without it over NVLi
 The rule is :func:`plan_migrations`' docstring; the phases are small kernels, each
 stating its invariant:
 
-- :func:`_replace_min` and :func:`_swap_value`: a worker's slot release offsets kept
-  as a sorted row (the values of :mod:`bfio.solvers.dispatch`'s heaps: a heap's
-  ``heap[0]``, ``heappop``, ``heapreplace`` and ``remove`` are the row's first
-  entry, its removal and a sorted insert);
-- :func:`_admit_queue`: a worker's queue admitted FIFO into those slots
-  (:func:`bfio.solvers.dispatch.queue_profiles` for one worker);
-- :func:`_objective`, :func:`_candidate_costs`: ``J`` and, per destination, ``J``
-  with the request appended to its queue (:func:`bfio.solvers.objective.imbalance_objective`,
-  :func:`~bfio.solvers.objective.imbalance_candidate_costs`);
+- the phases shared with the queue moves' kernel (:mod:`bfio.solvers.queue_kernels`):
+  the slots' release offsets as sorted rows, a queue admitted into them, ``J`` and
+  per destination ``J`` with the request appended to its queue;
 - :func:`_transfer_costs`: a transfer's charge beyond what the barrier already
   waits (:mod:`bfio.sim.transfer`), per destination;
-- :func:`flat_queues`: the workers' linked queues as flat arrays;
 - :func:`candidate_order`: per rank the requests to evaluate, heaviest first;
 - :func:`_plan`: the loop.
 
@@ -38,6 +31,7 @@ import numpy as np
 
 from bfio.jit import helper, kernel
 from bfio.solvers.dispatch import TOLERANCE
+from bfio.solvers.queue_kernels import _admit_queue, _candidate_costs, _objective, _replace_min, _swap_value
 from bfio.solvers.objective import ObjectiveTerms
 
 
@@ -57,112 +51,6 @@ class MigrationCost:
     pending: np.ndarray | None = None
     weight: float = 1.0
     token_latency_s: float = 1.0
-
-
-@helper
-def _replace_min(row, value):
-    """A sorted row of release offsets loses its least entry and gains ``value``
-    (``heapq.heapreplace``). Invariant: the row stays sorted ascending."""
-    B = row.shape[0]
-    k = 1
-    while k < B and row[k] < value:
-        row[k - 1] = row[k]
-        k += 1
-    row[k - 1] = value
-
-
-@helper
-def _swap_value(row, old, value):
-    """A sorted row loses one entry equal to ``old`` (``list.remove``) and gains
-    ``value``. Invariant: the row stays sorted ascending; returns False (row
-    unchanged) when ``old`` is not in it."""
-    B = row.shape[0]
-    p = 0
-    while p < B and row[p] != old:
-        p += 1
-    if p == B:
-        return False
-    for k in range(p, B - 1):
-        row[k] = row[k + 1]
-    k = B - 1
-    while k > 0 and row[k - 1] > value:
-        row[k] = row[k - 1]
-        k -= 1
-    row[k] = value
-    return True
-
-
-@helper
-def _admit_queue(row, rel, qids, sizes, lifetimes):
-    """A worker's predicted loads ``row`` (``W + 1``) gain its queue ``qids`` (FIFO)
-    admitted into its slots ``rel`` (sorted release offsets, updated): request ``j``
-    takes the earliest, ``e``, adds ``s_j + (h - e)`` for ``e <= h < min(e + l_j, W +
-    1)`` and frees it at ``e + l_j``. Invariant: ``row`` and ``rel`` are
-    :func:`bfio.solvers.dispatch.queue_profiles`' row and heap of that worker."""
-    W1 = row.shape[0]
-    for q in range(qids.shape[0]):
-        j = qids[q]
-        e = rel[0]
-        life = lifetimes[j]
-        if e < W1:
-            for h in range(e, min(e + life, W1)):
-                row[h] += sizes[j] + (h - e)
-        _replace_min(rel, e + life)
-
-
-@helper
-def _objective(loads, w):
-    """``J = sum_h w_h (G max_g L_g(h) - sum_g L_g(h))`` of loads ``(G, W + 1)``
-    (:func:`bfio.solvers.objective.imbalance_objective`, float)."""
-    G, W1 = loads.shape
-    out = 0.0
-    for h in range(W1):
-        top = loads[0, h]
-        total = 0.0
-        for g in range(G):
-            v = loads[g, h]
-            total += v
-            if v > top:
-                top = v
-        out += (G * top - total) * w[h]
-    return out
-
-
-@helper
-def _candidate_costs(loads, entry, size, life, w, out):
-    """``out[d]``: ``J`` of ``loads`` ``(G, W + 1)`` when worker ``d`` alone gains
-    ``size + (h - entry[d])`` for ``entry[d] <= h < entry[d] + life``
-    (:func:`bfio.solvers.objective.imbalance_candidate_costs`: the envelope is the
-    larger of the others' top and ``d``'s new load). Invariant: ``O(G W)``, ``loads``
-    unchanged."""
-    G, W1 = loads.shape
-    for d in range(G):
-        out[d] = 0.0
-    for h in range(W1):
-        first = 0
-        top = loads[0, h]
-        second = -np.inf
-        total = 0.0
-        for g in range(G):
-            v = loads[g, h]
-            total += v
-            if g == 0:
-                continue
-            if v > top:
-                second = top
-                top = v
-                first = g
-            elif v > second:
-                second = v
-        for d in range(G):
-            a = 0.0
-            if entry[d] <= h < entry[d] + life:
-                a = size + (h - entry[d])
-            env = second if d == first else top
-            mine = loads[d, h] + a
-            if mine > env:
-                env = mine
-            out[d] += (G * env - (total + a)) * w[h]
 
 
 @helper
@@ -192,26 +80,6 @@ def _transfer_costs(now_loads, size, x, pending, weight, t_l, out):
                 full = v
         stall = max(0.0, full - top) - max(0.0, busy - top)
         out[d] += weight * G * stall / t_l
-
-
-@kernel
-def flat_queues(head, nxt, length):
-    """Every worker's FIFO queue (the singly linked lists ``head[g]`` -> ``nxt[i]`` ->
-    ... -> -1 of :class:`bfio.sim.dispatch.InstantDispatch`) as ``(ptr, ids)``: worker
-    ``g``'s queue is ``ids[ptr[g]:ptr[g + 1]]``, head first. Invariant: ``ptr[g + 1]
-    - ptr[g] = length[g]`` for a consistent list."""
-    G = head.shape[0]
-    ptr = np.zeros(G + 1, dtype=np.int64)
-    for g in range(G):
-        ptr[g + 1] = ptr[g] + length[g]
-    ids = np.empty(ptr[G], dtype=np.int64)
-    for g in range(G):
-        k, i = ptr[g], head[g]
-        while i >= 0 and k < ptr[g + 1]:
-            ids[k] = i
-            k += 1
-            i = nxt[i]
-    return ptr, ids
 
 
 @kernel
@@ -449,4 +317,4 @@ def migration_costs(cost: MigrationCost, ids: np.ndarray, held: np.ndarray, load
     return out
 
 
-__all__ = ["MigrationCost", "candidate_order", "flat_queues", "migration_costs", "plan_migrations"]
+__all__ = ["MigrationCost", "candidate_order", "migration_costs", "plan_migrations"]
