@@ -50,7 +50,9 @@ Rules (``MOVES``):
   ranks) is not modelled: a move takes effect in the routing call that plans it.
 - ``bfio``: the policy's ``plan_moves`` (:meth:`bfio.policies.bfio.BFIO.plan_moves`):
   the tails of the most backed-up queues re-bound by the same ``J`` and ties as
-  instant BF-IO's arrivals (:func:`bfio.solvers.dispatch.plan_moves`), moved when
+  instant BF-IO's arrivals (:func:`bfio.solvers.dispatch.plan_moves`; its numba
+  kernel :func:`bfio.solvers.move_plan.plan_moves` when ``J`` is the imbalance
+  alone), moved when
   ``J`` falls (or ties and the request starts earlier); at most
   :data:`BFIO_EVALUATIONS` evaluations per routing call. A request may move
   again in a later call (a move is free here; no cap per request). The
