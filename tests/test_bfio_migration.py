@@ -231,6 +231,9 @@ def test_a_recompute_costs_only_what_the_destination_has_not_cached_and_is_charg
     d.migration.token_latency_s = 1e-7
     cost = d.migration.cost(0, np.zeros((2, 1)), [])
     assert cost == pytest.approx(3.0 * 2 * tokens * PrefillModel().token_s / 1e-7)
+    # the screen's floor stays below every destination's cost (a hit may spare all but one prompt token)
+    assert d.migration.floor(d, np.array([263.0]), np.array([7.0]))[0] <= cost.min()
+    assert not d.migration.never(d)  # with caches a request's size alone does not bound its cost
     d.migration.migrate(d, 0, 1)
     assert d.admit() == 1 and st.worker_of[0] == 1
     assert d.migration.recomputed_tokens == prefill.left[0] == tokens[1]
