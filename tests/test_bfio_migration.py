@@ -17,7 +17,7 @@ from bfio.sim.dispatch import InstantDispatch
 from bfio.sim.migration import BFIO_DEFAULTS, MIGRATIONS, RULES
 from bfio.sim.state import ClusterState
 from bfio.simulator import simulate
-from bfio.solvers.dispatch import plan_migrations
+from bfio.solvers.migration_plan import MigrationCost, plan_migrations
 from bfio.solvers.objective import ObjectiveTerms, imbalance_objective
 from bfio.workload import Workload, poisson_arrivals, with_arrivals
 
@@ -25,21 +25,34 @@ KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 H = 10
 
 
+def _fixed(value):
+    """A cost of ``value`` on either rank, whatever the request."""
+    return MigrationCost(fixed=lambda ids: np.full((len(ids), 2), value))
+
+
 def _plan(cost, release1=(0, 0, 0), sizes=(1000, 1000), remaining=(50, 50), budget=1):
     """Rank 0 runs two requests (``sizes``, ``remaining`` steps each), rank 1 runs
     nothing (its slots' release offsets ``release1``); nothing is queued; ``J``
-    undiscounted over ``0..H``."""
+    undiscounted over ``0..H``; ``cost`` a :class:`MigrationCost`."""
     terms = ObjectiveTerms.build(H, 1.0, "persist", fast=True)
     h = np.arange(H + 1)
     held, rem = np.array(sizes), np.array(remaining)
     base = np.zeros((2, H + 1))
     for s, r in zip(held, rem):
         base[0] += np.where(h < r, s + h, 0)
-    release = [sorted([*rem.tolist(), 0]), sorted(release1)]
-    n = np.zeros(0, dtype=np.int64)
-    running = [np.arange(len(sizes)), np.array([], dtype=np.int64)]
-    return plan_migrations(base, release, [[], []], n, n, running, held, rem, terms, cost, budget, len(sizes)), \
-        base, terms
+    n = len(sizes)
+    B = max(n + 1, len(release1))
+    slots = np.full((2, B), -1)
+    slots[0, :n] = np.arange(n)
+    remaining = np.zeros((2, B), dtype=np.int64)
+    remaining[0, :n] = rem
+    remaining[1, :len(release1)] = release1  # rank 1's own requests (not movable) or free slots
+    held_slots = np.zeros((2, B), dtype=np.int64)
+    held_slots[0, :n] = held
+    queues = (np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    none = np.zeros(0, dtype=np.int64)
+    return plan_migrations(base, remaining, queues, none, none, slots, held_slots, slots >= 0, terms, cost, budget,
+                           n), base, terms
 
 
 def _gain(base, terms):
@@ -51,33 +64,26 @@ def _gain(base, terms):
 
 
 def test_a_migration_that_pays_is_planned_and_one_that_does_not_is_not():
-    _, base, terms = _plan(lambda i, loads, planned: np.zeros(2))
+    _, base, terms = _plan(_fixed(0.0))
     gain = _gain(base, terms)
     assert gain > 0
-    assert _plan(lambda i, loads, planned: np.zeros(2))[0] == [(0, 1)]
-    assert _plan(lambda i, loads, planned: np.full(2, gain * (1 - 1e-6)))[0] == [(0, 1)]
-    assert _plan(lambda i, loads, planned: np.full(2, gain * (1 + 1e-6)))[0] == []  # cost exceeds the gain
-    assert _plan(lambda i, loads, planned: np.full(2, np.inf))[0] == []
+    assert _plan(_fixed(0.0))[0] == [(0, 1)]
+    assert _plan(_fixed(gain * (1 - 1e-6)))[0] == [(0, 1)]
+    assert _plan(_fixed(gain * (1 + 1e-6)))[0] == []  # cost exceeds the gain
+    assert _plan(_fixed(np.inf))[0] == []
 
 
 def test_the_planner_sees_its_own_earlier_migrations():
     """Three equal requests on rank 0: after one moves, moving a second would only
     swap the ranks' loads, so the later evaluations move nothing more."""
-    seen = []
-
-    def cost(i, loads, planned):
-        seen.append(list(planned))
-        return np.zeros(2)
-
     three = dict(sizes=(1000, 1000, 1000), remaining=(50, 50, 50), budget=3)
-    assert _plan(cost, **three)[0] == [(0, 1)]
-    assert seen == [[], [(0, 1)], [(0, 1)]]  # the later evaluations' cost is told of the first migration
+    assert _plan(_fixed(0.0), **three)[0] == [(0, 1)]
 
 
 def test_a_running_request_is_not_migrated_into_a_wait():
     """Rank 1 has no free slot (its slots free in 5 steps): the request would wait, so
     nothing moves even at no cost."""
-    assert _plan(lambda i, loads, planned: np.zeros(2), release1=(5, 5, 5))[0] == []
+    assert _plan(_fixed(0.0), release1=(5, 5, 5))[0] == []
 
 
 def _dispatch(kv="transfer", loads=(900_000, 100_000), options=None):
@@ -201,3 +207,63 @@ def test_simulate_cli_takes_the_bfio_rule_and_its_options_from_the_registry(data
     assert "--migration-option: evaluations of 'bfio' must be >= 1" in capsys.readouterr().err
     assert main(base[:base.index("--policy") + 1] + ["vllm_dp"] + base[base.index("--policy") + 2:]) != 0
     assert "plans no migrations" in capsys.readouterr().err
+
+
+def test_a_recompute_costs_only_what_the_destination_has_not_cached_and_is_charged_that():
+    """Issue 45: a migrated request whose prompt's leading blocks the destination
+    caches recomputes its uncached prompt and its generated tokens; the planner's
+    cost and the simulator's charge read one formula (``Prefill.resume_tokens``)."""
+    from bfio.prefill import Prefill
+    from bfio.prefix import PrefixBlocks
+
+    work = Workload(np.array([256, 64]), np.array([100, 100]), blocks=PrefixBlocks.from_lists([[1, 2, 3, 4], [9]], 64))
+    st = ClusterState.empty(work, 2, 4)
+    prefill = Prefill(PrefillModel(cache_blocks=10), work, 2, 4)
+    d = InstantDispatch(st, make_policy("bfio", horizon=20), prefill, 1e-7, migration="bfio",
+                        migration_options={"kv": "recompute", "cost_weight": 3.0})
+    d._append(0, 0)
+    d.queued = 1
+    d.admit()
+    prefill.left[0], prefill.reserve[0], st.generated[0], st.loads[0] = 0, 0, 7, 256 + 7  # prefilled, 7 tokens out
+    prefill.caches[1].insert(np.array([1, 2]))  # rank 1 holds the first two of its four blocks
+    tokens = prefill.resume_tokens(0, 7)
+    assert tokens.tolist() == [256 + 7, 256 - 128 + 7]
+    d.migration.token_latency_s = 1e-7
+    cost = d.migration.cost(0, np.zeros((2, 1)), [])
+    assert cost == pytest.approx(3.0 * 2 * tokens * PrefillModel().token_s / 1e-7)
+    # the screen's floor stays below every destination's cost (a hit may spare all but one prompt token)
+    assert d.migration.floor(d, np.array([263.0]), np.array([7.0]))[0] <= cost.min()
+    assert not d.migration.never(d)  # with caches a request's size alone does not bound its cost
+    d.migration.migrate(d, 0, 1)
+    assert d.admit() == 1 and st.worker_of[0] == 1
+    assert d.migration.recomputed_tokens == prefill.left[0] == tokens[1]
+
+
+def test_a_run_recomputes_what_the_planner_costed():
+    """A whole run with prefix caches (GRPO groups): every migration's recompute, as the
+    planner costs it when it migrates, is what the simulator charged."""
+    from bfio.sessions import session_requests
+
+    rng = np.random.default_rng(4)
+    s, o = rng.integers(500, 8000, 48), rng.integers(5, 120, 48)
+    work = session_requests(s, o, sessions=6, turns=2, seed=4, think_time_s=0.2, block_tokens=64,
+                            group_size=4).workload  # GRPO groups of 4: a group's prompts are shared
+    planned, whole = [], []
+    real = InstantDispatch.migrate
+
+    def migrate(self, i, dst):
+        planned.append(int(self.prefill.resume_tokens(i, int(self.state.generated[i]))[dst]))
+        whole.append(int(self.state.workload.prefill[i] + self.state.generated[i]))
+        real(self, i, dst)
+
+    InstantDispatch.migrate = migrate
+    try:
+        res = simulate(work, 4, 4, "bfio", policy_options={"horizon": 20}, prefill=PrefillModel(cache_blocks=400),
+                       migration="bfio", migration_options={"kv": "recompute", "cost_weight": 0.0}, **KW)
+    finally:
+        InstantDispatch.migrate = real
+    m = res.metrics
+    assert m["migrations"] == len(planned) > 0
+    assert any(p < w for p, w in zip(planned, whole))  # some destination held a prefix
+    assert m["migration_recomputed_tokens"] == sum(planned)
+    assert res.requests["finish_s"].notna().all() and res.series["active"].sum() == work.decode.sum()

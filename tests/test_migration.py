@@ -292,8 +292,6 @@ def test_migrations_run_the_same_with_and_without_fast_forward():
      "migration_options: transfer_gbps apply to kv 'transfer'"),
     ({"migration": "roll", "migration_options": {"kv": "transfer", "transfer_gbps": 0}},
      "migration_options: transfer_gbps of 'roll' must be > 0"),
-    ({"migration": "roll", "migration_options": {"kv": "transfer"}, "queue_moves": "sglang_balancer"},
-     "migration: 'roll' with queue_moves 'sglang_balancer' is not modelled yet"),
 ])
 def test_bad_migration_options_are_refused_by_name(kwargs, message):
     kw = {**KW, **kwargs}

@@ -154,6 +154,14 @@ def _rank_pauses() -> None:
              rank_pause="dyntra_lb", rank_pause_options={"mode": "static", "start_step": 0}, show_progress=False)
 
 
+def _migrations() -> None:
+    """BF-IO's migration planner (issue 45, :mod:`bfio.solvers.migration_plan`), with
+    queue moves beside it."""
+    simulate(_workload(arrivals=True), WORKERS, SLOTS, "bfio", dispatch="instant", entry="arrivals",
+             policy_options={"horizon": 20}, queue_moves="bfio", migration="bfio",
+             migration_options={"kv": "transfer", "cost_weight": 0.0}, show_progress=False)
+
+
 def _closed_loop() -> None:
     """Closed-loop sessions (a request follows another's completion)."""
     rng = np.random.default_rng(7)
@@ -200,6 +208,7 @@ GROUPS = {
         Scenario("prefill, prefix caches, KV bound", _prefill_and_prefix),
         Scenario("closed-loop sessions", _closed_loop),
         Scenario("rank pauses (DyntraLB's planner)", _rank_pauses),
+        Scenario("migrations (BF-IO's planner)", _migrations),
         Scenario("calibrated step model (lockstep, independent ranks)", _calibrated_step),
     ),
     "theory": (Scenario("theory checks (slot model)", _theory),),

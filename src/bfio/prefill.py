@@ -132,6 +132,16 @@ def cached_tokens(matched_blocks: int, block_tokens: int, prompt: int) -> int:
     return min(int(matched_blocks) * int(block_tokens), int(prompt) - 1)
 
 
+def resumed_tokens(prompt, cached, generated):
+    """The tokens a request taken out of its slot computes when seated again (vLLM's
+    ``num_tokens - num_computed_tokens`` after ``_preempt_request``): its prompt less
+    the cached prefix of its new rank, and the tokens it had generated (their KV
+    was freed with the slot). The one formula of the simulator's charge
+    (:meth:`Prefill._readmitted`) and of a migration planner's cost
+    (:meth:`Prefill.resume_tokens`)."""
+    return prompt - cached + generated
+
+
 @kernel
 def allot_chunks(slot_request, left, order, chunk, cap, take):
     """Each rank's prefill chunk of one step: its requests with ``left_i > 0`` in
@@ -363,12 +373,10 @@ class Prefill:
         leading prompt blocks its new rank's cache holds (``cached`` is then the
         last admission's hit)."""
         if self.caches is not None:
-            bt = self.blocks.block_tokens
             for i in ids.tolist():
-                hit = self.caches[worker_of[i]].match(self.blocks.blocks_of(i))
-                self.cached[i] = cached_tokens(hit, bt, self.prefill[i]) if hit else 0
+                self.cached[i] = self._prefix_hit(i, int(worker_of[i]), lookup=True)
         prompt_left = self.prefill[ids] - self.cached[ids]
-        left = prompt_left + self.resume[ids]
+        left = resumed_tokens(self.prefill[ids], self.cached[ids], self.resume[ids])
         again = self.requeued[ids]
         self.recomputed_tokens += int(left[again].sum())
         self.resume[ids] = 0
@@ -377,6 +385,26 @@ class Prefill:
         # seated with s_i; resident is the cached prefix (the kernel counts s_i + tau_i - left_i)
         np.subtract.at(loads, worker_of[ids], prompt_left)
         np.add.at(self.reserve, worker_of[ids], left)
+
+    def _prefix_hit(self, i: int, g: int, lookup: bool) -> int:
+        """The tokens of request ``i``'s prompt rank ``g``'s cache holds
+        (:func:`cached_tokens` of its matched leading blocks, 0 without caches): an
+        admission's lookup (``lookup``, counted) or a planner's probe (counting nothing)."""
+        if self.caches is None:
+            return 0
+        cache, blocks = self.caches[g], self.blocks.blocks_of(i)
+        hit = cache.match(blocks) if lookup else cache.probe(blocks)
+        return cached_tokens(hit, self.blocks.block_tokens, self.prefill[i]) if hit else 0
+
+    def resume_tokens(self, i: int, generated: int) -> np.ndarray:
+        """Per rank, the tokens request ``i`` (running, ``generated`` tokens so far) would
+        compute if it were taken out of its slot now and seated there (a migration's
+        recompute, issue 45, :mod:`bfio.sim.migration`): :func:`resumed_tokens` of its
+        prompt less that rank's cached prefix (probed) and its generated tokens, what
+        :meth:`_readmitted` charges when it is seated."""
+        G = len(self.caches) if self.caches is not None else self.reserve.shape[0]
+        cached = np.array([self._prefix_hit(i, g, lookup=False) for g in range(G)], dtype=np.int64)
+        return resumed_tokens(self.prefill[i], cached, generated)
 
     def evict(self, i: int, g: int, loads: np.ndarray, generated: np.ndarray) -> int:
         """Request ``i`` on rank ``g`` is preempted: its resident tokens leave ``loads[g]``

@@ -20,7 +20,10 @@ import numpy as np
 from bfio.jit import run_clock
 from bfio.policies.base import DispatchState
 from bfio.profiles import predicted_loads
-from bfio.solvers.dispatch import bind, plan_migrations, plan_moves, queue_profiles
+from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
+from bfio.solvers.migration_plan import MigrationCost, plan_migrations
+from bfio.solvers.move_plan import plan_moves as plan_moves_kernel
+from bfio.solvers.queue_kernels import flat_queues
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.terms import call_terms
 
@@ -111,12 +114,20 @@ class InstantBinding:
         bfio``, :mod:`bfio.sim.moves`): the tails of the most backed-up queues, each
         re-bound as :meth:`dispatch` binds an arrival, moved when that lowers ``J``
         (or ties it and starts the request earlier); at most ``budget`` evaluations
-        (:func:`bfio.solvers.dispatch.plan_moves`). ``movable[i]``: request ``i`` may
+        (:func:`bfio.solvers.dispatch.plan_moves`; its kernel :func:`bfio.solvers.move_plan.plan_moves`
+        when the call's objective is the imbalance alone). ``movable[i]``: request ``i`` may
         move. Reads the exact queues (the ranks' own, as an engine-side balancer
         does), never a lagged report."""
         t0 = run_clock()
-        base, release, lifetimes = self._predicted(state)
         objective = self._objective
+        if not call_terms(state, np.zeros(0, dtype=np.int64)):  # the imbalance alone: the kernel
+            base, release, lifetimes = self._predicted(state, slots=True)
+            queues = flat_queues(state.queue_head, state.queue_next, state.waiting)
+            out = plan_moves_kernel(base, release, queues, state.workload.prefill, lifetimes, objective, movable,
+                                    budget)
+            self._move_times.append(run_clock() - t0)
+            return out
+        base, release, lifetimes = self._predicted(state)
 
         def terms_for(j: int):
             return objective.with_terms(*call_terms(state, np.array([j], dtype=np.int64)))
@@ -151,36 +162,30 @@ class InstantBinding:
             sums = self._migration_terms[("sums", horizon)] = (float(w.sum()), float(np.arange(w.shape[0]) @ w))
         return workers * (sizes * sums[0] + sums[1])
 
-    def plan_migrations(self, state: DispatchState, movable: np.ndarray, cost, budget: int, per_rank: int,
-                        horizon: int = 0, floor: np.ndarray | None = None) -> list[tuple[int, int]]:
+    def plan_migrations(self, state: DispatchState, movable: np.ndarray, cost: MigrationCost, budget: int,
+                        per_rank: int, horizon: int = 0, floor: np.ndarray | None = None) -> list[tuple[int, int]]:
         """Running requests to migrate (issue 45, ``migration = bfio``,
         :mod:`bfio.sim.migration`): per evaluation a running request of the worker
         with the largest predicted load, moved to the worker where it lowers ``J``
         (:meth:`migration_terms`) by more than its cost
-        (:func:`bfio.solvers.dispatch.plan_migrations`; ``cost(i, loads, planned)``:
+        (:func:`bfio.solvers.migration_plan.plan_migrations`, its kernels; ``cost``:
         per worker, in ``J``'s units; ``floor``: per request a lower bound of it, or
         ``None``). ``movable[i]``: running request ``i`` may migrate. Reads the exact
         state."""
         t0 = run_clock()
         sr = state.slot_request
         busy = sr >= 0
-        passes = np.zeros(sr.shape, dtype=bool)
-        passes[busy] = movable[sr[busy]]
+        ids = np.where(busy, sr, 0)
+        passes = busy & movable[ids]
         if not passes.any():
             self._migration_times.append(run_clock() - t0)
             return []
         terms = self.migration_terms(horizon)
         base, remaining, lifetimes = self._predicted(state, horizon if horizon > 0 else None, slots=True)
-        ids = sr[busy]
-        N = len(state.workload)
-        held = np.zeros(N, dtype=np.int64)
-        rem = np.ones(N, dtype=np.int64)
-        held[ids] = state.workload.prefill[ids] + state.generated[ids]
-        rem[ids] = remaining[busy]
-        running = [row[ok] for row, ok in zip(sr, passes)]
-        release = np.sort(remaining, axis=1).tolist()
-        out = plan_migrations(base, release, _queues(state), state.workload.prefill, lifetimes, running, held, rem,
-                              terms, cost, budget, per_rank, floor)
+        held = np.where(busy, state.workload.prefill[ids] + state.generated[ids], 0)
+        queues = flat_queues(state.queue_head, state.queue_next, state.waiting)
+        out = plan_migrations(base, remaining, queues, state.workload.prefill, lifetimes, sr, held, passes, terms,
+                              cost, budget, per_rank, floor)
         self._migration_times.append(run_clock() - t0)
         return out
 

@@ -202,6 +202,9 @@ class InstantDispatch:
         self.preemption = make_preemption(prefill, state)
         self._admitted = np.empty(max(1, min(N, G * state.slots)), dtype=np.int64)
         self._no_memory = np.zeros(G, dtype=np.int64)  # admit_queues' KV tokens when admission is not bounded
+        #: routing calls so far: the actions' records of what they did in one call
+        #: (:attr:`bfio.sim.moves.QueueMoves.moved_in`) read it
+        self.calls = 0
         self.moves = make_moves(queue_moves, state, policy)
         self.pause = make_pause(rank_pause, rank_pause_options or {}, state, policy)
         self.migration = make_migration(migration, migration_options or {}, state, policy, prefill)
@@ -415,7 +418,9 @@ class InstantDispatch:
         (:mod:`bfio.sim.moves`) the queues left then are rebalanced, and when
         something moved the workers admit once more; returns the admissions. With a
         pause rule (:mod:`bfio.sim.pause`) the rule acts first and paused ranks admit
-        nothing. A migration rule (:mod:`bfio.sim.migration`) acts where the moves do."""
+        nothing. A migration rule (:mod:`bfio.sim.migration`) acts after the moves, on
+        the requests no other action acted on (:meth:`bfio.sim.migration.Migration.eligible`)."""
+        self.calls += 1
         if self.preemption is not None:
             evicted = self.preemption.run(self.state)
             if evicted:

@@ -42,7 +42,9 @@ Counted in every run with a rule: ``migrations`` (running requests moved),
 ``migrated_requests``, ``migration_queue_moves`` (queued requests re-bound),
 ``migration_interruptions`` (calls where the rule acted) and, per request, the
 ``migrations`` column. A migrated request's start stays its first admission's.
-Not combined yet with ``queue_moves`` or ``rank_pause`` (refused by name).
+With ``queue_moves`` and ``rank_pause`` (issue 45, actions combined): the pause
+rule acts first in a routing call, the queue moves next, the migration rule
+last, on the requests the others did not act on (:meth:`Migration.eligible`).
 
 Rules (``RULES``, the registry of the rules' names: the CLI's choices and help come from it):
 
@@ -84,7 +86,7 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   instant dispatch.
 - ``bfio``: BF-IO chooses its own migrations (issue 45, "BF-IO with actions"):
   the policy's ``plan_migrations`` (:meth:`bfio.policies.bfio.BFIO.plan_migrations`,
-  :func:`bfio.solvers.dispatch.plan_migrations`). Each routing call (after
+  :func:`bfio.solvers.migration_plan.plan_migrations`, numba kernels). Each routing call (after
   ``freeze_s`` seconds from the last call that acted) it evaluates
   ``evaluations`` running requests, each of the rank with the largest weighted
   predicted load ``sum_h w_h Lhat_g(h)`` (at most ``per_rank`` a rank), the one
@@ -99,7 +101,9 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   those of a barrier that waits ``stall``), ``stall`` the transfer's charge on
   the next step beyond the destination's slack (:mod:`bfio.sim.transfer`, with
   the transfers already pending and planned in the call) or the recompute's
-  ``(s_i + tau_i) token_s``. It migrates to the rank of the largest positive
+  ``token_s`` per token its readmission on ``d`` computes: its prompt less
+  ``d``'s cached prefix, and its generated tokens (:meth:`bfio.prefill.Prefill.resume_tokens`,
+  the formula the simulator charges). It migrates to the rank of the largest positive
   net gain that would seat it at once (a running request is not put to wait);
   a request migrates at most once. A screen that predicts nothing comes first:
   a migration lowers ``J`` by at most ``G sum_h w_h (s_i + tau_i + h)``, so a
@@ -125,11 +129,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.errors import ConfigError
 from bfio.sim.moves import BFIO_EVALUATIONS
-from bfio.sim.rule_options import checked_rule, out_of_range
 from bfio.sim.state import ClusterState, FirstStarts
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer
+from bfio.solvers.migration_plan import MigrationCost, migration_costs
 
 #: how a migrated request's KV reaches its new rank (module docstring)
 KV_MODES = ("recompute", "transfer")
@@ -184,6 +187,22 @@ class Migration:
     def quiet(self) -> bool:
         """Whether the rule does nothing in routing calls while nothing waits."""
         return False
+
+    def eligible(self, dispatch) -> np.ndarray | None:
+        """Per request, whether the rule may act on it in this routing call, or ``None``
+        (every request: the rule runs alone): with queue moves, not one they moved
+        in this call (a request is moved or migrated in a call, never both); with a
+        pause rule, not one it ever paused (its KV stays on its rank, as the queue
+        moves leave it, :mod:`bfio.sim.moves`)."""
+        moves, pause = dispatch.moves, dispatch.pause
+        if moves is None and pause is None:
+            return None
+        ok = np.ones(self.times.shape[0], dtype=bool)
+        if moves is not None:
+            ok &= moves.moved_in != dispatch.calls
+        if pause is not None:
+            ok &= pause.times == 0
+        return ok
 
     def migrate(self, dispatch, i: int, dst: int) -> None:
         """Running request ``i`` moves to the tail of rank ``dst``'s queue (counted)."""
@@ -266,10 +285,16 @@ class RollMigration(Migration):
         first (head first), then its running ones by fewest ``s_i + tau_i`` (ties in
         admission order); ``(request, running)`` pairs."""
         st = dispatch.state
-        out = [(i, False) for i in dispatch.queue(g, limit=k)]
+        ok = self.eligible(dispatch)
+        if ok is None:
+            out = [(i, False) for i in dispatch.queue(g, limit=k)]
+        else:
+            out = [(i, False) for i in dispatch.queue(g) if ok[i]][:k]
         if len(out) < k:
             row = st.slot_request[g]
             ids = row[row >= 0]
+            if ok is not None:
+                ids = ids[ok[ids]]
             ids = ids[np.argsort(self.order[ids], kind="stable")]
             ids = ids[np.argsort(st.workload.prefill[ids] + st.generated[ids], kind="stable")]
             out += [(int(i), True) for i in ids[:k - len(out)]]
@@ -301,17 +326,21 @@ class BfioMigration(Migration):
         if self.last is not None and not st.clock - self.last > o["freeze_s"]:
             return 0
         moves = []
+        ok = self.eligible(dispatch)
         if o["queued"] and dispatch.queued:  # free: a queued request holds no KV (bfio.sim.moves)
-            moves = self.policy.plan_moves(dispatch.dispatch_state(), ~self.away, BFIO_EVALUATIONS)
+            movable = ~self.away if ok is None else ~self.away & ok
+            moves = self.policy.plan_moves(dispatch.dispatch_state(), movable, BFIO_EVALUATIONS)
             for i, dst in moves:
                 self.requeue(dispatch, int(i), int(dst))
         movable = self.candidates(dispatch) if not self.never(dispatch) else None
+        if movable is not None and ok is not None:
+            movable &= ok
         plan = []
         self.closed = None
         if movable is None or not movable.any():
             self.closed = (st.step, st.clock)  # nothing may pay in this state (quiet)
         else:
-            plan = self.policy.plan_migrations(dispatch.dispatch_state(), movable, self.cost, o["evaluations"],
+            plan = self.policy.plan_migrations(dispatch.dispatch_state(), movable, self.cost_model(), o["evaluations"],
                                                o["per_rank"], o["horizon"], self.floors)
         if not plan and not moves:
             return 0
@@ -333,7 +362,7 @@ class BfioMigration(Migration):
         out = np.zeros(self.times.shape[0], dtype=bool)
         if ids.size:
             sizes = (st.workload.prefill[ids] + st.generated[ids]).astype(np.float64)
-            floor = self.floor(dispatch, sizes)
+            floor = self.floor(dispatch, sizes, st.generated[ids].astype(np.float64))
             self.floors[ids] = floor  # the planner's bound before the call's first migration
             out[ids] = self.policy.migration_bound(sizes, st.workers, self.options["horizon"]) > floor
         return out
@@ -354,10 +383,11 @@ class BfioMigration(Migration):
         screen of :meth:`candidates` is linear in a request's size and does not read
         the loads, so when it falls with the size and fails at the workload's
         smallest prompt it fails for every running request (a size is its prompt
-        and what it has generated). Decided once."""
+        and what it has generated); with prefix caches a hit can spare all but the
+        generated tokens, so never. Decided once."""
         if self._never is None:
             self._never = False
-            if self.transfer is None:
+            if self.transfer is None and self.prefill.caches is None:
                 st = dispatch.state
                 self.token_latency_s = dispatch.token_latency_s
                 p = float(st.workload.prefill.min())
@@ -367,9 +397,12 @@ class BfioMigration(Migration):
                 self._never = bool(margin[0] <= 0.0 and margin[1] <= margin[0])
         return self._never
 
-    def floor(self, dispatch, size: np.ndarray) -> np.ndarray:
+    def floor(self, dispatch, size: np.ndarray, generated: np.ndarray | None = None) -> np.ndarray:
         """A lower bound of :meth:`cost` over the destinations of each running request
-        of sizes ``size`` (``s_i + tau_i``), from the state alone: ``recompute`` its cost; ``transfer`` the
+        of sizes ``size`` (``s_i + tau_i``; ``generated``: its ``tau_i``), from the state
+        alone: ``recompute`` its cost, or with prefix caches that of ``tau_i + 1`` tokens
+        (a cache hit leaves at least the last prompt token to compute,
+        :func:`bfio.prefill.cached_tokens`); ``transfer`` the
         charge ``max(0, X_i - t_l (M - m) - max_g pending_g)``, ``M`` the largest
         rank's load with its whole queue admitted (an upper bound of the predicted
         ``Lhat_g(0)``), ``m`` the smallest rank's load (a lower bound), so no
@@ -377,123 +410,52 @@ class BfioMigration(Migration):
         st = dispatch.state
         G, t_l, w = st.workers, float(self.token_latency_s), self.options["cost_weight"]
         if self.transfer is None:
-            stall = size * float(self.prefill.model.token_s)
+            cached = self.prefill.caches is not None
+            stall = ((generated + 1.0) if cached else size) * float(self.prefill.model.token_s)
         else:
             slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
                 float(self.transfer.pending.max())
             stall = np.maximum(0.0, self.transfer.seconds_of(size) - slack)
         return w * G * stall / t_l
 
+    def cost_model(self) -> MigrationCost:
+        """What migrating a running request costs the planner
+        (:class:`~bfio.solvers.migration_plan.MigrationCost`), in ``J``'s units
+        (token-steps): ``cost_weight x G x stall / t_l``, ``stall`` the seconds every
+        rank waits at the barrier for it (``G x stall`` rank-seconds idle, as ``t_l (G
+        max_g L_g - sum_g L_g)`` are in a step; ``t_l`` the dispatch's seconds per
+        resident token of the slowest rank). ``recompute``: per destination the tokens
+        its readmission there computes (:meth:`bfio.prefill.Prefill.resume_tokens`: its
+        prompt less that rank's cached prefix, and its generated tokens; the formula
+        the simulator charges) at ``token_s`` each (the barrier waits for them when no
+        other rank prefills). ``transfer``: the charge of :mod:`bfio.sim.transfer` on the
+        next step, ``max(0, max_g (share_g + X_g) - max_g share_g)`` with the request's
+        ``X_i`` added to the destination's pending transfers and the call's earlier
+        migrations, less what those already cost; shares ``t_l Lhat_g(0)`` of the
+        predicted loads without it, its tokens on the destination
+        (:func:`bfio.solvers.migration_plan._transfer_costs`)."""
+        G, t_l, w = self.state.workers, float(self.token_latency_s), float(self.options["cost_weight"])
+        if self.transfer is not None:
+            return MigrationCost(seconds=self.transfer.seconds_of, pending=self.transfer.pending, weight=w,
+                                 token_latency_s=t_l)
+        prefill, generated, token_s = self.prefill, self.state.generated, float(self.prefill.model.token_s)
+
+        def fixed(ids: np.ndarray) -> np.ndarray:
+            tokens = np.array([prefill.resume_tokens(int(i), int(generated[i])) for i in ids], dtype=np.float64)
+            return w * G * (tokens.reshape(len(ids), G) * token_s) / t_l
+
+        return MigrationCost(fixed=fixed)
+
     def cost(self, i: int, loads: np.ndarray, planned: list[tuple[int, int]]) -> np.ndarray:
-        """Per destination rank, what migrating running request ``i`` costs in ``J``'s
-        units (token-steps): ``cost_weight x G x stall / t_l``, ``stall`` the seconds
-        every rank waits at the barrier for it (``G x stall`` rank-seconds idle, as
-        ``t_l (G max_g L_g - sum_g L_g)`` are in a step; ``t_l`` the dispatch's
-        seconds per resident token of the slowest rank). ``recompute``: its ``s_i +
-        tau_i`` tokens through the prefill model at ``token_s`` each (the barrier
-        waits for them when no other rank prefills; a prefix-cache hit is not
-        subtracted). ``transfer``: the charge of :mod:`bfio.sim.transfer` on the next
-        step, ``max(0, max_g (share_g + X_g) - max_g share_g)`` with the request's
-        ``X_i`` added to the destination's pending transfers, less what the pending
-        ones already cost; shares ``t_l Lhat_g(0)`` of the predicted loads ``loads``
-        (without it) with its tokens on the destination."""
-        G, t_l, w = loads.shape[0], float(self.token_latency_s), self.options["cost_weight"]
-        sizes = self.state.workload.prefill + self.state.generated
-        size = float(sizes[i])
-        if w == 0.0:
-            return np.zeros(G)
-        if self.transfer is None:
-            stall = np.full(G, size * float(self.prefill.model.token_s))
-        else:
-            pending = self.transfer.pending.copy()
-            if planned:
-                j, d = np.array(planned, dtype=np.int64).T
-                np.add.at(pending, d, self.transfer.seconds_of(sizes[j].astype(np.float64)))
-            eye = np.eye(G)
-            shares = t_l * (loads[None, :, 0] + size * eye)  # row d: the request on rank d
-            top = shares.max(axis=1)
-            now = np.maximum(0.0, (shares + pending).max(axis=1) - top)
-            x = float(self.transfer.seconds_of(np.array([size]))[0])
-            stall = np.maximum(0.0, (shares + pending + x * eye).max(axis=1) - top) - now
-        return w * G * stall / t_l
+        """Per destination rank, what migrating running request ``i`` costs the planner
+        (:meth:`cost_model`) with the predicted loads ``loads`` ``(G, W + 1)`` without
+        it and the call's earlier migrations ``planned`` (``(request, rank)``)."""
+        held = self.state.workload.prefill + self.state.generated
+        return migration_costs(self.cost_model(), np.array([i]), held, loads[:, 0], planned)[0]
 
 
 RULES = {"roll": RollMigration, "bfio": BfioMigration}
 MIGRATIONS = ("none", *RULES)
-
-
-def check_roll_options(o: dict) -> None:
-    """ROLL's options within their ranges."""
-    if o["threshold"] < 1:
-        out_of_range("migration_options", "roll", "threshold", o["threshold"], ">= 1 (in-flight requests)")
-    if o["freeze_s"] < 0:
-        out_of_range("migration_options", "roll", "freeze_s", o["freeze_s"], ">= 0 (seconds)")
-
-
-def check_bfio_options(o: dict, policy) -> None:
-    """BF-IO's migration options within their ranges, and a policy that plans migrations."""
-    if not hasattr(policy, "plan_migrations"):
-        raise ConfigError(f"migration: 'bfio' asks the policy which running requests to migrate; policy "
-                          f"'{policy.name}' plans no migrations (use roll, or policy bfio)")
-    if o["cost_weight"] < 0:
-        out_of_range("migration_options", "bfio", "cost_weight", o["cost_weight"], ">= 0")
-    if o["horizon"] < 0:
-        out_of_range("migration_options", "bfio", "horizon", o["horizon"], ">= 0 (steps; 0: the policy's window)")
-    for key in ("evaluations", "per_rank"):
-        if o[key] < 1:
-            out_of_range("migration_options", "bfio", key, o[key], ">= 1 (requests)")
-    if o["freeze_s"] < 0:
-        out_of_range("migration_options", "bfio", "freeze_s", o["freeze_s"], ">= 0 (seconds)")
-    if o["queued"] not in (0, 1):
-        out_of_range("migration_options", "bfio", "queued", o["queued"], "0 or 1")
-
-
-def check_kv_options(o: dict, given: dict, rule: str, prefill) -> None:
-    """The KV's way (``kv``) and its link's options: ``recompute`` needs the prefill
-    model, ``transfer`` runs without it; a link's option given with ``recompute``
-    would do nothing and is refused."""
-    where = "migration_options"
-    if o["kv"] not in KV_MODES:
-        raise ConfigError(f"{where}: kv of {rule!r} must be one of {', '.join(KV_MODES)}, got {o['kv']!r}")
-    for key in ("transfer_gbps", "kv_bytes_per_token"):
-        if o[key] <= 0:
-            raise ConfigError(f"{where}: {key} of {rule!r} must be > 0, got {o[key]!r}")
-    if o["kv"] == "recompute":
-        link = sorted(set(given or {}) & {"transfer_gbps", "kv_bytes_per_token"})
-        if link:
-            raise ConfigError(f"{where}: {', '.join(link)} apply to kv 'transfer'; kv 'recompute' sends no KV")
-        if prefill is None:
-            raise ConfigError(f"{where}: kv 'recompute' of {rule!r} recomputes a migrated request's prompt and "
-                              "generated tokens through the prefill model; give prefill=PrefillModel(...) (CLI: "
-                              "--prefill-chunk-tokens N), or kv 'transfer'")
-    elif prefill is not None:
-        raise ConfigError(f"{where}: kv 'transfer' with the prefill model is not modelled yet (a transferred "
-                          "KV's place in its accounting); run it without prefill=..., or kv 'recompute'")
-
-
-def check_migration(migration, options, dispatch: str, prefill, barrier: str, queue_moves: str,
-                    rank_pause: str, policy=None) -> tuple[str, dict]:
-    """``migration`` and its options checked against the run: a known rule, its
-    known options in range, instant dispatch, the KV's way against the prefill
-    model, a lockstep barrier, no other action; for ``bfio`` a ``policy`` that plans
-    migrations. Returns the rule and its full options."""
-    migration, full = checked_rule("migration", migration, RULES, options, dispatch, "migration",
-                                   "re-queues requests on other ranks' queues")
-    if migration == "none":
-        return "none", {}
-    if migration == "roll":
-        check_roll_options(full)
-    elif migration == "bfio":
-        check_bfio_options(full, policy)
-    check_kv_options(full, options, migration, prefill)
-    if barrier == "independent":
-        raise ConfigError(f"migration: {migration!r} evens out the ranks of a lockstep barrier; "
-                          "step_model.barrier 'independent' has none")
-    for other, value in (("queue_moves", queue_moves), ("rank_pause", rank_pause)):
-        if value != "none":
-            raise ConfigError(f"migration: {migration!r} with {other} {value!r} is not modelled yet (one action "
-                              "per run; each re-binds the others' requests)")
-    return migration, full
 
 
 def make_migration(migration: str, options: dict, state: ClusterState, policy, prefill) -> Migration | None:

@@ -19,7 +19,10 @@ a request not in a queue. Every move is counted: metrics ``queue_move_count`` an
 
 A request that was preempted and put back in a queue does not move (the PR
 below excludes retracted requests), nor one a pause rule paused while it ran
-(:mod:`bfio.sim.pause`: its KV stays on its rank).
+(:mod:`bfio.sim.pause`: its KV stays on its rank), nor one a migration rule
+migrated that waits for its seat (:mod:`bfio.sim.migration`: the rule chose its
+rank). With a migration rule the moves run first; the migration rule then
+leaves alone what they moved in the call.
 
 Rules (``MOVES``):
 
@@ -47,7 +50,9 @@ Rules (``MOVES``):
   ranks) is not modelled: a move takes effect in the routing call that plans it.
 - ``bfio``: the policy's ``plan_moves`` (:meth:`bfio.policies.bfio.BFIO.plan_moves`):
   the tails of the most backed-up queues re-bound by the same ``J`` and ties as
-  instant BF-IO's arrivals (:func:`bfio.solvers.dispatch.plan_moves`), moved when
+  instant BF-IO's arrivals (:func:`bfio.solvers.dispatch.plan_moves`; its numba
+  kernel :func:`bfio.solvers.move_plan.plan_moves` when ``J`` is the imbalance
+  alone), moved when
   ``J`` falls (or ties and the request starts earlier); at most
   :data:`BFIO_EVALUATIONS` evaluations per routing call. A request may move
   again in a later call (a move is free here; no cap per request). The
@@ -82,6 +87,8 @@ class QueueMoves:
     def __init__(self, state: ClusterState, policy):
         self.policy = policy
         self.times = np.zeros(state.requests, dtype=np.int64)
+        #: per request the routing call (:attr:`bfio.sim.dispatch.InstantDispatch.calls`) of its last move
+        self.moved_in = np.zeros(state.requests, dtype=np.int64)
         self.count = 0
 
     def plan(self, dispatch, movable: np.ndarray) -> list[tuple[int, int]]:
@@ -94,10 +101,13 @@ class QueueMoves:
         movable = np.ones(self.times.shape[0], dtype=bool) if pre is None else pre.times == 0
         if dispatch.pause is not None:  # a paused running request keeps its KV on its rank
             movable &= dispatch.pause.times == 0
+        if dispatch.migration is not None:  # a migrated request waits for its seat where it was sent
+            movable &= ~dispatch.migration.away
         orders = self.plan(dispatch, movable)
         for i, dst in orders:
             dispatch.move(int(i), int(dst))
             self.times[i] += 1
+            self.moved_in[i] = dispatch.calls
         self.count += len(orders)
         return len(orders)
 

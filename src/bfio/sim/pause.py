@@ -69,6 +69,7 @@ from bfio.errors import ConfigError
 from bfio.sim.dyntra_lb import balance_load
 from bfio.sim.rule_options import checked_rule, out_of_range
 from bfio.sim.state import ClusterState, FirstStarts
+from bfio.solvers.queue_kernels import flat_queues
 
 #: DyntraLB's options and their defaults (``DyntraLBConfig``; ``block_tokens``: the block size)
 DYNTRA_DEFAULTS = {"mode": "dynamic", "start_step": 250, "end_step": -1, "bubble_threshold": 5.0,
@@ -211,19 +212,22 @@ class DyntraLbPause(RankPause):
         of the call and a frozen rank with a free slot counted as paused."""
         st = dispatch.state
         G, B = st.workers, st.slots
-        running, cands = [], []
-        for g in range(G):
-            row = st.slot_request[g]
-            ids = row[row >= 0]
-            running.append(ids[np.argsort(self.order[ids], kind="stable")])
-            cands.append(np.asarray(dispatch.queue(g, limit=2 * B - ids.shape[0]), dtype=np.int64))
+        sr = st.slot_request
+        rank, _ = np.nonzero(sr >= 0)
+        ids = sr[sr >= 0]
+        ids = ids[np.lexsort((self.order[ids], rank))]  # per rank (in rank order) its running ones, admission order
+        n_run = np.bincount(rank, minlength=G).astype(np.int64)
+        running = np.split(ids, np.cumsum(n_run)[:-1])
+        qptr, qids = flat_queues(dispatch.head, dispatch.next, dispatch.length)
+        n_wait = np.minimum(np.diff(qptr), 2 * B - n_run)  # each queue's first 2B - running
+        cands = [qids[qptr[g]:qptr[g] + n_wait[g]] for g in range(G)]
         M = max(2 * B, 1)
         run_b, wait_b = np.zeros((G, M), np.int64), np.zeros((G, M), np.int64)
-        n_run = np.array([r.shape[0] for r in running], np.int64)
-        n_wait = np.array([c.shape[0] for c in cands], np.int64)
+        blocks = self._blocks(np.concatenate(running + cands), st)  # every rank's, in one pass
+        ends = np.cumsum(np.concatenate((n_run, n_wait)))
         for g in range(G):
-            run_b[g, :n_run[g]] = self._blocks(running[g], st)
-            wait_b[g, :n_wait[g]] = self._blocks(cands[g], st)
+            run_b[g, :n_run[g]] = blocks[ends[g] - n_run[g]:ends[g]]
+            wait_b[g, :n_wait[g]] = blocks[ends[G + g] - n_wait[g]:ends[G + g]]
         K = 2 * DYNTRA_MAX_ITERS + M + 1
         out_b, in_b = np.zeros((G, K), np.int64), np.zeros((G, K), np.int64)
         n_out, n_in, freeze = np.zeros(G, np.int64), np.zeros(G, np.int64), np.zeros(G, np.bool_)

@@ -17,7 +17,7 @@ from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.policies import Policy, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, REQUIREMENTS
 from bfio.prefill import PrefillModel
-from bfio.sim.migration import check_migration
+from bfio.sim.migration_checks import check_migration
 from bfio.sim.moves import check_queue_moves
 from bfio.sim.pause import check_rank_pause
 from bfio.step_model import StepCoefficients, StepModel
@@ -159,7 +159,7 @@ def setup(workload, workers, slots, policy, *, seed, constants, entry, policy_op
     rank_pause, rank_pause_options = check_rank_pause(rank_pause, rank_pause_options, dispatch, prefill,
                                                       step_model.barrier)
     migration, migration_options = check_migration(migration, migration_options, dispatch, prefill,
-                                                   step_model.barrier, queue_moves, rank_pause, policy)
+                                                   step_model.barrier, policy)
     coefficients = None if step_model.is_paper else step_model.coefficients()
     run = Setup(workload=workload, workers=workers, slots=slots, policy=policy, seed=seed, constants=constants,
                 entry=entry, dispatch=dispatch, prefill=prefill, step_model=step_model, queue_moves=queue_moves,

@@ -1,0 +1,320 @@
+"""BF-IO's migration planner (issue 45, ``migration = bfio``, :mod:`bfio.sim.migration`)
+as numba kernels: which running requests move, each evaluation scoring one request
+on every rank (its ``J`` there and its KV's cost) in a few microseconds instead of
+a Python loop of NumPy calls (the planner cost 2.9x the run without it over NVLink,
+``benchmarks/bfio_actions.py --cpu``).
+
+The rule is :func:`plan_migrations`' docstring; the phases are small kernels, each
+stating its invariant:
+
+- the phases shared with the queue moves' kernel (:mod:`bfio.solvers.queue_kernels`):
+  the slots' release offsets as sorted rows, a queue admitted into them, ``J`` and
+  per destination ``J`` with the request appended to its queue;
+- :func:`_transfer_costs`: a transfer's charge beyond what the barrier already
+  waits (:mod:`bfio.sim.transfer`), per destination;
+- :func:`candidate_order`: per rank the requests to evaluate, heaviest first;
+- :func:`_plan`: the loop.
+
+A migration's cost (:class:`MigrationCost`) is what the simulator's migration rule
+declares: per candidate and destination a fixed part in ``J``'s units (a
+recompute's tokens, :meth:`bfio.sim.migration.BfioMigration.cost_model`) plus, for a
+KV sent over a link, the barrier's wait for it, which depends on the loads and on
+the migrations planned earlier in the call, so it is computed in the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from bfio.jit import helper, kernel
+from bfio.solvers.dispatch import TOLERANCE
+from bfio.solvers.queue_kernels import _admit_queue, _candidate_costs, _objective, _replace_min, _swap_value
+from bfio.solvers.objective import ObjectiveTerms
+
+
+@dataclass(frozen=True)
+class MigrationCost:
+    """What migrating a running request costs, in ``J``'s units (token-steps):
+    ``fixed(ids)`` ``(n, G)`` per request of ``ids`` and destination (``None``: 0),
+    plus with ``seconds`` (a KV sent over a link: ``seconds(tokens)`` its transfer's
+    ``X_i``, :meth:`bfio.sim.transfer.KvTransfer.seconds_of`) ``weight x G x stall /
+    t_l``, ``stall`` what the barrier of the next step waits for it beyond what it
+    waits already for the ranks' ``pending`` transfers and the call's earlier
+    migrations (:func:`_transfer_costs`; ``t_l`` the seconds per resident token of a
+    rank's share)."""
+
+    fixed: Callable[[np.ndarray], np.ndarray] | None = None
+    seconds: Callable[[np.ndarray], np.ndarray] | None = None
+    pending: np.ndarray | None = None
+    weight: float = 1.0
+    token_latency_s: float = 1.0
+
+
+@helper
+def _transfer_costs(now_loads, size, x, pending, weight, t_l, out):
+    """``out[d] += weight G stall_d / t_l``: the seconds ``stall_d`` the next step's
+    barrier waits for a transfer of ``x`` seconds to rank ``d`` beyond what it waits
+    for the ``pending`` ones (per rank), shares ``t_l L_g`` of the loads
+    ``now_loads`` (offset 0, without the request) with its ``size`` tokens on ``d``:
+    ``max(0, max_g (share_g + X_g) - max_g share_g)`` with and without it
+    (:meth:`bfio.sim.transfer.KvTransfer.charge`). Invariant: ``out[d]`` grows by at
+    least 0."""
+    G = now_loads.shape[0]
+    for d in range(G):
+        top = -np.inf
+        busy = -np.inf
+        full = -np.inf
+        for g in range(G):
+            share = t_l * (now_loads[g] + (size if g == d else 0.0))
+            if share > top:
+                top = share
+            v = share + pending[g]
+            if v > busy:
+                busy = v
+            if g == d:
+                v += x
+            if v > full:
+                full = v
+        stall = max(0.0, full - top) - max(0.0, busy - top)
+        out[d] += weight * G * stall / t_l
+
+
+@kernel
+def candidate_order(held, remaining, movable, c0, c1, per_rank):
+    """Per rank ``g`` the slots to evaluate, ``(G, per_rank)`` and their counts: its
+    ``movable`` slots in decreasing weighted in-place profile ``held c0[r] + c1[r]``
+    (``r`` the slot's release offset, capped at the window's ``W + 1 = len(c0) -
+    1``; ties in slot order: a stable sort), the first ``per_rank``. Invariant: row
+    ``g``'s first ``counts[g]`` entries are a prefix of that stable order."""
+    G, B = held.shape
+    W1 = c0.shape[0] - 1
+    out = np.full((G, per_rank), -1, dtype=np.int64)
+    counts = np.zeros(G, dtype=np.int64)
+    order = np.empty(B, dtype=np.int64)
+    keys = np.empty(B)
+    for g in range(G):
+        n = 0
+        for b in range(B):
+            if not movable[g, b]:
+                continue
+            r = min(remaining[g, b], W1)
+            keys[n] = held[g, b] * c0[r] + c1[r]
+            order[n] = b
+            q = n
+            while q > 0 and keys[q - 1] < keys[q]:  # insertion: only strictly smaller ones move back
+                keys[q - 1], keys[q] = keys[q], keys[q - 1]
+                order[q - 1], order[q] = order[q], order[q - 1]
+                q -= 1
+            n += 1
+        counts[g] = min(per_rank, n)
+        for k in range(counts[g]):
+            out[g, k] = order[k]
+    return out, counts
+
+
+@kernel
+def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, counts, w, budget, floor, use_floor,
+          fixed, transfer, x, pending, weight, t_l, out_i, out_d):
+    """The planner's loop (:func:`plan_migrations`): ``base`` ``(G, W + 1)`` and the
+    slots' release offsets ``remaining`` ``(G, B)`` before the queues, updated with
+    each migration; rank ``g``'s ``t``-th candidate is slot ``cand[g, t]``
+    (request ``slots[g, cand[g, t]]``, its fixed cost ``fixed[g, t]`` per
+    destination and transfer seconds ``x[g, t]``; ``pending`` updated with the
+    planned transfers). Returns the number of migrations written to ``out_i``,
+    ``out_d``. Invariant: each evaluation sees the loads with every earlier
+    migration of the call applied."""
+    G, W1 = base.shape
+    rel0 = np.sort(remaining)  # per row: the sorted rows are the heaps of bfio.solvers.dispatch
+    loads = base.copy()
+    rel = rel0.copy()
+    for g in range(G):
+        _admit_queue(loads[g], rel[g], qids[qptr[g]:qptr[g + 1]], sizes, lifetimes)
+    stay = _objective(loads, w)
+    tried = np.zeros(G, dtype=np.int64)
+    without = np.empty_like(loads)
+    row_rel = np.empty(rel.shape[1], dtype=rel.dtype)
+    freed = np.empty(rel.shape[1], dtype=rel.dtype)
+    profile = np.empty(W1)
+    J = np.empty(G)
+    cost = np.empty(G)
+    entry = np.empty(G, dtype=np.int64)
+    n = 0
+    for _ in range(budget):
+        g = -1
+        best = -np.inf
+        for k in range(G):
+            if tried[k] < counts[k]:
+                v = 0.0
+                for h in range(W1):
+                    v += loads[k, h] * w[h]
+                if g < 0 or v > best:
+                    g, best = k, v
+        if g < 0:
+            break
+        t = tried[g]
+        b = cand[g, t]
+        i = slots[g, b]
+        tried[g] += 1
+        r, size = remaining[g, b], float(held[g, b])
+        for h in range(W1):
+            profile[h] = size + h if h < r else 0.0
+        if use_floor and n == 0 and qptr[g] == qptr[g + 1]:
+            most = 0.0
+            for h in range(W1):
+                others = 0.0 if G == 1 else -np.inf
+                for k in range(G):
+                    if k != g and loads[k, h] > others:
+                        others = loads[k, h]
+                most += min(profile[h], max(0.0, loads[g, h] - others)) * w[h]
+            if G * most <= floor[i]:
+                continue
+        freed[:] = rel0[g]
+        _swap_value(freed, r, 0)
+        row_rel[:] = freed
+        without[:] = loads
+        for h in range(W1):
+            without[g, h] = base[g, h] - profile[h]
+        _admit_queue(without[g], row_rel, qids[qptr[g]:qptr[g + 1]], sizes, lifetimes)
+        for k in range(G):
+            entry[k] = row_rel[0] if k == g else rel[k, 0]
+        _candidate_costs(without, entry, size, r, w, J)
+        for k in range(G):
+            cost[k] = fixed[g, t, k]
+        if transfer:
+            _transfer_costs(without[:, 0], size, x[g, t], pending, weight, t_l, cost)
+        d = -1
+        top = -np.inf
+        for k in range(G):
+            if k != g and entry[k] == 0:
+                net = stay - J[k] - cost[k]
+                if d < 0 or net > top:
+                    d, top = k, net
+        if d < 0 or not top > TOLERANCE * max(1.0, abs(stay)):
+            continue
+        for h in range(W1):
+            base[g, h] -= profile[h]
+            base[d, h] += profile[h]
+            without[d, h] += profile[h]
+        rel0[g] = freed
+        _swap_value(rel0[d], 0, r)
+        _replace_min(rel[d], r)
+        rel[g] = row_rel
+        loads[:] = without
+        stay = J[d]
+        if transfer:
+            pending[d] += x[g, t]
+        out_i[n] = i
+        out_d[n] = d
+        n += 1
+    return n
+
+
+_NO_FLOOR = np.zeros(1)
+_WEIGHTS: dict = {}
+
+
+def _prefix_weights(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``c0[r] = sum_{h<r} w_h``, ``c1[r] = sum_{h<r} h w_h``: ``sum_h w_h (held_i + h) [h <
+    r_i] = held_i c0[r_i] + c1[r_i]``, a running request's weighted in-place profile
+    (kept per weights: a policy's window is one array a run)."""
+    key = w.tobytes()
+    out = _WEIGHTS.get(key)
+    if out is None:
+        out = _WEIGHTS[key] = (np.concatenate(([0.0], np.cumsum(w))),
+                               np.concatenate(([0.0], np.cumsum(np.arange(w.shape[0]) * w))))
+    return out
+
+
+def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.ndarray, np.ndarray],
+                    sizes: np.ndarray, lifetimes: np.ndarray, slots: np.ndarray, held: np.ndarray,
+                    movable: np.ndarray, terms: ObjectiveTerms, cost: MigrationCost, budget: int, per_rank: int,
+                    floor: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """Running requests to migrate (issue 45, ``migration = bfio``,
+    :mod:`bfio.sim.migration`): at most ``budget`` evaluations, each of one running
+    request of the worker with the largest weighted predicted load ``sum_h w_h
+    Lhat_g(h)`` (among ties the first) that has one left to try (at most
+    ``per_rank`` each), its request with the largest weighted in-place profile
+    first (``held_i + h`` while ``h < remaining_i``: the one whose departure lowers
+    that worker's load the most over the window; ties in slot order). The request
+    leaves its slot (the worker's queue then takes it:
+    :func:`bfio.solvers.dispatch.queue_profiles` with that slot free) and is bound
+    again as :func:`bfio.solvers.dispatch.bind` binds an arrival (at the tail of
+    each worker's queue, adding ``held_i + (h - e)`` for ``e <= h < e +
+    remaining_i``). Its gain on worker ``d`` is ``J`` now (the predicted loads, the
+    request in place) minus ``J`` with it on ``d``, in ``J``'s units (token-steps,
+    weighted); its ``cost`` (:class:`MigrationCost`, the same units, with the
+    migrations planned so far in the call) is subtracted. It migrates to the
+    worker of the largest net gain when that is positive (beyond the ties'
+    tolerance), that worker is another one and would seat it at once (``e = 0``: a
+    running request is not put to wait); moves are applied to the predicted loads
+    as they are made, and a request is evaluated once a call.
+
+    ``base`` ``(G, W + 1)``: the running requests' predicted loads; per slot ``(G,
+    B)``: ``remaining`` its release offset (``r_i`` >= 1, 0 when free), ``slots`` its
+    request (-1 when free), ``held`` its ``s_i + tau_i`` and ``movable`` whether it
+    may migrate; ``queues`` the workers' FIFO queues as ``(ptr, ids)``
+    (:func:`flat_queues`) admitted as :func:`~bfio.solvers.dispatch.queue_profiles`
+    admits them (``sizes``, ``lifetimes`` per request). ``floor[i]`` (optional,
+    per request): a lower bound of request ``i``'s cost over the workers, valid
+    before the call's first migration; until then an evaluation whose worker has
+    an empty queue is skipped when the most its departure can lower ``J``, ``G
+    sum_h w_h min(profile_i(h), (Lhat_g(h) - max_{g' != g} Lhat_g'(h))^+)`` (the
+    envelope falls at most to the next rank; joining a worker never lowers it), is
+    at most ``floor[i]``: it would not migrate (the same plan, fewer
+    evaluations). Only ``J``'s imbalance term (``terms`` without extra terms).
+    Returns ``(request, worker)`` pairs in order."""
+    if terms.extra:
+        raise ValueError(f"plan_migrations scores the imbalance term alone; got the extra terms "
+                         f"{[t.name for t in terms.extra]}")
+    G = slots.shape[0]
+    w = terms.weights
+    held = np.asarray(held, dtype=np.int64)
+    remaining = np.asarray(remaining, dtype=np.int64)
+    c0, c1 = _prefix_weights(w)
+    cand, counts = candidate_order(held, remaining, np.asarray(movable, dtype=np.bool_), c0, c1, int(per_rank))
+    P = cand.shape[1]
+    fixed = np.zeros((G, P, G))
+    picked = cand >= 0
+    if cost.fixed is not None and picked.any():
+        fixed[picked] = cost.fixed(np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked])
+    transfer = cost.seconds is not None and cost.weight != 0.0
+    x, pending = np.zeros((G, P)), np.zeros(G)
+    if transfer:
+        x = np.asarray(cost.seconds(np.take_along_axis(held, np.maximum(cand, 0), axis=1).astype(np.float64)),
+                       dtype=np.float64)
+        pending = np.array(cost.pending, dtype=np.float64)
+    out_i = np.empty(max(1, int(budget)), dtype=np.int64)
+    out_d = np.empty_like(out_i)
+    n = _plan(np.array(base, dtype=np.float64, order="C"), remaining, queues[0], queues[1],
+              np.asarray(sizes, dtype=np.int64), np.asarray(lifetimes, dtype=np.int64), slots, held, cand, counts,
+              np.ascontiguousarray(w, dtype=np.float64), int(budget),
+              _NO_FLOOR if floor is None else np.asarray(floor, dtype=np.float64), floor is not None, fixed,
+              transfer, x, pending, float(cost.weight), float(cost.token_latency_s), out_i, out_d)
+    return [(int(out_i[k]), int(out_d[k])) for k in range(n)]
+
+
+def migration_costs(cost: MigrationCost, ids: np.ndarray, held: np.ndarray, loads0: np.ndarray,
+                    planned: list[tuple[int, int]] = ()) -> np.ndarray:
+    """``(n, G)``: what migrating each of ``ids`` (``held[i] = s_i + tau_i``) costs per
+    destination when the ranks' loads at offset 0 are ``loads0`` (without it) and the
+    call has planned ``planned`` (``(request, worker)``; their transfers pending): the
+    planner's own cost (:func:`_transfer_costs`), for tests and reports."""
+    ids = np.asarray(ids, dtype=np.int64)
+    G = loads0.shape[0]
+    out = np.zeros((ids.shape[0], G)) if cost.fixed is None else np.array(cost.fixed(ids), dtype=np.float64)
+    if cost.seconds is None or cost.weight == 0.0:
+        return out
+    pending = np.array(cost.pending, dtype=np.float64)
+    for j, d in planned:
+        pending[d] += cost.seconds(np.array([float(held[j])]))[0]
+    x = cost.seconds(held[ids].astype(np.float64))
+    for k in range(ids.shape[0]):
+        _transfer_costs(np.asarray(loads0, dtype=np.float64), float(held[ids[k]]), float(x[k]), pending,
+                        float(cost.weight), float(cost.token_latency_s), out[k])
+    return out
+
+
+__all__ = ["MigrationCost", "candidate_order", "migration_costs", "plan_migrations"]
