@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bfio.solvers import solve, trivial_bound
-from bfio.solvers.bounds import lp_bound, relaxation, safe_lagrangian
+from bfio.errors import ConfigError
+from bfio.solvers.bounds import LP_SOLVERS, lp_bound, relaxation, safe_lagrangian
 from bfio.solvers.instance import Instance
 from bfio.solvers.random_instances import random_feasible, random_instance
 
@@ -79,13 +80,37 @@ def test_a_tight_instance_is_bounded_exactly():
     assert abs(lp_bound(inst)) <= 1e-9
 
 
+def test_both_lp_algorithms_bound_the_optimum_and_agree(cases):
+    # the interior point (no crossover, the default) and the simplex solve the same LP:
+    # each read-back is a lower bound, and they agree to HiGHS's tolerances
+    for inst, opt, b in cases:
+        s = lp_bound(inst, lp_solver="simplex", details=True)
+        assert s.value <= opt.objective + _tol(opt.objective)
+        assert abs(s.value - b.value) <= 1e-5 * max(1.0, abs(s.value)), (s, b)
+
+
+def test_an_unknown_lp_solver_is_refused_by_name():
+    inst = Instance(base=np.zeros((2, 2), dtype=np.int64), free=np.array([1, 1]), sizes=np.array([3, 4]),
+                    ages=np.array([0, 0]))
+    with pytest.raises(ConfigError, match="lp_solver: expected ipm | simplex, got 'barrier'"):
+        lp_bound(inst, lp_solver="barrier")
+
+
+def test_a_time_limit_leaves_a_valid_bound(cases):
+    # stopped before optimality, the read-back at whatever duals HiGHS has is still a lower bound
+    for inst, opt, _ in cases[:10]:
+        for solver in LP_SOLVERS:
+            b = lp_bound(inst, time_limit_s=1e-6, lp_solver=solver)
+            assert trivial_bound(inst) - _tol(b) <= b <= opt.objective + _tol(opt.objective)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 2**31 - 1))
-def test_bound_below_optimum_hypothesis(seed):
+@given(st.integers(0, 2**31 - 1), st.sampled_from(LP_SOLVERS))
+def test_bound_below_optimum_hypothesis(seed, solver):
     rng = np.random.default_rng(seed)
     inst = random_instance(rng, workers=int(rng.integers(1, 5)), waiting=int(rng.integers(0, 8)),
                            discount="random", lifetimes="random")
-    b = lp_bound(inst)
+    b = lp_bound(inst, lp_solver=solver)
     if inst.admissible == 0:
         assert b == trivial_bound(inst)
         return
