@@ -46,10 +46,14 @@ def test_bound_is_between_trivial_bound_and_the_proven_optimum(cases):
 
 
 def test_safe_readback_matches_the_lp_and_the_bound_improves_somewhere(cases):
-    # the Lagrangian at HiGHS's duals is the LP's optimum up to its tolerances
-    for _, _, b in cases:
-        assert b.status == "Optimal"
-        assert abs(b.lagrangian - b.lp) <= 1e-6 * max(1.0, abs(b.lp))
+    # the Lagrangian at HiGHS's duals is the LP's optimum up to its tolerances (the
+    # interior point's, IPM_TOLERANCE, are looser than the simplex's)
+    for inst, _, b in cases:
+        assert b.status in ("Optimal", "Unknown")  # HiGHS's word for an IPM stopped at IPM_TOLERANCE
+        assert abs(b.lagrangian - b.lp) <= 1e-4 * max(1.0, abs(b.lp), abs(b.trivial))
+        s = lp_bound(inst, lp_solver="simplex", details=True)
+        assert s.status == "Optimal"
+        assert abs(s.lagrangian - s.lp) <= 1e-6 * max(1.0, abs(s.lp))
     # and the relaxation is strictly better than the trivial bound on some instances
     assert sum(b.value > b.trivial + 1e-6 * max(1.0, abs(b.trivial)) for _, _, b in cases) >= 5
 
@@ -86,7 +90,7 @@ def test_both_lp_algorithms_bound_the_optimum_and_agree(cases):
     for inst, opt, b in cases:
         s = lp_bound(inst, lp_solver="simplex", details=True)
         assert s.value <= opt.objective + _tol(opt.objective)
-        assert abs(s.value - b.value) <= 1e-5 * max(1.0, abs(s.value)), (s, b)
+        assert abs(s.value - b.value) <= 1e-4 * max(1.0, abs(s.value), abs(s.trivial)), (s, b)
 
 
 def test_an_unknown_lp_solver_is_refused_by_name():
