@@ -14,7 +14,8 @@ often negative on these calls).
 
     python benchmarks/bench_lower_bound.py [--workers 256,1024] [--calls 10] [--every 25] [--skip 150] [--json FILE]
 
-Target (issue 40): median certified gap at most 1%.
+Target (issue 40): median certified gap at most 1%. With BF-IO's defaults (``drain:100``,
+whose placement sub-problem this capture cannot see): ``bench_certified_gap.py``.
 """
 
 import argparse

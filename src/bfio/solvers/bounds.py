@@ -190,12 +190,34 @@ def relaxation(inst) -> dict:
             "offset": -float(w @ base.sum(axis=0))}
 
 
-def lp_bound(inst, time_limit_s: float = 60.0, details: bool = False):
+#: HiGHS's LP algorithms :func:`lp_bound` may run (option ``lp_solver``): the interior point
+#: method without crossover (default: the captured ``G = 1024`` calls' LPs, 3-4 million
+#: nonzeros, finish in 30-50 s, where the dual simplex ran past 60 s on half of them and
+#: left only :func:`~bfio.solvers.trivial_bound`), or the simplex.
+LP_SOLVERS = ("ipm", "simplex")
+#: The interior point's optimality tolerance: HiGHS's default 1e-8 takes 60 s and more on
+#: a captured ``G = 1024`` call (0.8-1.6 s an iteration), 1e-6 41 s for a bound 0.014% below
+#: the LP's optimum (1,251,138 against 1,251,310), 1e-4 26 s and 1% below. The read-back
+#: (:func:`safe_lagrangian`) is a lower bound at any tolerance; HiGHS may then call the
+#: status ``Unknown`` rather than ``Optimal``.
+IPM_TOLERANCE = 1e-6
+
+
+def check_lp_solver(value) -> str:
+    from bfio.errors import ConfigError
+
+    if value not in LP_SOLVERS:
+        raise ConfigError(f"lp_solver: expected {' | '.join(LP_SOLVERS)}, got {value!r}")
+    return value
+
+
+def lp_bound(inst, time_limit_s: float = 60.0, details: bool = False, lp_solver: str = "ipm"):
     """A lower bound on the optimum of Eq. (IO) for ``inst`` (:class:`~bfio.solvers.instance.Instance`):
     the aggregated relaxation of the module docstring, solved with HiGHS and read
     back through the Lagrangian at its duals (:func:`safe_lagrangian`, safe in
-    floating point). At least :func:`~bfio.solvers.trivial_bound`. ``details``:
-    return a :class:`Bound`."""
+    floating point, so at HiGHS's duals whether or not it finished: the interior
+    point's, without crossover, are as good). At least :func:`~bfio.solvers.trivial_bound`.
+    ``lp_solver``: :data:`LP_SOLVERS`. ``details``: return a :class:`Bound`."""
     from bfio.solvers import trivial_bound
     from bfio.solvers.highs import quiet_highs
     import highspy
@@ -211,6 +233,10 @@ def lp_bound(inst, time_limit_s: float = 60.0, details: bool = False):
     h.setOptionValue("time_limit", float(time_limit_s))
     h.setOptionValue("threads", 1)
     h.setOptionValue("random_seed", 0)
+    h.setOptionValue("solver", check_lp_solver(lp_solver))
+    if lp_solver == "ipm":  # the safe read-back needs duals, not a vertex: no crossover
+        h.setOptionValue("run_crossover", "off")
+        h.setOptionValue("ipm_optimality_tolerance", IPM_TOLERANCE)
     inf = highspy.kHighsInf
     model = highspy.HighsLp()
     model.num_col_, model.num_row_ = A.shape[1], A.shape[0]
@@ -234,4 +260,4 @@ def lp_bound(inst, time_limit_s: float = 60.0, details: bool = False):
     return out if details else out.value
 
 
-__all__ = ["Bound", "lp_bound", "relaxation", "safe_lagrangian"]
+__all__ = ["Bound", "IPM_TOLERANCE", "LP_SOLVERS", "check_lp_solver", "lp_bound", "relaxation", "safe_lagrangian"]
