@@ -88,6 +88,8 @@ def row_defaults(defaults: dict | None = None, bfio_defaults: dict | None = None
 #: A study variant's keys that are its run's actions after binding (issue 45; the
 #: :class:`RunSpec` fields of the same names), not options of its policy: e.g.
 #: ``{policy: vllm_dp, rank_pause: dyntra_lb, rank_pause_options: {bubble_threshold: 500}}``.
+#: The action rules' fields (each ``none`` when the action is off).
+ACTION_RULES = ("queue_moves", "rank_pause", "migration")
 ACTION_FIELDS = ("queue_moves", "rank_pause", "rank_pause_options", "migration", "migration_options")
 
 
@@ -225,7 +227,7 @@ class RunSpec:
     def __post_init__(self):
         if self.dispatch not in DISPATCH_MODES:
             raise ConfigError(f"dispatch: expected one of {', '.join(DISPATCH_MODES)}, got {self.dispatch!r}")
-        for key in ("queue_moves", "rank_pause", "migration"):
+        for key in ACTION_RULES:
             if getattr(self, key) != "none" and self.dispatch != "instant":
                 raise ConfigError(f"{key}: {getattr(self, key)!r} needs dispatch 'instant' (got {self.dispatch!r})")
         if self.requests is None and self.arrival.mode != "trace":
@@ -329,5 +331,5 @@ class RunSpec:
         return StepModel.from_items(self.step_model)
 
 
-__all__ = ["ACTION_FIELDS", "ARRIVAL_MODES", "DISPATCH_MODES", "RUN_WILDCARD", "CELL_WILDCARD", "ArrivalSpec", "RunSpec", "baselines",
+__all__ = ["ACTION_FIELDS", "ACTION_RULES", "ARRIVAL_MODES", "DISPATCH_MODES", "RUN_WILDCARD", "CELL_WILDCARD", "ArrivalSpec", "RunSpec", "baselines",
            "row_spec_of", "resolve_row", "row_defaults", "variant_actions"]

@@ -28,7 +28,7 @@ in the paper's regime only.
 from __future__ import annotations
 
 from bfio.errors import ConfigError
-from bfio.run import variant_actions
+from bfio.run import ACTION_RULES, variant_actions
 from bfio.sim.migration import RULES as MIGRATION_RULES
 from bfio.sim.moves import MOVES
 from bfio.sim.pause import RULES as PAUSE_RULES
@@ -36,8 +36,8 @@ from bfio.studies.goodput_study import plan as goodput_plan, run_goodput, valida
 from bfio.studies.goodput_summary import goodput_table
 from bfio.studies.registry import Study, register_study
 
-#: Each action field's rules (the simulator's registries), for the config's check.
-ACTION_RULES = {"queue_moves": MOVES, "rank_pause": PAUSE_RULES, "migration": MIGRATION_RULES}
+#: Each action rule field's rules (the simulator's registries), for the config's check.
+RULE_REGISTRIES = {"queue_moves": MOVES, "rank_pause": PAUSE_RULES, "migration": MIGRATION_RULES}
 
 
 def validate_section(section: dict, config: dict) -> None:
@@ -53,15 +53,16 @@ def validate_section(section: dict, config: dict) -> None:
                 actions = variant_actions(row, variants)
             except ConfigError as e:
                 raise ConfigError(f"config key 'actions.{e}") from None
-            for field, rule in actions.items():
-                if field.endswith("_options"):
+            for field in ACTION_RULES:
+                rule = actions.get(field)
+                if rule is None:
                     continue
                 if dispatch != "instant":
                     raise ConfigError(f"config key 'actions.variants.{row}.{field}': actions need instant dispatch; "
                                       f"'{row}' is listed under actions.central")
-                if rule not in ACTION_RULES[field]:
+                if rule not in RULE_REGISTRIES[field]:
                     raise ConfigError(f"config key 'actions.variants.{row}.{field}': unknown rule {rule!r} "
-                                      f"(known: {', '.join(ACTION_RULES[field])})")
+                                      f"(known: {', '.join(RULE_REGISTRIES[field])})")
 
 
 def plan(config: dict) -> dict:
@@ -86,4 +87,4 @@ whose p99 TTFT and TPOT meet {{ config["actions"]["slo"] }}), mean over seeds
 dotted line is the balanced bound (no router or action removes more imbalance).""",
 ))
 
-__all__ = ["ACTION_RULES", "STUDY", "plan", "validate_section"]
+__all__ = ["RULE_REGISTRIES", "STUDY", "plan", "validate_section"]

@@ -34,7 +34,7 @@ from bfio.errors import ConfigError
 from bfio.goodput import SLO, goodput, latency_floor
 from bfio.metrics import action_metrics
 from bfio.prefill import PrefillModel
-from bfio.run import ArrivalSpec, RunSpec, policy_defaults, resolve_row
+from bfio.run import ACTION_RULES, ArrivalSpec, RunSpec, policy_defaults, resolve_row
 from bfio.runner import run_batch
 from bfio.step_model import StepModel, from_config
 from bfio.studies.registry import Study, register_study
@@ -137,7 +137,7 @@ def bisected_rows(section: dict) -> list[tuple[str, str, str]]:
 def run_actions(run: RunSpec) -> dict:
     """The actions after binding a run takes (issue 45): ``{field: rule}`` of its
     ``queue_moves``, ``rank_pause`` and ``migration`` rules other than ``none``."""
-    return {f: getattr(run, f) for f in ("queue_moves", "rank_pause", "migration") if getattr(run, f) != "none"}
+    return {f: getattr(run, f) for f in ACTION_RULES if getattr(run, f) != "none"}
 
 
 def action_columns(actions: dict, records: list | None, requests: int) -> dict:
