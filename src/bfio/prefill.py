@@ -439,12 +439,19 @@ class Prefill:
             self.model.token_s, p_idle, p_max, gamma, series.buf, series.n, record_loads, series.load_rows,
             self.prefilled, self.order, self.take, step_coef)
         self.reserve -= self.take.sum(axis=1)
-        # slots seated in the step: prefilling and decoding requests, those retired in it included
-        self.busy_peak = max(self.busy_peak, int(active.sum()) + (n_done - n_completed))
+        self.stepped(active, n_done - n_completed, ended, worker_of)
+        return clock, step, n_done, n_rows
+
+    def stepped(self, active: np.ndarray, retired: int, ended: int, worker_of: np.ndarray) -> None:
+        """After a step (lockstep, :meth:`step`; an independent rank's,
+        :class:`bfio.sim.engine.IndependentPrefillEngine`): the peak of the slots
+        seated in it (prefilling and decoding requests, the ``retired`` ones
+        included), and the ``ended`` prompts whose prefill ended (``prefilled``)
+        enter their rank's cache."""
+        self.busy_peak = max(self.busy_peak, int(active.sum()) + retired)
         if self.caches is not None:
             for i in self.prefilled[:ended].tolist():
                 self.caches[worker_of[i]].insert(self.blocks.blocks_of(i))
-        return clock, step, n_done, n_rows
 
     def metrics(self, arrival: np.ndarray, finish: np.ndarray, decode: np.ndarray) -> dict:
         """TTFT (first token less arrival), the decode-only TPOT (first to last

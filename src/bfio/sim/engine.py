@@ -184,10 +184,7 @@ class IndependentPrefillEngine(DecodeEngine):
         series.n += 1
         self.in_step[stepping] = False
         self.ends[stepping] = np.inf
-        chunked.busy_peak = max(chunked.busy_peak, int(state.active.sum()) + done)
-        if chunked.caches is not None:
-            for i in chunked.prefilled[:ended].tolist():
-                chunked.caches[state.worker_of[i]].insert(chunked.blocks.blocks_of(i))
+        chunked.stepped(state.active, done, ended, state.worker_of)
         return _advance(state, t, step, state.finished + done)
 
 
