@@ -120,7 +120,7 @@ def _import_kernel_modules() -> None:
     root = pathlib.Path(importlib.import_module("bfio").__file__).parent
     for path in sorted(root.rglob("*.py")):
         text = path.read_text()
-        if "from bfio.jit import" in text and path.name != "jit.py":
+        if "from bfio.ground.jit import" in text and path.name != "jit.py":
             rel = path.relative_to(root.parent).with_suffix("")
             importlib.import_module(".".join(rel.parts))
 

@@ -47,7 +47,7 @@ import pandas as pd
 from scipy import stats
 
 from bfio.capacity import trace_capacity
-from bfio.constants import PaperConstants
+from bfio.ground.constants import PaperConstants
 from bfio.prefill import PrefillModel
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS
 from bfio.simulator import simulate

@@ -16,7 +16,7 @@ LongBench v1's lengths, as the goodput study's calibrated regime, since a v2
 prompt exceeds a rank's KV memory). Seeds: 42, 1, 2 (reporting only; nothing is
 chosen on them). One JSON line per run is appended to ``OUT_DIR/runs.jsonl`` (a
 finished run is skipped when the script runs again); the table (means over the
-seeds of the steady p99s, ``bfio.metrics.steady_stats``) is printed at the end.
+seeds of the steady p99s, ``bfio.ground.metrics.steady_stats``) is printed at the end.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ production router (the lower mean over the seeds of ``least_tokens`` and
 ``sglang_total_tokens``, the best routers of the study at every load) and
 against the per-seed best of the two: the paired relative difference
 ``row / router - 1`` (mean and 95% Student-t interval over the seeds,
-:mod:`bfio.student_t`; + = BF-IO worse), its per-seed standard deviation and
+:mod:`bfio.ground.student_t`; + = BF-IO worse), its per-seed standard deviation and
 the seeds a 95% interval of half-width 1% would need at that deviation.
 
 Measured (LongBench G=64, N=20,000, paper step, report interval 0; choice on
@@ -76,7 +76,7 @@ import yaml
 from bfio.capacity import trace_capacity
 from bfio.run import ArrivalSpec, RunSpec
 from bfio.runner import build_workload, simulate_run
-from bfio.student_t import t_quantile
+from bfio.ground.student_t import t_quantile
 
 #: the production routers the "best router" is chosen from (the best at every
 #: setting and load of the online study, results/tables/online.csv)

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from matplotlib.colors import to_rgb
 
-from bfio.errors import ConfigError
-from bfio.metrics import action_metrics
+from bfio.ground.errors import ConfigError
+from bfio.ground.metrics import action_metrics
 from bfio.run import RunSpec, resolve_row, variant_actions
 from bfio.studies.actions_study import plan, validate_section
 from bfio.studies.goodput_study import run_goodput

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import bfio.solvers.placement as placement_module
-from bfio.constants import PaperConstants
-from bfio.errors import ConfigError
+from bfio.ground.constants import PaperConstants
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.simulator import simulate
 from bfio.solvers import PLACEMENTS, solve

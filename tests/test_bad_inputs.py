@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from bfio.cli import main
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.config import validate_config
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import DispatchState, make_policy
 from bfio.simulator import simulate
 from bfio.solvers.dispatch import bind

@@ -149,7 +149,7 @@ def test_lagged_bfio_reads_the_last_report_plus_its_own_bindings():
 
 
 def test_lagged_bfio_runs_and_refuses_the_central_pool():
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
 
     w = _workload(600, 300.0)
     exact = simulate(w, 4, 8, "bfio", entry="arrivals", dispatch="instant", policy_options={"horizon": 10})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.prefill import PrefillModel
 from bfio.sim.dispatch import InstantDispatch

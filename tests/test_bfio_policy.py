@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from bfio.cli import main
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.predictors import make_predictor
 from bfio.simulator import simulate

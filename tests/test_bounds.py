@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bfio.solvers import solve, trivial_bound
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.solvers.bounds import LP_SOLVERS, lp_bound, relaxation, safe_lagrangian
 from bfio.solvers.instance import Instance
 from bfio.solvers.random_instances import random_feasible, random_instance

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from bfio.errors import ChecksumError, ConfigError, TraceError
+from bfio.ground.errors import ChecksumError, ConfigError, TraceError
 from bfio.config import named_run, trace_specs, validate_config
 from bfio.experiments import prepare_trace
 

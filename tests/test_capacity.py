@@ -1,4 +1,4 @@
-"""The model's capacity and the step time lost to imbalance (issue 44, ``bfio.capacity``, ``bfio.imbalance_share``)."""
+"""The model's capacity and the step time lost to imbalance (issue 44, ``bfio.capacity``, ``bfio.ground.imbalance_share``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bfio.capacity import capacity, largest_request_loads, request_work
-from bfio.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, imbalance_share, imbalance_share_of_runs, with_imbalance_share
-from bfio.constants import PaperConstants
-from bfio.errors import ConfigError
+from bfio.ground.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, imbalance_share, imbalance_share_of_runs, with_imbalance_share
+from bfio.ground.constants import PaperConstants
+from bfio.ground.errors import ConfigError
 from bfio.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.workload import Workload

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bfio.closed_loop import ClosedLoopArrivals, FollowUps
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.prefill import PrefillModel
 from bfio.sessions import session_requests
 from bfio.simulator import simulate

@@ -136,7 +136,7 @@ def readme_options(rows: list[tuple[str, str]], classes: dict) -> list[tuple[str
     declared option: ``bfio.<option>`` (policy ``bfio``) and
     ``policy_options.<policy>.<option>`` for a policy in ``classes`` (name ->
     class; the generic ``<policy>.<option>`` row names none)."""
-    from bfio.policies.options import declared
+    from bfio.ground.options import declared
 
     out = []
     for key, cell in rows:
@@ -155,7 +155,7 @@ def readme_options(rows: list[tuple[str, str]], classes: dict) -> list[tuple[str
 
 def option_default_problems(rows: list[tuple[str, str]], classes: dict) -> list[str]:
     """What the README's policy defaults get wrong about the ``Option`` defaults the
-    policies declare (:class:`bfio.policies.options.Option`, the one place a
+    policies declare (:class:`bfio.ground.options.Option`, the one place a
     policy option's default is written): an option with a default is shown as
     ``none (policy: `<default>`)`` (read back as YAML, so ``10`` is ``10.0``);
     one without (``derived``: the value comes from another option) names no
@@ -183,7 +183,7 @@ def _policy_classes() -> dict:
 def test_readme_policy_defaults_are_the_declared_option_defaults():
     """Issue 28: the ``(policy: `...`)`` defaults of the ``bfio`` rows are the
     ``Option`` defaults of :data:`bfio.policies.bfio_options.OPTIONS`, every option is checked."""
-    from bfio.policies.options import declared
+    from bfio.ground.options import declared
 
     classes = _policy_classes()
     rows = readme_rows(README.read_text())
@@ -203,7 +203,7 @@ def _declare(policy: str, option: str, default):
     def edit(text: str, classes: dict):
         import dataclasses
 
-        from bfio.policies.options import declared
+        from bfio.ground.options import declared
 
         cls = classes[policy]
         options = tuple(dataclasses.replace(o, default=default) if o.name == option else o for o in declared(cls))

@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.solvers.instance import Instance, InstanceError, instance_from_state, load_instance
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.discount import OBJECTIVES, UNDISCOUNTED, offset_weights

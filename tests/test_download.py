@@ -15,7 +15,7 @@ from trace_server import TraceServer, corrupted
 
 from bfio.cli import main
 from bfio.download import BASE_URL_ENV, base_url, fetch, fetch_trace, trace_url
-from bfio.errors import ChecksumError, DownloadError
+from bfio.ground.errors import ChecksumError, DownloadError
 from bfio.traces.registry import KNOWN_TRACES, TraceSpec
 
 REL = "sub/file.bin"
@@ -209,7 +209,7 @@ def test_simulate_download_refetches_a_corrupted_download(data_dir, tmp_path, ca
 
 
 def test_pipeline_checksum_error_says_how_to_recover(tmp_path):
-    from bfio.errors import ChecksumError
+    from bfio.ground.errors import ChecksumError
     from bfio.experiments import prepare_trace
 
     bad = tmp_path / "burst.json"

@@ -6,7 +6,7 @@ request served, deterministic, refused where it cannot apply)."""
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.policies.drain import plan_drain
 from bfio.solvers.fast import worker_costs

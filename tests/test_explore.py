@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bfio.errors import BfioError, ConfigError
+from bfio.ground.errors import BfioError, ConfigError
 from bfio.explore import (DEFAULT_RUN, RUN_ENV, choose_run, default_routers, goodput_views, online_views,
                           routers_views, runs_with_tables, starvation_views, step_regime_views, summary_view)
 

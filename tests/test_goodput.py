@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bfio.capacity import capacity
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.goodput import SLO, goodput
-from bfio.metrics import latency_stats, steady_stats
+from bfio.ground.metrics import latency_stats, steady_stats
 from bfio.simulator import simulate
 from bfio.workload import Workload
 

@@ -6,7 +6,7 @@ measured, not assumed."""
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.simulator import simulate
 from bfio.solvers import PLACEMENTS

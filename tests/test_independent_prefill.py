@@ -113,7 +113,7 @@ def test_prefix_study_runs_independent_ranks(profiles):
     differing from the lockstep ones; an unknown barrier is still refused by key."""
     import pandas as pd
 
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
     from bfio.studies.prefix_study import run_prefix_study, validate_section
 
     rng = np.random.default_rng(3)

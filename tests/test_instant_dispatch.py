@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bfio.errors import ConfigError, PolicyError
+from bfio.ground.errors import ConfigError, PolicyError
 from bfio.policies import DispatchState, Policy, available, make_policy
 from bfio.simulator import simulate
 from bfio.workload import Workload

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.studies.jobs import extras_job, figure_job, import_path, product_job, table_job
 from bfio.studies.registry import generic_studies
 
@@ -32,7 +32,7 @@ SCRIPTS = REPO / "workflow" / "scripts"
 
 #: What a job that only reads and draws must not import: numba, the solvers, the
 #: simulator, the kernels' module and the downloader.
-HEAVY = ("numba", "bfio.jit", "bfio.solvers", "bfio.sim", "bfio.simulator", "bfio.runner", "bfio.kernels",
+HEAVY = ("numba", "bfio.ground.jit", "bfio.solvers", "bfio.sim", "bfio.simulator", "bfio.runner", "bfio.kernels",
          "bfio.download")
 
 #: The scripts of the jobs that simulate, download or compute with the kernels
@@ -85,7 +85,7 @@ def test_the_probe_finds_a_heavy_import():
     """The check can fail: a simulation script's imports bring the simulator in."""
     found = first_heavy(["bfio.tables", *package_imports(SCRIPTS / "simulate.py")])
     assert found is not None and found["target"] != "bfio.tables"
-    assert "numba" in found["heavy"] or "bfio.jit" in found["heavy"]
+    assert "numba" in found["heavy"] or "bfio.ground.jit" in found["heavy"]
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS.glob("*.py") if p.name not in COMPUTING_SCRIPTS))

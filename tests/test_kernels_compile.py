@@ -19,7 +19,7 @@ from pathlib import Path
 import numba
 import pytest
 
-from bfio import jit
+from bfio.ground import jit
 from bfio.cli import main
 from bfio.kernels_warmup import DEFAULT_SCENARIOS, GROUPS, SCENARIOS
 
@@ -27,10 +27,10 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def kernel_modules() -> list[str]:
-    """Every ``bfio`` module that defines kernels (imports :mod:`bfio.jit`'s decorators)."""
+    """Every ``bfio`` module that defines kernels (imports :mod:`bfio.ground.jit`'s decorators)."""
     out = []
     for path in sorted((SRC / "bfio").rglob("*.py")):
-        if path.name != "jit.py" and re.search(r"^from bfio\.jit import .*(kernel|helper)", path.read_text(), re.M):
+        if path.name != "jit.py" and re.search(r"^from bfio\.ground\.jit import .*(kernel|helper)", path.read_text(), re.M):
             out.append(".".join(path.relative_to(SRC).with_suffix("").parts))
     return out
 
@@ -42,11 +42,11 @@ def fresh_python(code: str, cache_dir: Path) -> subprocess.CompletedProcess:
 
 
 def test_every_kernel_goes_through_bfio_jit():
-    """No module decorates with numba directly: ``bfio.jit`` is the one place the
+    """No module decorates with numba directly: ``bfio.ground.jit`` is the one place the
     options (``cache=True``) are set."""
     direct = [str(p.relative_to(SRC)) for p in (SRC / "bfio").rglob("*.py")
               if p.name != "jit.py" and re.search(r"^\s*(from numba import|import numba|@numba\.)", p.read_text(), re.M)]
-    assert not direct, f"numba used directly (decorate with bfio.jit.kernel or helper instead): {direct}"
+    assert not direct, f"numba used directly (decorate with bfio.ground.jit.kernel or helper instead): {direct}"
 
 
 def test_every_kernel_is_cached_on_disk():
@@ -98,7 +98,7 @@ def test_first_compile_prints_one_line_and_the_cache_serves_the_next_process(tmp
 def test_a_first_run_in_a_fresh_process_does_not_time_the_compile(tmp_path):
     """JSQ's routing kernel compiles inside its first routing call; route_s_* leave it out."""
     code = ("import json, numpy as np\n"
-            "from bfio import jit\n"
+            "from bfio.ground import jit\n"
             "from bfio.simulator import simulate\n"
             "from bfio.workload import Workload\n"
             "rng = np.random.default_rng(0)\n"
@@ -157,20 +157,21 @@ def test_the_kernel_cache_is_named_by_the_kernels_sources(tmp_path):
     another file left the callers' stale code in the cache): the cache directory is
     named by a digest of every kernel module and the package modules they import,
     so editing any of them moves to a fresh cache; other modules do not."""
-    from bfio.kernel_cache import kernel_cache_dir, kernel_sources_digest
+    from bfio.ground.kernel_cache import kernel_cache_dir, kernel_sources_digest
 
     pkg = tmp_path / "bfio"
     (pkg / "solvers").mkdir(parents=True)
-    (pkg / "jit.py").write_text("def kernel(f):\n    return f\n")
-    (pkg / "limits.py").write_text("MAX = 10\n")
-    (pkg / "solvers" / "callee.py").write_text("from bfio.limits import MAX\n\n\n@kernel\ndef g(x):\n    return x + MAX\n")
+    (pkg / "ground").mkdir()
+    (pkg / "ground" / "jit.py").write_text("def kernel(f):\n    return f\n")
+    (pkg / "ground" / "limits.py").write_text("MAX = 10\n")
+    (pkg / "solvers" / "callee.py").write_text("from bfio.ground.limits import MAX\n\n\n@kernel\ndef g(x):\n    return x + MAX\n")
     (pkg / "solvers" / "caller.py").write_text("from bfio.solvers.callee import g\n\n\n@kernel\ndef f(x):\n    return g(x)\n")
     (pkg / "figures.py").write_text("TITLE = 'a'\n")
     first = kernel_sources_digest(pkg)
     (pkg / "figures.py").write_text("TITLE = 'b'\n")
     assert kernel_sources_digest(pkg) == first  # not a kernel's source
-    for path, text in (("solvers/callee.py", "from bfio.limits import MAX\n\n\n@kernel\ndef g(x):\n    return x - MAX\n"),
-                       ("limits.py", "MAX = 11\n")):
+    for path, text in (("solvers/callee.py", "from bfio.ground.limits import MAX\n\n\n@kernel\ndef g(x):\n    return x - MAX\n"),
+                       ("ground/limits.py", "MAX = 11\n")):
         before = kernel_sources_digest(pkg)
         (pkg / path).write_text(text)
         assert kernel_sources_digest(pkg) != before, path
@@ -184,7 +185,7 @@ def test_a_group_is_ready_while_its_cache_files_and_versions_hold(tmp_path, monk
     every cache file it lists still there, written by this numba, Python and machine."""
     import json
 
-    import bfio.kernel_cache as kc
+    import bfio.ground.kernel_cache as kc
 
     cache = tmp_path / "bfio-0123"
     assert not kc.group_ready("simulation", str(cache))  # nothing compiled yet

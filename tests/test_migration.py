@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.prefill import Prefill, PrefillModel
 from bfio.run import RunSpec

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bfio.cli import main
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.solvers import solve_fast_instance, trivial_bound
 from bfio.solvers.random_instances import random_instance
@@ -170,7 +170,7 @@ def test_cli_objective_flags(capsys):
     assert main(args + ["--discount", "0.6", "--new-requests", "persist"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["policy_options"]["discount"] == 0.6
-    with pytest.raises(SystemExit) as e:  # a usage error: the declaration's range (bfio.policies.options)
+    with pytest.raises(SystemExit) as e:  # a usage error: the declaration's range (bfio.ground.options)
         main(args + ["--discount", "2"])
     assert e.value.code == 2 and "--discount" in capsys.readouterr().err
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.discount import OBJECTIVES
 from bfio.studies.objective_scores import recommend, scores
 from bfio.studies.objective_study import choose_variants, confirm_variants

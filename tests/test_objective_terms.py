@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bfio.solvers.terms as terms_pkg
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.solvers import solve

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.simulator import simulate
 from bfio.workload import Workload, poisson_arrivals, replay_workload, with_arrivals
 

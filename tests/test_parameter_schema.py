@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from bfio.config import validate_config
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run_parameters import ARRIVAL_OPTION, SLOTS, STUDY_PREFILL
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from bfio.errors import ChecksumError, ConfigError
+from bfio.ground.errors import ChecksumError, ConfigError
 from bfio.run import RunSpec, row_spec_of
 from bfio.run_keys import RowSpec
 from bfio.config import validate_config

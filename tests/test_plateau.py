@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.plateau import (IMBALANCE_TOLERANCE_PCT, THROUGHPUT_TOLERANCE_PCT, plateau, plateau_markdown,
                           plateau_verdict, within_plateau)
 from bfio.run_keys import paper_row_spec

@@ -1,7 +1,7 @@
 """Extending the project (issue 28): a policy with one option is one file, run
 from the command line and from the config; a study is one module plus its
 config section, planned by the pipeline's generic rules. Both are plugins
-(:mod:`bfio.plugins`, ``$BFIO_PLUGINS``) written into a temporary directory,
+(:mod:`bfio.ground.plugins`, ``$BFIO_PLUGINS``) written into a temporary directory,
 so the project's own tree is never touched; every run is a subprocess, so the
 registries of this test session stay as they are."""
 
@@ -28,7 +28,7 @@ POLICY_MODULE = textwrap.dedent('''
 
     from bfio.policies import register
     from bfio.policies.base import Policy
-    from bfio.policies.options import Option
+    from bfio.ground.options import Option
 
 
     @register

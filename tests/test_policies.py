@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError, PolicyError
+from bfio.ground.errors import ConfigError, PolicyError
 from bfio.policies import Policy, RoutingState, make_policy
 from bfio.simulator import simulate
 from bfio.workload import Workload

@@ -16,7 +16,7 @@ import yaml
 
 from bfio import policies
 from bfio.cli import build_parser, main
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.config import _registry_enums, validate_config
 from bfio.experiments import experiment_rows, experiment_runs
 from bfio.run import RunSpec, row_spec_of

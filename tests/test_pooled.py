@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bfio.capacity import capacity
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.goodput import SLO, goodput
 from bfio.prefill import PrefillModel, allot_chunks
 from bfio.sim.pooled import REFERENCES, reference_run, step_vector

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.predictors import (BUCKET_EDGES, BUCKET_VALUES, RATIO_GRID, BucketPredictor, LogNormalPredictor,
                              PosteriorPredictor, kaplan_meier, ratio_bin, ratio_mean)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.predictors import PREDICTORS, EmpiricalPredictor, GeometricPredictor, make_predictor
 from bfio.simulator import simulate

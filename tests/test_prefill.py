@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.prefill import PrefillModel, cached_tokens
 from bfio.prefix import PrefixBlocks

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.prefix import PrefixBlocks, PrefixCache, cache_capacity_blocks, check_blocks_cover
 from bfio.workload import Workload, draw_workload, replay_workload, with_arrivals
 

@@ -4,7 +4,7 @@ on hand-built states, and the pinning tpu-inference PR #3307 reports."""
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies.sglang_prefix_match import PREFIX_TOKENS, prefix_rank
 from bfio.prefill import PrefillModel
 from bfio.prefix import PrefixBlocks

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import DispatchState, make_policy, policy_label
 from bfio.simulator import simulate
 from bfio.workload import Workload

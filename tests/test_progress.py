@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from bfio.experiments import run_one
-from bfio.progress import format_eta, log_progress, progress, progress_enabled, progress_line, script_log
+from bfio.ground.progress import format_eta, log_progress, progress, progress_enabled, progress_line, script_log
 from bfio.run import RunSpec
 from bfio.runner import run_batch
 
@@ -43,7 +43,7 @@ def test_log_progress_rate_limits_and_always_logs_completion(caplog):
         assert not caplog.records
         # a long run: a line every every_s and a closing line
         clock = iter([0.0, 0.5, 40.0, 41.0, 90.0, 95.0])
-        import bfio.progress as mod
+        import bfio.ground.progress as mod
         real = mod.time.perf_counter
         mod.time.perf_counter = lambda: next(clock)
         try:
@@ -88,14 +88,14 @@ def test_simulation_job_logs_progress(tmp_path):
     _frame().to_parquet(trace, index=False)
     spec = RunSpec("synthetic", 300, 4, 8, "fcfs", 1)
     log_file = tmp_path / "job.log"
-    import bfio.progress
-    every = bfio.progress.PROGRESS_LOG_EVERY_S
-    bfio.progress.PROGRESS_LOG_EVERY_S = 0.0   # a line at every update, as for a run longer than 30 s
+    import bfio.ground.progress
+    every = bfio.ground.progress.PROGRESS_LOG_EVERY_S
+    bfio.ground.progress.PROGRESS_LOG_EVERY_S = 0.0   # a line at every update, as for a run longer than 30 s
     try:
         with script_log(log_file):
             run_one(spec, trace, tmp_path / "s.json", tmp_path / "series.parquet")
     finally:
-        bfio.progress.PROGRESS_LOG_EVERY_S = every
+        bfio.ground.progress.PROGRESS_LOG_EVERY_S = every
     text = log_file.read_text()
     found = [m for m in LINE.finditer(text)]
     assert found, text
@@ -120,7 +120,7 @@ def test_a_pipeline_job_exits_without_the_last_collection(tmp_path):
     log_file = tmp_path / "job.log"
     code = ("import atexit, gc\n"
             "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
-            "from bfio.progress import script_log\n"
+            "from bfio.ground.progress import script_log\n"
             f"with script_log({str(log_file)!r}) as log:\n"
             "    log.info('work done')\n"
             "print('frozen before exit:', gc.get_freeze_count() > 0)\n")

@@ -11,8 +11,8 @@ import re
 import numpy as np
 import pytest
 
-import bfio.progress as progress_mod
-from bfio.progress import CallProgress, log_progress
+import bfio.ground.progress as progress_mod
+from bfio.ground.progress import CallProgress, log_progress
 from bfio.simulator import simulate
 from bfio.workload import Workload
 

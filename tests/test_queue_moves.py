@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError, PolicyError
+from bfio.ground.errors import ConfigError, PolicyError
 from bfio.kernels import enqueue
 from bfio.policies import make_policy
 from bfio.run import RunSpec

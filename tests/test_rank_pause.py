@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run import RunSpec
 from bfio.sim import dispatch as dispatch_mod
 from bfio.sim import pause as pause_mod

@@ -9,7 +9,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import DispatchState, make_policy, supporting
 from bfio.simulator import simulate
 from bfio.workload import Workload
@@ -155,7 +155,7 @@ def test_token_rules_add_the_prompt_of_their_own_dispatches():
 
 def test_an_invalid_answer_is_left_for_the_simulator():
     # the report bookkeeping must not raise before the simulator names the fault
-    from bfio.errors import PolicyError
+    from bfio.ground.errors import PolicyError
     from bfio.policies.base import InstantPolicy
 
     class Bad(InstantPolicy):

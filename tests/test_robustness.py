@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from bfio.cli import main
-from bfio.errors import BfioError, ConfigError, TraceError
+from bfio.ground.errors import BfioError, ConfigError, TraceError
 from bfio.config import validate_config
-from bfio.results_io import collect_runs, write_json
-from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
+from bfio.ground.results_io import collect_runs, write_json
+from bfio.ground.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
 from bfio.traces import load_trace
 from bfio.workload import Workload
 
@@ -418,7 +418,7 @@ def test_huge_request_counts_refused_up_front(small_trace, capsys, value):
     with pytest.raises(SystemExit) as e:
         main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
               "--requests", value, "--workers", "2"])
-    assert e.value.code == 2 and "bfio.limits" in capsys.readouterr().err
+    assert e.value.code == 2 and "bfio.ground.limits" in capsys.readouterr().err
 
 
 def test_huge_request_count_in_config_fails_when_loading():

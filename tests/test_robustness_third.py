@@ -65,7 +65,7 @@ def test_plugin_registering_a_builtin_name_is_refused(tmp_path):
 
 
 def test_register_refuses_a_taken_name_in_process():
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
     from bfio.policies import available, register
     from bfio.policies.base import Policy
 
@@ -88,7 +88,7 @@ def test_plugin_file_is_part_of_the_code_fingerprint(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(d))
     monkeypatch.delenv("BFIO_PLUGINS", raising=False)
     plain = code_fingerprint(["simulator.py", "policies"])
-    limits_only = code_fingerprint(["limits.py"])
+    limits_only = code_fingerprint(["ground/limits.py"])
     monkeypatch.setenv("BFIO_PLUGINS", "fp_plugin_41")
     assert plugin_files() == [mod.resolve()]
     first = code_fingerprint(["simulator.py", "policies"])
@@ -96,7 +96,7 @@ def test_plugin_file_is_part_of_the_code_fingerprint(tmp_path, monkeypatch):
     mod.write_text("X = 2\n")
     assert code_fingerprint(["simulator.py", "policies"]) != first
     # a job whose code cannot load plugins does not depend on them
-    assert code_fingerprint(["limits.py"]) == limits_only
+    assert code_fingerprint(["ground/limits.py"]) == limits_only
 
 
 # -- item 5: a broken plugin is one line naming it, --help included -----------------------------
@@ -130,7 +130,7 @@ def test_plugin_is_not_found_in_the_current_directory(tmp_path):
 
 # -- item 2: the request bound fits the documented memory ---------------------------------------
 def test_request_bound_fits_the_documented_memory():
-    from bfio.limits import BYTES_PER_REQUEST, MAX_REQUESTS, MEMORY_BUDGET
+    from bfio.ground.limits import BYTES_PER_REQUEST, MAX_REQUESTS, MEMORY_BUDGET
 
     assert MEMORY_BUDGET <= 16 * 2 ** 30
     assert MAX_REQUESTS * BYTES_PER_REQUEST <= MEMORY_BUDGET
@@ -151,7 +151,7 @@ def test_request_count_above_the_memory_bound_is_refused(tmp_path, capsys, value
 def test_session_hashes_beyond_the_memory_bound_are_refused_at_once():
     import time
 
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
     from bfio.sessions import session_requests
 
     t0 = time.perf_counter()
@@ -161,7 +161,7 @@ def test_session_hashes_beyond_the_memory_bound_are_refused_at_once():
 
 
 def test_grpo_hashes_beyond_the_memory_bound_are_refused_at_once():
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
     from bfio.sessions import grpo_groups
 
     with pytest.raises(ConfigError, match=r"group_size.*block hashes.*GiB"):
@@ -169,7 +169,7 @@ def test_grpo_hashes_beyond_the_memory_bound_are_refused_at_once():
 
 
 def test_hash_bound_is_memory_based():
-    from bfio.limits import BYTES_PER_HASH, MAX_BLOCK_HASHES, MEMORY_BUDGET
+    from bfio.ground.limits import BYTES_PER_HASH, MAX_BLOCK_HASHES, MEMORY_BUDGET
 
     assert BYTES_PER_HASH >= 41  # measured: 41 bytes a hash at the peak of session_requests, 25 of grpo_groups
     assert MAX_BLOCK_HASHES * BYTES_PER_HASH <= MEMORY_BUDGET
@@ -195,7 +195,7 @@ def _prefix_config(setting: dict, prefill: dict | None = None) -> dict:
 
 def test_prefix_study_with_too_many_hashes_fails_when_the_config_loads():
     from bfio.config import validate_config
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
 
     cfg = _prefix_config({"workload": "sessions", "sessions": 1000, "turns": 2000})
     with pytest.raises(ConfigError, match=r"prefix_study\.settings\.0\.turns.*block hashes"):
@@ -230,13 +230,13 @@ def test_huge_prefill_sizes_are_refused_naming_the_flag(tmp_path, capsys, flag, 
     with pytest.raises(SystemExit) as e:
         main(["simulate", "--trace", str(tmp_path / "t.csv"), "--requests", "4", "--workers", "2", flag, value])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and flag in err and "bfio.limits.MAX_RANK_TOKENS" in err, err
+    assert e.value.code == 2 and flag in err and "bfio.ground.limits.MAX_RANK_TOKENS" in err, err
 
 
 @pytest.mark.parametrize("field", ["chunk_tokens", "kv_tokens", "cache_blocks"])
 def test_prefill_model_refuses_sizes_beyond_the_bound(field):
-    from bfio.errors import ConfigError
-    from bfio.limits import MAX_RANK_TOKENS
+    from bfio.ground.errors import ConfigError
+    from bfio.ground.limits import MAX_RANK_TOKENS
     from bfio.prefill import PrefillModel
 
     assert MAX_RANK_TOKENS < 2 ** 53
@@ -248,7 +248,7 @@ def test_prefill_model_refuses_sizes_beyond_the_bound(field):
 @pytest.mark.parametrize("key", ["chunk_tokens", "kv_tokens_per_rank"])
 def test_prefix_study_prefill_sizes_are_bounded_in_the_config(key):
     from bfio.config import validate_config
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
 
     cfg = _prefix_config({"workload": "trace", "trace": "mooncake", "requests": 10}, {key: 2 ** 63})
     with pytest.raises(ConfigError, match=rf"prefix_study\.prefill\.{key}"):
@@ -258,14 +258,14 @@ def test_prefix_study_prefill_sizes_are_bounded_in_the_config(key):
 def test_schema_prefill_maxima_are_the_library_bound():
     import yaml
 
-    from bfio.limits import MAX_RANK_TOKENS
+    from bfio.ground.limits import MAX_RANK_TOKENS
 
     from bfio.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
 
     schema = _registry_enums(yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text()))
     prefill = schema["properties"]["prefix_study"]["properties"]["prefill"]["properties"]
     assert prefill["chunk_tokens"]["maximum"] == prefill["kv_tokens_per_rank"]["maximum"] == MAX_RANK_TOKENS
-    from bfio.limits import MAX_TOKEN_S
+    from bfio.ground.limits import MAX_TOKEN_S
 
     assert prefill["token_s"]["maximum"] == MAX_TOKEN_S
 
@@ -351,7 +351,7 @@ GRPO = {"workload": "grpo", "groups": 2, "group_size": 2, "turns": 2}
 ])
 def test_prefix_study_mistakes_fail_when_the_config_loads(setting, prefill, key):
     from bfio.config import validate_config
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
 
     cfg = _prefix_config(setting, prefill)
     with pytest.raises(ConfigError, match=key):
@@ -460,8 +460,8 @@ def test_absurd_prefill_token_time_is_refused(tmp_path, capsys, value):
 
 def test_prefill_token_time_bound_in_library_and_config():
     from bfio.config import validate_config
-    from bfio.errors import ConfigError
-    from bfio.limits import MAX_TOKEN_S
+    from bfio.ground.errors import ConfigError
+    from bfio.ground.limits import MAX_TOKEN_S
     from bfio.prefill import PrefillModel
 
     PrefillModel(token_s=MAX_TOKEN_S)

@@ -17,7 +17,7 @@ import bfio.figures.series
 import bfio.run
 import bfio.run_keys
 import bfio.studies.online_summary
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run_keys import (MAX_KEY_HORIZON, RowSpec, admission_label, declare_rows, declared_spec, paper_row_spec,
                            row_key, row_spec)
 from bfio.policies import row_pattern

@@ -137,7 +137,7 @@ def test_bfio_options_readme_rows_come_from_their_declarations(monkeypatch):
     changed one changes its row, and the schema and the flags follow as before."""
     from bfio.policies import policy_class
     from bfio.policies.bfio_options import OPTIONS
-    from bfio.policies.options import Option
+    from bfio.ground.options import Option
 
     rows = config_readme.declared_rows(_registry_enums(RAW_SCHEMA))
     assert [k for k in rows if k.startswith("bfio.")] == [f"bfio.{o.name}" for o in OPTIONS]

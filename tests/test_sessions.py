@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.prefix import PrefixCache, check_blocks_cover
 from bfio.sessions import grpo_groups, multi_turn_sessions, session_requests
 

@@ -5,7 +5,7 @@ result when no split is needed, and a J close to the unsharded one."""
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.solvers.random_instances import random_instance
 from bfio.solvers.fast import persisting, solve_fast

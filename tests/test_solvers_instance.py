@@ -93,7 +93,7 @@ def test_lifetimes_round_trip_and_exact_backends_solve(tmp_path):
     import numpy as np
     import pytest as _pytest
 
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
     from bfio.policies.bfio import BFIO
     from bfio.solvers import solve
     from bfio.solvers.instance import Instance, load_instance, save_instance

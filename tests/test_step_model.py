@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bfio.errors import ConfigError, ProfileError
+from bfio.ground.errors import ConfigError, ProfileError
 from bfio.step_model import MODELS, StepModel
 from bfio.step_model import fit
 from bfio.step_model.profiles import PROFILE_FILES, profile_path

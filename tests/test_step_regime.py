@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.studies.step_regime import PAPER, run_step_regime, step_regimes
 from bfio.studies.step_regime_summary import ranking_changes, step_regime_markdown, summarize_step_regime
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec, resolve_row
 from bfio.studies import paired_effect, summarize_runs
 

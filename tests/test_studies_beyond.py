@@ -14,7 +14,7 @@ import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.config import validate_config
 from bfio.studies.online import online_runs, run_online, saturation_rate, trace_rate
 from bfio.studies.predictor_study import predictor_runs, predictor_variants, row_columns, run_predictor_study
@@ -452,7 +452,7 @@ def test_recommend_admission_measures_the_cost_on_the_chosen_throughput():
     stated) or over the whole run (cost_metric: throughput_run), the other shown beside."""
     import pandas as pd
 
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
     from bfio.studies.starvation_summary import summarize_starvation
 
     rows = []
@@ -486,7 +486,7 @@ def test_the_config_takes_the_admission_rules_from_their_registry():
     import yaml
 
     from bfio.config import validate_config
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
 
     repo = Path(__file__).resolve().parents[1]
     schema = repo / "workflow" / "schemas" / "config.schema.yaml"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import bfio.studies.registry as registry
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.studies.registry import Study, builtin, studies
 
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -312,7 +312,7 @@ def test_paper_pivot_orders_rows_as_the_paper(tmp_path):
 
 def test_truncated_runs_table_fails_naming_the_file(tmp_path):
     """Issue 26 item 4: a runs table that lacks runs the table needs is an error, not 'not run' cells."""
-    from bfio.errors import BfioError
+    from bfio.ground.errors import BfioError
     from bfio.tables import check_runs_complete
 
     runs = synthetic_runs("table2", TABLE2, TABLE2_UNITS, trace="burstgpt", workers=16, requests=100000)

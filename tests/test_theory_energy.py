@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bfio.power import energy_limit
+from bfio.ground.power import energy_limit
 from bfio.theory import energy as E
 
 PS = [E.DEFAULT_POWER]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bfio.errors import ConfigError, TraceError
+from bfio.ground.errors import ConfigError, TraceError
 from bfio.prefix import PrefixCache, check_blocks_cover
 from bfio.traces import load_trace
 from bfio.traces.registry import KNOWN_TRACES

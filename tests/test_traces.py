@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bfio.errors import ChecksumError, TraceError
+from bfio.ground.errors import ChecksumError, TraceError
 from bfio.traces.registry import KNOWN_TRACES, sha256_of
 from bfio.traces import load_trace
 

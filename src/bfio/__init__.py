@@ -4,19 +4,19 @@ data-parallel decode.
 Reference implementation of "A Universal Load Balancing Principle and Its
 Application to Large Language Model Serving". The package reads like the paper:
 
-- :mod:`bfio.constants`  time and power constants of Section 6 / Appendix D
-- :mod:`bfio.power`      the power model, Eq. (power-law), and energy accounting
+- :mod:`bfio.ground.constants`  time and power constants of Section 6 / Appendix D
+- :mod:`bfio.ground.power`      the power model, Eq. (power-law), and energy accounting
 - :mod:`bfio.workload`   request workloads ``(s_i, o_i)`` and drawing N requests
 - :mod:`bfio.traces`     reading and validating request traces (known ones: :mod:`bfio.traces.registry`)
 - :mod:`bfio.policies`   routing policies (FCFS, JSQ, ..., BF-IO) behind a registry
 - :mod:`bfio.simulator`  the step loop of barrier-synchronized workers (Section 3)
-- :mod:`bfio.metrics`    AvgImbalance, throughput, TPOT, energy (Section 6.3)
+- :mod:`bfio.ground.metrics`    AvgImbalance, throughput, TPOT, energy (Section 6.3)
 """
 
 __all__ = ["PaperConstants", "Workload", "draw_workload", "simulate", "SimulationResult"]
 __version__ = "0.1.0"
 
-_LAZY = {"PaperConstants": "bfio.constants", "Workload": "bfio.workload", "draw_workload": "bfio.workload",
+_LAZY = {"PaperConstants": "bfio.ground.constants", "Workload": "bfio.workload", "draw_workload": "bfio.workload",
          "simulate": "bfio.simulator", "SimulationResult": "bfio.simulation_result"}
 
 

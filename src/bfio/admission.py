@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 
 #: The admission rules (BF-IO option ``admission``): the registry of their names. The
 #: modes of :data:`STEPPED_ADMISSIONS` take a number of steps ``N`` (``aging:200``);

@@ -12,7 +12,7 @@ Two router-independent quantities of Section 3's step model
   scaled to it are loads of the model, not of one router's backlog runs (the
   online study's saturation measures FCFS's, whose window over-counts short
   requests).
-- :func:`bfio.imbalance_share.imbalance_share`: of a run's busy step time ``sum dt``, the share spent
+- :func:`bfio.ground.imbalance_share.imbalance_share`: of a run's busy step time ``sum dt``, the share spent
   waiting at the barrier for the most loaded worker,
   ``sum t_l (max_g L_g - mean_g L_g) / sum dt``; a perfectly balanced router
   would not spend it. The summed pre-step loads are the workload's total work
@@ -20,7 +20,7 @@ Two router-independent quantities of Section 3's step model
 - :func:`indivisible_floor`: the part of that share no router can remove,
   because a request cannot be split across workers: in a step the most loaded
   worker holds at least ``max(mean_g L_g, largest request load)``, so the step
-  loses at least ``t_l (max(mean L, largest) - mean L)`` (:data:`bfio.imbalance_share.IMBALANCE_FLOOR`).
+  loses at least ``t_l (max(mean L, largest) - mean L)`` (:data:`bfio.ground.imbalance_share.IMBALANCE_FLOOR`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from bfio.constants import PaperConstants
-from bfio.errors import ConfigError
-from bfio.jit import kernel
+from bfio.ground.constants import PaperConstants
+from bfio.ground.errors import ConfigError
+from bfio.ground.jit import kernel
 from bfio.step_time import rank_cost
 
 

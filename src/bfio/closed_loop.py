@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.paper import TABLE_SETTINGS
 from bfio.traces.registry import ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec
 from bfio.traces.registry import trace_specs  # noqa: F401  (re-exported: bfio.config.trace_specs)
@@ -22,8 +22,8 @@ from bfio.experiments import experiment_rows
 from bfio.studies.registry import studies
 from bfio.studies.declared_rows import declare_config_rows
 from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.config.trace_references)
-from bfio.limits import MAX_REQUESTS
-from bfio.policies.options import schema_properties
+from bfio.ground.limits import MAX_REQUESTS
+from bfio.ground.options import schema_properties
 from bfio.run import resolve_row
 from bfio.step_model import schema as step_model_schema
 from bfio.run_parameters import fill_schema
@@ -116,7 +116,7 @@ def validate_config(config: dict, schema) -> dict:
     """Validate ``config`` against the pipeline schema (a dict or a YAML path),
     fill in defaults (in place, also returned) and check cross-references.
 
-    Raises :class:`~bfio.errors.ConfigError` whose message starts with the
+    Raises :class:`~bfio.ground.errors.ConfigError` whose message starts with the
     dotted key at fault, e.g. ``config key 'experiments.table1.requests': ...``.
     """
     if not isinstance(schema, dict):
@@ -154,7 +154,7 @@ def validate_config(config: dict, schema) -> dict:
 
 def _check_request_counts(obj, path: str = "", seen: set | None = None) -> None:
     """Every config key ``requests`` (experiments, studies) within
-    :data:`bfio.limits.MAX_REQUESTS`, so a huge count fails when the config
+    :data:`bfio.ground.limits.MAX_REQUESTS`, so a huge count fails when the config
     loads (the dry run), not in a job. Each dict or list is visited once (by
     ``id``): a YAML alias shares one object between places, and seven nested
     levels of them (a 4 kB "alias bomb") would otherwise be millions of visits."""
@@ -168,13 +168,13 @@ def _check_request_counts(obj, path: str = "", seen: set | None = None) -> None:
         key = f"{path}.{k}" if path else str(k)
         if k == "requests" and isinstance(v, int) and not isinstance(v, bool) and v > MAX_REQUESTS:
             raise ConfigError(f"config key '{key}': {v:,} exceeds the bound of {MAX_REQUESTS:,} requests "
-                              "(bfio.limits.MAX_REQUESTS)")
+                              "(bfio.ground.limits.MAX_REQUESTS)")
         _check_request_counts(v, key, seen)
 
 
 def _registry_enums(schema: dict) -> dict:
     """A copy of ``schema`` whose policy sections (``bfio``, ``policy_options``)
-    are the policies' option declarations (:func:`bfio.policies.options.schema_properties`:
+    are the policies' option declarations (:func:`bfio.ground.options.schema_properties`:
     types, allowed values from the registries, no defaults but the policies'
     own), whose policy names come from the policy registry (the experiments' baseline
     enum, :func:`bfio.policies.baselines`, and the row pattern,
@@ -197,7 +197,7 @@ def _registry_enums(schema: dict) -> dict:
     if "policy_options" in props:
         props["policy_options"]["properties"] = {
             name: {"type": "object", "additionalProperties": False,
-                   "description": f"options of policy '{name}' (bfio.policies.options)",
+                   "description": f"options of policy '{name}' (bfio.ground.options)",
                    "properties": schema_properties(policy_class(name))}
             for name in registered() if name != "bfio" and policy_class(name).options}
     for name, study in studies().items():  # a plugin study's section, from its declaration
@@ -252,7 +252,7 @@ def named_run(config: dict, user_config: dict | None, cwd=None) -> str | None:
     ``runs/<run_name>`` under ``cwd``, or ``None`` (no named run; ``config``
     untouched).
 
-    Raises :class:`~bfio.errors.ConfigError` for a malformed ``run_name``.
+    Raises :class:`~bfio.ground.errors.ConfigError` for a malformed ``run_name``.
     """
     name = (user_config or {}).get("run_name")
     if name is None:

@@ -21,7 +21,7 @@ import yaml
 
 from bfio.config import _registry_enums
 from bfio.policies import policy_class
-from bfio.policies.options import Registry, declared
+from bfio.ground.options import Registry, declared
 from bfio.run_parameters import SECTIONS, parameter
 
 #: A schema key without a default.
@@ -76,7 +76,7 @@ def schema_keys(schema: dict, root: dict | None = None, prefix: str = ""):
 def value_words(option) -> str:
     """The README's type cell of a declared parameter: ``integer >= 1``, ``number in 0..1``,
     ``number in (0, 1]``, ``` `none`, `vllm` or `sglang` ```, ``string from `bfio.solvers.SOLVERS` ``
-    (a :class:`~bfio.policies.options.Registry`), ``string: <pattern_help>``; ``or null``
+    (a :class:`~bfio.ground.options.Registry`), ``string: <pattern_help>``; ``or null``
     when none is a value of its own."""
     if isinstance(option.choices, Registry):
         words = f"string from `{option.choices}`"

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 
 # Chosen by the objective study (docs/bfio.md, "Objective study"; bfio.studies.objective_study).
 DEFAULT_DISCOUNT = 0.6

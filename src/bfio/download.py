@@ -28,7 +28,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from bfio.errors import ChecksumError, DownloadError
+from bfio.ground.errors import ChecksumError, DownloadError
 from bfio.traces.registry import TraceSpec, sha256_of
 
 #: Environment variable naming a mirror of the data directory (overrides every
@@ -150,8 +150,8 @@ def fetch(url: str, dest, sha256: str, *, timeout: float = DEFAULT_TIMEOUT_S, at
     ``timeout``: seconds without an answer (connect or next bytes) before an
     attempt is abandoned; ``attempts``: tries in all; ``backoff``: seconds
     before the second try, doubled before each further one. Raises
-    :class:`~bfio.errors.ChecksumError` (URL, expected and actual digest) on a
-    digest mismatch and :class:`~bfio.errors.DownloadError` (URL, attempts,
+    :class:`~bfio.ground.errors.ChecksumError` (URL, expected and actual digest) on a
+    digest mismatch and :class:`~bfio.ground.errors.DownloadError` (URL, attempts,
     last error) when every attempt failed; ``dest`` is then untouched (an
     earlier file stays, no partial file appears). ``size`` (the pinned byte
     count): more bytes stop the attempt at once (a checksum error, not retried),
@@ -204,7 +204,7 @@ def fetch_trace(spec: TraceSpec, download_dir=DEFAULT_DOWNLOAD_DIR, *, base: str
     there already has the pinned sha256, else fetched (:func:`fetch`, keyword
     arguments passed on) from its source or the mirror ``base``
     (:func:`base_url`). A trace without a public source raises
-    :class:`~bfio.errors.DownloadError`."""
+    :class:`~bfio.ground.errors.DownloadError`."""
     dest = Path(download_dir) / spec.relpath
     url = trace_url(spec, base_url(base))
     if url is None:

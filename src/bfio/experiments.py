@@ -10,7 +10,7 @@ A run is identified by ``(trace, requests, workers, slots, row, seed)`` where
 and the H sweep share G=256, N=80,000 LongBench runs) share its job. The
 Snakemake workflow (``Snakefile``, ``workflow/rules``) is a thin layer over
 this module, :mod:`bfio.config` (validation), :mod:`bfio.traces.sources` (where
-traces come from) and :mod:`bfio.results_io` (outputs on disk).
+traces come from) and :mod:`bfio.ground.results_io` (outputs on disk).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 
 from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rerun triggers)
 from bfio.run_keys import RowSpec
-from bfio.results_io import atomic_path, write_json
+from bfio.ground.results_io import atomic_path, write_json
 from bfio.run import RunSpec, baselines
 from bfio.runner import simulate_run
 from bfio.traces.canonical import prepare_trace, read_trace_table, trace_stats  # noqa: F401  (re-exported)
@@ -116,7 +116,7 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
 # --------------------------------------------------------------------------- code
 
 #: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
-SIMULATION_SOURCES = ("constants.py", "kernels.py", "step_time.py", "metrics.py", "power.py", "simulator.py", "workload.py",
+SIMULATION_SOURCES = ("ground/constants.py", "kernels.py", "step_time.py", "ground/metrics.py", "ground/power.py", "simulator.py", "workload.py",
                       "predictors", "policies", "solvers", "run.py", "runner.py", "run_keys.py")
 
 

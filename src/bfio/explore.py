@@ -28,7 +28,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from bfio.config import NAMED_RUN_DIR, _RUN_NAME_RE
-from bfio.errors import BfioError, ConfigError
+from bfio.ground.errors import BfioError, ConfigError
 from bfio.run_keys import paper_row_spec
 from bfio.studies.declared_rows import declare_run_rows
 from bfio.studies.goodput_summary import REFERENCE_LABELS
@@ -191,10 +191,10 @@ def choose_run(run: str | None = None, root=None, environ=None) -> RunTables:
     written last, else the default run (which has none; :meth:`RunTables.describe`
     then says how to make them).
 
-    A named run without tables raises :class:`~bfio.errors.BfioError` naming
+    A named run without tables raises :class:`~bfio.ground.errors.BfioError` naming
     the directory it looked in and the runs that have tables (a mistyped name
     is not silently replaced by another run); a malformed name raises
-    :class:`~bfio.errors.ConfigError`.
+    :class:`~bfio.ground.errors.ConfigError`.
     """
     root = find_repo() if root is None else Path(root).resolve()
     environ = os.environ if environ is None else environ

@@ -22,7 +22,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from bfio.plugins import plugin_modules, without_implicit_cwd
+from bfio.ground.plugins import plugin_modules, without_implicit_cwd
 
 PACKAGE = "bfio"
 ROOT = Path(__file__).resolve().parent
@@ -116,9 +116,9 @@ def module_closure(sources, root: Path | None = None, exclude=()) -> list[Path]:
 
 
 def plugin_files() -> list[Path]:
-    """The files of the plugin modules (:func:`bfio.plugins.plugin_modules`:
+    """The files of the plugin modules (:func:`bfio.ground.plugins.plugin_modules`:
     ``$BFIO_PLUGINS`` and entry points) as a job would import them (found on
-    :func:`bfio.plugins.search_path`, not imported here): a module's file, every
+    :func:`bfio.ground.plugins.search_path`, not imported here): a module's file, every
     ``.py`` file of a package. A plugin that cannot be found has no file (the
     job reports it)."""
     import importlib.util
@@ -148,14 +148,14 @@ def _fingerprint(sources: tuple, root: Path, exclude: tuple = ()) -> tuple[str, 
     for f in closure:
         h.update(str(f.relative_to(root)).encode())
         h.update(f.read_bytes())
-    return h.hexdigest(), root / "plugins.py" in closure
+    return h.hexdigest(), root / "ground" / "plugins.py" in closure
 
 
 def code_fingerprint(sources, root: Path | None = None, exclude=()) -> str:
     """sha256 (first 16 hex digits) of :func:`module_closure` of ``sources``
     (without ``exclude``): changes exactly when one of the files a job's code
     imports changes. When that code loads plugins (it imports
-    :mod:`bfio.plugins`: every policy or study registry read does), the files
+    :mod:`bfio.ground.plugins`: every policy or study registry read does), the files
     of the plugin modules (:func:`plugin_files`, read anew each call) count
     too, so editing a plugin reruns the jobs it can affect; without plugins the
     fingerprint is the closure's alone."""

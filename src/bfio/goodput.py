@@ -16,7 +16,7 @@ far below any TTFT target) and says so in :attr:`GoodputResult.ttft_metric`.
 TPOT: the prefill model's decode TPOT (first to last token), else the paper's.
 
 Steady state: each is read over the requests arriving after the first half
-(:func:`bfio.metrics.steady_stats`, keys ``*_steady``) when the runs carry it:
+(:func:`bfio.ground.metrics.steady_stats`, keys ``*_steady``) when the runs carry it:
 a run starts empty, so its first arrivals meet short queues, and a rate past
 what the router sustains shows as a growing queue, worse in the second half.
 """
@@ -29,9 +29,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from bfio.constants import PaperConstants
-from bfio.errors import ConfigError
-from bfio.metrics import STEADY
+from bfio.ground.constants import PaperConstants
+from bfio.ground.errors import ConfigError
+from bfio.ground.metrics import STEADY
 from bfio.step_time import rank_cost
 
 
@@ -85,7 +85,7 @@ class GoodputResult:
 
 
 #: The p99 TTFT keys a run's metrics may carry, in the order :func:`ttft_metric`
-#: prefers them: steady state first (:func:`bfio.metrics.steady_stats`, the first
+#: prefers them: steady state first (:func:`bfio.ground.metrics.steady_stats`, the first
 #: half of the arrivals discarded as warm-up), the prefill model's TTFT before the
 #: queue wait (the paper's step loop, module docstring).
 TTFT_KEYS = ("ttft_s_p99" + STEADY, "ttft_s_p99", "queue_wait_s_p99" + STEADY, "queue_wait_s_p99")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
-from bfio.power import worker_power
+from bfio.ground.jit import kernel
+from bfio.ground.power import worker_power
 from bfio.step_time import N_COEF, balanced_dt, lockstep_dt
 
 

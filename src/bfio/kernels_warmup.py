@@ -6,7 +6,7 @@ that reach the package's kernels with the argument types real runs give them
 BF-IO's placements, admissions, objectives and predictors, arrivals, closed
 loops, DyntraLB's pause planner, prefill and prefix caches, the calibrated
 step model, the theory checks' slot model). Each kernel is compiled the first time and kept in numba's cache
-(:mod:`bfio.jit`), so every later process, a pipeline job or a ``bfio
+(:mod:`bfio.ground.jit`), so every later process, a pipeline job or a ``bfio
 simulate``, loads it instead of compiling it. A second run only loads (a few
 seconds).
 
@@ -17,7 +17,7 @@ including the paths they take at scale; under a minute on 2 cores, measured by
 ``benchmarks/bench_compile.py``); the kernels only some options reach (BF-IO's
 other placements, admissions, objectives and predictors, prefill and prefix
 caches, the calibrated step model, the theory checks) compile on their first
-use, with :mod:`bfio.jit`'s one-line note, or up front with ``bfio compile
+use, with :mod:`bfio.ground.jit`'s one-line note, or up front with ``bfio compile
 --all``. The pipeline compiles every kernel of a group in its first job (rule
 ``compile_kernels``, ``--group``), which every job of the group waits for, so
 parallel jobs never compile the same kernels at once.
@@ -39,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bfio.errors import ProfileError
-from bfio.jit import compile_seconds
-from bfio.kernel_cache import mark_group_ready
+from bfio.ground.errors import ProfileError
+from bfio.ground.jit import compile_seconds
+from bfio.ground.kernel_cache import mark_group_ready
 from bfio.policies import available, policy_class
 from bfio.prefill import PrefillModel
 from bfio.sessions import grpo_groups, multi_turn_sessions
@@ -247,7 +247,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 def run(args: argparse.Namespace) -> int:
     """Compile (or load) the kernels of ``args.group`` (every scenario of those
     groups), of every group with ``args.all``, else of :data:`DEFAULT_SCENARIOS`;
-    mark each whole group run ready in the cache (:func:`bfio.kernel_cache.mark_group_ready`);
+    mark each whole group run ready in the cache (:func:`bfio.ground.kernel_cache.mark_group_ready`);
     write ``args.marker`` if given."""
     if args.group:
         what, scenarios = f"{', '.join(args.group)} kernels", tuple(sc for g in args.group for sc in GROUPS[g])

@@ -37,12 +37,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from bfio.errors import ConfigError
-from bfio.jit import kernel
+from bfio.ground.errors import ConfigError
+from bfio.ground.jit import kernel
 from bfio.kernels import load_stats, retire, write_row
 from bfio.prefix import PrefixCache
 from bfio.step_time import N_COEF, balanced_dt, lockstep_prefill_dt
-from bfio.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
+from bfio.ground.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
 from bfio.run_parameters import PREEMPTION_RULES, PREFILL_OPTION
 
 #: prefill tokens a rank computes per step at most, and seconds per computed prefill
@@ -82,7 +82,7 @@ class PrefillModel:
             v = getattr(self, field)
             if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > MAX_RANK_TOKENS:
                 raise ConfigError(f"prefill.{field}: {v:,} exceeds the bound of {MAX_RANK_TOKENS:,} "
-                                  "(bfio.limits.MAX_RANK_TOKENS: what a rank of the largest cluster can hold)")
+                                  "(bfio.ground.limits.MAX_RANK_TOKENS: what a rank of the largest cluster can hold)")
         c = self.chunk_tokens
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
             raise ConfigError(f"prefill.chunk_tokens: must be an integer >= 1 (tokens per rank and step), got {c!r}")
@@ -91,7 +91,7 @@ class PrefillModel:
             raise ConfigError(f"prefill.token_s: must be a finite number >= 0 (seconds per prefill token), got {t!r}")
         if t > MAX_TOKEN_S:
             raise ConfigError(f"prefill.token_s: {t:g} s per prompt token exceeds the bound of {MAX_TOKEN_S:g} s "
-                              "(bfio.limits.MAX_TOKEN_S)")
+                              "(bfio.ground.limits.MAX_TOKEN_S)")
         b = self.cache_blocks
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1):
             raise ConfigError(f"prefill.cache_blocks: must be an integer >= 1 (blocks per rank) or null, got {b!r}")

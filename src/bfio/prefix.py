@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 
 __all__ = ["PrefixBlocks", "PrefixCache", "check_blocks_cover", "blocks_needed", "cache_capacity_blocks", "KV_TOKENS_PER_RANK"]
 
@@ -64,7 +64,7 @@ class PrefixBlocks:
     ``len(hashes)``; hashes are non-negative int64. ``block_tokens`` is the
     tokens per block (512 in the Mooncake trace, 16 in vLLM by default).
     Both arrays are stored as read-only int64 copies, so :meth:`blocks_of`
-    can hand out views safely. Errors are :class:`~bfio.errors.ConfigError`
+    can hand out views safely. Errors are :class:`~bfio.ground.errors.ConfigError`
     naming the field and the first offending request.
     """
 
@@ -161,7 +161,7 @@ class PrefixBlocks:
 
 def check_blocks_cover(blocks: PrefixBlocks, prefill, where: str) -> None:
     """Every request ``i`` has exactly ``ceil(prefill[i] / blocks.block_tokens)``
-    blocks; otherwise a :class:`~bfio.errors.ConfigError` names ``where``, the
+    blocks; otherwise a :class:`~bfio.ground.errors.ConfigError` names ``where``, the
     first offending request and both numbers."""
     s = np.asarray(prefill)
     if s.ndim != 1 or s.shape[0] != len(blocks):

@@ -1,14 +1,14 @@
 """Checks of what a routing policy returns to the step loop (Section 3's
 rules): every assignment respects the free slots (capacity ``B``) and names
 existing workers, and instant dispatch binds every new request to a worker.
-A violation raises :class:`~bfio.errors.PolicyError` naming the policy and step.
+A violation raises :class:`~bfio.ground.errors.PolicyError` naming the policy and step.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from bfio.errors import PolicyError
+from bfio.ground.errors import PolicyError
 from bfio.kernels import assignment_fault, first_outside
 
 

@@ -17,7 +17,7 @@ from the declaration that made the run or is looked up among the declared rows;
 a run path is mapped to its declared run by lookup (:meth:`RunSpec.from_path`),
 never parsed (issue 43).
 
-Arrival modes (``ArrivalSpec.mode``, :data:`bfio.workload.ARRIVAL_MODES`):
+Arrival modes (``ArrivalSpec.mode``, :data:`bfio.ground.arrival_modes.ARRIVAL_MODES`):
 
 - ``backlog``: the paper's convention (Section 6.2, ``../shared/spec/semantics.md``):
   ``N`` requests drawn with replacement, a pool of ``4 G`` kept topped up;
@@ -32,12 +32,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run_keys import RowSpec, paper_row_spec
 from bfio.policies.base import DISPATCH_MODES
-from bfio.workload import ARRIVAL_MODES
+from bfio.ground.arrival_modes import ARRIVAL_MODES
 from bfio.policies import baselines as registry_baselines, policy_class
-from bfio.policies.options import resolve
+from bfio.ground.options import resolve
 from bfio.step_model import StepModel
 from bfio.run_parameters import ARRIVAL_OPTION
 
@@ -57,7 +57,7 @@ def baselines() -> tuple[str, ...]:
 def row_spec_of(row: str) -> RowSpec:
     """The spec of a paper row key, looked up (:func:`bfio.run_keys.paper_row_spec`):
     ``'bfio_h40'`` -> ``RowSpec('bfio', 40)``, ``'fcfs'`` -> ``RowSpec('fcfs')``;
-    anything else raises :class:`~bfio.errors.ConfigError`."""
+    anything else raises :class:`~bfio.ground.errors.ConfigError`."""
     spec = paper_row_spec(row)
     if spec is not None:
         return spec
@@ -270,7 +270,7 @@ class RunSpec:
     @property
     def resolved_options(self) -> dict:
         """Every option of the run's policy: its own, the rest at the policy's
-        declared defaults (:func:`bfio.policies.options.resolve`); what a study
+        declared defaults (:func:`bfio.ground.options.resolve`); what a study
         reports as a run's option columns."""
         return resolve(policy_class(self.policy), self.policy_options)
 

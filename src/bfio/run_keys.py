@@ -34,7 +34,7 @@ from typing import Callable, Iterable, Mapping
 
 from bfio.admission import parse_admission
 from bfio.discount import OBJECTIVES
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 
 #: Suffix of a paper-literal BF-IO row key (``bfio_h40_literal``).
 LITERAL_SUFFIX = "_literal"
@@ -120,7 +120,7 @@ def row_key(policy: str, horizon: int | None = None, objective: str = "default",
 
 def admission_label(admission: str) -> str:
     """Path- and label-safe form of a BF-IO admission rule: ``'aging:200'`` -> ``'aging200'``
-    (raises :class:`~bfio.errors.ConfigError` for an unknown rule)."""
+    (raises :class:`~bfio.ground.errors.ConfigError` for an unknown rule)."""
     parse_admission(admission)
     return admission.replace(":", "")
 

@@ -1,7 +1,7 @@
 """A run's parameters besides its policy's, each declared once (issue 43): the
 cluster's slots, the arrivals and the prefill model.
 
-Each is an :class:`~bfio.policies.options.Option` (name, type, bounds, default,
+Each is an :class:`~bfio.ground.options.Option` (name, type, bounds, default,
 help), as a policy's options are, grouped in sections named as the library
 names them (``prefill.chunk_tokens``, ``arrival.rate``). Everything else is
 derived from these declarations:
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import copy
 
-from bfio.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
-from bfio.policies.options import Option
+from bfio.ground.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
+from bfio.ground.options import Option
 from bfio.prefix import KV_TOKENS_PER_RANK
-from bfio.workload import ARRIVAL_MODES
+from bfio.ground.arrival_modes import ARRIVAL_MODES
 
 #: what a rank does when decode growth would exceed its KV memory (:mod:`bfio.sim.preemption`)
 PREEMPTION_RULES = ("none", "vllm", "sglang")

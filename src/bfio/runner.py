@@ -16,14 +16,14 @@ import numpy as np
 import pandas as pd
 
 from bfio import workload as wl
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.prefill import PrefillModel
 from bfio.prefix import PrefixBlocks
-from bfio.progress import progress, progress_line
+from bfio.ground.progress import progress, progress_line
 from bfio.run import RunSpec
 from bfio.simulator import simulate
 from bfio.traces.registry import KNOWN_TRACES
-from bfio.workload import entry_mode
+from bfio.ground.arrival_modes import entry_mode
 
 
 def prefill_model(run: RunSpec):

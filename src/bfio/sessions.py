@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bfio.closed_loop import FollowUps
-from bfio.errors import ConfigError
-from bfio.limits import (BYTES_PER_HASH, MAX_ARRIVAL_S, MAX_BLOCK_HASHES, MAX_DECODE, MAX_PREFILL, MAX_REQUESTS,
+from bfio.ground.errors import ConfigError
+from bfio.ground.limits import (BYTES_PER_HASH, MAX_ARRIVAL_S, MAX_BLOCK_HASHES, MAX_DECODE, MAX_PREFILL, MAX_REQUESTS,
                          MEMORY_BUDGET, memory_estimate)
 from bfio.prefix import PrefixBlocks, blocks_needed
 from bfio.workload import Workload, token_lengths
@@ -69,14 +69,14 @@ def _pool(values, field: str, maximum: int) -> np.ndarray:
 
 def _total(n: int, field: str) -> int:
     if n > MAX_REQUESTS:
-        raise ConfigError(f"{field}: {n:,} requests exceed the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS)")
+        raise ConfigError(f"{field}: {n:,} requests exceed the bound of {MAX_REQUESTS:,} (bfio.ground.limits.MAX_REQUESTS)")
     return n
 
 
 def check_block_hashes(requests: int, hashes: int, field: str, advice: str, at_most: bool = False) -> None:
     """Refuse a workload of ``requests`` requests holding ``hashes`` prompt block
-    hashes in all whose memory (:func:`bfio.limits.memory_estimate`) exceeds
-    :data:`bfio.limits.MEMORY_BUDGET`, before any hash is made; ``field`` names
+    hashes in all whose memory (:func:`bfio.ground.limits.memory_estimate`) exceeds
+    :data:`bfio.ground.limits.MEMORY_BUDGET`, before any hash is made; ``field`` names
     the argument or config key, ``advice`` what to change; ``at_most``: ``hashes``
     is an upper bound (a config's, before the lengths are drawn)."""
     if memory_estimate(requests, hashes) > MEMORY_BUDGET:
@@ -84,7 +84,7 @@ def check_block_hashes(requests: int, hashes: int, field: str, advice: str, at_m
                           f"in all need {'up to' if at_most else 'about'} "
                           f"{memory_estimate(requests, hashes) / 2 ** 30:,.1f} GiB ({BYTES_PER_HASH} bytes a hash), "
                           f"above the {MEMORY_BUDGET / 2 ** 30:.0f} GiB budget (at most {MAX_BLOCK_HASHES:,} hashes, "
-                          f"bfio.limits.MAX_BLOCK_HASHES); {advice}")
+                          f"bfio.ground.limits.MAX_BLOCK_HASHES); {advice}")
 
 
 def session_hash_bound(sessions: int, turns: int, longest_message: int, longest_output: int,
@@ -234,12 +234,12 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
     if too_long.any():
         s, k = (int(x) for x in np.argwhere(too_long)[0])
         raise ConfigError(f"turns: session {s}'s turn {k} has a prompt of {prompt[s, k]:,} tokens, beyond the "
-                          f"maximum of {MAX_PREFILL:,} (bfio.limits.MAX_PREFILL); use fewer turns")
+                          f"maximum of {MAX_PREFILL:,} (bfio.ground.limits.MAX_PREFILL); use fewer turns")
     prompt = prompt.astype(np.int64)
     arrival = start[:, None] + np.concatenate([np.zeros((sessions, 1)), np.cumsum(think, axis=1)], axis=1)
     if arrival.max() - arrival.min() > MAX_ARRIVAL_S:
         raise ConfigError(f"think_time_s: the arrivals span {arrival.max() - arrival.min():.3g} s, beyond the "
-                          f"bound of {MAX_ARRIVAL_S:.0e} s (bfio.limits.MAX_ARRIVAL_S)")
+                          f"bound of {MAX_ARRIVAL_S:.0e} s (bfio.ground.limits.MAX_ARRIVAL_S)")
 
     hashes = int(blocks_needed(prompt, bt).sum())
     check_block_hashes(sessions * turns, hashes, "sessions * turns",

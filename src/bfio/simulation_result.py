@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bfio.limits import MIN_WINDOW_STEPS
+from bfio.ground.limits import MIN_WINDOW_STEPS
 
 SERIES_FIELDS = ("clock", "dt", "active", "completions", "imbalance_post", "imbalance_pre",
                  "energy_post", "energy_pre", "power_mean_post", "power_mean_pre",
@@ -29,7 +29,7 @@ class SimulationResult:
     statistics, per-request latency percentiles (``queue_wait_s_*``, ``tpot_s_*``,
     ``e2e_s_*``), whole-run metrics without the backlog window
     (``avg_imbalance_run``, ``throughput_run``, ``energy_j_run``, see
-    :mod:`bfio.metrics`) and policy statistics. ``requests`` has one row per
+    :mod:`bfio.ground.metrics`) and policy statistics. ``requests`` has one row per
     request (worker, arrival, start/finish clock and step, wait, TPOT, end-to-end
     latency; ``queue_worker`` is the worker bound at arrival with instant
     dispatch, -1 otherwise). ``series`` has one row per step
@@ -89,7 +89,7 @@ def window_warnings(window_steps: int, active: np.ndarray, workers: int, slots: 
                     entry: str, busy_peak: int | None = None) -> list[str]:
     """Why the paper-convention metrics of a run may not mean what they say: a
     measurement window (steps 1..last admission) shorter than
-    :data:`~bfio.limits.MIN_WINDOW_STEPS` steps, or (backlog mode) a pool that
+    :data:`~bfio.ground.limits.MIN_WINDOW_STEPS` steps, or (backlog mode) a pool that
     never filled the cluster's ``G * B`` slots. ``busy_peak``: the most slots
     seated in a step, prefilling or decoding (the prefill model's; its series'
     ``active`` counts output tokens); otherwise the series' ``active``."""

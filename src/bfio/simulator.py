@@ -34,7 +34,7 @@ from bfio.sim.loop import simulate
 from bfio.sim.setup import check_lengths as _check_lengths  # noqa: F401  (its former name, still imported)
 from bfio.sim.setup import whole_number
 from bfio.simulation_result import SERIES_FIELDS, SimulationResult, StepSeries, window_warnings
-from bfio.workload import ENTRY_MODES
+from bfio.ground.arrival_modes import ENTRY_MODES
 
 ADMISSION_MODES = ENTRY_MODES  # deprecated alias of ENTRY_MODES, removed in the next release
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 
 #: indices into the coefficient vector
 K_ALPHA, K_KV, K_N, K_P, K_P2, K_BETA, K_COMM = range(7)

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.run_keys import row_label as key_label
-from bfio.errors import BfioError
-from bfio.student_t import t_quantile
+from bfio.ground.errors import BfioError
+from bfio.ground.student_t import t_quantile
 from bfio.policies import KEYED_ROWS, policy_label
 from bfio.discount import NEGLIGIBLE_WEIGHT
 
@@ -43,7 +43,7 @@ PAPER_METRICS = ("avg_imbalance", "throughput", "tpot", "energy_j")
 
 def check_runs_complete(runs: pd.DataFrame, path, *, rows, workers, seeds, table: str = "") -> None:
     """Every (row, G, seed) run a table needs is in ``runs`` (the collected runs
-    table at ``path``), or :class:`~bfio.errors.BfioError` naming the file, how
+    table at ``path``), or :class:`~bfio.ground.errors.BfioError` naming the file, how
     many are missing with an example, and how to rebuild it: a truncated or
     stale runs table must not become a table with cells marked 'not run'."""
     need = {"row", "workers", "seed"}

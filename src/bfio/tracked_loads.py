@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 
 RUNNING, OVERDUE, GONE = 1, 2, 0
 # Fields of a request's record (``req[i]``, one cache line: the events touch one

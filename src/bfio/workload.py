@@ -14,31 +14,14 @@ import math
 
 import numpy as np
 
-from bfio.errors import ConfigError
-from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_ARRIVAL_S, MAX_REQUESTS
+from bfio.ground.errors import ConfigError
+from bfio.ground.limits import MAX_DECODE, MAX_PREFILL, MAX_ARRIVAL_S, MAX_REQUESTS
 from bfio.closed_loop import FollowUps
 from bfio.prefix import PrefixBlocks, check_blocks_cover
 
-#: How requests arrive (CLI ``--arrival-mode``, the studies' ``arrival.mode``):
-#: ``backlog`` (the paper's: no arrival times, a pool of ``4 G``), ``poisson``
-#: (drawn as in backlog, Poisson arrival times), ``trace`` (the trace's own
-#: timestamps).
-ARRIVAL_MODES = ("backlog", "poisson", "trace")
-#: How requests enter the simulator (:func:`bfio.simulator.simulate`'s ``entry``).
-ENTRY_MODES = ("backlog", "arrivals")
-
-
-def entry_mode(arrival_mode: str) -> str:
-    """The simulator's ``entry`` for an arrival mode: ``backlog`` stays, timed
-    arrivals (``poisson``, ``trace``) enter at their arrival times."""
-    if arrival_mode not in ARRIVAL_MODES:
-        raise ConfigError(f"arrival mode: expected one of {', '.join(ARRIVAL_MODES)}, got {arrival_mode!r}")
-    return "backlog" if arrival_mode == "backlog" else "arrivals"
-
-
 def token_lengths(values, field: str, maximum: int) -> np.ndarray:
     """``values`` as an int64 array of token counts in ``1..maximum``
-    (:mod:`bfio.limits`); a :class:`ConfigError` names ``field`` and the first
+    (:mod:`bfio.ground.limits`); a :class:`ConfigError` names ``field`` and the first
     offending index otherwise. Checked before any cast, so ``1e30`` or ``2**63``
     is refused instead of wrapping around."""
     a = np.asarray(values)
@@ -54,7 +37,7 @@ def token_lengths(values, field: str, maximum: int) -> np.ndarray:
         raise ConfigError(f"{field}: expected integer token counts, got non-numeric values") from None
     checks = ((~np.isfinite(f)) | (f != np.round(f)), "is not an integer token count"), \
              (f < 1, "is below 1 (token counts are >= 1)"), \
-             (f > maximum, f"exceeds the maximum of {maximum:,} tokens (bfio.limits)")
+             (f > maximum, f"exceeds the maximum of {maximum:,} tokens (bfio.ground.limits)")
     for bad, what in checks:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -99,7 +82,7 @@ class Workload:
 
             if a.size and a[-1] - a[0] > MAX_ARRIVAL_S:
                 raise ConfigError(f"arrival_s: the arrivals span {a[-1] - a[0]:.3g} s, beyond the bound of "
-                                  f"{MAX_ARRIVAL_S:.0e} s (bfio.limits.MAX_ARRIVAL_S: the clock would lose the "
+                                  f"{MAX_ARRIVAL_S:.0e} s (bfio.ground.limits.MAX_ARRIVAL_S: the clock would lose the "
                                   "precision of latencies); raise --arrival-rate or lower --time-scale")
             object.__setattr__(self, "arrival_s", a)
         if self.blocks is not None:
@@ -141,7 +124,7 @@ def draw_workload(prefill, decode, n: int, seed: int, arrival_s=None, name: str 
     if n < 1:
         raise ValueError(f"requests must be >= 1, got {n}")
     if n > MAX_REQUESTS:
-        raise ValueError(f"requests: {n:,} exceeds the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS)")
+        raise ValueError(f"requests: {n:,} exceeds the bound of {MAX_REQUESTS:,} (bfio.ground.limits.MAX_REQUESTS)")
     if len(prefill) == 0:
         raise ValueError("cannot draw from an empty trace")
     _check_rows(blocks, len(prefill))

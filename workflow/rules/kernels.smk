@@ -1,5 +1,5 @@
 # Numba kernels, compiled once before any job uses them (issue 42). Every
-# kernel is kept in numba's on-disk cache (bfio.jit), so once compiled a job
+# kernel is kept in numba's on-disk cache (bfio.ground.jit), so once compiled a job
 # loads it (about a second for all of BF-IO's); without this rule the first
 # parallel jobs would each compile the same kernels at once (tens of seconds
 # each, and two processes writing one kernel's cache entry at once can corrupt it). One job
@@ -9,7 +9,7 @@
 # common.smk), ancient: a rerun of the compile job (its code changed) never
 # reruns the jobs that wait for it. When numba's cache holds the group already
 # (a compile of the same kernel sources by any run or `bfio compile --group/--all`:
-# bfio.kernel_cache.group_ready), the job writes its marker without importing numba.
+# bfio.ground.kernel_cache.group_ready), the job writes its marker without importing numba.
 
 
 rule compile_kernels:

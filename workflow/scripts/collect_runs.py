@@ -1,6 +1,6 @@
 """Collect an experiment's run summaries into one CSV (rule collect_runs)."""
-from bfio.progress import script_log
-from bfio.results_io import collect_runs
+from bfio.ground.progress import script_log
+from bfio.ground.results_io import collect_runs
 
 with script_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821

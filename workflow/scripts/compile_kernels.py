@@ -1,11 +1,11 @@
 """Compile one group of numba kernels into numba's cache (rule compile_kernels);
-nothing to do when the cache holds the group already (bfio.kernel_cache.group_ready:
+nothing to do when the cache holds the group already (bfio.ground.kernel_cache.group_ready:
 a previous compile of the same kernel sources, numba and Python)."""
 import argparse
 from pathlib import Path
 
-from bfio.kernel_cache import group_ready, ready_file
-from bfio.progress import script_log
+from bfio.ground.kernel_cache import group_ready, ready_file
+from bfio.ground.progress import script_log
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821

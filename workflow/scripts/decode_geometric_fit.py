@@ -1,7 +1,7 @@
 """Geometric MLE fit of every trace's decode lengths (rule decode_geometric_fit)."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.figures.decode_geometric import fit_table
 from bfio.tables import write_table
 

@@ -1,8 +1,8 @@
 """Fetch a known trace from its pinned public source (or a mirror) and verify
 its sha256 before it appears at the output path (rule download_trace)."""
 from bfio.download import base_url, fetch, trace_url
-from bfio.errors import DownloadError
-from bfio.progress import script_log
+from bfio.ground.errors import DownloadError
+from bfio.ground.progress import script_log
 from bfio.traces.registry import KNOWN_TRACES
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

@@ -2,7 +2,7 @@
 the check itself is bfio.theory.energy.check_runs)."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.tables import distinct_runs, write_table
 from bfio.theory.energy import check_runs
 

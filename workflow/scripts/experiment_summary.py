@@ -1,7 +1,7 @@
 """Reference-seed value and mean [95% CI] per row and G (rule experiment_summary)."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.tables import summarize, summary_markdown, write_table
 
 with script_log(snakemake.log[0]):  # noqa: F821

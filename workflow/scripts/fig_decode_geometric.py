@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.figures import save
 from bfio.figures.decode_geometric import caption_text, plot_decode_geometric
 

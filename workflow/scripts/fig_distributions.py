@@ -1,7 +1,7 @@
 """Prefill/decode length distributions of one trace (rule fig_distributions)."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.figures import save
 from bfio.figures.distributions import plot_distributions
 

@@ -1,7 +1,7 @@
 """Energy against G with the reduction % on a second axis (rule fig_energy_vs_workers)."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.figures import save
 from bfio.figures.energy_vs_workers import plot_energy_vs_workers
 

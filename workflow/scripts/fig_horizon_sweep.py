@@ -1,7 +1,7 @@
 """Metrics against the lookahead H (rule fig_horizon_sweep)."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.figures import save
 from bfio.figures.horizon_sweep import plot_horizon_sweep
 

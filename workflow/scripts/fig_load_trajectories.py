@@ -2,7 +2,7 @@
 import numpy as np
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.figures import save
 from bfio.figures.load_trajectories import plot_load_trajectories
 

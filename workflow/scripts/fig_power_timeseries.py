@@ -1,8 +1,8 @@
 """Mean power over time with total energy in the legend (rule fig_power_timeseries)."""
 import pandas as pd
 
-from bfio.progress import script_log
-from bfio.results_io import read_summary
+from bfio.ground.progress import script_log
+from bfio.ground.results_io import read_summary
 from bfio.figures import save
 from bfio.figures.power_timeseries import plot_power_timeseries
 

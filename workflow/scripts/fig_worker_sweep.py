@@ -1,7 +1,7 @@
 """Imbalance and throughput against G (rule fig_worker_sweep)."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.figures import save
 from bfio.figures.worker_sweep import plot_worker_sweep
 

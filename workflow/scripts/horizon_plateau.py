@@ -2,7 +2,7 @@
 import pandas as pd
 
 from bfio.plateau import plateau, plateau_markdown
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.tables import write_table
 
 with script_log(snakemake.log[0]):  # noqa: F821

@@ -2,7 +2,7 @@
 import pandas as pd
 
 from bfio.paper_tables import is_paper_setting, paper_comparison, paper_markdown
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.tables import check_runs_complete, effective_window_note, write_table
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

@@ -2,7 +2,7 @@
 table (rule prepare_extra_trace)."""
 from bfio.traces.registry import trace_specs
 from bfio.traces.canonical import prepare_trace
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821

@@ -1,6 +1,6 @@
 """Verify a trace's sha256 and convert it to the canonical table (rule prepare_trace)."""
 from bfio.traces.canonical import prepare_trace
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821

@@ -1,6 +1,6 @@
 """Run every seed of one cell (rules simulate and simulate_recorded)."""
 from bfio.experiments import declared_runs, run_one
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.run import RunSpec
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

@@ -2,9 +2,9 @@
 function comes as an import path (params.job, bfio.studies.jobs.extras_job)."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.studies.declared_rows import declare_config_rows
-from bfio.results_io import write_json
+from bfio.ground.results_io import write_json
 from bfio.studies.registry import load_function
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

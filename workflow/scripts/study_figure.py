@@ -6,7 +6,7 @@ import inspect
 import pandas as pd
 
 from bfio.figures import save
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.studies.declared_rows import declare_config_rows
 from bfio.studies.registry import draw, load_function
 from bfio.studies.report import read_product

@@ -3,9 +3,9 @@ settings, e.g. every setting's runs in one file (rule study_product). The make
 function comes as an import path (params.job, bfio.studies.jobs.product_job)."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.studies.declared_rows import declare_config_rows
-from bfio.results_io import write_json
+from bfio.ground.results_io import write_json
 from bfio.studies.registry import Product, load_function
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821

@@ -2,7 +2,7 @@
 import json
 
 from bfio.experiments import read_trace_table
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.studies.registry import by_directory
 from bfio.studies.report import read_product, setting_slots
 

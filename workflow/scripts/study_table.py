@@ -3,7 +3,7 @@ The tabulate function comes as an import path (params.job, bfio.studies.jobs.tab
 so this job imports its summary module alone."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.studies.declared_rows import declare_config_rows
 from bfio.studies.registry import load_function
 from bfio.studies.report import read_product

@@ -1,6 +1,6 @@
 """One table of trace statistics (rule trace_table)."""
-from bfio.progress import script_log
-from bfio.results_io import read_summary
+from bfio.ground.progress import script_log
+from bfio.ground.results_io import read_summary
 from bfio.tables import write_table
 import pandas as pd
 

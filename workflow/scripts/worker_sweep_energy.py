@@ -1,7 +1,7 @@
 """Energy of baseline vs target and the reduction % per G (rule worker_sweep_energy)."""
 import pandas as pd
 
-from bfio.progress import script_log
+from bfio.ground.progress import script_log
 from bfio.tables import energy_reduction, write_table
 
 with script_log(snakemake.log[0]):  # noqa: F821

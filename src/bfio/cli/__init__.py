@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from bfio.cli import compile_kernels, simulate, solve, traces
-from bfio.errors import BfioError
+from bfio.ground.errors import BfioError
 
 
 def build_parser() -> argparse.ArgumentParser:

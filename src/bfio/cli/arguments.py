@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from bfio.limits import BYTES_PER_REQUEST, MAX_RANK_TOKENS, MAX_REQUESTS, MAX_TOKEN_S, MEMORY_BUDGET
+from bfio.ground.limits import BYTES_PER_REQUEST, MAX_RANK_TOKENS, MAX_REQUESTS, MAX_TOKEN_S, MEMORY_BUDGET
 from bfio.policies import registered
 
 
@@ -29,7 +29,7 @@ positive_int = _int_at_least(1, "positive")
 
 
 def request_count(text: str) -> int:
-    """argparse type: a number of requests in ``1..MAX_REQUESTS`` (:mod:`bfio.limits`)."""
+    """argparse type: a number of requests in ``1..MAX_REQUESTS`` (:mod:`bfio.ground.limits`)."""
     v = positive_int(text)
     if v > MAX_REQUESTS:
         raise argparse.ArgumentTypeError(request_bound_message(v))
@@ -38,18 +38,18 @@ def request_count(text: str) -> int:
 
 def request_bound_message(n: int) -> str:
     """Why ``n`` requests are refused: the bound and the memory they would need."""
-    return (f"{n:,} requests exceed the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS): a run needs about "
+    return (f"{n:,} requests exceed the bound of {MAX_REQUESTS:,} (bfio.ground.limits.MAX_REQUESTS): a run needs about "
             f"{BYTES_PER_REQUEST} bytes a request, {n * BYTES_PER_REQUEST / 2 ** 30:,.1f} GiB here, above the "
             f"{MEMORY_BUDGET / 2 ** 30:.0f} GiB budget")
 
 
 def rank_tokens(text: str) -> int:
     """argparse type: a prefill size of one rank (tokens or blocks) in
-    ``1..MAX_RANK_TOKENS`` (:mod:`bfio.limits`), so it fits the step kernels' int64."""
+    ``1..MAX_RANK_TOKENS`` (:mod:`bfio.ground.limits`), so it fits the step kernels' int64."""
     v = positive_int(text)
     if v > MAX_RANK_TOKENS:
         raise argparse.ArgumentTypeError(f"{v:,} exceeds the bound of {MAX_RANK_TOKENS:,} "
-                                         "(bfio.limits.MAX_RANK_TOKENS: what a rank of the largest cluster can hold)")
+                                         "(bfio.ground.limits.MAX_RANK_TOKENS: what a rank of the largest cluster can hold)")
     return v
 
 
@@ -70,11 +70,11 @@ def positive_float(text: str) -> float:
 
 def token_seconds(text: str) -> float:
     """argparse type: seconds per prompt token, finite, > 0 and at most
-    ``MAX_TOKEN_S`` (:mod:`bfio.limits`), so the simulated clock stays finite."""
+    ``MAX_TOKEN_S`` (:mod:`bfio.ground.limits`), so the simulated clock stays finite."""
     v = positive_float(text)
     if v > MAX_TOKEN_S:
         raise argparse.ArgumentTypeError(f"{text} s per token exceeds the bound of {MAX_TOKEN_S:g} s "
-                                         "(bfio.limits.MAX_TOKEN_S: 10^4 times the default)")
+                                         "(bfio.ground.limits.MAX_TOKEN_S: 10^4 times the default)")
     return v
 
 

@@ -5,7 +5,7 @@ their Python names (``prefill.kv_tokens``, ``dispatch='instant'``,
 ``simulate(prefill=bfio.prefill.PrefillModel(...))``), which is right for a
 library caller and useless at a prompt. :func:`cli_words` rewrites those names
 into the flags of ``bfio simulate`` that set them; ``bfio simulate`` passes
-every :class:`~bfio.errors.ConfigError` of a run through it.
+every :class:`~bfio.ground.errors.ConfigError` of a run through it.
 """
 
 from __future__ import annotations

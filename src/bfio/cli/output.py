@@ -1,7 +1,7 @@
 """Writing the command line's outputs: JSON (``--json``), per-step and
 per-request tables (``--series``, ``--per-request``), each checked writable
 before any work is done and written all or nothing through
-:func:`bfio.results_io.atomic_path` (a regular file complete or unchanged; a
+:func:`bfio.ground.results_io.atomic_path` (a regular file complete or unchanged; a
 device, pipe or symlink target written in place, never replaced)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bfio.errors import BfioError, ConfigError
-from bfio.results_io import atomic_path, output_kind, output_target
+from bfio.ground.errors import BfioError, ConfigError
+from bfio.ground.results_io import atomic_path, output_kind, output_target
 
 
 def _clean(obj):
@@ -140,7 +140,7 @@ def write_outputs(outputs) -> None:
 
 
 def _option_error(option: str, e: BfioError) -> ConfigError:
-    """A :mod:`bfio.results_io` error (``output <path>: ...``) as the option's error."""
+    """A :mod:`bfio.ground.results_io` error (``output <path>: ...``) as the option's error."""
     return ConfigError(f"{option} {e}".replace("output ", "", 1))
 
 

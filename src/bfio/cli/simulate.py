@@ -13,11 +13,11 @@ from bfio.cli.arguments import (policy_name, positive_float, positive_int, rank_
 from bfio.cli.output import FRAME_SUFFIXES, check_distinct, check_writable, frame_output, json_output, write_outputs
 from bfio.cli.traces import known_trace_dir
 from bfio.cli.library_words import cli_words
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies.base import DISPATCH_MODES
-from bfio.limits import MAX_RANK_TOKENS, MAX_SLOTS, MAX_TOKEN_S
+from bfio.ground.limits import MAX_RANK_TOKENS, MAX_SLOTS, MAX_TOKEN_S
 from bfio.policies import policy_class, policy_options as declared_options, registered, supporting
-from bfio.policies.options import identity_of
+from bfio.ground.options import identity_of
 from bfio.results_diff import without_timings
 from bfio.run_parameters import ARRIVAL, ARRIVAL_OPTION, PREFILL, SLOTS
 from bfio.sim.moves import QUEUE_MOVES
@@ -115,7 +115,7 @@ def add_action_flags(s, flag: str, rules: dict, what: str, note: str = "") -> No
 
 def _option_value(option):
     """argparse type of a declared policy option: the text as the option's type,
-    checked by the declaration (:meth:`bfio.policies.options.Option.check`)."""
+    checked by the declaration (:meth:`bfio.ground.options.Option.check`)."""
     import argparse
 
     def parse(text: str):
@@ -222,7 +222,7 @@ def resolve_dispatch(args) -> str:
 def policy_options(args) -> dict:
     """The policy options given on the command line, refused (one message shape
     for all) when the chosen policy does not take them, when they would be
-    ignored (:attr:`bfio.policies.options.Option.applies_with`) or, for
+    ignored (:attr:`bfio.ground.options.Option.applies_with`) or, for
     ``--report-interval``, without instant dispatch."""
     declared = declared_options()
     cls = policy_class(args.policy)
@@ -438,7 +438,7 @@ def check_simulate_outputs(args) -> None:
     the cluster size bound and the writability of each output."""
     if args.workers * args.slots > MAX_SLOTS:
         raise ConfigError(f"--workers x --slots: G * B = {args.workers} * {args.slots} = "
-                          f"{args.workers * args.slots:,} exceeds the bound of {MAX_SLOTS:,} slots (bfio.limits)")
+                          f"{args.workers * args.slots:,} exceeds the bound of {MAX_SLOTS:,} slots (bfio.ground.limits)")
     outputs = ((args.json, "--json", None), (args.series, "--series", FRAME_SUFFIXES),
                (args.per_request, "--per-request", FRAME_SUFFIXES))
     for dest, option, suffixes in outputs:

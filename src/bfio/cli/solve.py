@@ -8,9 +8,9 @@ from pathlib import Path
 
 from bfio.cli.arguments import positive_float
 from bfio.cli.output import check_writable, write_json
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.solvers import SOLVERS
-from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
+from bfio.ground.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.solvers.instance import solve_instance_file
 
 
@@ -32,7 +32,7 @@ def add_parser(subparsers) -> None:
 
 
 def check_instance_bounds(path: str) -> None:
-    """Token counts of a saved instance within :mod:`bfio.limits`, checked
+    """Token counts of a saved instance within :mod:`bfio.ground.limits`, checked
     before the instance loader (:mod:`bfio.solvers.instance`) casts them to
     int64, where ``1e30`` would overflow. Malformed files are left to the loader."""
     try:
@@ -56,7 +56,7 @@ def check_instance_bounds(path: str) -> None:
         for k, v in enumerate(values):
             if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > maximum:
                 raise ConfigError(f"file {path}, field '{name}': entry {k} is {v!r}, above the bound "
-                                  f"{maximum:,} (bfio.limits)")
+                                  f"{maximum:,} (bfio.ground.limits)")
 
 
 def cmd_solve(args) -> int:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from bfio.figures.style import (MIN_SEEDS_FOR_CI, figure, interval_note, level_style, router, setting_title,
                                 trace_label)
-from bfio.student_t import t_quantile
+from bfio.ground.student_t import t_quantile
 
 PANELS = (("imb_ratio", "imbalance FCFS / BF-IO\n(log; >1: BF-IO better)", True),
           ("thr_gain_pct", "throughput gain (%)", False),

@@ -120,7 +120,7 @@ def interval(frame, metric: str, factor: float = 1.0, nonneg: bool = True):
     over the seeds (read back from the t interval), none with one seed; for a
     non-negative quantity the lower end is clipped at 0. ``kind`` is a set of
     what was drawn (``'ci'``, ``'sd'``, ``'clipped'``) for :func:`interval_note`."""
-    from bfio.student_t import t_quantile
+    from bfio.ground.student_t import t_quantile
 
     mean = frame[f"{metric}_mean"].to_numpy(dtype=float) / factor
     lo = frame[f"{metric}_ci_lo"].to_numpy(dtype=float) / factor

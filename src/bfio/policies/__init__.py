@@ -5,9 +5,9 @@ router registers itself as ``bfio``). The registry is the single source of polic
 names and labels (a class's ``name`` and ``label``): the CLI help, the config
 schema's enums and row pattern, the experiments' baselines and the table labels
 read it, so a new baseline is one new module with a registered class: in this
-package, or anywhere as a plugin (:mod:`bfio.plugins`; modules are imported
+package, or anywhere as a plugin (:mod:`bfio.ground.plugins`; modules are imported
 when the registry is first read). Its options are declared once on the class
-(:mod:`bfio.policies.options`). Baselines
+(:mod:`bfio.ground.options`). Baselines
 pick from the pool oldest first (``../shared/spec/semantics.md``, "Baseline
 policies"). Production baselines
 with instant dispatch (``vllm_dp``, ``vllm_token_lb``, ``sglang_total_requests``,
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import re
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run_keys import BFIO_ROW_PATTERN
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, DispatchState, Policy, RoutingState
-from bfio.plugins import load_plugins
-from bfio.policies.options import declared_options
+from bfio.ground.plugins import load_plugins
+from bfio.ground.options import declared_options
 from bfio.policies.names import router_label
 
 _REGISTRY: dict[str, type[Policy]] = {}
@@ -134,7 +134,7 @@ def policy_class(name: str) -> type[Policy]:
 
 def policy_options() -> dict:
     """Option name -> ``(declaration, policies that take it)`` over every registered
-    policy (:func:`bfio.policies.options.declared_options`): what the CLI's flags
+    policy (:func:`bfio.ground.options.declared_options`): what the CLI's flags
     and the config's ``policy_options`` sections are made of."""
     return declared_options(policy_class(n) for n in registered())
 

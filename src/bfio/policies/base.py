@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bfio.errors import ConfigError
-from bfio.policies.options import Option, identity, resolve
+from bfio.ground.errors import ConfigError
+from bfio.ground.options import Option, identity, resolve
 from bfio.workload import Workload
 
 #: The two dispatch interfaces (``docs/online.md``): ``central`` (one shared
@@ -162,7 +162,7 @@ class Policy:
     #: prefill step model (``"prefill"``), the prompts' block hashes (``"blocks"``);
     #: :func:`bfio.simulator.simulate` refuses a run that lacks them before it starts
     requires: tuple[str, ...] = ()
-    #: the policy's options, each declared once (:class:`bfio.policies.options.Option`):
+    #: the policy's options, each declared once (:class:`bfio.ground.options.Option`):
     #: its CLI flags, config schema section and :meth:`describe` derive from them
     options: tuple[Option, ...] = ()
 
@@ -193,7 +193,7 @@ class Policy:
 
     def describe(self) -> dict:
         """The policy's identity in results: its name and the options that identify
-        a run (:func:`bfio.policies.options.identity`)."""
+        a run (:func:`bfio.ground.options.identity`)."""
         return {"name": self.name, **identity(type(self), self.option_values)}
 
     def stats(self) -> dict:

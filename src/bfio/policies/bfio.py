@@ -26,7 +26,7 @@ Options (all keyword, validated; errors name the option):
   the noisy predictor's ``U[1 - d_lo, 1 + d_hi]`` factor;
 - ``solver``: ``fast`` (default) | ``highs`` | ``gurobi`` (:mod:`bfio.solvers`); an exact
   backend reports its solves (count, mean time) every 30 s on stderr, quiet when ``CI``
-  is set (:class:`bfio.progress.CallProgress`);
+  is set (:class:`bfio.ground.progress.CallProgress`);
 - ``admission``: ``drain:100`` (default with ``solver = fast``, :data:`DEFAULT_ADMISSION`;
   ``aging:200`` with an exact backend, :data:`DEFAULT_EXACT_ADMISSION`) | ``aging:N``
   (requests waiting ``N`` or more steps are admitted first, the rest free) | ``drain:N``
@@ -74,8 +74,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from bfio.errors import ConfigError
-from bfio.jit import run_clock
+from bfio.ground.errors import ConfigError
+from bfio.ground.jit import run_clock
 from bfio.policies import register
 from bfio.policies.base import DISPATCH_MODES, Policy, RoutingState
 from bfio.policies.bfio_instant import InstantBinding
@@ -83,7 +83,7 @@ from bfio.policies.bfio_options import LOCAL_SEARCH_ROUNDS, OPTIONS
 from bfio.admission import DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
 from bfio.policies.drain import plan_drain
 from bfio.predictors import default_remaining, make_predictor
-from bfio.progress import CallProgress
+from bfio.ground.progress import CallProgress
 from bfio.solvers import GREEDY_PLACEMENT, SolverError, solve
 from bfio.solvers.dispatch import bind
 from bfio.solvers.instance import Instance, forced_mask, instance_of_call
@@ -157,7 +157,7 @@ class BFIO(InstantBinding, Policy):
 
     # -- configuration ----------------------------------------------------------------
     def describe(self) -> dict:
-        """The run's identity (:func:`bfio.policies.options.identity`: every option
+        """The run's identity (:func:`bfio.ground.options.identity`: every option
         but those that do not apply, ``placement`` only when not the default)."""
         return super().describe()
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from bfio.jit import run_clock
+from bfio.ground.jit import run_clock
 from bfio.policies.base import DispatchState
 from bfio.profiles import predicted_loads
 from bfio.solvers.dispatch import bind, plan_moves, queue_profiles

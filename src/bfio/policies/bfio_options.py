@@ -1,4 +1,4 @@
-"""BF-IO's options and defaults (:class:`bfio.policies.options.Option`): the one
+"""BF-IO's options and defaults (:class:`bfio.ground.options.Option`): the one
 place their names, defaults, help and documentation are written; the CLI flags,
 the config schema's ``bfio`` section, its rows of ``config/README.md``
 (:mod:`bfio.config_readme`) and :meth:`bfio.policies.bfio.BFIO.describe` derive
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bfio.policies.base import REPORT_INTERVAL
-from bfio.policies.options import Option, Registry
+from bfio.ground.options import Option, Registry
 from bfio.predictors import ERROR_MODELS, REMAINING
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT
 from bfio.admission import ADMISSION_HELP, ADMISSION_PATTERN, DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
@@ -40,7 +40,7 @@ def _new_request_models():
     return tuple(NEW_REQUEST_MODELS)
 
 
-#: BF-IO's options (:class:`bfio.policies.options.Option`): the one place their
+#: BF-IO's options (:class:`bfio.ground.options.Option`): the one place their
 #: names, defaults, help and README text (``doc``) are written (the CLI flags, the
 #: config schema's ``bfio`` section, ``config/README.md``'s ``bfio.*`` rows and
 #: :meth:`BFIO.describe` derive from it).
@@ -98,7 +98,7 @@ OPTIONS = (
            "one draw per request; `d_lo` in [0, 1]."),
     Option("noise_high", float, 0.2, "noisy predictor: d_hi", minimum=0.0,
            applies_with=("predictor", ("noisy",)), identity="applies",
-           doc="`d_hi` of the `noisy` predictor; at most 100 (`bfio.limits.MAX_NOISE_HIGH`)."),
+           doc="`d_hi` of the `noisy` predictor; at most 100 (`bfio.ground.limits.MAX_NOISE_HIGH`)."),
     Option("noise_sigma", float, 0.5, "lognormal predictor: sigma in o_est = o * exp(N(0, sigma^2))",
            minimum=0.0, maximum=5.0, applies_with=("predictor", ("lognormal",)), identity="applies",
            doc="`sigma` of the `lognormal` predictor, o_est = max(1, round(o exp(N(0, sigma^2)))), one draw per "

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 from bfio.solvers.fast.costs import _volume, cumulative_weights
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 
 
 def rotating_argmin(score: np.ndarray, start: int) -> int:

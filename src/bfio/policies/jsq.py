@@ -18,7 +18,7 @@ renamed ``total_requests`` in January 2026 and registered under that name as
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 from bfio.policies import register
 from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, Policy, RoutingState
 from bfio.policies.instant import greedy_argmin

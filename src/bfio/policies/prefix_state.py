@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.policies.base import REQUIREMENTS
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from bfio.policies import register
 from bfio.policies.base import DispatchState, InstantPolicy
-from bfio.policies.options import Option
+from bfio.ground.options import Option
 from bfio.policies.prefix_state import inflight, prompt_blocks
 from bfio.prefix import PrefixCache
 

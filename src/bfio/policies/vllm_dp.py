@@ -35,7 +35,7 @@ import numpy as np
 
 from bfio.policies import register
 from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
-from bfio.policies.options import Option
+from bfio.ground.options import Option
 from bfio.prefix import KV_TOKENS_PER_RANK
 from bfio.policies.instant import greedy_argmin, rotating_argmin
 from bfio.policies.jsq import JSQRequests

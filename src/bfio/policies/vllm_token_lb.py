@@ -52,7 +52,7 @@ Modes (``docs/online.md``):
 import numpy as np
 
 from bfio.policies import register
-from bfio.policies.options import Option
+from bfio.ground.options import Option
 from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
 from bfio.policies.instant import greedy_argmin
 from bfio.policies.jsq import greedy_least_loaded

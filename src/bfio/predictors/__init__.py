@@ -54,8 +54,8 @@ from typing import Callable
 
 import numpy as np
 
-from bfio.errors import ConfigError
-from bfio.limits import MAX_NOISE_HIGH
+from bfio.ground.errors import ConfigError
+from bfio.ground.limits import MAX_NOISE_HIGH
 from bfio.predictors.base import NEVER, REMAINING, Predictor, default_remaining
 from bfio.predictors.expected import MIN_EVENTS, active_requests, kaplan_meier, still_active, weighted_loads
 from bfio.predictors.point import (BUCKET_EDGES, BUCKET_VALUES, BucketPredictor, LogNormalPredictor, NoisyPredictor,
@@ -73,7 +73,7 @@ def _error_model(name, noise_low, noise_high, seed, noise_sigma, bucket_accuracy
                 raise ConfigError(f"{key}: expected a finite number >= 0, got {v!r}")
 
         if noise_high > MAX_NOISE_HIGH:
-            raise ConfigError(f"noise_high: expected a value in [0, {MAX_NOISE_HIGH:g}] (bfio.limits.MAX_NOISE_HIGH: "
+            raise ConfigError(f"noise_high: expected a value in [0, {MAX_NOISE_HIGH:g}] (bfio.ground.limits.MAX_NOISE_HIGH: "
                               f"an estimate of at most {1 + MAX_NOISE_HIGH:g} times the true length), got {noise_high!r}")
         if noise_low > 1:
             raise ConfigError(f"noise_low: expected a value in [0, 1] (o * U[1 - d_lo, ...] must stay >= 0), "

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.errors import PolicyError
-from bfio.jit import run_clock
+from bfio.ground.errors import PolicyError
+from bfio.ground.jit import run_clock
 from bfio.kernels import admit_assigned, admit_queues, enqueue, seat
 from bfio.policies import Policy
 from bfio.prefill import Prefill

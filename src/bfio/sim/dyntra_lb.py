@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 
 #: The planner's throughput heuristic (source constants, ``try_drop_for_throughput``)
 STEP_LATENCY_FIXED_OVERHEAD = 20000.0

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.constants import PaperConstants
+from bfio.ground.constants import PaperConstants
 from bfio.kernels import load_stats, run_steps, write_row
 from bfio.prefill import Prefill
 from bfio.simulation_result import StepSeries

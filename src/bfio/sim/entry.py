@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.closed_loop import ClosedLoopArrivals
-from bfio.errors import PolicyError
+from bfio.ground.errors import PolicyError
 from bfio.sim.state import ClusterState
 from bfio.workload import Workload
 

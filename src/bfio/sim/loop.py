@@ -12,10 +12,10 @@ import time
 
 import numpy as np
 
-from bfio.constants import PaperConstants
-from bfio.errors import PolicyError
+from bfio.ground.constants import PaperConstants
+from bfio.ground.errors import PolicyError
 from bfio.prefill import Prefill, PrefillModel
-from bfio.progress import progress
+from bfio.ground.progress import progress
 from bfio.sim.dispatch import Dispatch, make_dispatch
 from bfio.sim.entry import Entry, make_entry
 from bfio.sim.engine import make_engine

@@ -5,7 +5,7 @@ barrier, and with the other actions (queue moves, rank pauses) what they compose
 
 from __future__ import annotations
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.sim.migration import KV_MODES, RULES
 from bfio.sim.rule_options import checked_rule, out_of_range
 

@@ -66,7 +66,7 @@ import math
 
 import numpy as np
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.sim.state import ClusterState
 
 #: our defaults of PR #37401's parameters (its own defaults were not found):

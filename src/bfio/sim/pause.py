@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.sim.dyntra_lb import balance_load
 from bfio.sim.rule_options import checked_rule, out_of_range
 from bfio.sim.state import ClusterState, FirstStarts

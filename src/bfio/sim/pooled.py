@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.step_time import K_ALPHA, K_KV, K_P, N_BALANCED, N_COEF
 
 if TYPE_CHECKING:

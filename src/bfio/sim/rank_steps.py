@@ -27,7 +27,7 @@ mid-step joins the rank's next step (vLLM queues it until the next
 
 from __future__ import annotations
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 from bfio.kernels import retire
 from bfio.prefill import allot_chunks
 from bfio.step_time import rank_step_dt

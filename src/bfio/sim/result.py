@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from bfio.capacity import decode_phase, indivisible_floor
-from bfio.constants import PaperConstants
-from bfio.errors import PolicyError
-from bfio.metrics import latency_stats, run_metrics, run_totals, steady_stats, wait_stats, window_metrics
+from bfio.ground.constants import PaperConstants
+from bfio.ground.errors import PolicyError
+from bfio.ground.metrics import latency_stats, run_metrics, run_totals, steady_stats, wait_stats, window_metrics
 from bfio.prefill import Prefill
 from bfio.sim.dispatch import Dispatch
 from bfio.sim.engine import DecodeEngine
@@ -57,7 +57,7 @@ def run_config(run: Setup, overhead: float) -> dict:
 
 
 def imbalance_terms(run: Setup, arrays: dict, requests: pd.DataFrame, frame: pd.DataFrame) -> dict:
-    """What :func:`bfio.imbalance_share.with_imbalance_share` reads beyond the run's totals:
+    """What :func:`bfio.ground.imbalance_share.with_imbalance_share` reads beyond the run's totals:
     ``imbalance_floor_total`` (:func:`bfio.capacity.indivisible_floor`) and
     ``kv_token_s``, the step seconds a KV token of the most loaded rank costs
     (the paper's ``t_l``; ``a_kv`` with a calibrated step). Independent ranks

@@ -1,14 +1,14 @@
 """The options of an action's rule (issue 45: :mod:`bfio.sim.pause`,
 :mod:`bfio.sim.migration`): a rule declares its options by their defaults, and a
 run's options are checked against them here, in one way for every action. Every
-refusal is a :class:`~bfio.errors.ConfigError` that names the argument (``where``,
+refusal is a :class:`~bfio.ground.errors.ConfigError` that names the argument (``where``,
 e.g. ``rank_pause_options``) and the option."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 
 
 def typed_option(where: str, rule: str, key: str, value, default):

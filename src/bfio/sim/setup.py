@@ -1,7 +1,7 @@
 """The arguments of :func:`bfio.simulator.simulate`, checked before anything runs:
 the cluster (``G`` workers x ``B`` slots, Section 3), the workload's token
-lengths within :mod:`bfio.limits`, the entry and dispatch modes and what the
-policy supports and needs. Every refusal is a :class:`~bfio.errors.ConfigError`
+lengths within :mod:`bfio.ground.limits`, the entry and dispatch modes and what the
+policy supports and needs. Every refusal is a :class:`~bfio.ground.errors.ConfigError`
 naming the argument."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bfio.constants import PaperConstants
-from bfio.errors import ConfigError
-from bfio.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
+from bfio.ground.constants import PaperConstants
+from bfio.ground.errors import ConfigError
+from bfio.ground.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.policies import Policy, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, REQUIREMENTS
 from bfio.prefill import PrefillModel
@@ -21,7 +21,8 @@ from bfio.sim.migration_checks import check_migration
 from bfio.sim.moves import check_queue_moves
 from bfio.sim.pause import check_rank_pause
 from bfio.step_model import StepCoefficients, StepModel
-from bfio.workload import ENTRY_MODES, Workload
+from bfio.ground.arrival_modes import ENTRY_MODES
+from bfio.workload import Workload
 
 
 def whole_number(key: str, value) -> int:
@@ -35,11 +36,11 @@ def whole_number(key: str, value) -> int:
 
 
 def check_lengths(workload: Workload) -> None:
-    """The kernels' inputs, checked once: token lengths within :mod:`bfio.limits`
+    """The kernels' inputs, checked once: token lengths within :mod:`bfio.ground.limits`
     (a :class:`Workload` enforces this; a hand-made object might not)."""
     for field_, arr, maximum in (("prefill", workload.prefill, MAX_PREFILL), ("decode", workload.decode, MAX_DECODE)):
         if arr.size and (arr.dtype != np.int64 or arr.min() < 1 or arr.max() > maximum):
-            raise ConfigError(f"workload.{field_}: token lengths must be int64 in 1..{maximum:,} (bfio.limits), "
+            raise ConfigError(f"workload.{field_}: token lengths must be int64 in 1..{maximum:,} (bfio.ground.limits), "
                               f"got dtype {arr.dtype}, range {arr.min()}..{arr.max()}")
 
 
@@ -94,7 +95,7 @@ def _check_cluster(workload, workers, slots, policy) -> tuple[int, int]:
         raise ConfigError(f"policy: expected a policy name or a bfio.policies.Policy, got {type(policy).__name__}")
     if workers * slots > MAX_SLOTS:
         raise ConfigError(f"workers x slots: G * B = {workers} * {slots} = {workers * slots:,} exceeds the bound "
-                          f"of {MAX_SLOTS:,} slots (bfio.limits: keeps loads exact and memory bounded)")
+                          f"of {MAX_SLOTS:,} slots (bfio.ground.limits: keeps loads exact and memory bounded)")
     check_lengths(workload)
     return workers, slots
 

@@ -18,9 +18,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.solvers.result import Solution, SolverError
-from bfio.jit import run_clock  # a clock without numba's compile (bfio.jit)
+from bfio.ground.jit import run_clock  # a clock without numba's compile (bfio.ground.jit)
 from bfio.solvers.fast import fast_assign
 from bfio.solvers.heap import heap_assign
 from bfio.solvers.placement import INSTANCE_SLOTS, call_step_s, resolve_placement

@@ -204,7 +204,7 @@ IPM_TOLERANCE = 1e-6
 
 
 def check_lp_solver(value) -> str:
-    from bfio.errors import ConfigError
+    from bfio.ground.errors import ConfigError
 
     if value not in LP_SOLVERS:
         raise ConfigError(f"lp_solver: expected {' | '.join(LP_SOLVERS)}, got {value!r}")

@@ -12,7 +12,7 @@ in :mod:`bfio.solvers.fast`).
 from __future__ import annotations
 
 
-from bfio.jit import helper as _helper
+from bfio.ground.jit import helper as _helper
 
 
 @_helper

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_build as _bit_build
 from bfio.solvers.fenwick import bit_kth as _bit_kth

@@ -42,11 +42,11 @@ from pathlib import Path
 import numpy as np
 
 from bfio.admission import parse_admission
-from bfio.errors import BfioError, ConfigError
+from bfio.ground.errors import BfioError, ConfigError
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.discount import UNDISCOUNTED, check_discount
 from bfio.profiles import predicted_loads
-from bfio.results_io import atomic_path
+from bfio.ground.results_io import atomic_path
 from bfio.solvers import solve
 from bfio.traces.formats import refuse_repeated_keys
 

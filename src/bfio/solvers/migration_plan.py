@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from bfio.jit import helper, kernel
+from bfio.ground.jit import helper, kernel
 from bfio.solvers.dispatch import TOLERANCE
 from bfio.solvers.queue_kernels import _admit_queue, _candidate_costs, _objective, _replace_min, _swap_value
 from bfio.solvers.objective import ObjectiveTerms

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 from bfio.solvers.dispatch import TOLERANCE
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.queue_kernels import _admit_queue, _candidate_costs, _choose, _replace_min

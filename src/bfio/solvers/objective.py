@@ -85,7 +85,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from bfio.discount import UNDISCOUNTED, check_discount, check_new_requests, effective_horizon, offset_weights
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.solvers.terms.base import Term
 
 

@@ -8,7 +8,7 @@
 - ``auto``: the greedy when its modelled cost, :data:`GREEDY_S_PER_UNIT` times
   ``U n_T``, is at most :data:`AUTO_STEP_SHARE` of the decode step (in a run:
   the mean modelled step so far, so the greedy before the first step; for an
-  instance: :meth:`bfio.constants.PaperConstants.step_s` of its largest load),
+  instance: :meth:`bfio.ground.constants.PaperConstants.step_s` of its largest load),
   the heap otherwise. A router has a time budget per step: the greedy is the better
   placement where it fits in it (few workers, or long steps: LongBench's steps
   last a second, so Table 1's calls stay greedy at ``G = 256``), the heap where
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.constants import PaperConstants
+from bfio.ground.constants import PaperConstants
 from bfio.solvers.heap import solve_heap_terms
 from bfio.solvers.shards import solve_sharded_terms
 

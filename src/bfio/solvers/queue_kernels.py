@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import helper, kernel
+from bfio.ground.jit import helper, kernel
 from bfio.solvers.dispatch import TOLERANCE
 
 

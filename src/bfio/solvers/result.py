@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bfio.errors import PolicyError
+from bfio.ground.errors import PolicyError
 
 
 class SolverError(PolicyError):

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.errors import ConfigError
-from bfio.jit import kernel
+from bfio.ground.errors import ConfigError
+from bfio.ground.jit import kernel
 from bfio.solvers.fast import solve_fast
 from bfio.solvers.objective import request_profiles
 from bfio.solvers.touched import solver_loads

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 
 #: Integers of at most this magnitude are exact in float64 (2^53).
 EXACT_FLOAT_INT = 2 ** 53

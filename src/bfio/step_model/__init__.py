@@ -4,7 +4,7 @@
 :data:`STEP_MODELS` is the single source of their names:
 
 - ``paper`` (the default): ``dt = C + t_l max_g L_g`` (``+ token_s max_g P_g``
-  with prefill), Section 6.2 and Appendix D (:class:`bfio.constants.PaperConstants`);
+  with prefill), Section 6.2 and Appendix D (:class:`bfio.ground.constants.PaperConstants`);
 - ``calibrated``: an engine-specific step,
   ``dt = max_g [alpha + a_kv L_g + a_n n_g + a_p P_g + a_p2 P_g^2] + beta max_g n_g + comm``,
   its coefficients fitted per GPU and model to public kernel profiles
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from bfio.errors import ConfigError
-from bfio.policies.options import Option
+from bfio.ground.errors import ConfigError
+from bfio.ground.options import Option
 from bfio.step_model.fit import GPUS, MODELS, StepCoefficients, step_coefficients
 
 #: the step models, by name (the single source: CLI choices, schema, checks)

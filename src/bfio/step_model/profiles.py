@@ -4,7 +4,7 @@
 registered here with its pinned size and sha256, read from the data directory as
 the traces are (:func:`bfio.traces.registry.default_data_dir`), never copied into
 the repository. A missing file, or one that is not the pinned one, is a
-:class:`~bfio.errors.ProfileError` naming it.
+:class:`~bfio.ground.errors.ProfileError` naming it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bfio.errors import ProfileError
+from bfio.ground.errors import ProfileError
 from bfio.traces.registry import default_data_dir, sha256_of
 
 PROFILE_DIR = "vidur-profiles"

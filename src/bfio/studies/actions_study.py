@@ -15,7 +15,7 @@ policy (``{policy: vllm_dp, rank_pause: dyntra_lb, rank_pause_options: {...}}``,
 rate meeting p99 TTFT and TPOT targets, bisected up to the model's capacity,
 with the balanced bound beside the routers); a row with actions also gets, at
 its goodput, its actions per 1,000 requests and the tokens they computed or
-sent again (:func:`bfio.metrics.action_metrics`). Each (setting, regime) is
+sent again (:func:`bfio.ground.metrics.action_metrics`). Each (setting, regime) is
 one simulation job, as the goodput study's: the paper's step loop, or the
 calibrated step with chunked prefill, KV memory and preemption, where the
 goodput study finds headroom (in the paper's step loop no router has any on
@@ -27,7 +27,7 @@ in the paper's regime only.
 
 from __future__ import annotations
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run import ACTION_RULES, variant_actions
 from bfio.sim.migration import RULES as MIGRATION_RULES
 from bfio.sim.moves import MOVES

@@ -10,7 +10,7 @@ import math
 
 import pandas as pd
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.tables import mean_ci, ratio_ci
 
 #: Effect kinds: how a (baseline, target) pair of one seed becomes one number.

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from bfio.discount import OBJECTIVES
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run_keys import RowSpec, declare_rows
 
 

@@ -38,7 +38,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec
 from bfio.runner import run_batch
 from bfio.studies.registry import Figure, Study, Table, register_study

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.studies.aggregate import paired_effect
 from bfio.tables import MIN_INTERVAL_SEEDS, ci_text, row_label
 

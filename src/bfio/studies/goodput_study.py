@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from bfio.capacity import trace_capacity
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.goodput import SLO, goodput, latency_floor
-from bfio.metrics import action_metrics
+from bfio.ground.metrics import action_metrics
 from bfio.prefill import PrefillModel
 from bfio.run import ACTION_RULES, ArrivalSpec, RunSpec, policy_defaults, resolve_row
 from bfio.runner import run_batch
@@ -145,7 +145,7 @@ def action_columns(actions: dict, records: list | None, requests: int) -> dict:
     without actions writes what it always did): its ``actions`` as JSON and, at its
     goodput (the bisection's highest rate that met the targets; NaN when none
     did), the run's actions per 1,000 requests and wasted tokens
-    (:func:`bfio.metrics.action_metrics`, the mean over the probe's runs)."""
+    (:func:`bfio.ground.metrics.action_metrics`, the mean over the probe's runs)."""
     if not records:
         counts = {"actions_per_1k_requests": float("nan"), "wasted_tokens": float("nan")}
     else:

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from bfio.metrics import STEADY, WARMUP_SHARE
+from bfio.ground.metrics import STEADY, WARMUP_SHARE
 from bfio.studies.report import fmt, markdown_table
 from bfio.policies.names import actions_label
 from bfio.studies.online_summary import policy_label

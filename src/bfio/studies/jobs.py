@@ -17,7 +17,7 @@ checks every registered one).
 
 from __future__ import annotations
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.studies.registry import by_directory, by_figure, by_table, load_function
 
 

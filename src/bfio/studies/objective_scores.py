@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 
 KEY_COLUMNS = ("discount", "new_requests")
 

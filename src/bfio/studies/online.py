@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.capacity import trace_capacity
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec, resolve_row
 from bfio.runner import run_batch, simulate_run
 from bfio.studies.registry import Figure, Study, Table, register_study

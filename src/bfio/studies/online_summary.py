@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.metrics import STEADY
-from bfio.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
+from bfio.ground.metrics import STEADY
+from bfio.ground.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
 from bfio.policies import policy_label as registry_label, registered

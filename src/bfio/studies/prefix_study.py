@@ -37,8 +37,8 @@ from bfio.run import RunSpec
 from bfio.runner import run_batch
 from bfio.step_model import from_config
 from bfio.studies.registry import Study, register_study
-from bfio.errors import ConfigError
-from bfio.limits import MAX_REQUESTS, MAX_SLOTS
+from bfio.ground.errors import ConfigError
+from bfio.ground.limits import MAX_REQUESTS, MAX_SLOTS
 from bfio.policies import available, policy_class
 from bfio.sessions import check_block_hashes, session_hash_bound, session_requests
 from bfio.studies.prefix_summary import prefix_table
@@ -222,7 +222,7 @@ def _check_prefill(prefill: dict) -> None:
 
 
 def _check_setting_keys(i: int, setting: dict, config: dict) -> None:
-    """A setting's numbers finite, its cluster within :data:`bfio.limits.MAX_SLOTS`,
+    """A setting's numbers finite, its cluster within :data:`bfio.ground.limits.MAX_SLOTS`,
     and no key its workload does not read (:data:`WORKLOAD_READS`; a schema default
     left in place is no mistake)."""
     where = f"prefix_study.settings.{i}"
@@ -239,7 +239,7 @@ def _check_setting_keys(i: int, setting: dict, config: dict) -> None:
     slots = int(setting.get("slots", config.get("slots", 72)))
     if int(setting["workers"]) * slots > MAX_SLOTS:
         raise ConfigError(f"config key '{where}.workers': G * B = {setting['workers']} * {slots} = "
-                          f"{int(setting['workers']) * slots:,} exceeds the bound of {MAX_SLOTS:,} slots (bfio.limits)")
+                          f"{int(setting['workers']) * slots:,} exceeds the bound of {MAX_SLOTS:,} slots (bfio.ground.limits)")
 
 
 def _check_kv_budget(i: int, setting: dict, prefill: dict) -> None:
@@ -259,7 +259,7 @@ def _check_kv_budget(i: int, setting: dict, prefill: dict) -> None:
 
 
 def _check_generated_size(i: int, setting: dict) -> None:
-    """A generated setting's requests within :data:`bfio.limits.MAX_REQUESTS` and
+    """A generated setting's requests within :data:`bfio.ground.limits.MAX_REQUESTS` and
     its block hashes within the memory budget (:func:`bfio.sessions.check_block_hashes`),
     the hashes bounded from the longest prompt and output of its known trace
     (``TraceSpec.longest``; an extra trace's are checked by the generator in the job)."""
@@ -271,7 +271,7 @@ def _check_generated_size(i: int, setting: dict) -> None:
     if requests > MAX_REQUESTS:
         what = "groups x group_size x turns" if grpo else "sessions x turns"
         raise ConfigError(f"config key '{where}.{'group_size' if grpo else 'sessions'}': {what} = {requests:,} "
-                          f"requests exceed the bound of {MAX_REQUESTS:,} (bfio.limits.MAX_REQUESTS)")
+                          f"requests exceed the bound of {MAX_REQUESTS:,} (bfio.ground.limits.MAX_REQUESTS)")
     spec = KNOWN_TRACES.get(setting["trace"])
     if spec is not None and spec.longest is not None:
         hashes = session_hash_bound(sessions, turns, *spec.longest, GENERATED_BLOCK_TOKENS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
+from bfio.ground.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.tables import MIN_INTERVAL_SEEDS, row_label
 

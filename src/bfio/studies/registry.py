@@ -41,7 +41,7 @@ the tables, the figures.
 The built-in studies register in their modules under :mod:`bfio.studies`
 (every module of the package is imported on first use of the registry, so a new
 study module is found without being listed); others are plugins
-(:mod:`bfio.plugins`). The registry's order (of :func:`studies`: the config's
+(:mod:`bfio.ground.plugins`). The registry's order (of :func:`studies`: the config's
 checks, whose first fault is the one reported, and the report's sections) is
 fixed, whichever module a process imported first: the built-in studies by name,
 each after the studies it declares it builds on (:attr:`Study.builds_on`), then
@@ -56,8 +56,8 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from bfio.errors import ConfigError
-from bfio.plugins import load_plugins
+from bfio.ground.errors import ConfigError
+from bfio.ground.plugins import load_plugins
 from bfio.studies.report import check_settings
 
 
@@ -424,7 +424,7 @@ def _load() -> None:
     """Import every module of :mod:`bfio.studies` (by name; the registry's order
     does not depend on it, :func:`_ordered`): a study module registers itself on
     import, so adding one is adding its module, not a name to a list here. Then
-    the plugins (:mod:`bfio.plugins`)."""
+    the plugins (:mod:`bfio.ground.plugins`)."""
     global _loaded
     if _loaded:
         return

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.traces.canonical import read_trace_table
 from bfio.paper import TABLE_SETTINGS
 from bfio.traces.registry import KNOWN_TRACES

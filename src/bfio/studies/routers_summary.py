@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.online_summary import policy_label, record_label
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, scale_note

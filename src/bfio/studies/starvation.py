@@ -23,7 +23,7 @@ from bfio.studies.declared_rows import starvation_row_specs
 from bfio.run import RunSpec, policy_defaults, resolve_row
 from bfio.runner import run_batch
 from bfio.studies.registry import Study, register_study, studies
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.studies.starvation_summary import COST_METRICS, online_rows, starvation_extras, starvation_table
 
 

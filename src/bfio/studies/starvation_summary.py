@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, fmt, markdown_table, scale_note, setting_sections
 from bfio.admission import DEFAULT_ADMISSION

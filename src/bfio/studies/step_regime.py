@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.run import ArrivalSpec, RunSpec
 from bfio.runner import run_batch
 from bfio.step_model import from_config

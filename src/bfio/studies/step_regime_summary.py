@@ -13,7 +13,7 @@ import pandas as pd
 from bfio.run import resolve_row
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import fmt, markdown_table
-from bfio.imbalance_share import with_imbalance_share
+from bfio.ground.imbalance_share import with_imbalance_share
 from bfio.studies.online_summary import policy_label
 
 #: the metric the routers are ranked by, then the others the CSV carries

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 
 
 def fcfs_round_loads(prompts: np.ndarray, workers: int, slots: int) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.student_t import t_quantile
+from bfio.ground.student_t import t_quantile
 
 # Appendix C.1, Step B: c_1 = 1 - exp(-1/(4 sqrt(2 pi))), c_2 = c_1 / sqrt(2)
 C1_PROOF = 1.0 - np.exp(-1.0 / (4.0 * np.sqrt(2.0 * np.pi)))

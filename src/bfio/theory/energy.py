@@ -1,10 +1,10 @@
 """Theorem 4 (energy saving from imbalance reduction), Remark 2 and Corollary 1.
 
-Every energy number comes from :mod:`bfio.power`:
+Every energy number comes from :mod:`bfio.ground.power`:
 ``E = kappa sum_k L_max(k) sum_g P(u_g(k))`` (Eq. (E-discrete)) via
-:func:`bfio.power.energy_decomposition`, the bound (Eq. (energy-saving-frac))
-via :func:`bfio.power.energy_saving_bound`, the limit (Eq. (energy-limit)) via
-:func:`bfio.power.energy_limit`.
+:func:`bfio.ground.power.energy_decomposition`, the bound (Eq. (energy-saving-frac))
+via :func:`bfio.ground.power.energy_saving_bound`, the limit (Eq. (energy-limit)) via
+:func:`bfio.ground.power.energy_limit`.
 
 Checks:
 
@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.constants import PaperConstants
-from bfio.power import energy_decomposition, energy_limit, energy_saving_bound, power
+from bfio.ground.constants import PaperConstants
+from bfio.ground.power import energy_decomposition, energy_limit, energy_saving_bound, power
 
 DEFAULT_POWER = {"name": "A100", "p_idle": 100.0, "p_max": 400.0, "gamma": 0.7}
 
@@ -46,7 +46,7 @@ def d_gamma(p_idle: float, p_max: float, gamma: float) -> float:
 def decomposition(loads: np.ndarray, kappa: float, p_idle: float, p_max: float, gamma: float) -> dict:
     """Eq. (E-exact) for one run: ``loads`` is ``(K, G)`` gating loads of every step.
 
-    Returns :func:`bfio.power.energy_decomposition`'s fields plus the directly
+    Returns :func:`bfio.ground.power.energy_decomposition`'s fields plus the directly
     computed concavity term ``correction_direct`` and ``residual = E - (kappa
     P_max W + kappa P_idle ImbTot + correction_direct)``.
     """
@@ -191,7 +191,7 @@ def check_runs(frame: pd.DataFrame, constants: PaperConstants | None = None, rto
 
     ``frame`` needs ``energy_sync_j``, ``energy_correction_j``,
     ``energy_correction_bound_j``, ``imbalance_total``, ``work_total`` (whole-run
-    totals on the gating loads, :func:`bfio.metrics.run_totals`) plus any
+    totals on the gating loads, :func:`bfio.ground.metrics.run_totals`) plus any
     identifying columns, which are kept. ``kappa = t_l`` and the power
     parameters come from columns ``token_latency_s``, ``p_idle_w``, ``p_max_w``,
     ``gamma`` if present, else from ``constants``. Returns the identifying

@@ -19,7 +19,7 @@ import pandas as pd
 from bfio.figures.style import SERIES, label, level_style, plain_log_ticks, series
 from bfio.figures.style import save as save_figure
 from bfio.theory.checks import C2_PROOF
-from bfio.student_t import t_quantile
+from bfio.ground.student_t import t_quantile
 
 #: The registry family of each grouping column of the cells.
 FAMILIES = {"dist": "distribution", "drift": "drift"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.progress import progress
+from bfio.ground.progress import progress
 from bfio.theory import checks, fit
 from bfio.theory.distributions import make_law
 from bfio.theory.drift import make_drift

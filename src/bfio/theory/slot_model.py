@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 from bfio.theory.assign import is_separated, place_balanced
 from bfio.theory.distributions import PrefillLaw
 from bfio.theory.drift import Drift

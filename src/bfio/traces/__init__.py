@@ -11,7 +11,7 @@ A trace may also carry each prompt's KV-block hashes (prefix caching,
 :mod:`bfio.prefix`; the Mooncake trace's ``hash_ids``), read into
 :attr:`Trace.blocks` when a hash column is named.
 
-Every row is validated; a bad value raises :class:`~bfio.errors.TraceError`
+Every row is validated; a bad value raises :class:`~bfio.ground.errors.TraceError`
 naming the file, the 0-based data row and the field. Nothing is dropped or
 clipped. Known traces (:data:`~bfio.traces.registry.KNOWN_TRACES`) are looked
 up by name in a data directory and their sha256 is verified against the pinned
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bfio.errors import ConfigError, TraceError
+from bfio.ground.errors import ConfigError, TraceError
 from bfio.prefix import PrefixBlocks
 from bfio.traces.formats import MISSING, read_table, unreadable
 from bfio.traces.registry import (  # noqa: F401  (re-exported: the names users import from bfio.traces)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bfio.errors import ChecksumError, TraceError
-from bfio.results_io import atomic_path, write_json
+from bfio.ground.errors import ChecksumError, TraceError
+from bfio.ground.results_io import atomic_path, write_json
 from bfio.traces import load_trace
 from bfio.traces.formats import unreadable
 from bfio.traces.registry import KNOWN_TRACES, TraceSpec, sha256_of, verify_sha256

@@ -2,7 +2,7 @@
 with ``data`` records or a JSON array of records, JSON Lines (streamed), CSV
 and Parquet (Section 6.1 traces and your own, README "Bring your own trace").
 A file that cannot be read, or names a column or key twice, raises
-:class:`~bfio.errors.TraceError` naming the file; the values are checked by
+:class:`~bfio.ground.errors.TraceError` naming the file; the values are checked by
 :mod:`bfio.traces.validation`.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bfio.errors import TraceError
+from bfio.ground.errors import TraceError
 from bfio.traces.registry import not_regular
 
 

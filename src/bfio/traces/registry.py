@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from bfio.errors import ChecksumError, TraceError
+from bfio.ground.errors import ChecksumError, TraceError
 
 PAPER_TRACE_SOURCE = (
     "https://raw.githubusercontent.com/Echoscd/Load-Balancing-Release/"
@@ -137,7 +137,7 @@ TRACE_ALIASES = {"burst": "burstgpt", "longbench_v2": "longbench"}
 
 def sha256_of(path) -> str:
     """The sha256 of the regular file ``path``; a named pipe or a device (which
-    would block or never end) is a :class:`~bfio.errors.TraceError` naming it."""
+    would block or never end) is a :class:`~bfio.ground.errors.TraceError` naming it."""
     check_regular(path)
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -195,7 +195,7 @@ def not_regular(st: os.stat_result) -> str:
 
 
 def check_regular(path) -> os.stat_result:
-    """The status of ``path``, a :class:`~bfio.errors.TraceError` naming it unless
+    """The status of ``path``, a :class:`~bfio.ground.errors.TraceError` naming it unless
     it is a regular file (checked before anything reads it: a named pipe blocks,
     ``/dev/zero`` never ends)."""
     st = os.stat(path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 from bfio.traces.registry import KNOWN_TRACES, locate_known_trace
 
 

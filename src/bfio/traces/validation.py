@@ -1,9 +1,9 @@
 """Validating a trace table row by row (Section 6.1; README "Bring your own
-trace"): token counts are positive integers within :mod:`bfio.limits`, arrival
+trace"): token counts are positive integers within :mod:`bfio.ground.limits`, arrival
 times are numbers (seconds, or the column's unit: ``ms`` for Mooncake) or
 timestamps, prompt block hashes (prefix caching, :func:`validate_hashes`) are
 lists of ``ceil(prefill / block_tokens)`` non-negative integers; nothing is
-dropped or clipped. A bad value raises :class:`~bfio.errors.TraceError` naming
+dropped or clipped. A bad value raises :class:`~bfio.ground.errors.TraceError` naming
 the file, the 0-based data row and the column.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bfio.errors import ConfigError, TraceError
-from bfio.limits import MAX_ARRIVAL_S, MAX_DECODE, MAX_PREFILL
+from bfio.ground.errors import ConfigError, TraceError
+from bfio.ground.limits import MAX_ARRIVAL_S, MAX_DECODE, MAX_PREFILL
 from bfio.prefix import PrefixBlocks, blocks_needed
 from bfio.traces.registry import ARRIVAL_UNITS
 
@@ -65,7 +65,7 @@ def _fmt(value) -> str:
 
 
 def _positive_ints(series: pd.Series, path: Path, col: str, maximum: int, role: str) -> np.ndarray:
-    """Integer token counts in ``1..maximum`` (:mod:`bfio.limits`) as int64."""
+    """Integer token counts in ``1..maximum`` (:mod:`bfio.ground.limits`) as int64."""
     values = series.to_numpy()
     if values.dtype == object:
         num = np.empty(len(values), dtype=float)
@@ -90,7 +90,7 @@ def _positive_ints(series: pd.Series, path: Path, col: str, maximum: int, role: 
     if bad.any():
         r = _first_bad(bad)
         raise TraceError(path, f"value {_fmt(values[r])} exceeds the maximum {role} length of {maximum:,} tokens "
-                               "(bfio.limits: bounds that keep loads exact)", row=r, field=col)
+                               "(bfio.ground.limits: bounds that keep loads exact)", row=r, field=col)
     bad = ~np.isfinite(v) | (v != np.round(v))
     if bad.any():
         r = _first_bad(bad)
@@ -155,7 +155,7 @@ def _arrival_seconds(series: pd.Series, path: Path, col: str, unit: str = "s") -
     bad = v - v.min() > MAX_ARRIVAL_S
     if bad.any():
         raise TraceError(path, f"arrival time {v[_first_bad(bad)]:.3g} s is more than the bound of "
-                               f"{MAX_ARRIVAL_S:.0e} s after the first (bfio.limits.MAX_ARRIVAL_S)",
+                               f"{MAX_ARRIVAL_S:.0e} s after the first (bfio.ground.limits.MAX_ARRIVAL_S)",
                          row=_first_bad(bad), field=col)
     return v
 

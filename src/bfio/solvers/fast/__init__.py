@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 from bfio.solvers.fast.costs import _bucket, cumulative_weights, worker_costs
 from bfio.solvers.fast.fill import _fill
 from bfio.solvers.fast.local_search import _local_search

@@ -12,13 +12,13 @@ swaps cost. Invariant: after every change of a worker's profile,
 
 from __future__ import annotations
 
-from bfio.jit import helper as _helper
+from bfio.ground.jit import helper as _helper
 
-# Helpers (``bfio.jit.helper``) take arrays but never allocate, so they are compiled
+# Helpers (``bfio.ground.jit.helper``) take arrays but never allocate, so they are compiled
 # without the runtime's reference counting (numba's ``_nrt`` target option): a helper
 # that numba does not inline otherwise pays an atomic reference count in and out
 # for every array argument on every call, which was 23% of a Table-1 routing call
-# (profiled with perf; the phases that allocate keep ``bfio.jit.kernel``).
+# (profiled with perf; the phases that allocate keep ``bfio.ground.jit.kernel``).
 
 _NONE = -2  # index of an empty envelope entry
 _FIXED = -1  # index standing for the workers without free slots (Mo)

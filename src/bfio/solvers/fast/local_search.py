@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.jit import kernel
+from bfio.ground.jit import kernel
 from bfio.solvers.fast.costs import _pivots, _volume, _w
 from bfio.solvers.fast.envelope import _column_scan, _excl1, _excl2, _update_worker
 from bfio.solvers.fast.waiting import _grp_gt, _grp_le, _lower

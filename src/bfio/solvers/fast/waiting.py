@@ -14,15 +14,15 @@ union-find pointers to the nearest waiting position (:func:`_cand_le`,
 
 from __future__ import annotations
 
-from bfio.jit import helper as _helper
+from bfio.ground.jit import helper as _helper
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
 
-# Helpers (``bfio.jit.helper``) take arrays but never allocate, so they are compiled
+# Helpers (``bfio.ground.jit.helper``) take arrays but never allocate, so they are compiled
 # without the runtime's reference counting (numba's ``_nrt`` target option): a helper
 # that numba does not inline otherwise pays an atomic reference count in and out
 # for every array argument on every call, which was 23% of a Table-1 routing call
-# (profiled with perf; the phases that allocate keep ``bfio.jit.kernel``).
+# (profiled with perf; the phases that allocate keep ``bfio.ground.jit.kernel``).
 
 
 @_helper

@@ -27,7 +27,7 @@ the terms through :class:`~bfio.solvers.objective.ObjectiveTerms`:
   ``_place_sequential``);
 - the MILP (:func:`bfio.solvers.model.build_milp`): a term linear in the
   assignment gives its costs of ``x_jg`` (:meth:`Term.linear_costs`); the exact
-  backends refuse, with a :class:`~bfio.errors.ConfigError` naming the term, a
+  backends refuse, with a :class:`~bfio.ground.errors.ConfigError` naming the term, a
   run with a term that has none (:meth:`ObjectiveTerms.check_solver
   <bfio.solvers.objective.ObjectiveTerms.check_solver>`).
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bfio.errors import BfioError
+from bfio.ground.errors import BfioError
 
 
 def _jsonable(x):
@@ -39,7 +39,7 @@ def _jsonable(x):
 def output_target(path) -> Path:
     """The file an output at ``path`` really goes to: symlinks followed to their
     target (a dangling link to the file it names), so the link survives and the
-    target is written. A symlink loop raises :class:`~bfio.errors.BfioError`."""
+    target is written. A symlink loop raises :class:`~bfio.ground.errors.BfioError`."""
     path = Path(path)
     try:
         return path.resolve()
@@ -84,7 +84,7 @@ def atomic_path(path):
     - a symlink: the same, at its target (the link is kept);
     - a device or a named pipe (``/dev/null``, ``/dev/stdout``, a FIFO): the path
       itself, written in place (a rename would replace the device);
-    - a socket or a directory: refused with :class:`~bfio.errors.BfioError`.
+    - a socket or a directory: refused with :class:`~bfio.ground.errors.BfioError`.
     """
     target = output_target(path)
     kind = output_kind(target)
@@ -116,7 +116,7 @@ def write_json(obj, path) -> None:
 
 def read_summary(path) -> dict:
     """A run summary; a missing, truncated or non-object file raises
-    :class:`~bfio.errors.BfioError` naming it (delete it and rerun)."""
+    :class:`~bfio.ground.errors.BfioError` naming it (delete it and rerun)."""
     try:
         with open(path) as f:
             data = json.load(f)

@@ -6,7 +6,7 @@ for helpers that take arrays but never allocate, see :mod:`bfio.solvers.fast`),
 each with one specialization per argument types (integer constants passed by
 other kernels do not make more: :func:`one_specialization_per_type`).
 ``cache=True`` keeps each compiled specialization in numba's on-disk cache, in a
-directory named by a digest of the kernels' sources (:func:`bfio.kernel_cache.kernel_cache_dir`:
+directory named by a digest of the kernels' sources (:func:`bfio.ground.kernel_cache.kernel_cache_dir`:
 numba re-checks a kernel's own file but not the files of the kernels it calls,
 so an edit to a callee would otherwise leave its callers' stale machine code in
 the cache), so a kernel is
@@ -37,7 +37,7 @@ import time
 from numba import njit, types
 from numba.core import config, event
 
-from bfio.kernel_cache import kernel_cache_dir
+from bfio.ground.kernel_cache import kernel_cache_dir
 
 # Set before any kernel is decorated: numba's cache locator reads it when a kernel is made.
 config.CACHE_DIR = kernel_cache_dir()

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.constants import PaperConstants
-from bfio.errors import ConfigError
+from bfio.ground.constants import PaperConstants
+from bfio.ground.errors import ConfigError
 
 
 def imbalance_share(series, workers: int, constants: PaperConstants | None = None) -> float:
@@ -52,7 +52,7 @@ KV_TOKEN_S = "kv_token_s"
 def imbalance_share_of_runs(runs, constants: PaperConstants | None = None, total: str = "imbalance_total"):
     """:func:`imbalance_share` of every run of a runs table (``imbalance_total``,
     ``makespan_s`` = busy step time, ``workers`` columns; the whole-run totals of
-    :func:`bfio.metrics.run_totals`), so tables derive it without rerunning a run;
+    :func:`bfio.ground.metrics.run_totals`), so tables derive it without rerunning a run;
     ``total`` names another imbalance total on the same scale (the floor,
     ``imbalance_floor_total``). With a :data:`KV_TOKEN_S` column (runs since
     issue 44) each run is read with its own step's cost a KV token: ``t_l`` for

@@ -4,7 +4,7 @@ already (issue 42).
 :func:`kernel_cache_dir` names numba's on-disk cache by a digest of the kernels'
 sources (:func:`kernel_sources_digest`): numba re-checks a kernel's own file but
 not the files of the kernels it calls, so an edit to a callee would otherwise
-leave its callers' stale machine code in the cache. :mod:`bfio.jit` sets numba's
+leave its callers' stale machine code in the cache. :mod:`bfio.ground.jit` sets numba's
 cache there.
 
 A group of kernels (:data:`bfio.kernels_warmup.GROUPS`) compiled by ``bfio
@@ -28,7 +28,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-#: A line of a module that defines a kernel (:func:`bfio.jit.kernel` or :func:`bfio.jit.helper`).
+#: A line of a module that defines a kernel (:func:`bfio.ground.jit.kernel` or :func:`bfio.ground.jit.helper`).
 _DEFINES_KERNEL = re.compile(rb"^@(kernel|helper)\b", re.MULTILINE)
 #: A module the kernels' module imports from the package (its constants are frozen into the kernels).
 _IMPORTS = re.compile(rb"^from (bfio(?:\.\w+)*) import", re.MULTILINE)
@@ -37,13 +37,13 @@ _IMPORTS = re.compile(rb"^from (bfio(?:\.\w+)*) import", re.MULTILINE)
 def kernel_sources_digest(root: Path | None = None) -> str:
     """A digest of every module of the package at ``root`` that defines a kernel,
     of the package modules those import (numba freezes their module-level
-    constants into the machine code) and of :mod:`bfio.jit`: it changes whenever the
+    constants into the machine code) and of :mod:`bfio.ground.jit`: it changes whenever the
     code any cached kernel was compiled from may have changed."""
-    root = Path(root) if root is not None else Path(__file__).parent
+    root = Path(root) if root is not None else Path(__file__).parents[1]
     files = set()
     for path in sorted(root.rglob("*.py")):
         text = path.read_bytes()
-        if _DEFINES_KERNEL.search(text) or path == root / "jit.py":
+        if _DEFINES_KERNEL.search(text) or path == root / "ground" / "jit.py":
             files.add(path)
             for module in _IMPORTS.findall(text):
                 rel = Path(*module.decode().split(".")[1:])

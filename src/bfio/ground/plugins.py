@@ -19,7 +19,7 @@ import sys
 from contextlib import contextmanager
 from functools import lru_cache
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 
 #: The environment variable naming plugin modules.
 PLUGINS_ENV = "BFIO_PLUGINS"

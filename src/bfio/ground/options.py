@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from bfio.errors import ConfigError
+from bfio.ground.errors import ConfigError
 
 #: When an option appears in a policy's identity (``describe()``, the run's
 #: ``policy`` column): ``always``; ``applies``: when it applies
