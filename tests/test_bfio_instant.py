@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING
-from bfio.profiles import predicted_loads
+from bfio.lookahead.profiles import predicted_loads
 from bfio.simulator import simulate
 from bfio.solvers.dispatch import bind, queue_profiles
 from bfio.solvers.objective import ObjectiveTerms, imbalance_objective

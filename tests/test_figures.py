@@ -20,7 +20,7 @@ from bfio.figures.load_trajectories import plot_load_trajectories, sample_worker
 from bfio.figures.power_timeseries import plot_power_timeseries
 from bfio.figures.style import non_gray_artists, off_palette_artists, scale_for, text_overlaps
 from bfio.figures.worker_sweep import plot_worker_sweep
-from bfio.run_keys import RowSpec, declare_rows
+from bfio.lookahead.run_keys import RowSpec, declare_rows
 
 RNG = np.random.default_rng(0)
 

@@ -69,7 +69,7 @@ def test_real_figures_import_their_helpers():
     """The figures carry the helpers they borrow in their closure: the style's
     registry and intervals (issue 42), and the row keys it reads."""
     closure = {str(p.relative_to(ROOT)) for p in module_closure(["figures/worker_sweep.py"])}
-    assert "figures/style.py" in closure and "run_keys.py" in closure and "ground/student_t.py" in closure
+    assert "figures/style.py" in closure and "lookahead/run_keys.py" in closure and "ground/student_t.py" in closure
 
 
 def test_missing_source_is_named(tmp_path):

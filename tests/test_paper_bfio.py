@@ -14,7 +14,7 @@ from bfio.config import validate_config
 from bfio.experiments import experiment_seeds
 from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
 from bfio.paper_tables import AUTHORS_SIMULATOR
-from bfio.run_keys import row_key
+from bfio.lookahead.run_keys import row_key
 from bfio.plateau import plateau, within_plateau
 from bfio.run import RunSpec
 from bfio.runner import simulate_run

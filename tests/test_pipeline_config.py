@@ -11,7 +11,7 @@ import yaml
 
 from bfio.ground.errors import ChecksumError, ConfigError
 from bfio.run import RunSpec, row_spec_of
-from bfio.run_keys import RowSpec
+from bfio.lookahead.run_keys import RowSpec
 from bfio.config import validate_config
 from bfio.experiments import (
     all_runs,

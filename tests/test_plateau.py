@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from bfio.ground.errors import ConfigError
 from bfio.plateau import (IMBALANCE_TOLERANCE_PCT, THROUGHPUT_TOLERANCE_PCT, plateau, plateau_markdown,
                           plateau_verdict, within_plateau)
-from bfio.run_keys import paper_row_spec
+from bfio.lookahead.run_keys import paper_row_spec
 
 SEEDS = (42, 1, 2, 3)
 

@@ -20,7 +20,7 @@ from bfio.ground.errors import ConfigError
 from bfio.config import _registry_enums, validate_config
 from bfio.experiments import experiment_rows, experiment_runs
 from bfio.run import RunSpec, row_spec_of
-from bfio.run_keys import RowSpec, row_key
+from bfio.lookahead.run_keys import RowSpec, row_key
 from bfio.policies import Policy, RoutingState, register
 from bfio.studies.online_summary import policy_label as study_label
 from bfio.tables import row_label

@@ -1,4 +1,4 @@
-"""Row keys are written by :func:`bfio.run_keys.row_key` (:attr:`bfio.run_keys.RowSpec.key`)
+"""Row keys are written by :func:`bfio.lookahead.run_keys.row_key` (:attr:`bfio.lookahead.run_keys.RowSpec.key`)
 and never parsed back (issues 14, 43): a key's spec is looked up among the declared
 rows, every key round-trips, the registry's row pattern (the schema's validation)
 accepts exactly the plain BF-IO keys, the study labels read the declared specs,
@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 import bfio.figures.series
 import bfio.run
-import bfio.run_keys
+import bfio.lookahead.run_keys
 import bfio.studies.online_summary
 from bfio.ground.errors import ConfigError
-from bfio.run_keys import (MAX_KEY_HORIZON, RowSpec, admission_label, declare_rows, declared_spec, paper_row_spec,
+from bfio.lookahead.run_keys import (MAX_KEY_HORIZON, RowSpec, admission_label, declare_rows, declared_spec, paper_row_spec,
                            row_key, row_spec)
 from bfio.policies import row_pattern
 from bfio.studies.declared_rows import config_rows
@@ -89,7 +89,7 @@ def test_spec_options_and_labels():
 
 
 def test_no_module_matches_a_row_key_with_a_regular_expression():
-    for module in (bfio.run_keys, bfio.run, bfio.figures.series, bfio.studies.online_summary):
+    for module in (bfio.lookahead.run_keys, bfio.run, bfio.figures.series, bfio.studies.online_summary):
         source = inspect.getsource(module)
         for pattern in ("re.match(", "re.compile(", "parse_bfio_row", "parse_admission_row", "RUN_RE"):
             assert pattern not in source, (module.__name__, pattern)

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from bfio.paper import TABLE1, TABLE1_UNITS, TABLE2, TABLE2_UNITS
-from bfio.run_keys import paper_row_spec
+from bfio.lookahead.run_keys import paper_row_spec
 from bfio.paper_tables import AUTHORS_SIMULATOR, is_paper_setting, paper_comparison, paper_markdown, paper_pivot
 from bfio.tables import (
     distinct_runs,

@@ -144,7 +144,7 @@ def validate_config(config: dict, schema) -> dict:
             raise ConfigError(f"config key 'figures.{key}': '{name}' is not an experiment (experiments: "
                               f"{', '.join(config['experiments']) or 'none'}); name one, or null for no figure")
     _check_policies(config)
-    declare_config_rows(config)  # its variants' and admission rows' specs, by label (bfio.run_keys)
+    declare_config_rows(config)  # its variants' and admission rows' specs, by label (bfio.lookahead.run_keys)
     for name, study in studies().items():  # each study's own cross-checks (bfio.studies.registry.Study.validate)
         if study.validate is not None and study.active(config):
             study.validate(config[name], config)

@@ -5,7 +5,7 @@ its outputs written.
 
 A run is identified by ``(trace, requests, workers, slots, row, seed)`` where
 ``row`` is the paper's row key (``fcfs``, ``jsq_tokens``, ``bfio_h40``, see
-:func:`bfio.run_keys.row_key`). Its outputs live under
+:func:`bfio.lookahead.run_keys.row_key`). Its outputs live under
 ``results/runs/<RunSpec.path>/``; experiments that contain the same run (Table 1
 and the H sweep share G=256, N=80,000 LongBench runs) share its job. The
 Snakemake workflow (``Snakefile``, ``workflow/rules``) is a thin layer over
@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rerun triggers)
-from bfio.run_keys import RowSpec
+from bfio.lookahead.run_keys import RowSpec
 from bfio.ground.results_io import atomic_path, write_json
 from bfio.run import RunSpec, baselines
 from bfio.runner import simulate_run
@@ -117,7 +117,7 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
 
 #: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
 SIMULATION_SOURCES = ("ground/constants.py", "kernels.py", "step_time.py", "ground/metrics.py", "ground/power.py", "simulator.py", "workload.py",
-                      "predictors", "policies", "solvers", "run.py", "runner.py", "run_keys.py")
+                      "predictors", "policies", "solvers", "run.py", "runner.py", "lookahead/run_keys.py")
 
 
 # --------------------------------------------------------------------------- running

@@ -29,7 +29,7 @@ import pandas as pd
 
 from bfio.config import NAMED_RUN_DIR, _RUN_NAME_RE
 from bfio.ground.errors import BfioError, ConfigError
-from bfio.run_keys import paper_row_spec
+from bfio.lookahead.run_keys import paper_row_spec
 from bfio.studies.declared_rows import declare_run_rows
 from bfio.studies.goodput_summary import REFERENCE_LABELS
 from bfio.studies.online_summary import ONLINE_METRICS, policy_label, record_label

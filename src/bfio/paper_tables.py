@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.paper import TABLE_SETTINGS, round_like
-from bfio.run_keys import row_key
-from bfio.discount import OBJECTIVES
+from bfio.lookahead.run_keys import row_key
+from bfio.lookahead.discount import OBJECTIVES
 from bfio.tables import (METRIC_INFO, MIN_INTERVAL_SEEDS, PAPER_METRICS, PRE_STEP_UNIT_OF, _fmt, _fmt_pct,
                          _row_order, few_seeds_note, interval_text, row_label, stored_keys, summarize)
 from bfio.verdicts import (BASELINE, DEFAULT, EXPECTATION_RULE, PAPER_LITERAL, RULE, expected, meets, row_kind,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bfio.ground.errors import ConfigError
-from bfio.discount import OBJECTIVES
+from bfio.lookahead.discount import OBJECTIVES
 from bfio.studies.aggregate import paired_effect
 from bfio.tables import row_label
 

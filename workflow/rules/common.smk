@@ -65,7 +65,7 @@ FIG_FORMATS = ["pdf", "png"]
 # Fingerprints of the package code behind each kind of job (params => rerun
 # when that code changes; figure code never touches simulations).
 SIM_CODE = code_fingerprint(SIMULATION_SOURCES)
-TABLE_CODE = code_fingerprint(["tables.py", "paper.py", "run_keys.py"])
+TABLE_CODE = code_fingerprint(["tables.py", "paper.py", "lookahead/run_keys.py"])
 
 
 def figure_code(module):

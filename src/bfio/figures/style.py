@@ -161,9 +161,9 @@ def interval_note(kinds, seeds=None) -> str:
 
 def reach_of(discount: float) -> int:
     """How many offsets the objective with ``discount`` weighs at all (the fast
-    solver's cut-off): :func:`bfio.discount.effective_horizon` of an
+    solver's cut-off): :func:`bfio.lookahead.discount.effective_horizon` of an
     unbounded H."""
-    from bfio.discount import effective_horizon
+    from bfio.lookahead.discount import effective_horizon
 
     return effective_horizon(10**9, discount)
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.style import figure, plain_log_ticks, router, scale_for, setting_of
-from bfio.run_keys import paper_row_spec
+from bfio.lookahead.run_keys import paper_row_spec
 from bfio.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, row_label
 
 #: inches per bar (labels of 8 pt need about 0.2)
@@ -36,7 +36,7 @@ LOG_SPAN = 10
 def series_name(row: str) -> str:
     """The series a summary row belongs to: ``BF-IO`` or ``BF-IO paper-literal``
     for BF-IO rows (their objective: the summaries store no ``objective`` column,
-    so it is the declared row's, :func:`bfio.run_keys.paper_row_spec`, a lookup;
+    so it is the declared row's, :func:`bfio.lookahead.run_keys.paper_row_spec`, a lookup;
     H is the stored ``horizon``), the row's label otherwise (``FCFS``, ``JSQ``)."""
     spec = paper_row_spec(row)
     if spec:

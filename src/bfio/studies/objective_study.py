@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.discount import OBJECTIVES, check_discount, check_new_requests
+from bfio.lookahead.discount import OBJECTIVES, check_discount, check_new_requests
 from bfio.run import RunSpec
 from bfio.runner import run_batch
 from bfio.studies.objective_scores import recommendation

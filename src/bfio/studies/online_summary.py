@@ -17,7 +17,7 @@ from bfio.ground.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_i
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
 from bfio.policies import policy_label as registry_label, registered
-from bfio.run_keys import row_key, row_spec
+from bfio.lookahead.run_keys import row_key, row_spec
 from bfio.tables import row_label
 
 #: Metric -> (label, unit). Per-request latencies are quantiles over the run's
@@ -73,7 +73,7 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     BF-IO variant row with its stored ``horizon``: ``'BF-IO (H=40) (instant)'``;
     a BF-IO row with its ``predictor`` of decode lengths named:
     ``'BF-IO (H=20), prompt_survival lengths (central)'`` (``oracle``: true lengths)."""
-    spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.run_keys)
+    spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.lookahead.run_keys)
     if spec is not None and spec.admission is not None:
         return f"{spec.label(registry_label)} ({dispatch})"
 
