@@ -25,7 +25,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from bfio.capacity import trace_capacity
+from bfio.engine.capacity import trace_capacity
 from bfio.simulator import simulate
 from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bfio.capacity import trace_capacity
-from bfio.prefill import PrefillModel
+from bfio.engine.capacity import trace_capacity
+from bfio.engine.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
 from bfio.workload import draw_workload, poisson_arrivals, with_arrivals

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.sessions import session_requests
 from bfio.simulator import simulate
 from bfio.workload import Workload, poisson_arrivals, with_arrivals

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.sim.migration import Migration
 from bfio.sim.moves import QueueMoves
 from bfio.simulator import simulate

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from bfio.closed_loop import ClosedLoopArrivals, FollowUps
 from bfio.ground.errors import ConfigError
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.sessions import session_requests
 from bfio.simulator import simulate
 from bfio.workload import Workload

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bfio.capacity import capacity
+from bfio.engine.capacity import capacity
 from bfio.ground.errors import ConfigError
 from bfio.goodput import SLO, goodput
 from bfio.ground.metrics import latency_stats, steady_stats
@@ -113,7 +113,7 @@ def test_the_latency_floor_is_a_lone_request_on_an_idle_rank():
     """The floor's TPOT is a lone request's mean step, and its TTFT its prompt's
     chunks: a simulated lone request meets them exactly (paper step) or from above."""
     from bfio.goodput import latency_floor
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
     from bfio.step_model import StepModel
 
     w = Workload(np.array([3000]), np.array([41]))

@@ -32,7 +32,7 @@ SCRIPTS = REPO / "workflow" / "scripts"
 
 #: What a job that only reads and draws must not import: numba, the solvers, the
 #: simulator, the kernels' module and the downloader.
-HEAVY = ("numba", "bfio.ground.jit", "bfio.solvers", "bfio.sim", "bfio.simulator", "bfio.runner", "bfio.kernels",
+HEAVY = ("numba", "bfio.ground.jit", "bfio.solvers", "bfio.sim", "bfio.simulator", "bfio.runner", "bfio.engine.kernels",
          "bfio.download")
 
 #: The scripts of the jobs that simulate, download or compute with the kernels

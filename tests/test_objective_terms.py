@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bfio.solvers.terms as terms_pkg
 from bfio.ground.errors import ConfigError
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.solvers import solve
 from bfio.solvers.brute import brute_force

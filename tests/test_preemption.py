@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
-from bfio.prefill import Prefill, PrefillModel
+from bfio.engine.prefill import Prefill, PrefillModel
 from bfio.sim import preemption as preemption_mod
 from bfio.sim.dispatch import CentralDispatch, InstantDispatch
 from bfio.sim.state import ClusterState
@@ -253,7 +253,7 @@ def test_a_readmission_recomputes_only_what_its_rank_has_not_cached():
     """vLLM ``Scheduler.schedule``, waiting loop: a resumed request (``num_computed_tokens
     == 0``) gets its locally cached tokens again and computes ``num_tokens -
     num_computed_tokens``: prompt + generated less the cached prefix."""
-    from bfio.prefix import PrefixBlocks
+    from bfio.engine.prefix import PrefixBlocks
 
     w = with_arrivals(Workload(np.array([128, 128]), np.array([10, 10]),
                                blocks=PrefixBlocks.from_lists([[1, 2], [3, 4]], 64)), np.zeros(2))

@@ -6,8 +6,8 @@ import pytest
 
 from bfio.ground.errors import ConfigError
 from bfio.policies.sglang_prefix_match import PREFIX_TOKENS, prefix_rank
-from bfio.prefill import PrefillModel
-from bfio.prefix import PrefixBlocks
+from bfio.engine.prefill import PrefillModel
+from bfio.engine.prefix import PrefixBlocks
 from bfio.sessions import session_requests
 from bfio.simulator import simulate
 from bfio.workload import Workload, with_arrivals
@@ -105,7 +105,7 @@ def _term(backlog, slots=None, cached=8, soon=None, requests=(1,), per_rank=4):
     """A :class:`PrefillTerm` over ``len(backlog)`` ranks of 4 slots for prompts of 16 blocks of 256 tokens: rank 0's
     cache holds the first ``cached`` blocks, rank ``g`` has ``backlog[g]`` prefill
     tokens queued; ``soon``: a request prefilling on rank 0 (its blocks are coming)."""
-    from bfio.prefill import Prefill
+    from bfio.engine.prefill import Prefill
     from bfio.sim.cache_view import CacheView
     from bfio.solvers.terms.prefill import PrefillTerm
 
@@ -255,7 +255,7 @@ def test_central_bfio_places_its_admitted_requests_with_the_cache_term():
     prompts that share nothing stay where the solver put them, and a rank without
     a free slot is never chosen."""
     from bfio.policies import RoutingState, make_policy
-    from bfio.prefill import Prefill
+    from bfio.engine.prefill import Prefill
     from bfio.sim.cache_view import CacheView
 
     bt = 256

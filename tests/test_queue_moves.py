@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bfio.ground.errors import ConfigError, PolicyError
-from bfio.kernels import enqueue
+from bfio.engine.kernels import enqueue
 from bfio.policies import make_policy
 from bfio.run import RunSpec
 from bfio.sim import dispatch as dispatch_mod

@@ -230,7 +230,7 @@ def test_a_paused_request_is_never_moved(monkeypatch):
     ({"rank_pause": "dyntra_lb", "prefill": "kv"}, "rank_pause: 'dyntra_lb' .*prefill model"),
 ])
 def test_bad_pause_options_are_refused_by_name(kwargs, message):
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
 
     kw = {**KW, **kwargs}
     if kw.get("prefill") == "kv":

@@ -43,8 +43,8 @@ def runs(policy, **options):
     """Two runs (arrivals, backlog); a policy that requires prompt blocks or the
     prefill model (``Policy.requires``) gets both (one fresh block per 512 tokens)."""
     from bfio.policies import policy_class
-    from bfio.prefill import PrefillModel
-    from bfio.prefix import PrefixBlocks, blocks_needed
+    from bfio.engine.prefill import PrefillModel
+    from bfio.engine.prefix import PrefixBlocks, blocks_needed
 
     w = workload()
     extra, blocks = {}, None

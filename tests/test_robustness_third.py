@@ -237,7 +237,7 @@ def test_huge_prefill_sizes_are_refused_naming_the_flag(tmp_path, capsys, flag, 
 def test_prefill_model_refuses_sizes_beyond_the_bound(field):
     from bfio.ground.errors import ConfigError
     from bfio.ground.limits import MAX_RANK_TOKENS
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
 
     assert MAX_RANK_TOKENS < 2 ** 53
     PrefillModel(**{field: MAX_RANK_TOKENS})
@@ -462,7 +462,7 @@ def test_prefill_token_time_bound_in_library_and_config():
     from bfio.config import validate_config
     from bfio.ground.errors import ConfigError
     from bfio.ground.limits import MAX_TOKEN_S
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
 
     PrefillModel(token_s=MAX_TOKEN_S)
     with pytest.raises(ConfigError, match="prefill.token_s.*MAX_TOKEN_S"):
@@ -476,7 +476,7 @@ def test_prefill_token_time_bound_in_library_and_config():
 def test_never_full_warning_counts_prefilling_requests():
     import numpy as np
 
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
     from bfio.simulator import simulate
     from bfio.workload import Workload
 
@@ -504,7 +504,7 @@ def test_sgl_cache_aware_routes_as_before():
 
     from bfio.policies.prefix_state import inflight, prompt_blocks
     from bfio.policies.sgl_cache_aware import TREE_BLOCKS, SglCacheAware
-    from bfio.prefix import PrefixCache
+    from bfio.engine.prefix import PrefixCache
     from bfio.simulator import simulate
 
     class Scan(SglCacheAware):  # the policy before issue 41: every tree probed for every request

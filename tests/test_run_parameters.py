@@ -1,5 +1,5 @@
 """Issue 43: a run's cluster, arrival and prefill parameters are declared once
-(:mod:`bfio.run_parameters`); ``bfio simulate``'s flags, the library words it
+(:mod:`bfio.engine.run_parameters`); ``bfio simulate``'s flags, the library words it
 rewrites, the config schema's fragments and config/README.md's rows are derived
 from the declarations: each declared parameter is in every one of them, and a
 changed declaration changes them."""
@@ -12,13 +12,14 @@ from pathlib import Path
 
 import yaml
 
-from bfio import config_readme, run_parameters
+from bfio import config_readme
+from bfio.engine import run_parameters
 from bfio.cli import simulate as cli_simulate
 from bfio.cli.library_words import FLAGS
 from bfio.config import _registry_enums
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.run import ArrivalSpec
-from bfio.run_parameters import ARRIVAL, PREFILL, SECTIONS, SLOTS, STUDY_PREFILL
+from bfio.engine.run_parameters import ARRIVAL, PREFILL, SECTIONS, SLOTS, STUDY_PREFILL
 
 REPO = Path(__file__).resolve().parents[1]
 RAW_SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bfio.ground.errors import ConfigError
-from bfio.prefix import PrefixCache, check_blocks_cover
+from bfio.engine.prefix import PrefixCache, check_blocks_cover
 from bfio.sessions import grpo_groups, multi_turn_sessions, session_requests
 
 PREFILL = np.array([100, 511, 512, 513, 1500, 4000])

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from bfio.ground.errors import ConfigError, TraceError
-from bfio.prefix import PrefixCache, check_blocks_cover
+from bfio.engine.prefix import PrefixCache, check_blocks_cover
 from bfio.traces import load_trace
 from bfio.traces.registry import KNOWN_TRACES
 from bfio.workload import draw_workload, replay_workload

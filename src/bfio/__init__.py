@@ -17,7 +17,7 @@ __all__ = ["PaperConstants", "Workload", "draw_workload", "simulate", "Simulatio
 __version__ = "0.1.0"
 
 _LAZY = {"PaperConstants": "bfio.ground.constants", "Workload": "bfio.workload", "draw_workload": "bfio.workload",
-         "simulate": "bfio.simulator", "SimulationResult": "bfio.simulation_result"}
+         "simulate": "bfio.simulator", "SimulationResult": "bfio.engine.simulation_result"}
 
 
 def __getattr__(name):

@@ -26,7 +26,7 @@ from bfio.ground.limits import MAX_REQUESTS
 from bfio.ground.options import schema_properties
 from bfio.run import resolve_row
 from bfio.step_model import schema as step_model_schema
-from bfio.run_parameters import fill_schema
+from bfio.engine.run_parameters import fill_schema
 
 
 #: A module ``import jsonschema`` imports when installed that our schemas never use:
@@ -182,7 +182,7 @@ def _registry_enums(schema: dict) -> dict:
     their registries give (each study's :attr:`~bfio.studies.registry.Study.schema_enums`:
     the predictor study's predictors, the starvation study's admission rules and
     cost metrics), and whose run parameters (slots, arrivals, the prefill model)
-    are their declarations (:func:`bfio.run_parameters.fill_schema`), so the schema
+    are their declarations (:func:`bfio.engine.run_parameters.fill_schema`), so the schema
     never lists them twice."""
     schema = fill_schema(schema)
     defs = schema.get("definitions", {})

@@ -1,6 +1,6 @@
 """``config/README.md``'s rows of the configuration keys whose type, default and
 meaning are declared in code (issue 43): the run parameters the schema takes from
-:mod:`bfio.run_parameters` (``slots`` everywhere, a prefix setting's
+:mod:`bfio.engine.run_parameters` (``slots`` everywhere, a prefix setting's
 ``time_scale``, ``prefix_study.prefill.*``) and BF-IO's options, the ``bfio``
 section (:data:`bfio.policies.bfio_options.OPTIONS`: each option's ``doc``, or its
 help). Each such row is derived from the declaration, so the README cannot drift
@@ -22,7 +22,7 @@ import yaml
 from bfio.config import _registry_enums
 from bfio.policies import policy_class
 from bfio.ground.options import Registry, declared
-from bfio.run_parameters import SECTIONS, parameter
+from bfio.engine.run_parameters import SECTIONS, parameter
 
 #: A schema key without a default.
 NO_DEFAULT = object()

@@ -43,7 +43,7 @@ from bfio.ground.errors import ProfileError
 from bfio.ground.jit import compile_seconds
 from bfio.ground.kernel_cache import mark_group_ready
 from bfio.policies import available, policy_class
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.sessions import grpo_groups, multi_turn_sessions
 from bfio.simulator import simulate
 from bfio.step_model import StepModel

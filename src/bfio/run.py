@@ -39,7 +39,7 @@ from bfio.ground.arrival_modes import ARRIVAL_MODES
 from bfio.policies import baselines as registry_baselines, policy_class
 from bfio.ground.options import resolve
 from bfio.step_model import StepModel
-from bfio.run_parameters import ARRIVAL_OPTION
+from bfio.engine.run_parameters import ARRIVAL_OPTION
 
 #: Snakemake wildcard constraint matching :attr:`RunSpec.cell`: a run path without
 #: its seed (the pipeline simulates every seed of a cell in one job).
@@ -145,7 +145,7 @@ def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | No
 class ArrivalSpec:
     """How requests arrive: ``mode`` plus ``rate`` (poisson, req/s) or ``time_scale`` (trace)."""
 
-    mode: str = ARRIVAL_OPTION["mode"].default  # declared in bfio.run_parameters.ARRIVAL
+    mode: str = ARRIVAL_OPTION["mode"].default  # declared in bfio.engine.run_parameters.ARRIVAL
     rate: float | None = ARRIVAL_OPTION["rate"].default
     time_scale: float = ARRIVAL_OPTION["time_scale"].default
 
@@ -199,7 +199,7 @@ class RunSpec:
     policy: str = ""
     options: tuple = ()
     #: the prefill step model's parameters (sorted ``(name, value)`` pairs of
-    #: :class:`bfio.prefill.PrefillModel`); empty: the paper's step loop
+    #: :class:`bfio.engine.prefill.PrefillModel`); empty: the paper's step loop
     prefill: tuple = ()
     #: the step model's options (sorted ``(name, value)`` pairs of
     #: :class:`bfio.step_model.StepModel`); empty: the paper's step time

@@ -17,8 +17,8 @@ import pandas as pd
 
 from bfio import workload as wl
 from bfio.ground.errors import ConfigError
-from bfio.prefill import PrefillModel
-from bfio.prefix import PrefixBlocks
+from bfio.engine.prefill import PrefillModel
+from bfio.engine.prefix import PrefixBlocks
 from bfio.ground.progress import progress, progress_line
 from bfio.run import RunSpec
 from bfio.simulator import simulate
@@ -27,7 +27,7 @@ from bfio.ground.arrival_modes import entry_mode
 
 
 def prefill_model(run: RunSpec):
-    """``run``'s :class:`bfio.prefill.PrefillModel`, or ``None`` (the paper's step loop)."""
+    """``run``'s :class:`bfio.engine.prefill.PrefillModel`, or ``None`` (the paper's step loop)."""
     return PrefillModel(**dict(run.prefill)) if run.prefill else None
 
 

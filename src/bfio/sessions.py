@@ -1,7 +1,7 @@
 """Workloads whose prompts share prefixes (prefix caching, issue 32).
 
 Two generators, each returning a :class:`~bfio.workload.Workload` with
-arrival times and prompt block hashes (:class:`~bfio.prefix.PrefixBlocks`):
+arrival times and prompt block hashes (:class:`~bfio.engine.prefix.PrefixBlocks`):
 
 * :func:`grpo_groups`: RL rollouts as in GRPO, ``group_size`` samples of the
   same prompt per group; members share every block and arrive together.
@@ -28,7 +28,7 @@ from bfio.closed_loop import FollowUps
 from bfio.ground.errors import ConfigError
 from bfio.ground.limits import (BYTES_PER_HASH, MAX_ARRIVAL_S, MAX_BLOCK_HASHES, MAX_DECODE, MAX_PREFILL, MAX_REQUESTS,
                          MEMORY_BUDGET, memory_estimate)
-from bfio.prefix import PrefixBlocks, blocks_needed
+from bfio.engine.prefix import PrefixBlocks, blocks_needed
 from bfio.workload import Workload, token_lengths
 
 __all__ = ["grpo_groups", "multi_turn_sessions", "session_requests", "SessionRequests", "check_block_hashes",

@@ -1,6 +1,6 @@
 """Policy options, each declared once (issue 28); the same :class:`Option` declares
 the step model's options (:data:`bfio.step_model.OPTIONS`) and a run's cluster,
-arrival and prefill parameters (:mod:`bfio.run_parameters`, issue 43).
+arrival and prefill parameters (:mod:`bfio.engine.run_parameters`, issue 43).
 
 A policy class lists its options in ``options``, a tuple of :class:`Option`
 (name, type, default, help, allowed values or range, when the option applies

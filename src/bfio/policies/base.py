@@ -133,7 +133,7 @@ class DispatchState:
 
 
 #: what a policy may require of a run (``Policy.requires``), and what provides it
-REQUIREMENTS = {"prefill": "the prefill step model (simulate(prefill=bfio.prefill.PrefillModel(...)))",
+REQUIREMENTS = {"prefill": "the prefill step model (simulate(prefill=bfio.engine.prefill.PrefillModel(...)))",
                 "blocks": "prompt block hashes in the workload (a trace with a hash column such as mooncake, "
                           "or bfio.sessions)"}
 

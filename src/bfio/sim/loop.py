@@ -14,7 +14,7 @@ import numpy as np
 
 from bfio.ground.constants import PaperConstants
 from bfio.ground.errors import PolicyError
-from bfio.prefill import Prefill, PrefillModel
+from bfio.engine.prefill import Prefill, PrefillModel
 from bfio.ground.progress import progress
 from bfio.sim.dispatch import Dispatch, make_dispatch
 from bfio.sim.entry import Entry, make_entry
@@ -23,7 +23,7 @@ from bfio.sim.result import assemble
 from bfio.sim.pooled import reference_run
 from bfio.sim.setup import setup
 from bfio.sim.state import ClusterState
-from bfio.simulation_result import SimulationResult
+from bfio.engine.simulation_result import SimulationResult
 from bfio.step_model import StepModel
 from bfio.workload import Workload
 
@@ -55,7 +55,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     time; the results are identical, bit for bit (``False`` is the plain step
     loop, kept for checking that).
 
-    ``prefill`` (:class:`bfio.prefill.PrefillModel`, issue 32): chunked prefill
+    ``prefill`` (:class:`bfio.engine.prefill.PrefillModel`, issue 32): chunked prefill
     in the step and, with ``cache_blocks`` and a workload with ``blocks``,
     per-rank prefix caches; adds TTFT and cache metrics. ``None`` (the default)
     is the paper's step loop, unchanged. Its ``kv_tokens`` bounds admission (both

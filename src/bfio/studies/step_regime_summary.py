@@ -53,7 +53,7 @@ def step_regime_markdown(summary: pd.DataFrame, title: str = "Router ranking by 
     lines = [f"# {title}", "",
              "Each cell: a router's p99 end-to-end latency over the best router's in the same regime (mean over "
              "seeds), and its rank (1: lowest p99). Poisson arrivals at the same share of each regime's capacity "
-             "(`bfio.capacity`); *paper*: `dt = C + t_l max L`; *beta=b*: the calibrated step "
+             "(`bfio.engine.capacity`); *paper*: `dt = C + t_l max L`; *beta=b*: the calibrated step "
              "(`docs/step_model.md`) with the batch padded to the largest rank costing b seconds a request.", ""]
     changes = ranking_changes(summary)
     for setting, grp in summary.groupby("setting", sort=False):

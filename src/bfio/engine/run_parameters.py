@@ -6,8 +6,8 @@ help), as a policy's options are, grouped in sections named as the library
 names them (``prefill.chunk_tokens``, ``arrival.rate``). Everything else is
 derived from these declarations:
 
-- the library's defaults: :class:`bfio.prefill.PrefillModel`'s fields,
-  :class:`bfio.run.ArrivalSpec`'s, :data:`bfio.prefill.DEFAULT_CHUNK_TOKENS`;
+- the library's defaults: :class:`bfio.engine.prefill.PrefillModel`'s fields,
+  :class:`bfio.run.ArrivalSpec`'s, :data:`bfio.engine.prefill.DEFAULT_CHUNK_TOKENS`;
 - ``bfio simulate``'s flags, their help and defaults (:mod:`bfio.cli.simulate`),
   and the library words it rewrites into them (:mod:`bfio.cli.library_words`);
 - the config schema's fragments (:func:`fill_schema`, called by
@@ -24,7 +24,7 @@ import copy
 
 from bfio.ground.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
 from bfio.ground.options import Option
-from bfio.prefix import KV_TOKENS_PER_RANK
+from bfio.engine.prefix import KV_TOKENS_PER_RANK
 from bfio.ground.arrival_modes import ARRIVAL_MODES
 
 #: what a rank does when decode growth would exceed its KV memory (:mod:`bfio.sim.preemption`)
@@ -49,7 +49,7 @@ ARRIVAL = (
 )
 ARRIVAL_OPTION = {o.name: o for o in ARRIVAL}
 
-#: The prefill step model (:class:`bfio.prefill.PrefillModel`, issue 32; values and
+#: The prefill step model (:class:`bfio.engine.prefill.PrefillModel`, issue 32; values and
 #: sources: docs/prefix_cache.md, "Prefill in the step").
 PREFILL = (
     # vLLM's API-server default ``max_num_batched_tokens`` on A100 (``EngineArgs.get_batch_defaults``)
