@@ -27,7 +27,7 @@ import pandas as pd
 
 from bfio.engine.capacity import trace_capacity
 from bfio.simulator import simulate
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACES = {"burstgpt": os.environ.get("BURSTGPT", "results/traces/burstgpt.parquet"),
           "longbench": os.environ.get("LONGBENCH", "results/traces/longbench.parquet")}

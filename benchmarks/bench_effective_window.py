@@ -29,7 +29,7 @@ from bfio.solvers import objective
 from bfio.solvers.instance import forced_mask
 from bfio.lookahead.discount import DEFAULT_DISCOUNT, effective_horizon, offset_weights
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 
 SLOTS = 72
 

@@ -21,7 +21,7 @@ import numpy as np
 from bfio.simulator import simulate
 from bfio.tables import mean_ci
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 
 SLOTS = 72
 METRICS = ("avg_imbalance", "throughput", "wait_steps_max")

@@ -17,7 +17,7 @@ from bfio.engine.prefill import PrefillModel
 from bfio.engine.prefix import cache_capacity_blocks
 from bfio.simulator import simulate
 from bfio.traces import load_trace
-from bfio.workload import draw_workload, replay_workload
+from bfio.workloads.workload import draw_workload, replay_workload
 
 SLOTS = 72
 

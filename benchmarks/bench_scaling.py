@@ -32,7 +32,7 @@ from bfio.kernels_warmup import DEFAULT_SCENARIOS, warm as warm_kernels
 from bfio.simulator import simulate
 from bfio.solvers import PLACEMENTS
 from bfio.traces import load_trace
-from bfio.workload import Workload, draw_workload
+from bfio.workloads.workload import Workload, draw_workload
 
 SLOTS = 72
 PER_WORKER = 1_500

@@ -51,7 +51,7 @@ from bfio.ground.constants import PaperConstants
 from bfio.engine.prefill import PrefillModel
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS
 from bfio.simulator import simulate
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACE = os.environ.get("LONGBENCH", "results/traces/longbench.parquet")
 TUNE_SEEDS, REPORT_SEEDS = range(100, 110), (42, 1, 2, 3, 4)

@@ -33,7 +33,7 @@ from bfio.engine.capacity import trace_capacity
 from bfio.engine.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACES = {"burstgpt": (os.environ.get("BURSTGPT", "results/traces/burstgpt.parquet"), 3000),
           "longbench_v1": (os.environ.get("LONGBENCH_V1", "results/traces/longbench_v1.parquet"), 1000)}

@@ -27,7 +27,7 @@ from bfio.engine.capacity import trace_capacity
 from bfio.engine.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACES = {"paper": os.environ.get("LONGBENCH", "results/traces/longbench.parquet"),
           "calibrated": os.environ.get("LONGBENCH_V1", "results/traces/longbench_v1.parquet")}

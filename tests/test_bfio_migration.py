@@ -19,7 +19,7 @@ from bfio.sim.state import ClusterState
 from bfio.simulator import simulate
 from bfio.solvers.migration_plan import MigrationCost, plan_migrations
 from bfio.solvers.objective import ObjectiveTerms, imbalance_objective
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 H = 10
@@ -242,7 +242,7 @@ def test_a_recompute_costs_only_what_the_destination_has_not_cached_and_is_charg
 def test_a_run_recomputes_what_the_planner_costed():
     """A whole run with prefix caches (GRPO groups): every migration's recompute, as the
     planner costs it when it migrates, is what the simulator charged."""
-    from bfio.sessions import session_requests
+    from bfio.workloads.sessions import session_requests
 
     rng = np.random.default_rng(4)
     s, o = rng.integers(500, 8000, 48), rng.integers(5, 120, 48)

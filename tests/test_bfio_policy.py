@@ -14,7 +14,7 @@ from bfio.policies import make_policy
 from bfio.predictors import make_predictor
 from bfio.simulator import simulate
 from bfio.solvers.brute import brute_force
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def small_workload(n=300, seed=0):

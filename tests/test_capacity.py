@@ -13,7 +13,7 @@ from bfio.ground.constants import PaperConstants
 from bfio.ground.errors import ConfigError
 from bfio.engine.prefill import PrefillModel
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def test_request_work_sums_the_gating_loads():

@@ -10,7 +10,7 @@ from bfio.ground.errors import ConfigError
 from bfio.goodput import SLO, goodput
 from bfio.ground.metrics import latency_stats, steady_stats
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def _fake(threshold: float, calls: list):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from bfio.engine.prefill import PrefillModel
 from bfio.step_model import StepModel
 from bfio.step_model.fit import StepCoefficients
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 class _NoComm(StepModel):

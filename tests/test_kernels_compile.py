@@ -100,7 +100,7 @@ def test_a_first_run_in_a_fresh_process_does_not_time_the_compile(tmp_path):
     code = ("import json, numpy as np\n"
             "from bfio.ground import jit\n"
             "from bfio.simulator import simulate\n"
-            "from bfio.workload import Workload\n"
+            "from bfio.workloads.workload import Workload\n"
             "rng = np.random.default_rng(0)\n"
             "w = Workload(rng.integers(1, 500, 60), rng.integers(1, 40, 60))\n"
             "m = simulate(w, 4, 3, 'jsq_tokens', show_progress=False).metrics\n"

@@ -22,7 +22,7 @@ from bfio.sim.migration import ROLL_DEFAULTS, RollMigration
 from bfio.sim.state import ClusterState
 from bfio.sim.transfer import KvTransfer
 from bfio.simulator import simulate
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 TRANSFER = {"kv": "transfer", "threshold": 2, "freeze_s": 0.0}  # low bars: many migrations in a small run

@@ -22,7 +22,7 @@ from bfio.solvers.model import build_milp
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.random_instances import random_feasible, random_instance
 from bfio.solvers.terms import Term
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 
 class AffinityTerm(Term):

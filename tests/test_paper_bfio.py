@@ -20,7 +20,7 @@ from bfio.run import RunSpec
 from bfio.runner import simulate_run
 from bfio.simulator import simulate
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 
 # Cells the spec (../shared/spec/semantics.md, "BF-IO") reports out of reach of the print
 # even for the authors' released simulator on the same workload (bfio.paper_tables.AUTHORS_SIMULATOR):

@@ -291,7 +291,7 @@ def test_a_bare_run_path_simulates_its_own_horizon():
     """A spec read from a path has no options; its bfio_h<H> row must still run H, not the
     policy's default H = 0 (it silently did before ``simulate_run`` resolved it)."""
     from bfio.runner import simulate_run
-    from bfio.workload import Workload
+    from bfio.workloads.workload import Workload
 
     rng = np.random.default_rng(3)
     work = Workload(rng.integers(1, 200, 300), rng.integers(1, 60, 300))

@@ -18,7 +18,7 @@ from bfio.sim.setup import setup
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
 from bfio.engine.step_time import balanced_dt, lockstep_dt, lockstep_prefill_dt
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KV = PrefillModel(chunk_tokens=512, kv_tokens=20000, preemption="vllm")
 

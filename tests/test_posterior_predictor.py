@@ -108,7 +108,7 @@ def test_prompt_survival_learns_per_prompt_bucket_with_censoring():
     from types import SimpleNamespace
 
     from bfio.predictors import MIN_EVENTS, PromptSurvivalPredictor
-    from bfio.workload import Workload
+    from bfio.workloads.workload import Workload
 
     n = 2 * MIN_EVENTS + 2
     prefill = np.array([100] * MIN_EVENTS + [2000] * MIN_EVENTS + [100, 2000])

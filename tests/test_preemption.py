@@ -16,7 +16,7 @@ from bfio.sim import preemption as preemption_mod
 from bfio.sim.dispatch import CentralDispatch, InstantDispatch
 from bfio.sim.state import ClusterState
 from bfio.simulator import simulate
-from bfio.workload import Workload, with_arrivals
+from bfio.workloads.workload import Workload, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 
@@ -234,7 +234,7 @@ def test_with_prefix_caches_preemption_keeps_memory_and_tokens(rule):
     request looks its prompt up again (vLLM resumes with ``get_computed_blocks``);
     memory holds after every step, every request finishes and every output token
     is emitted once."""
-    from bfio.sessions import session_requests
+    from bfio.workloads.sessions import session_requests
 
     rng = np.random.default_rng(3)
     s, o = rng.integers(100, 2000, 200), rng.integers(5, 200, 200)

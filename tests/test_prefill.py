@@ -10,7 +10,7 @@ from bfio.policies import make_policy
 from bfio.engine.prefill import PrefillModel, cached_tokens
 from bfio.engine.prefix import PrefixBlocks
 from bfio.simulator import simulate
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 POLICIES = ["fcfs", "jsq_tokens", "bfio", "round_robin"]
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from bfio.ground.errors import ConfigError
 from bfio.engine.prefix import PrefixBlocks, PrefixCache, cache_capacity_blocks, check_blocks_cover
-from bfio.workload import Workload, draw_workload, replay_workload, with_arrivals
+from bfio.workloads.workload import Workload, draw_workload, replay_workload, with_arrivals
 
 
 # --------------------------------------------------------------------------- PrefixBlocks

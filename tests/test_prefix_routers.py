@@ -8,9 +8,9 @@ from bfio.ground.errors import ConfigError
 from bfio.policies.sglang_prefix_match import PREFIX_TOKENS, prefix_rank
 from bfio.engine.prefill import PrefillModel
 from bfio.engine.prefix import PrefixBlocks
-from bfio.sessions import session_requests
+from bfio.workloads.sessions import session_requests
 from bfio.simulator import simulate
-from bfio.workload import Workload, with_arrivals
+from bfio.workloads.workload import Workload, with_arrivals
 
 ROUTERS = ["cache_first", "tpu_least_loaded", "sglang_prefix_match", "sgl_cache_aware"]
 

@@ -18,7 +18,7 @@ from bfio.sim.state import ClusterState
 from bfio.simulator import simulate
 from bfio.solvers.dispatch import plan_moves, queue_profiles
 from bfio.solvers.objective import ObjectiveTerms, imbalance_objective
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 TIMINGS = ("wall_s", "route_s_", "solver_s_", "move_plan_s")

@@ -17,7 +17,7 @@ from bfio.sim import pause as pause_mod
 from bfio.sim.dyntra_lb import plan
 from bfio.sim.pause import DyntraLbPause, RankPause, _first_of_each
 from bfio.simulator import simulate
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 STATIC = {"mode": "static", "start_step": 0}

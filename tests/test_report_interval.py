@@ -12,7 +12,7 @@ import pytest
 from bfio.ground.errors import ConfigError
 from bfio.policies import DispatchState, make_policy, supporting
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 #: sha256 (16 hex digits) of (worker, queue_worker, start_step, finish_step) and the
 #: step times of the two runs of :func:`runs`, before the option existed.

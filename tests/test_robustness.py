@@ -18,7 +18,7 @@ from bfio.config import validate_config
 from bfio.ground.results_io import collect_runs, write_json
 from bfio.ground.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
 from bfio.traces import load_trace
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -618,7 +618,7 @@ def test_trace_arrival_beyond_the_bound_names_the_row(tmp_path):
 
 
 def test_time_scale_beyond_the_bound_is_refused():
-    from bfio.workload import replay_workload
+    from bfio.workloads.workload import replay_workload
 
     with pytest.raises(ConfigError, match="MAX_ARRIVAL_S"):
         replay_workload(np.array([5, 6]), np.array([1, 2]), np.array([0.0, 10.0]), time_scale=1e15)

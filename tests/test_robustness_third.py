@@ -152,7 +152,7 @@ def test_session_hashes_beyond_the_memory_bound_are_refused_at_once():
     import time
 
     from bfio.ground.errors import ConfigError
-    from bfio.sessions import session_requests
+    from bfio.workloads.sessions import session_requests
 
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match=r"block hashes.*GiB.*MAX_BLOCK_HASHES"):
@@ -162,7 +162,7 @@ def test_session_hashes_beyond_the_memory_bound_are_refused_at_once():
 
 def test_grpo_hashes_beyond_the_memory_bound_are_refused_at_once():
     from bfio.ground.errors import ConfigError
-    from bfio.sessions import grpo_groups
+    from bfio.workloads.sessions import grpo_groups
 
     with pytest.raises(ConfigError, match=r"group_size.*block hashes.*GiB"):
         grpo_groups([100000], [10], groups=1, group_size=100000, seed=0, block_tokens=1)
@@ -176,7 +176,7 @@ def test_hash_bound_is_memory_based():
 
 
 def test_small_generated_workloads_are_unchanged():
-    from bfio.sessions import grpo_groups, session_requests
+    from bfio.workloads.sessions import grpo_groups, session_requests
 
     w = grpo_groups([700, 1500], [5, 9], groups=3, group_size=4, seed=1, block_tokens=512).blocks
     assert w.hashes.size == int(sum(w.count(i) for i in range(len(w))))
@@ -478,7 +478,7 @@ def test_never_full_warning_counts_prefilling_requests():
 
     from bfio.engine.prefill import PrefillModel
     from bfio.simulator import simulate
-    from bfio.workload import Workload
+    from bfio.workloads.workload import Workload
 
     n = 60
     w = Workload(np.full(n, 100_000), np.full(n, 2), name="long_prompts")
@@ -492,7 +492,7 @@ def test_never_full_warning_counts_prefilling_requests():
 
 # -- item 12: sgl_cache_aware's cost per request does not grow with G ---------------------------
 def _shared_prefix_workload(n: int, seed: int = 0):
-    from bfio.sessions import session_requests
+    from bfio.workloads.sessions import session_requests
 
     return session_requests([300, 900, 2000], [5, 20], sessions=max(1, n // 4), turns=4, seed=seed,
                             block_tokens=64, think_time_s=0.5, session_rate_per_s=20.0).workload

@@ -122,7 +122,7 @@ def test_one_rank_without_padding_is_that_ranks_cost(data_dir):
 
 
 def _workload(n=300):
-    from bfio.workload import draw_workload
+    from bfio.workloads.workload import draw_workload
 
     rng = np.random.default_rng(3)
     return draw_workload(rng.integers(10, 3000, n).astype(np.int64), rng.integers(1, 200, n).astype(np.int64),

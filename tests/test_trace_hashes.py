@@ -15,7 +15,7 @@ from bfio.ground.errors import ConfigError, TraceError
 from bfio.engine.prefix import PrefixCache, check_blocks_cover
 from bfio.traces import load_trace
 from bfio.traces.registry import KNOWN_TRACES
-from bfio.workload import draw_workload, replay_workload
+from bfio.workloads.workload import draw_workload, replay_workload
 
 
 def test_mooncake_spec():

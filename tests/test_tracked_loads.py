@@ -12,7 +12,7 @@ from bfio.lookahead.profiles import predicted_loads
 from bfio.simulator import simulate
 from bfio.solvers.touched import ascending_order, waiting_order
 from bfio.lookahead.tracked_loads import TrackedLoads, complete
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 
 @pytest.fixture

@@ -116,7 +116,7 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
 # --------------------------------------------------------------------------- code
 
 #: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
-SIMULATION_SOURCES = ("ground/constants.py", "engine/kernels.py", "engine/step_time.py", "ground/metrics.py", "ground/power.py", "simulator.py", "workload.py",
+SIMULATION_SOURCES = ("ground/constants.py", "engine/kernels.py", "engine/step_time.py", "ground/metrics.py", "ground/power.py", "simulator.py", "workloads/workload.py",
                       "predictors", "policies", "solvers", "run.py", "runner.py", "lookahead/run_keys.py")
 
 

@@ -44,10 +44,10 @@ from bfio.ground.jit import compile_seconds
 from bfio.ground.kernel_cache import mark_group_ready
 from bfio.policies import available, policy_class
 from bfio.engine.prefill import PrefillModel
-from bfio.sessions import grpo_groups, multi_turn_sessions
+from bfio.workloads.sessions import grpo_groups, multi_turn_sessions
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
-from bfio.workload import Workload, draw_workload, poisson_arrivals
+from bfio.workloads.workload import Workload, draw_workload, poisson_arrivals
 
 #: Requests in a scenario's workload: enough for every solver phase to run (waiting > free slots).
 REQUESTS = 48

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from bfio import workload as wl
+from bfio.workloads import workload as wl
 from bfio.ground.errors import ConfigError
 from bfio.engine.prefill import PrefillModel
 from bfio.engine.prefix import PrefixBlocks
@@ -108,7 +108,7 @@ def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None, w
               extra=None) -> pd.DataFrame:
     """Run every :class:`RunSpec` in ``runs`` (``frames``: trace name -> table); one row each.
     ``workload_of(run)``, when given, builds each run's workload instead (a study's
-    generated workloads, e.g. :mod:`bfio.sessions`); ``extra(run, result)`` adds
+    generated workloads, e.g. :mod:`bfio.workloads.sessions`); ``extra(run, result)`` adds
     columns to each row (:func:`run_study`)."""
     rows = []
     bar = progress(total=len(runs), desc="study runs", enabled=show_progress, log=log is None, unit="run")

@@ -322,7 +322,7 @@ class Prefill:
         if model.cache_blocks is not None:
             if workload.blocks is None:
                 raise ConfigError("prefill.cache_blocks: the workload carries no prompt block hashes (a trace "
-                                  "with a hash column, e.g. mooncake, or bfio.sessions); set cache_blocks: null")
+                                  "with a hash column, e.g. mooncake, or bfio.workloads.sessions); set cache_blocks: null")
             self.blocks = workload.blocks
             self.caches = [PrefixCache(model.cache_blocks) for _ in range(workers)]
 

@@ -25,7 +25,7 @@ from bfio.sim.setup import setup
 from bfio.sim.state import ClusterState
 from bfio.engine.simulation_result import SimulationResult
 from bfio.step_model import StepModel
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, seed: int = 0,
@@ -41,7 +41,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
     ``seed`` seeds randomized policies (the workload is drawn separately, see
-    :func:`bfio.workload.draw_workload`). ``entry``: ``backlog`` (the
+    :func:`bfio.workloads.workload.draw_workload`). ``entry``: ``backlog`` (the
     paper's pool of ``pool_factor * G``) or ``arrivals`` (requests enter at
     ``workload.arrival_s``); ``admission_mode`` is its former name, accepted with
     a ``DeprecationWarning`` for one release. ``dispatch``: ``central`` (the paper's shared pool)
@@ -99,7 +99,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     (``policy="fcfs"``, ``dispatch="central"``); the goodput study's
     router-independent reference (``divisible``: the mean load alone).
 
-    A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
+    A workload with ``follow_ups`` (:mod:`bfio.workloads.closed_loop`) and ``entry="arrivals"``
     is a closed loop: a request that follows another arrives ``think_s`` after that
     one completes (the steps then run one at a time while such a release is
     pending). With ``entry="backlog"`` arrival times, and so follow-ups, are not read.

@@ -22,7 +22,7 @@ from bfio.sim.moves import check_queue_moves
 from bfio.sim.pause import check_rank_pause
 from bfio.step_model import StepCoefficients, StepModel
 from bfio.ground.arrival_modes import ENTRY_MODES
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def whole_number(key: str, value) -> int:
@@ -82,7 +82,7 @@ class Setup:
 def _check_cluster(workload, workers, slots, policy) -> tuple[int, int]:
     """The workload, ``G`` and ``B`` (whole, >= 1, ``G * B`` within the bound) and the policy's type."""
     if not isinstance(workload, Workload):
-        raise ConfigError(f"workload: expected a bfio.workload.Workload (bfio.workload.draw_workload builds one), "
+        raise ConfigError(f"workload: expected a bfio.workloads.workload.Workload (bfio.workloads.workload.draw_workload builds one), "
                           f"got {type(workload).__name__}")
     if len(workload) == 0:
         raise ConfigError("workload: no requests (an empty workload has no metrics)")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bfio.policies import DispatchState, RoutingState
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 @dataclass(eq=False)

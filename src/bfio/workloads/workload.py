@@ -16,7 +16,7 @@ import numpy as np
 
 from bfio.ground.errors import ConfigError
 from bfio.ground.limits import MAX_DECODE, MAX_PREFILL, MAX_ARRIVAL_S, MAX_REQUESTS
-from bfio.closed_loop import FollowUps
+from bfio.workloads.closed_loop import FollowUps
 from bfio.engine.prefix import PrefixBlocks, check_blocks_cover
 
 def token_lengths(values, field: str, maximum: int) -> np.ndarray:
@@ -54,7 +54,7 @@ class Workload:
     ``blocks`` optionally the prompts' KV-block hashes (:mod:`bfio.engine.prefix`,
     prefix caching), ``ceil(s_i / blocks.block_tokens)`` per request;
     ``follow_ups`` optionally the requests sent when an earlier one completes
-    (:mod:`bfio.closed_loop`: closed-loop sessions; their ``arrival_s`` entries
+    (:mod:`bfio.workloads.closed_loop`: closed-loop sessions; their ``arrival_s`` entries
     are then only their place in the index order, the simulator reads their
     arrival from the completion they follow).
     """
@@ -92,7 +92,7 @@ class Workload:
             check_blocks_cover(self.blocks, s, "blocks")
         if self.follow_ups is not None:
             if not isinstance(self.follow_ups, FollowUps):
-                raise ConfigError("follow_ups: expected bfio.closed_loop.FollowUps or None, got "
+                raise ConfigError("follow_ups: expected bfio.workloads.closed_loop.FollowUps or None, got "
                                   f"{type(self.follow_ups).__name__}")
             if len(self.follow_ups) != s.shape[0]:
                 raise ConfigError(f"follow_ups: need one entry per request ({s.shape[0]}), got {len(self.follow_ups)}")

@@ -1,0 +1,2 @@
+"""Requests: lengths, arrivals, multi-turn sessions and closed loops.
+"""
