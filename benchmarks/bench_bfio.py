@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
+from bfio.runs.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
 from bfio.lookahead.run_keys import row_key
 from bfio.simulator import simulate
 from bfio.solvers.random_instances import random_instance

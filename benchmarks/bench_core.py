@@ -11,7 +11,7 @@ at 1,500 req/s, instant dispatch with vllm_dp <= 2 s.
 import argparse
 import time
 
-from bfio.paper import TABLE_SETTINGS
+from bfio.runs.paper import TABLE_SETTINGS
 from bfio.simulator import simulate
 from bfio.traces import load_trace
 from bfio.workloads.workload import Workload, draw_workload, poisson_arrivals, with_arrivals

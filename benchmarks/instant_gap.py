@@ -74,8 +74,8 @@ import pandas as pd
 import yaml
 
 from bfio.engine.capacity import trace_capacity
-from bfio.run import ArrivalSpec, RunSpec
-from bfio.runner import build_workload, simulate_run
+from bfio.runs.run import ArrivalSpec, RunSpec
+from bfio.runs.runner import build_workload, simulate_run
 from bfio.ground.student_t import t_quantile
 
 #: the production routers the "best router" is chosen from (the best at every

@@ -236,10 +236,10 @@ def test_the_check_reports_a_policy_default_the_readme_does_not_match(edit, expe
 
 
 def test_paper_bfio_options_are_the_config_bfio_section():
-    """Issue 28: :data:`bfio.paper.PAPER_BFIO_OPTIONS` (the paper's BF-IO options, as the
+    """Issue 28: :data:`bfio.runs.paper.PAPER_BFIO_OPTIONS` (the paper's BF-IO options, as the
     tests run the paper's rows) is the ``bfio`` section of config/config.yaml (what
     the pipeline's paper rows run), key for key."""
-    from bfio.paper import PAPER_BFIO_OPTIONS
+    from bfio.runs.paper import PAPER_BFIO_OPTIONS
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     assert config["bfio"] == PAPER_BFIO_OPTIONS

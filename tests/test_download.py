@@ -210,7 +210,7 @@ def test_simulate_download_refetches_a_corrupted_download(data_dir, tmp_path, ca
 
 def test_pipeline_checksum_error_says_how_to_recover(tmp_path):
     from bfio.ground.errors import ChecksumError
-    from bfio.experiments import prepare_trace
+    from bfio.runs.experiments import prepare_trace
 
     bad = tmp_path / "burst.json"
     bad.write_text("{}")

@@ -14,7 +14,7 @@ import pytest
 from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.engine.prefill import Prefill, PrefillModel
-from bfio.run import RunSpec
+from bfio.runs.run import RunSpec
 from bfio.sim import dispatch as dispatch_mod
 from bfio.sim import transfer as transfer_mod
 from bfio.sim.dispatch import InstantDispatch

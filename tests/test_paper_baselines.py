@@ -5,7 +5,7 @@ printed digit (``../shared/spec/semantics.md``)."""
 
 import pytest
 
-from bfio.paper import TABLE_SETTINGS, matches_printed, round_like
+from bfio.runs.paper import TABLE_SETTINGS, matches_printed, round_like
 from bfio.simulator import simulate
 from bfio.traces import load_trace
 from bfio.workloads.workload import draw_workload

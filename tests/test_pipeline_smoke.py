@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from bfio.config import validate_config
-from bfio.experiments import all_runs, experiment_rows, experiment_seeds, trajectory_runs
-from bfio.paper import TABLE_SETTINGS
+from bfio.runs.experiments import all_runs, experiment_rows, experiment_seeds, trajectory_runs
+from bfio.runs.paper import TABLE_SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

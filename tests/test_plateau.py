@@ -17,7 +17,7 @@ SEEDS = (42, 1, 2, 3)
 
 def runs_of(values: dict, workers: int = 8) -> pd.DataFrame:
     """``values[row] = (imbalances per seed, throughputs per seed)`` -> a run table
-    with the ``horizon`` and ``objective`` columns a run stores (bfio.experiments.run_one)."""
+    with the ``horizon`` and ``objective`` columns a run stores (bfio.runs.experiments.run_one)."""
     def stored(row):
         spec = paper_row_spec(row)
         return {"horizon": spec.horizon if spec else None, "objective": spec.objective if spec else None}

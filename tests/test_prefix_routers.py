@@ -231,7 +231,7 @@ def test_the_study_rows_carry_the_peak_kv_and_the_pinning(tmp_path):
     independently here) and the GRPO pinning columns."""
     import pandas as pd
 
-    from bfio.runner import simulate_run
+    from bfio.runs.runner import simulate_run
     from bfio.studies.prefix_study import generated_requests, prefix_runs, run_prefix_study
 
     rng = np.random.default_rng(3)

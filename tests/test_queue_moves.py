@@ -10,7 +10,7 @@ import pytest
 from bfio.ground.errors import ConfigError, PolicyError
 from bfio.engine.kernels import enqueue
 from bfio.policies import make_policy
-from bfio.run import RunSpec
+from bfio.runs.run import RunSpec
 from bfio.sim import dispatch as dispatch_mod
 from bfio.sim.dispatch import InstantDispatch
 from bfio.sim.moves import SglangBalancer

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bfio.ground.errors import ConfigError
-from bfio.run import RunSpec
+from bfio.runs.run import RunSpec
 from bfio.sim import dispatch as dispatch_mod
 from bfio.sim import pause as pause_mod
 from bfio.sim.dyntra_lb import plan

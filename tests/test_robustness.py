@@ -122,8 +122,8 @@ def test_default_figure_experiment_may_be_absent():
 
 
 def test_replay_job_refuses_more_requests_than_rows():
-    from bfio.run import ArrivalSpec, RunSpec
-    from bfio.runner import build_workload
+    from bfio.runs.run import ArrivalSpec, RunSpec
+    from bfio.runs.runner import build_workload
 
     frame = pd.DataFrame({"prefill_tokens": [5, 6, 7], "decode_tokens": [1, 2, 3], "arrival_s": [0.0, 1.0, 2.0]})
     run = RunSpec.make("t", 4, 2, 2, "fcfs", 1, arrival=ArrivalSpec("trace", time_scale=1.0))
@@ -140,12 +140,12 @@ def test_online_trace_rate_without_arrivals_names_the_problem():
 
 # -- item 6: outputs checked before the simulation runs ----------------------------------------
 def test_json_destination_checked_before_simulating(small_trace, tmp_path, monkeypatch, capsys):
-    import bfio.runner
+    import bfio.runs.runner
 
     def boom(*a, **k):
         raise AssertionError("simulated although the output cannot be written")
 
-    monkeypatch.setattr(bfio.runner, "simulate", boom)
+    monkeypatch.setattr(bfio.runs.runner, "simulate", boom)
     rc = main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
                "--requests", "10", "--workers", "2", "--json", str(tmp_path)])
     assert rc == 2 and "is a directory" in capsys.readouterr().err
@@ -168,7 +168,7 @@ def test_truncated_summary_error_names_the_file(tmp_path):
 
 
 def test_truncated_trace_table_error_names_the_file(tmp_path):
-    from bfio.experiments import read_trace_table
+    from bfio.runs.experiments import read_trace_table
 
     f = tmp_path / "t.parquet"
     pd.DataFrame({"prefill_tokens": [5], "decode_tokens": [1]}).to_parquet(f)
@@ -651,7 +651,7 @@ def test_a_symlink_loop_as_input_is_not_a_missing_file(tmp_path, capsys):
     assert main(["simulate", "--trace", str(a), "--requests", "2", "--workers", "2"]) == 2
     err = capsys.readouterr().err
     assert "symbolic links" in err and "does not exist" not in err
-    from bfio.experiments import prepare_trace
+    from bfio.runs.experiments import prepare_trace
 
     with pytest.raises(TraceError, match="symbolic links"):
         prepare_trace("longbench", a, tmp_path / "out.parquet", tmp_path / "out.json")

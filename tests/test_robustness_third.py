@@ -79,7 +79,7 @@ def test_register_refuses_a_taken_name_in_process():
 
 
 def test_plugin_file_is_part_of_the_code_fingerprint(tmp_path, monkeypatch):
-    from bfio.fingerprint import code_fingerprint, plugin_files
+    from bfio.runs.fingerprint import code_fingerprint, plugin_files
 
     d = tmp_path / "plugins"
     d.mkdir()

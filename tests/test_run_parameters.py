@@ -18,7 +18,7 @@ from bfio.cli import simulate as cli_simulate
 from bfio.cli.library_words import FLAGS
 from bfio.config import _registry_enums
 from bfio.engine.prefill import PrefillModel
-from bfio.run import ArrivalSpec
+from bfio.runs.run import ArrivalSpec
 from bfio.engine.run_parameters import ARRIVAL, PREFILL, SECTIONS, SLOTS, STUDY_PREFILL
 
 REPO = Path(__file__).resolve().parents[1]

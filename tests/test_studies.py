@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bfio.ground.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, resolve_row
+from bfio.runs.run import ArrivalSpec, RunSpec, resolve_row
 from bfio.studies import paired_effect, summarize_runs
 
 

@@ -176,7 +176,7 @@ def test_pipeline_conversion_reads_millisecond_arrivals_as_milliseconds(tmp_path
     import pandas as pd
 
     from bfio.config import trace_specs
-    from bfio.experiments import prepare_trace
+    from bfio.runs.experiments import prepare_trace
 
     src = tmp_path / "t.csv"
     src.write_text("p,d,ts\n10,5,0\n20,6,1500\n30,7,4000\n")

@@ -14,17 +14,17 @@ from pathlib import Path
 
 
 from bfio.ground.errors import ConfigError
-from bfio.paper import TABLE_SETTINGS
+from bfio.runs.paper import TABLE_SETTINGS
 from bfio.traces.registry import ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec
 from bfio.traces.registry import trace_specs  # noqa: F401  (re-exported: bfio.config.trace_specs)
 from bfio.policies import baselines as registry_baselines, check_policy_options, policy_class, registered, row_pattern
-from bfio.experiments import experiment_rows
+from bfio.runs.experiments import experiment_rows
 from bfio.studies.registry import studies
 from bfio.studies.declared_rows import declare_config_rows
 from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.config.trace_references)
 from bfio.ground.limits import MAX_REQUESTS
 from bfio.ground.options import schema_properties
-from bfio.run import resolve_row
+from bfio.runs.run import resolve_row
 from bfio.step_model import schema as step_model_schema
 from bfio.engine.run_parameters import fill_schema
 

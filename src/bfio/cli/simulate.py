@@ -18,7 +18,7 @@ from bfio.policies.base import DISPATCH_MODES
 from bfio.ground.limits import MAX_RANK_TOKENS, MAX_SLOTS, MAX_TOKEN_S
 from bfio.policies import policy_class, policy_options as declared_options, registered, supporting
 from bfio.ground.options import identity_of
-from bfio.results_diff import without_timings
+from bfio.runs.results_diff import without_timings
 from bfio.engine.run_parameters import ARRIVAL, ARRIVAL_OPTION, PREFILL, SLOTS
 from bfio.sim.moves import QUEUE_MOVES
 from bfio.sim.migration import RULES as MIGRATION_RULES
@@ -284,8 +284,8 @@ def arrival_mode(args) -> str:
 
 
 def cmd_simulate(args) -> int:
-    from bfio.run import ArrivalSpec, RunSpec  # local: `bfio --help` starts without bfio.run
-    from bfio.runner import simulate_run
+    from bfio.runs.run import ArrivalSpec, RunSpec  # local: `bfio --help` starts without bfio.runs.run
+    from bfio.runs.runner import simulate_run
 
     resolve_dispatch(args)
     if args.queue_moves != "none" and args.dispatch != "instant":

@@ -7,7 +7,7 @@ names them (``prefill.chunk_tokens``, ``arrival.rate``). Everything else is
 derived from these declarations:
 
 - the library's defaults: :class:`bfio.engine.prefill.PrefillModel`'s fields,
-  :class:`bfio.run.ArrivalSpec`'s, :data:`bfio.engine.prefill.DEFAULT_CHUNK_TOKENS`;
+  :class:`bfio.runs.run.ArrivalSpec`'s, :data:`bfio.engine.prefill.DEFAULT_CHUNK_TOKENS`;
 - ``bfio simulate``'s flags, their help and defaults (:mod:`bfio.cli.simulate`),
   and the library words it rewrites into them (:mod:`bfio.cli.library_words`);
 - the config schema's fragments (:func:`fill_schema`, called by
@@ -34,7 +34,7 @@ PREEMPTION_RULES = ("none", "vllm", "sglang")
 #: ``slots`` and every experiment's and study setting's own)
 SLOTS = Option("slots", int, 72, "B, slots (max batch size) per worker", minimum=1)
 
-#: How requests arrive (:class:`bfio.run.ArrivalSpec`; the glossary's "arrival mode").
+#: How requests arrive (:class:`bfio.runs.run.ArrivalSpec`; the glossary's "arrival mode").
 ARRIVAL = (
     Option("mode", str, "backlog", "where the arrival times come from: backlog (the paper's pool of 4G requests, "
            "no arrival times), poisson (requests drawn as in backlog, Poisson arrivals at the arrival rate) or "

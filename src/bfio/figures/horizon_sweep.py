@@ -19,7 +19,7 @@ LOG_SPAN = 10
 def _objectives(summary: pd.DataFrame) -> pd.Series:
     """The BF-IO objective of each row (``None``: not a BF-IO row): the stored
     ``objective`` column when the frame has one. The summary tables
-    (:func:`bfio.tables.summarize`, ``results/tables/<experiment>_summary.csv``)
+    (:func:`bfio.runs.tables.summarize`, ``results/tables/<experiment>_summary.csv``)
     store no such column (adding one would change those files), so there it is
     the declared row's (:func:`bfio.lookahead.run_keys.paper_row_spec`: a lookup of the
     BF-IO rows the experiments declare, the key is not parsed); ``H`` is the
@@ -46,7 +46,7 @@ def _bfio_rows(summary: pd.DataFrame, objective: pd.Series) -> pd.DataFrame:
 
 def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lookahead window H"):
     """Four panels (imbalance, throughput, TPOT, energy) against H for the BF-IO
-    rows of an experiment summary (:func:`bfio.tables.summarize`), one curve per
+    rows of an experiment summary (:func:`bfio.runs.tables.summarize`), one curve per
     objective (the default and ``paper-literal``, side by side): mean over seeds
     (bars: :func:`bfio.figures.style.interval`) and the reference-seed value; baselines as horizontal
     reference lines. A panel whose values span more than a factor :data:`LOG_SPAN` (the

@@ -245,7 +245,7 @@ def figure(nrows: int = 1, ncols: int = 1, width: float = 6.5, height: float = 3
 
 
 #: Metadata that would make two saves of the same figure differ: left out, so
-#: the same data give byte-identical files (``python -m bfio.results_diff``).
+#: the same data give byte-identical files (``python -m bfio.runs.results_diff``).
 REPRODUCIBLE_METADATA = {".pdf": {"CreationDate": None, "ModDate": None}, ".svg": {"Date": None}}
 
 

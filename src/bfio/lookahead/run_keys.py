@@ -22,8 +22,8 @@ The BF-IO rows of the paper experiments (``bfio_h<H>[_literal]``, ``0 <= H <=``
 (:func:`keyed_row`); study rows with an admission rule and study variants are
 declared by their study sections (:func:`declare_rows`, from the config:
 :func:`bfio.studies.declared_rows.declare_config_rows`). Tables and figures read the
-``horizon`` and ``objective`` columns a run stores (:func:`bfio.experiments.run_one`;
-:func:`bfio.tables.stored_keys`) where the table has them.
+``horizon`` and ``objective`` columns a run stores (:func:`bfio.runs.experiments.run_one`;
+:func:`bfio.runs.tables.stored_keys`) where the table has them.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ Options (all keyword, validated; errors name the option):
   (a request waiting ``N`` steps reserves the worker where it raises ``J`` least, which
   takes only the smallest requests until it fits there without raising the envelope, at
   the latest at ``2 N`` steps; ``solver = fast``; :mod:`bfio.policies.drain`) | ``free``
-  (Eq. (IO) as stated; the paper's tables, see :data:`bfio.paper.PAPER_BFIO_OPTIONS`) |
+  (Eq. (IO) as stated; the paper's tables, see :data:`bfio.runs.paper.PAPER_BFIO_OPTIONS`) |
   ``fifo`` (oldest ``U`` admitted, placement optimized). The default is issue 40's
   decision (``docs/studies.md``, section 3): an admission that bounds the wait is judged
   by its whole-run throughput against ``free`` (at most 0.5% lower) and its longest wait

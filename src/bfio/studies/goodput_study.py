@@ -34,8 +34,8 @@ from bfio.ground.errors import ConfigError
 from bfio.goodput import SLO, goodput, latency_floor
 from bfio.ground.metrics import action_metrics
 from bfio.engine.prefill import PrefillModel
-from bfio.run import ACTION_RULES, ArrivalSpec, RunSpec, policy_defaults, resolve_row
-from bfio.runner import run_batch
+from bfio.runs.run import ACTION_RULES, ArrivalSpec, RunSpec, policy_defaults, resolve_row
+from bfio.runs.runner import run_batch
 from bfio.step_model import StepModel, from_config
 from bfio.studies.registry import Study, register_study
 from bfio.studies.online import report_interval

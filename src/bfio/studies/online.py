@@ -26,8 +26,8 @@ import pandas as pd
 
 from bfio.engine.capacity import trace_capacity
 from bfio.ground.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, resolve_row
-from bfio.runner import run_batch, simulate_run
+from bfio.runs.run import ArrivalSpec, RunSpec, resolve_row
+from bfio.runs.runner import run_batch, simulate_run
 from bfio.studies.registry import Figure, Study, Table, register_study
 from bfio.policies import check_policy_options
 from bfio.studies.online_summary import online_table

@@ -18,7 +18,7 @@ from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
 from bfio.policies import policy_label as registry_label, registered
 from bfio.lookahead.run_keys import row_key, row_spec
-from bfio.tables import row_label
+from bfio.runs.tables import row_label
 
 #: Metric -> (label, unit). Per-request latencies are quantiles over the run's
 #: requests; "run" metrics cover the whole run (no measurement window: with

@@ -33,8 +33,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.engine.prefix import cache_capacity_blocks
-from bfio.run import RunSpec
-from bfio.runner import run_batch
+from bfio.runs.run import RunSpec
+from bfio.runs.runner import run_batch
 from bfio.step_model import from_config
 from bfio.studies.registry import Study, register_study
 from bfio.ground.errors import ConfigError

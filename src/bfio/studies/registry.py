@@ -176,7 +176,7 @@ class Study:
     ``simulate(setting_name, setting, section, seeds, slots, frame, defaults, log)
     -> DataFrame`` runs one setting (``section``: the config section without its
     settings; ``defaults``: the config's per-policy options,
-    :func:`bfio.run.policy_defaults`), with keyword ``prior={setting name:
+    :func:`bfio.runs.run.policy_defaults`), with keyword ``prior={setting name:
     runs}`` when the study declares :attr:`needs` and ``prepared=<JSON object>``
     when it declares :attr:`prepare`. ``tabulate``/``table`` and
     ``plot``/``figure``/``caption``: its first (or only) table and figure

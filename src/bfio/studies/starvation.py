@@ -20,8 +20,8 @@ import pandas as pd
 from bfio.lookahead.admission import ADMISSION_PATTERN
 from bfio.lookahead.run_keys import admission_label
 from bfio.studies.declared_rows import starvation_row_specs
-from bfio.run import RunSpec, policy_defaults, resolve_row
-from bfio.runner import run_batch
+from bfio.runs.run import RunSpec, policy_defaults, resolve_row
+from bfio.runs.runner import run_batch
 from bfio.studies.registry import Study, register_study, studies
 from bfio.ground.errors import ConfigError
 from bfio.studies.starvation_summary import COST_METRICS, online_rows, starvation_extras, starvation_table

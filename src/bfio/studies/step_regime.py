@@ -22,8 +22,8 @@ from dataclasses import replace
 import pandas as pd
 
 from bfio.ground.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec
-from bfio.runner import run_batch
+from bfio.runs.run import ArrivalSpec, RunSpec
+from bfio.runs.runner import run_batch
 from bfio.step_model import from_config
 from bfio.studies.goodput_study import regime_capacity, router_rows, validate_section as validate_routers
 from bfio.studies.online import report_interval

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.run import resolve_row
+from bfio.runs.run import resolve_row
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import fmt, markdown_table
 from bfio.ground.imbalance_share import with_imbalance_share

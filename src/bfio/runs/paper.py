@@ -100,9 +100,9 @@ def __getattr__(name: str):
     if name in MOVED_TO_RUN_KEYS:
         import warnings
 
-        warnings.warn(f"bfio.paper.{name} moved to bfio.lookahead.run_keys.{name}", DeprecationWarning, stacklevel=2)
+        warnings.warn(f"bfio.runs.paper.{name} moved to bfio.lookahead.run_keys.{name}", DeprecationWarning, stacklevel=2)
         return getattr(run_keys, name)
-    raise AttributeError(f"module 'bfio.paper' has no attribute '{name}'")
+    raise AttributeError(f"module 'bfio.runs.paper' has no attribute '{name}'")
 
 
 __all__ = ["TABLE1", "TABLE2", "TABLE_SETTINGS", "HIGHER_IS_BETTER", "PAPER_BFIO_OPTIONS", "printed_digits",

@@ -2,8 +2,8 @@
 
 * :func:`summarize` - per (row, workers): the reference-seed value and the mean
   with a 95% Student-t confidence interval over seeds, for every metric.
-* the paper's Table 1 / Table 2 cell by cell: :mod:`bfio.paper_tables` (the
-  verdict of a cell against the print: :mod:`bfio.verdicts`);
+* the paper's Table 1 / Table 2 cell by cell: :mod:`bfio.runs.paper_tables` (the
+  verdict of a cell against the print: :mod:`bfio.runs.verdicts`);
 * :func:`energy_reduction` - per G: energy of a baseline vs a target row and
   the reduction in percent (paired over seeds).
 * writers for CSV and Markdown (``write_table``).
@@ -110,7 +110,7 @@ def ci_text(mean: str, lo: str, hi: str, n) -> str:
 def stored_keys(runs: pd.DataFrame) -> dict:
     """Row -> ``(H, objective)`` of a BF-IO row, ``None`` for any other row, read
     from the columns a run stores (``horizon`` and ``objective``,
-    :func:`bfio.experiments.run_one`), never from the row key (issue 28). A
+    :func:`bfio.runs.experiments.run_one`), never from the row key (issue 28). A
     BF-IO row is one with an objective (``default`` or ``paper-literal``);
     the starvation study's admission rows store none and, like the baselines,
     come first. A runs table without an ``objective`` column (written before

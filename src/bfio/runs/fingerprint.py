@@ -25,7 +25,7 @@ from pathlib import Path
 from bfio.ground.plugins import plugin_modules, without_implicit_cwd
 
 PACKAGE = "bfio"
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _module_file(name: str, root: Path) -> Path | None:

@@ -1,6 +1,6 @@
 """One simulation run: its description (:class:`RunSpec`). Its workload and
-its simulation are :mod:`bfio.runner`'s (:func:`~bfio.runner.build_workload`,
-:func:`~bfio.runner.simulate_run`), apart so that describing runs (the
+its simulation are :mod:`bfio.runs.runner`'s (:func:`~bfio.runs.runner.build_workload`,
+:func:`~bfio.runs.runner.simulate_run`), apart so that describing runs (the
 pipeline's rules, the studies' registry and tables) never imports the
 simulator (issue 42). The CLI, the paper experiments, every study and the
 notebook describe a simulation through this module only.
@@ -220,7 +220,7 @@ class RunSpec:
     reference: str = "none"
     #: the row's typed identity (issue 43): a paper row's :class:`bfio.lookahead.run_keys.RowSpec`
     #: (its key is ``row``), given by the declaration that made the run
-    #: (:func:`bfio.experiments.experiment_runs`) or looked up among the declared rows;
+    #: (:func:`bfio.runs.experiments.experiment_runs`) or looked up among the declared rows;
     #: ``None`` for a study variant (its ``policy`` and ``options`` say what it runs)
     row_spec: RowSpec | None = field(default=None, compare=False, repr=False)
 
@@ -299,7 +299,7 @@ class RunSpec:
     @classmethod
     def from_path(cls, path: str, declared) -> "RunSpec":
         """The declared run at ``path`` (``declared``: run path -> spec, e.g.
-        :func:`bfio.experiments.declared_runs`): a lookup, the path is not parsed."""
+        :func:`bfio.runs.experiments.declared_runs`): a lookup, the path is not parsed."""
         spec = declared.get(str(path).strip("/"))
         if spec is None:
             raise ConfigError(f"run: '{path}' is not a declared run path (one of the config's runs, like "

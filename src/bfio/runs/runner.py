@@ -1,8 +1,8 @@
 """A run simulated: its workload (:func:`build_workload`) and its simulation
 (:func:`simulate_run`, :func:`run_study`, :func:`run_batch`); what a run *is*
-(:class:`bfio.run.RunSpec`) is :mod:`bfio.run`'s.
+(:class:`bfio.runs.run.RunSpec`) is :mod:`bfio.runs.run`'s.
 
-Apart from :mod:`bfio.run` (issue 42) so that what only describes runs (the
+Apart from :mod:`bfio.runs.run` (issue 42) so that what only describes runs (the
 pipeline's rules, the studies' registry, tables and figures) starts without the
 simulator and numba; the CLI, the paper experiments, every study and the
 notebook run a simulation through this module.
@@ -20,7 +20,7 @@ from bfio.ground.errors import ConfigError
 from bfio.engine.prefill import PrefillModel
 from bfio.engine.prefix import PrefixBlocks
 from bfio.ground.progress import progress, progress_line
-from bfio.run import RunSpec
+from bfio.runs.run import RunSpec
 from bfio.simulator import simulate
 from bfio.traces.registry import KNOWN_TRACES
 from bfio.ground.arrival_modes import entry_mode
