@@ -2,7 +2,7 @@
 schemas define it (workflow/schemas/config.schema.yaml, and theory.schema.yaml
 for the ``theory`` section), with the default the schema fills in: no key
 missing, none stale, no default out of date (issue 28). The rows of the keys
-the run parameters declare are derived (:mod:`bfio.config_readme`,
+the run parameters declare are derived (:mod:`bfio.pipeline.config_readme`,
 ``tests/test_run_parameters.py``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bfio.config_readme import NO_DEFAULT, render, schema_keys
+from bfio.pipeline.config_readme import NO_DEFAULT, render, schema_keys
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "workflow" / "schemas"
@@ -79,8 +79,8 @@ def problems(keys: dict, rows: list[tuple[str, str]]) -> list[str]:
 def _schemas() -> tuple[dict, dict]:
     """The schemas as a config is validated against them: the policy sections
     (``bfio``, ``policy_options``) derived from the policies' option declarations
-    and the enums from the registries (:func:`bfio.config._registry_enums`)."""
-    from bfio.config import _registry_enums
+    and the enums from the registries (:func:`bfio.pipeline.config._registry_enums`)."""
+    from bfio.pipeline.config import _registry_enums
 
     config, theory = (yaml.safe_load((SCHEMAS / name).read_text())
                       for name in ("config.schema.yaml", "theory.schema.yaml"))

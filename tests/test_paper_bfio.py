@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from bfio.config import validate_config
+from bfio.pipeline.config import validate_config
 from bfio.runs.experiments import experiment_seeds
 from bfio.runs.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
 from bfio.runs.paper_tables import AUTHORS_SIMULATOR
 from bfio.lookahead.run_keys import row_key
-from bfio.plateau import plateau, within_plateau
+from bfio.pipeline.plateau import plateau, within_plateau
 from bfio.runs.run import RunSpec
 from bfio.runs.runner import simulate_run
 from bfio.simulator import simulate
@@ -103,7 +103,7 @@ def test_default_objective_plateaus_over_the_horizon(table):
 @pytest.mark.slow
 @pytest.mark.parametrize("table", ["table1", "table2"])
 def test_default_objective_plateaus_over_seeds(table):
-    """The plateau criterion (bfio.plateau) on the mean over the horizon sweep's seeds
+    """The plateau criterion (bfio.pipeline.plateau) on the mean over the horizon sweep's seeds
     (config/config.yaml: ``seeds`` plus ``horizon_sweep.extra_seeds``), paired by seed
     against the H with the best mean; each seed draws its own workload, as the pipeline's
     runs do (bfio.runs.runner.build_workload)."""

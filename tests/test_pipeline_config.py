@@ -12,7 +12,7 @@ import yaml
 from bfio.ground.errors import ChecksumError, ConfigError
 from bfio.runs.run import RunSpec, row_spec_of
 from bfio.lookahead.run_keys import RowSpec
-from bfio.config import validate_config
+from bfio.pipeline.config import validate_config
 from bfio.runs.experiments import (
     all_runs,
     declared_runs,
@@ -81,7 +81,7 @@ def test_defaults_are_filled():
 def test_policy_sections_are_the_option_declarations():
     """The schema's bfio and policy_options sections are derived from the policies'
     Option declarations: every option, no default of their own, closed."""
-    from bfio.config import _registry_enums
+    from bfio.pipeline.config import _registry_enums
     from bfio.policies import policy_class, registered
 
     props = _registry_enums(yaml.safe_load(SCHEMA.read_text()))["properties"]
@@ -314,14 +314,14 @@ def _format_keywords(node, where="") -> list[str]:
 
 def test_schemas_use_no_format_and_validation_skips_the_iri_grammar():
     """validate_config imports jsonschema without its iri format checkers' grammar
-    module (bfio.config.UNUSED_FORMAT_MODULE: 3 s CPU at import, a third of the
+    module (bfio.pipeline.config.UNUSED_FORMAT_MODULE: 3 s CPU at import, a third of the
     DAG's build): sound only while no schema of the pipeline uses ``format``."""
     import subprocess
     import sys
 
     for schema in sorted((REPO / "workflow" / "schemas").glob("*.yaml")):
         assert _format_keywords(yaml.safe_load(schema.read_text())) == [], schema.name
-    code = ("import sys, yaml; from bfio.config import validate_config, UNUSED_FORMAT_MODULE; "
+    code = ("import sys, yaml; from bfio.pipeline.config import validate_config, UNUSED_FORMAT_MODULE; "
             f"validate_config(yaml.safe_load(open({str(REPO / 'config' / 'smoke.yaml')!r})), {str(SCHEMA)!r}); "
             "print(UNUSED_FORMAT_MODULE in sys.modules, sys.modules.get(UNUSED_FORMAT_MODULE, 0) is None)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)

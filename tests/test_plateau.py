@@ -1,4 +1,4 @@
-"""The plateau table over H (bfio.plateau): best H per objective, per-seed paired
+"""The plateau table over H (bfio.pipeline.plateau): best H per objective, per-seed paired
 percentages against it, the criterion's verdicts, and errors that name the input."""
 
 import numpy as np
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bfio.ground.errors import ConfigError
-from bfio.plateau import (IMBALANCE_TOLERANCE_PCT, THROUGHPUT_TOLERANCE_PCT, plateau, plateau_markdown,
+from bfio.pipeline.plateau import (IMBALANCE_TOLERANCE_PCT, THROUGHPUT_TOLERANCE_PCT, plateau, plateau_markdown,
                           plateau_verdict, within_plateau)
 from bfio.lookahead.run_keys import paper_row_spec
 

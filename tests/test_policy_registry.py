@@ -17,7 +17,7 @@ import yaml
 from bfio import policies
 from bfio.cli import build_parser, main
 from bfio.ground.errors import ConfigError
-from bfio.config import _registry_enums, validate_config
+from bfio.pipeline.config import _registry_enums, validate_config
 from bfio.runs.experiments import experiment_rows, experiment_runs
 from bfio.runs.run import RunSpec, row_spec_of
 from bfio.lookahead.run_keys import RowSpec, row_key

@@ -174,7 +174,7 @@ def test_the_study_section_is_checked_when_the_config_loads():
 
     import yaml
 
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
 
     schema = "workflow/schemas/config.schema.yaml"
     base = yaml.safe_load(open("config/smoke.yaml"))

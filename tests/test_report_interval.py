@@ -180,7 +180,7 @@ def test_config_rows_with_report_intervals_are_checked_by_key(tmp_path):
 
     import yaml
 
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
 
     repo = Path(__file__).resolve().parents[1]
     schema = repo / "workflow" / "schemas" / "config.schema.yaml"

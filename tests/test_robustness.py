@@ -14,7 +14,7 @@ import yaml
 
 from bfio.cli import main
 from bfio.ground.errors import BfioError, ConfigError, TraceError
-from bfio.config import validate_config
+from bfio.pipeline.config import validate_config
 from bfio.ground.results_io import collect_runs, write_json
 from bfio.ground.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
 from bfio.traces import load_trace
@@ -92,7 +92,7 @@ def test_sound_run_has_no_warnings(small_trace, tmp_path):
 
 # -- item 5: config checked when the Snakefile loads ------------------------------------------
 def test_schema_enums_come_from_registries():
-    from bfio.config import _registry_enums
+    from bfio.pipeline.config import _registry_enums
     from bfio.predictors import PREDICTORS
     from bfio.solvers import SOLVERS
 
@@ -106,8 +106,8 @@ def test_schema_enums_come_from_registries():
 
 def test_bfio_keys_of_other_branches_are_allowed_by_the_schema():
     # discount / new_requests / objective: every declared BF-IO option is a key of the
-    # schema's bfio section as validation sees it (derived, bfio.config._registry_enums)
-    from bfio.config import _registry_enums
+    # schema's bfio section as validation sees it (derived, bfio.pipeline.config._registry_enums)
+    from bfio.pipeline.config import _registry_enums
 
     with open(SCHEMA) as f:
         props = _registry_enums(yaml.safe_load(f))["properties"]["bfio"]["properties"]
@@ -357,7 +357,7 @@ def test_experiment_names_are_identifiers(name):
 
 
 def test_run_name_length_is_bounded(tmp_path):
-    from bfio.config import named_run
+    from bfio.pipeline.config import named_run
 
     with pytest.raises(ConfigError, match="run_name.*64"):
         named_run({}, {"run_name": "a" * 300}, cwd=tmp_path)

@@ -194,7 +194,7 @@ def _prefix_config(setting: dict, prefill: dict | None = None) -> dict:
 
 
 def test_prefix_study_with_too_many_hashes_fails_when_the_config_loads():
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
     from bfio.ground.errors import ConfigError
 
     cfg = _prefix_config({"workload": "sessions", "sessions": 1000, "turns": 2000})
@@ -247,7 +247,7 @@ def test_prefill_model_refuses_sizes_beyond_the_bound(field):
 
 @pytest.mark.parametrize("key", ["chunk_tokens", "kv_tokens_per_rank"])
 def test_prefix_study_prefill_sizes_are_bounded_in_the_config(key):
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
     from bfio.ground.errors import ConfigError
 
     cfg = _prefix_config({"workload": "trace", "trace": "mooncake", "requests": 10}, {key: 2 ** 63})
@@ -260,7 +260,7 @@ def test_schema_prefill_maxima_are_the_library_bound():
 
     from bfio.ground.limits import MAX_RANK_TOKENS
 
-    from bfio.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
+    from bfio.pipeline.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
 
     schema = _registry_enums(yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text()))
     prefill = schema["properties"]["prefix_study"]["properties"]["prefill"]["properties"]
@@ -312,7 +312,7 @@ def test_alias_bomb_in_the_config_is_validated_at_once():
 
     import yaml
 
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
 
     validate_config(yaml.safe_load((REPO / "config" / "smoke.yaml").read_text()),
                     REPO / "workflow" / "schemas" / "config.schema.yaml")  # the imports, once
@@ -350,7 +350,7 @@ GRPO = {"workload": "grpo", "groups": 2, "group_size": 2, "turns": 2}
     ({"workload": "trace", "trace": "mooncake", "turns": 3}, None, r"prefix_study\.settings\.0\.turns.*trace"),
 ])
 def test_prefix_study_mistakes_fail_when_the_config_loads(setting, prefill, key):
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
     from bfio.ground.errors import ConfigError
 
     cfg = _prefix_config(setting, prefill)
@@ -363,7 +363,7 @@ def test_prefix_study_setting_defaults_are_the_schema_defaults():
 
     from bfio.studies.prefix_study import SETTING_DEFAULTS
 
-    from bfio.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
+    from bfio.pipeline.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
 
     schema = _registry_enums(yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text()))
     props = schema["properties"]["prefix_study"]["properties"]["settings"]["items"]["properties"]
@@ -459,7 +459,7 @@ def test_absurd_prefill_token_time_is_refused(tmp_path, capsys, value):
 
 
 def test_prefill_token_time_bound_in_library_and_config():
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
     from bfio.ground.errors import ConfigError
     from bfio.ground.limits import MAX_TOKEN_S
     from bfio.engine.prefill import PrefillModel

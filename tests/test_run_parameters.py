@@ -12,11 +12,11 @@ from pathlib import Path
 
 import yaml
 
-from bfio import config_readme
+from bfio.pipeline import config_readme
 from bfio.engine import run_parameters
 from bfio.cli import simulate as cli_simulate
 from bfio.cli.library_words import FLAGS
-from bfio.config import _registry_enums
+from bfio.pipeline.config import _registry_enums
 from bfio.engine.prefill import PrefillModel
 from bfio.runs.run import ArrivalSpec
 from bfio.engine.run_parameters import ARRIVAL, PREFILL, SECTIONS, SLOTS, STUDY_PREFILL
@@ -78,7 +78,7 @@ def test_every_declared_parameter_is_in_the_schema_and_the_readme():
 
 
 def test_the_readme_rows_are_the_derived_ones():
-    """config/README.md is regenerated (``python -m bfio.config_readme``) after a declaration changes."""
+    """config/README.md is regenerated (``python -m bfio.pipeline.config_readme``) after a declaration changes."""
     text = config_readme.README.read_text()
     new, missing = config_readme.regenerate(text, config_readme.declared_rows(_registry_enums(RAW_SCHEMA)))
     assert missing == [] and new == text

@@ -175,7 +175,7 @@ def test_pipeline_conversion_reads_millisecond_arrivals_as_milliseconds(tmp_path
     trace with arrival_unit 'ms' and the config's trace_specs both carry it."""
     import pandas as pd
 
-    from bfio.config import trace_specs
+    from bfio.pipeline.config import trace_specs
     from bfio.runs.experiments import prepare_trace
 
     src = tmp_path / "t.csv"

@@ -3,7 +3,7 @@
 import threading
 
 from bfio.runs.run import CELL_WILDCARD, policy_defaults
-from bfio.config import trace_specs, validate_config
+from bfio.pipeline.config import trace_specs, validate_config
 from bfio.runs.experiments import (
     all_runs,
     experiment_rows,
@@ -16,7 +16,7 @@ from bfio.runs.experiments import (
     trajectory_runs,
 )
 from bfio.runs.fingerprint import code_fingerprint
-from bfio.kernels_warmup import GROUPS as KERNEL_GROUPS
+from bfio.pipeline.kernels_warmup import GROUPS as KERNEL_GROUPS
 from bfio.traces.sources import (
     download_mode,
     known_trace_path,
@@ -86,7 +86,7 @@ wildcard_constraints:
 
 
 def kernels_compiled(group):
-    """Input of a job that runs ``group``'s numba kernels (bfio.kernels_warmup.GROUPS):
+    """Input of a job that runs ``group``'s numba kernels (bfio.pipeline.kernels_warmup.GROUPS):
     the marker of rule compile_kernels (kernels.smk), ancient so that a rerun of
     the compile job never reruns the jobs that wait for it."""
     return ancient(f"logs/kernels/{group}.compiled")

@@ -11,11 +11,11 @@ derived from these declarations:
 - ``bfio simulate``'s flags, their help and defaults (:mod:`bfio.cli.simulate`),
   and the library words it rewrites into them (:mod:`bfio.cli.library_words`);
 - the config schema's fragments (:func:`fill_schema`, called by
-  :func:`bfio.config.validate_config`): a node ``{x-parameter: slots}`` becomes
+  :func:`bfio.pipeline.config.validate_config`): a node ``{x-parameter: slots}`` becomes
   the parameter's property (``x-default: true``: with its default filled in), a
   section ``{x-parameters: study_prefill}`` gets one property per parameter of
   the section, with its default;
-- ``config/README.md``'s rows of those keys (:mod:`bfio.config_readme`).
+- ``config/README.md``'s rows of those keys (:mod:`bfio.pipeline.config_readme`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """BF-IO's options and defaults (:class:`bfio.ground.options.Option`): the one
 place their names, defaults, help and documentation are written; the CLI flags,
 the config schema's ``bfio`` section, its rows of ``config/README.md``
-(:mod:`bfio.config_readme`) and :meth:`bfio.policies.bfio.BFIO.describe` derive
+(:mod:`bfio.pipeline.config_readme`) and :meth:`bfio.policies.bfio.BFIO.describe` derive
 from :data:`OPTIONS`. The options' meaning: the module docstring of
 :mod:`bfio.policies.bfio`."""
 

@@ -9,7 +9,7 @@ A run is identified by ``(trace, requests, workers, slots, row, seed)`` where
 ``results/runs/<RunSpec.path>/``; experiments that contain the same run (Table 1
 and the H sweep share G=256, N=80,000 LongBench runs) share its job. The
 Snakemake workflow (``Snakefile``, ``workflow/rules``) is a thin layer over
-this module, :mod:`bfio.config` (validation), :mod:`bfio.traces.sources` (where
+this module, :mod:`bfio.pipeline.config` (validation), :mod:`bfio.traces.sources` (where
 traces come from) and :mod:`bfio.ground.results_io` (outputs on disk).
 """
 

@@ -51,7 +51,7 @@ def verdict(value: float, printed: str, scale: float, metric: str) -> str:
     :data:`BETTER` or :data:`WORSE` (the rule: module docstring, :data:`RULE`)."""
     # bfio.runs.paper holds the rounding (round_like) and the metric's direction (HIGHER_IS_BETTER); it
     # names the first outcome 'equal'. It is left as it is: every simulation's code fingerprint
-    # includes bfio.runs.paper (bfio.config imports it), so editing it would rerun the studies' runs.
+    # includes bfio.runs.paper (bfio.pipeline.config imports it), so editing it would rerun the studies' runs.
     outcome = compare_to_printed(value, printed, scale, metric)
     return REPRODUCED if outcome == "equal" else outcome
 

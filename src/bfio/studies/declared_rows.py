@@ -88,7 +88,7 @@ class UnreadConfigWarning(UserWarning):
 
 def declare_run_rows(root, run_name: str | None) -> list[Path]:
     """Declare the rows of a pipeline run's config read from the repository ``root``
-    (the notebook's tables, :mod:`bfio.explore`, as the pipeline's jobs do):
+    (the notebook's tables, :mod:`bfio.pipeline.explore`, as the pipeline's jobs do):
     ``config/*.yaml`` whose ``run_name`` is ``run_name`` (``None``: the default run,
     the files without one). Returns the files read. A file that cannot be read or
     parsed, or that is not a mapping, is skipped with an :class:`UnreadConfigWarning`

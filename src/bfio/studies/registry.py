@@ -251,7 +251,7 @@ class Study:
     #: ``schema_enums(properties)``: fills, in place, the values of its config
     #: section's schema (the section's ``properties``) that come from the package's
     #: registries (allowed names, patterns), so the schema never lists them twice;
-    #: :func:`bfio.config._registry_enums` calls it for every study with a section
+    #: :func:`bfio.pipeline.config._registry_enums` calls it for every study with a section
     schema_enums: Callable | None = None
 
     def __post_init__(self):

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from bfio.config import NAMED_RUN_DIR, _RUN_NAME_RE
+from bfio.pipeline.config import NAMED_RUN_DIR, _RUN_NAME_RE
 from bfio.ground.errors import BfioError, ConfigError
 from bfio.lookahead.run_keys import paper_row_spec
 from bfio.studies.declared_rows import declare_run_rows

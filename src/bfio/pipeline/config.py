@@ -16,12 +16,12 @@ from pathlib import Path
 from bfio.ground.errors import ConfigError
 from bfio.runs.paper import TABLE_SETTINGS
 from bfio.traces.registry import ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec
-from bfio.traces.registry import trace_specs  # noqa: F401  (re-exported: bfio.config.trace_specs)
+from bfio.traces.registry import trace_specs  # noqa: F401  (re-exported: bfio.pipeline.config.trace_specs)
 from bfio.policies import baselines as registry_baselines, check_policy_options, policy_class, registered, row_pattern
 from bfio.runs.experiments import experiment_rows
 from bfio.studies.registry import studies
 from bfio.studies.declared_rows import declare_config_rows
-from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.config.trace_references)
+from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.pipeline.config.trace_references)
 from bfio.ground.limits import MAX_REQUESTS
 from bfio.ground.options import schema_properties
 from bfio.runs.run import resolve_row
