@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 
 from bfio.runs.experiments import read_trace_table
-from bfio.goodput import goodput
+from bfio.studies.goodput import goodput
 from bfio.runs.run import ArrivalSpec, RunSpec, policy_defaults
 from bfio.runs.runner import run_batch
 from bfio.studies.goodput_study import regime_capacity, regimes, setting_slo

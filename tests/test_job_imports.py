@@ -33,7 +33,7 @@ SCRIPTS = REPO / "workflow" / "scripts"
 #: What a job that only reads and draws must not import: numba, the solvers, the
 #: simulator, the kernels' module and the downloader.
 HEAVY = ("numba", "bfio.ground.jit", "bfio.solvers", "bfio.sim", "bfio.simulator", "bfio.runs.runner", "bfio.engine.kernels",
-         "bfio.download")
+         "bfio.traces.download")
 
 #: The scripts of the jobs that simulate, download or compute with the kernels
 #: (Monte Carlo checks, Theorem 4's decomposition): they may import them. The
@@ -128,6 +128,6 @@ def test_a_job_function_is_named_by_a_path_that_imports_back():
 
 
 def test_the_experiments_path_helpers_do_not_download():
-    """bfio.runs.experiments (the workflow's path helpers) no longer pulls bfio.download."""
-    assert first_heavy(["bfio.runs.experiments"], heavy=("bfio.download",)) is None
-    assert first_heavy(["bfio.download"], heavy=("bfio.download",)) is not None
+    """bfio.runs.experiments (the workflow's path helpers) no longer pulls bfio.traces.download."""
+    assert first_heavy(["bfio.runs.experiments"], heavy=("bfio.traces.download",)) is None
+    assert first_heavy(["bfio.traces.download"], heavy=("bfio.traces.download",)) is not None

@@ -30,7 +30,7 @@ import pytest
 import yaml
 from trace_server import TraceServer, corrupted
 
-from bfio.download import BASE_URL_ENV
+from bfio.traces.download import BASE_URL_ENV
 from bfio.pipeline.config import validate_config
 from bfio.runs.experiments import experiment_runs
 from bfio.runs.run import RunSpec

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bfio.engine.capacity import capacity
 from bfio.ground.errors import ConfigError
-from bfio.goodput import SLO, goodput
+from bfio.studies.goodput import SLO, goodput
 from bfio.engine.prefill import PrefillModel, allot_chunks
 from bfio.sim.pooled import REFERENCES, reference_run, step_vector
 from bfio.sim.setup import setup

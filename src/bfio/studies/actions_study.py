@@ -76,7 +76,7 @@ STUDY = register_study(Study(
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_goodput(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
     tabulate=goodput_table, plot="bfio.figures.actions:plot_actions",
-    modules=("studies/actions_study.py", "studies/goodput_study.py", "goodput.py", "engine/capacity.py", "sim"),
+    modules=("studies/actions_study.py", "studies/goodput_study.py", "studies/goodput.py", "engine/capacity.py", "sim"),
     table_modules=("studies/goodput_summary.py",), figure_modules=("figures/actions.py",),
     sim_keys=("central", "instant", "variants", "slo", "rel_tol", "regimes"), validate=validate_section,
     builds_on=("goodput", "online"), settings_groups=(), plan=plan,

@@ -7,7 +7,7 @@ prefill, KV memory and preemption) and every router of ``goodput.central``
 (the central pool) and ``goodput.instant`` (bound at arrival, as the engines'
 data-parallel routers), the highest Poisson arrival rate whose runs meet p99
 TTFT and p99 TPOT targets (``goodput.slo``), found by bisection
-(:func:`bfio.goodput.goodput`) between a small share of the model's capacity
+(:func:`bfio.studies.goodput.goodput`) between a small share of the model's capacity
 (:func:`bfio.engine.capacity.capacity` of the trace's lengths in the regime) and the
 capacity itself. Each seed has its own bisection (one row per router and
 seed), so the table gives a goodput's mean over the seeds with its 95% interval
@@ -31,7 +31,7 @@ import pandas as pd
 
 from bfio.engine.capacity import trace_capacity
 from bfio.ground.errors import ConfigError
-from bfio.goodput import SLO, goodput, latency_floor
+from bfio.studies.goodput import SLO, goodput, latency_floor
 from bfio.ground.metrics import action_metrics
 from bfio.engine.prefill import PrefillModel
 from bfio.runs.run import ACTION_RULES, ArrivalSpec, RunSpec, policy_defaults, resolve_row
@@ -99,7 +99,7 @@ def plan(config: dict, study: str = "goodput") -> dict:
 
 def regime_floor(frame: pd.DataFrame, slots: int, regime: dict) -> dict:
     """The p99 TTFT and TPOT of a request alone on an idle rank in ``regime``
-    (:func:`bfio.goodput.latency_floor`): targets below them no router meets."""
+    (:func:`bfio.studies.goodput.latency_floor`): targets below them no router meets."""
     step = StepModel.from_items(regime["step_model"])
     prefill = PrefillModel(**dict(regime["prefill"])) if regime["prefill"] else None
     return latency_floor(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), slots,
@@ -117,7 +117,7 @@ def regime_capacity(frame: pd.DataFrame, workers: int, slots: int, regime: dict)
 
 def setting_slo(setting: dict, section: dict) -> SLO:
     """The latency targets of a setting: the section's ``slo`` (default
-    :class:`bfio.goodput.SLO`), each target overridden by the setting's own ``slo``."""
+    :class:`bfio.studies.goodput.SLO`), each target overridden by the setting's own ``slo``."""
     return SLO(**{**(section.get("slo") or {}), **(setting.get("slo") or {})})
 
 
@@ -239,7 +239,7 @@ STUDY = register_study(Study(
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_goodput(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
     tabulate=goodput_table,
-    modules=("studies/goodput_study.py", "goodput.py", "engine/capacity.py"), table_modules=("studies/goodput_summary.py",),
+    modules=("studies/goodput_study.py", "studies/goodput.py", "engine/capacity.py"), table_modules=("studies/goodput_summary.py",),
     sim_keys=("central", "instant", "variants", "slo", "rel_tol", "regimes"), validate=validate_section,
     settings_groups=(), plan=plan, builds_on=("online",),
 ))

@@ -291,7 +291,7 @@ def _section(grp: pd.DataFrame) -> list[str]:
                                                                            ("TPOT", "tpot", "tpot_slo_s"))
                   if r0[f"{k}_floor_s"] > r0[slo]]
         lines += [f"A request alone on an idle rank: p99 TTFT {r0['ttft_floor_s']:.3g} s, p99 TPOT "
-                  f"{r0['tpot_floor_s']:.3g} s (`bfio.goodput.latency_floor`)"
+                  f"{r0['tpot_floor_s']:.3g} s (`bfio.studies.goodput.latency_floor`)"
                   + (f"; {' and '.join(beyond)} exceed the targets, so no router has any goodput here."
                      if beyond else "."), ""]
     lines += _bound_words(grp)
