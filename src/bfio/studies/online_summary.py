@@ -100,7 +100,7 @@ def online_markdown(summary: pd.DataFrame, settings: dict, title: str = "Online 
     """One section per setting: rows (load, policy), columns :data:`MARKDOWN_METRICS`."""
     n = int(summary["n_seeds"].max()) if len(summary) else 0
     capacity_basis = "load_basis" in summary.columns and (summary["load_basis"] == "capacity").all()
-    basis = ("the model's capacity (`capacity_rps`: every slot busy, every worker at the mean load; no router "
+    basis = ("capacity in the model (`capacity_rps`: every slot busy, every worker at the mean load; no router "
              "sustains more, `bfio.engine.capacity`)" if capacity_basis else
              "saturation throughput (requests/s of FCFS-style backlog runs, see `saturation_rps`)")
     lines = [f"# {title}{scale_note(settings, PAPER_SETTINGS)}", "",
