@@ -20,7 +20,9 @@ its slot; when it is seated again its KV is either
   received whole enters the destination's prefix cache on arrival, as a prompt
   computed there enters it when its prefill ends (the blocks are resident
   there; vLLM's scheduler caches the blocks of a request whose KV arrived
-  through a KV connector once they are loaded). The transfer's seconds are
+  through a KV connector once they are loaded: ``vllm/v1/core/sched/scheduler.py``,
+  ``Scheduler._update_waiting_for_remote_kv``, "When the kv transfer is ready,
+  we cache the blocks"). The transfer's seconds are
   charged to the step by :mod:`bfio.sim.transfer`, not here.
 
 In either way the bookkeeping keeps the prefill model's invariants: a rank's

@@ -93,7 +93,9 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   the transfers already pending and planned in the call) or the recompute's
   ``token_s`` per token its readmission on ``d`` computes: its prompt less
   ``d``'s cached prefix, and its generated tokens (:meth:`bfio.prefill.Prefill.resume_tokens`,
-  the formula the simulator charges). It migrates to the rank of the largest positive
+  the formula the simulator charges); with ``kv: choose`` the cheaper of the two
+  per destination, and that way for its KV (:mod:`bfio.sim.migration_kv`,
+  :func:`bfio.solvers.migration_plan.kv_cost`). It migrates to the rank of the largest positive
   net gain that would seat it at once (a running request is not put to wait);
   a request migrates at most once. A screen that predicts nothing comes first:
   a migration lowers ``J`` by at most ``G sum_h w_h (s_i + tau_i + h)``, so a
