@@ -23,7 +23,7 @@ comparison the paired per-seed change (%) with its 95% t-interval over the five
 seeds. ``OUT_CSV`` (optional) gets one line per run. Traces by their registry
 names under ``$BFIO_DATA_DIR``. About 1,300 s of CPU (400 runs).
 
-Measured (2026-12, commit of this script; ``docs/architecture.md``, "Migrating
+Measured when this script was added (``docs/architecture.md``, "Migrating
 running requests"): ``recompute`` never migrates (every form; its runs are the
 runs without the rule); ``transfer`` (chosen: ``cost_weight`` 16 with 4
 evaluations on LongBench v1, 1 with 1 on BurstGPT) +2.1% [-0.6, +4.7] tok/s on
