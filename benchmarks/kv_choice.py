@@ -9,7 +9,7 @@ instant BF-IO without migrations. The regime is the actions study's
 calibrated step (A100, Llama-2-7b-hf), chunked prefill of 2,048 tokens, 110,000
 KV tokens a rank with vLLM's preemption; its traces LongBench v1 and BurstGPT,
 G = 8, B = 72, 2,000 Poisson requests at 0.9 of the regime's capacity
-(:func:`bfio.capacity.trace_capacity`), instant dispatch, BF-IO ``H`` = 20 with
+(:func:`bfio.engine.capacity.trace_capacity`), instant dispatch, BF-IO ``H`` = 20 with
 the prompt-survival predictor (the study's ``bfio_h20_instant_ps``).
 
     python benchmarks/kv_choice.py [OUT_CSV]
@@ -40,12 +40,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bfio.capacity import trace_capacity
-from bfio.prefill import PrefillModel
+from bfio.engine.capacity import trace_capacity
+from bfio.engine.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
 from bfio.traces import load_trace
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACES = ("longbench_v1", "burstgpt")
 TUNE_SEEDS, REPORT_SEEDS = range(100, 110), (42, 1, 2, 3, 4)

@@ -1,5 +1,5 @@
 """A migrated request's KV with the prefill model (issue 45, bfio.sim.migration_kv,
-bfio.prefill_resume, bfio.sim.transfer): a transferred request is resident on
+bfio.engine.prefill_resume, bfio.sim.transfer): a transferred request is resident on
 arrival and never goes through prefill, the prefill model's accounting stays
 consistent, the step with a transfer lasts what sim/transfer.py's formula says
 (the paper's and the calibrated step with prefill, by hand), ``kv: choose``
@@ -15,14 +15,14 @@ import pytest
 from bfio.ground.constants import PaperConstants
 from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
-from bfio.prefill import Prefill, PrefillModel
-from bfio.prefix import PrefixBlocks
+from bfio.engine.prefill import Prefill, PrefillModel
+from bfio.engine.prefix import PrefixBlocks
 from bfio.sim.dispatch import InstantDispatch
 from bfio.sim.engine import make_engine
 from bfio.sim.state import ClusterState
 from bfio.simulator import simulate
 from bfio.solvers.migration_plan import MigrationCost, kv_choices
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 #: a link of 1e9 bytes a second at 1,000 bytes a token: 1e6 tokens a second

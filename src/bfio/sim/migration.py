@@ -92,7 +92,7 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   the next step beyond the destination's slack (:mod:`bfio.sim.transfer`, with
   the transfers already pending and planned in the call) or the recompute's
   ``token_s`` per token its readmission on ``d`` computes: its prompt less
-  ``d``'s cached prefix, and its generated tokens (:meth:`bfio.prefill.Prefill.resume_tokens`,
+  ``d``'s cached prefix, and its generated tokens (:meth:`bfio.engine.prefill.Prefill.resume_tokens`,
   the formula the simulator charges); with ``kv: choose`` the cheaper of the two
   per destination, and that way for its KV (:mod:`bfio.sim.migration_kv`,
   :func:`bfio.solvers.migration_plan.kv_cost`). It migrates to the rank of the largest positive
@@ -210,7 +210,7 @@ class Migration:
         """Requests ``ids`` were seated, in this order: a migrated one keeps its first
         start and its KV arrives (recomputed by the prefill model, whose tokens to
         compute are counted, or transferred: resident now, its time charged; with the
-        prefill model :meth:`bfio.prefill.Prefill.admitted` has made it resident)."""
+        prefill model :meth:`bfio.engine.prefill.Prefill.admitted` has made it resident)."""
         self.order[ids] = self._admissions + np.arange(ids.shape[0])
         self._admissions += int(ids.shape[0])
         back = ids[self.away[ids]]
@@ -386,7 +386,7 @@ class BfioMigration(Migration):
         of sizes ``size`` (``s_i + tau_i``; ``generated``: its ``tau_i``), from the state
         alone: ``recompute`` its cost, or with prefix caches that of ``tau_i + 1`` tokens
         (a cache hit leaves at least the last prompt token to compute,
-        :func:`bfio.prefill.cached_tokens`); ``transfer`` the
+        :func:`bfio.engine.prefill.cached_tokens`); ``transfer`` the
         charge ``max(0, X_i - t_l (M - m) - max_g pending_g)``, ``M`` the largest
         rank's load with its whole queue admitted (an upper bound of the predicted
         ``Lhat_g(0)``), ``m`` the smallest rank's load (a lower bound), so no
@@ -403,13 +403,13 @@ class BfioMigration(Migration):
         rank waits at the barrier for it (``G x stall`` rank-seconds idle, as ``t_l (G
         max_g L_g - sum_g L_g)`` are in a step; ``t_l`` the dispatch's seconds per
         resident token of the slowest rank). ``recompute``: per destination the tokens
-        its readmission there computes (:meth:`bfio.prefill.Prefill.resume_tokens`: its
+        its readmission there computes (:meth:`bfio.engine.prefill.Prefill.resume_tokens`: its
         prompt less that rank's cached prefix, and its generated tokens; the formula
         the simulator charges) at ``token_s`` each (the barrier waits for them when no
         other rank prefills). ``transfer``: the charge of :mod:`bfio.sim.transfer` on the
         next step, ``max(0, max_g (share_g + X_g) - max_g share_g)`` with the request's
         ``X_i`` (of its resident tokens with the prefill model,
-        :meth:`bfio.prefill.Prefill.sent_tokens`) added to the destination's pending
+        :meth:`bfio.engine.prefill.Prefill.sent_tokens`) added to the destination's pending
         transfers and the call's earlier migrations, less what those already cost;
         shares ``t_l Lhat_g(0)`` of the predicted loads without it, its tokens on the
         destination (:func:`bfio.solvers.migration_plan._transfer_costs`). ``choose``:

@@ -4,7 +4,7 @@ that costs BF-IO's planner, and the counts.
 
 - ``recompute`` (the default; ROLL's way): its KV is freed on the source and its
   prompt and the tokens it had generated go through the prefill model on its new
-  rank, as a preempted request's do (:meth:`bfio.prefill.Prefill.evict`, its
+  rank, as a preempted request's do (:meth:`bfio.engine.prefill.Prefill.evict`, its
   ``_readmitted``: less the new rank's prefix-cache hit); needs the prefill
   model (refused by name without it: the paper's step has no prefill to
   charge). Counted: ``migration_recomputes``, ``migration_recomputed_tokens``.
@@ -12,10 +12,10 @@ that costs BF-IO's planner, and the counts.
   ``kv_bytes_per_token``, charged to the new rank's next step, the lockstep
   barrier waiting for it (:mod:`bfio.sim.transfer`). Without the prefill model
   its ``s_i + tau_i`` tokens are sent; with it its resident ones, ``s_i + tau_i -
-  left_i`` (:meth:`bfio.prefill.Prefill.hand_over`): on arrival they are resident
+  left_i`` (:meth:`bfio.engine.prefill.Prefill.hand_over`): on arrival they are resident
   at once, nothing is recomputed, its prompt needs no prefill there (only what
   it had still to compute, ``left_i``, 0 once its prefill is done) and its
-  prefix-cache hit stays its first admission's (:mod:`bfio.prefill_resume`).
+  prefix-cache hit stays its first admission's (:mod:`bfio.engine.prefill_resume`).
   Counted: ``migration_transfers``, ``migration_transfer_tokens``,
   ``migration_transfer_s``, ``migration_transfer_wait_s`` (what the barrier waited).
 - ``choose`` (rule ``bfio`` with the prefill model; refused by name otherwise:
@@ -77,7 +77,7 @@ class KvWay:
     def arrived(self, back: np.ndarray, state: ClusterState) -> None:
         """Migrated requests ``back`` were seated: a recomputed one's tokens to compute
         are counted (the prefill model has set them), a sent one's KV is resident (with
-        the prefill model :meth:`bfio.prefill.Prefill.admitted` has made it so; without
+        the prefill model :meth:`bfio.engine.prefill.Prefill.admitted` has made it so; without
         it its generated tokens join the ``s_i`` it was seated with) and its transfer
         is charged to its rank's next step."""
         sent = self.sent[back]

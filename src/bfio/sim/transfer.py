@@ -9,7 +9,7 @@ link of ``transfer_gbps`` gigabits per second: ``X_i = K_i kv_bytes_per_token /
 (transfer_gbps 1e9 / 8)`` seconds. ``K_i = s_i + tau_i``; with the prefill model
 its resident tokens ``s_i + tau_i - left_i`` (a request still in its prefill
 sends what it has computed, and its new rank computes the rest in its chunks;
-its prompt is not prefilled again: :mod:`bfio.prefill_resume`). Rank ``g``
+its prompt is not prefilled again: :mod:`bfio.engine.prefill_resume`). Rank ``g``
 receives ``X_g``, the sum of its arrivals' ``X_i`` since its last step, before it
 computes its next step (the request decodes in that step).
 
@@ -17,7 +17,7 @@ computes its next step (the request decodes in that step).
 barrier waits for the slowest: the paper's ``dt = C + t_l max_g L_g`` is
 ``C + max_g t_l L_g`` (share ``t_l L_g``), the calibrated ``dt = max_g
 rank_cost(L_g, n_g, 0) + beta max_g n_g + comm`` (share ``rank_cost``,
-:func:`bfio.step_time.rank_cost`). A transfer lengthens its destination's share:
+:func:`bfio.engine.step_time.rank_cost`). A transfer lengthens its destination's share:
 the step lasts ``dt + max(0, max_g (share_g + X_g) - max_g share_g)``. A
 transfer into a lightly loaded rank is hidden by its slack behind the slowest
 rank; one longer than that slack holds every rank at the barrier. Loads are the
@@ -27,10 +27,10 @@ P_g`` is a sum of two maxima, a decode phase and a prefill phase each waiting
 for its slowest rank; the KV must be resident before its rank decodes, so it
 lengthens the decode phase: share ``t_l L_g`` as without prefill (``L_g`` the
 resident tokens). The calibrated ``dt = max_g rank_cost(L_g, n_g, P_g) + beta
-max_g n_g + comm`` (:func:`bfio.step_time.lockstep_prefill_dt`) has one maximum:
+max_g n_g + comm`` (:func:`bfio.engine.step_time.lockstep_prefill_dt`) has one maximum:
 share ``rank_cost(L_g, n_g, P_g)``, ``n_g`` the rank's requests whose prefill is
 done (they decode) and ``P_g`` its chunk of the step
-(:func:`bfio.prefill.allot_chunks`, as the step computes it). The extra seconds
+(:func:`bfio.engine.prefill.allot_chunks`, as the step computes it). The extra seconds
 are added to that step's ``dt`` and clock (its row of the per-step series, its
 energy at the step's power, the completions and, with the prefill model, the
 first tokens in it) and counted (``migration_transfer_wait_s``). Transfers are serial per rank (one link each);
@@ -49,10 +49,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.kernels import S_CLOCK, S_DT, S_E_POST, S_E_PRE, S_PMEAN_POST, S_PMEAN_PRE
-from bfio.prefill import allot_chunks
+from bfio.engine.kernels import S_CLOCK, S_DT, S_E_POST, S_E_PRE, S_PMEAN_POST, S_PMEAN_PRE
+from bfio.engine.prefill import allot_chunks
 from bfio.sim.state import ClusterState
-from bfio.step_time import rank_cost
+from bfio.engine.step_time import rank_cost
 
 #: one 400 Gb/s link per rank (NDR InfiniBand / 400GbE, NVIDIA ConnectX-7)
 DEFAULT_TRANSFER_GBPS = 400.0
@@ -158,9 +158,9 @@ class TransferEngine:
 
 def calibrated_batch(prefill, slot_request: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per rank, the requests that decode in the coming step (their prefill done) and
-    the prefill tokens it computes (its chunk, :func:`bfio.prefill.allot_chunks` as
+    the prefill tokens it computes (its chunk, :func:`bfio.engine.prefill.allot_chunks` as
     the step allots it): the ``n_g`` and ``P_g`` that
-    :func:`bfio.step_time.lockstep_prefill_dt` reads."""
+    :func:`bfio.engine.step_time.lockstep_prefill_dt` reads."""
     take = np.zeros_like(prefill.take)
     allot_chunks(slot_request, prefill.left, prefill.order, prefill.model.chunk_tokens, prefill.model.request_chunk,
                  take)

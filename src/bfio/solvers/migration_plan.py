@@ -52,7 +52,7 @@ class MigrationCost:
     migrations (:func:`_transfer_costs`; ``t_l`` the seconds per resident token of a
     rank's share). ``sent_tokens(ids)``: per request the KV tokens its transfer sends
     (``None``: its ``s_i + tau_i``; with the prefill model its resident tokens,
-    :meth:`bfio.prefill_resume.Resumes.sent_tokens`). ``transfer_fixed(ids)``: per
+    :meth:`bfio.engine.prefill_resume.Resumes.sent_tokens`). ``transfer_fixed(ids)``: per
     request a sent KV's cost besides the link, the same on every destination (with
     the prefill model the prompt tokens it has still to compute, there as they
     would be here; ``None``: 0). ``choose``: the cost is the cheaper of the fixed

@@ -1,5 +1,5 @@
 """Requests taken out of their slots and seated again, in the prefill model's
-accounting (:class:`bfio.prefill.Prefill`, which takes these methods from
+accounting (:class:`bfio.engine.prefill.Prefill`, which takes these methods from
 :class:`Resumes`): KV preemption (issue 44, :mod:`bfio.sim.preemption`) and
 migration (issue 45, :mod:`bfio.sim.migration`) take a running request out of
 its slot; when it is seated again its KV is either
@@ -48,7 +48,7 @@ def resumed_tokens(prompt, cached, generated):
 
 
 class Resumes:
-    """The part of :class:`bfio.prefill.Prefill` for requests seated again (module
+    """The part of :class:`bfio.engine.prefill.Prefill` for requests seated again (module
     docstring). Per request: ``resume`` the generated tokens its next admission
     recomputes and ``requeued`` whether it waits for that recompute
     (:meth:`track_resumes`); ``carry`` the generated tokens whose KV it brings and
@@ -84,7 +84,7 @@ class Resumes:
         return out if self.carry is None else out + self.carry
 
     def _readmitted(self, ids: np.ndarray, worker_of: np.ndarray, loads: np.ndarray) -> None:
-        """:meth:`bfio.prefill.Prefill.admitted` when some of ``ids`` were preempted: as
+        """:meth:`bfio.engine.prefill.Prefill.admitted` when some of ``ids`` were preempted: as
         vLLM resumes a preempted request (``Scheduler.schedule``, its waiting loop:
         ``num_new_tokens = request.num_tokens - num_computed_tokens``, the prefix cache
         looked up again), its prompt *and* the tokens it had generated are computed
