@@ -38,11 +38,11 @@ def _watched(monkeypatch):
         return n
 
     def watch(original):
-        def acted(self, dispatch, i, dst):
+        def acted(self, dispatch, i, dst, *sent):
             taken.setdefault(dispatch.calls, set()).add(int(i))
             if dispatch.pause is not None and dispatch.pause.times[i]:
                 paused.append(int(i))
-            original(self, dispatch, i, dst)
+            original(self, dispatch, i, dst, *sent)
         return acted
 
     monkeypatch.setattr(QueueMoves, "run", moves_run)

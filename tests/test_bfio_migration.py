@@ -67,8 +67,8 @@ def test_a_migration_that_pays_is_planned_and_one_that_does_not_is_not():
     _, base, terms = _plan(_fixed(0.0))
     gain = _gain(base, terms)
     assert gain > 0
-    assert _plan(_fixed(0.0))[0] == [(0, 1)]
-    assert _plan(_fixed(gain * (1 - 1e-6)))[0] == [(0, 1)]
+    assert _plan(_fixed(0.0))[0] == [(0, 1, False)]
+    assert _plan(_fixed(gain * (1 - 1e-6)))[0] == [(0, 1, False)]
     assert _plan(_fixed(gain * (1 + 1e-6)))[0] == []  # cost exceeds the gain
     assert _plan(_fixed(np.inf))[0] == []
 
@@ -77,7 +77,7 @@ def test_the_planner_sees_its_own_earlier_migrations():
     """Three equal requests on rank 0: after one moves, moving a second would only
     swap the ranks' loads, so the later evaluations move nothing more."""
     three = dict(sizes=(1000, 1000, 1000), remaining=(50, 50, 50), budget=3)
-    assert _plan(_fixed(0.0), **three)[0] == [(0, 1)]
+    assert _plan(_fixed(0.0), **three)[0] == [(0, 1, False)]
 
 
 def test_a_running_request_is_not_migrated_into_a_wait():
@@ -251,10 +251,10 @@ def test_a_run_recomputes_what_the_planner_costed():
     planned, whole = [], []
     real = InstantDispatch.migrate
 
-    def migrate(self, i, dst):
+    def migrate(self, i, dst, sent):
         planned.append(int(self.prefill.resume_tokens(i, int(self.state.generated[i]))[dst]))
         whole.append(int(self.state.workload.prefill[i] + self.state.generated[i]))
-        real(self, i, dst)
+        return real(self, i, dst, sent)
 
     InstantDispatch.migrate = migrate
     try:

@@ -196,7 +196,8 @@ def test_a_calibrated_step_charges_a_transfer_beyond_the_rank_costs(data_dir, mo
 
 # -- whole runs: conservation, counts, exact loads ----------------------------------------------------
 
-@pytest.mark.parametrize("options, prefill", [(TRANSFER, None), (RECOMPUTE, PrefillModel())])
+@pytest.mark.parametrize("options, prefill", [(TRANSFER, None), (RECOMPUTE, PrefillModel()),
+                                              (TRANSFER, PrefillModel())])
 def test_migrated_requests_finish_once_with_all_their_tokens(monkeypatch, options, prefill):
     """Every routing call ends with each rank's load its running requests' resident
     tokens; every request finishes once, with its ``o_i`` tokens; the counts add up."""
@@ -213,10 +214,10 @@ def test_migrated_requests_finish_once_with_all_their_tokens(monkeypatch, option
         checked.append(n)
         return n
 
-    def migrate(self, i, dst):
+    def migrate(self, i, dst, sent):
         migrated.append((i, int(self.state.worker_of[i]), dst, int(self.state.generated[i])))
         starts.setdefault(i, self.state.start[i])
-        original_migrate(self, i, dst)
+        return original_migrate(self, i, dst, sent)
 
     monkeypatch.setattr(dispatch_mod.InstantDispatch, "routing_call", watched)
     monkeypatch.setattr(dispatch_mod.InstantDispatch, "migrate", migrate)
@@ -232,7 +233,7 @@ def test_migrated_requests_finish_once_with_all_their_tokens(monkeypatch, option
     moved = r.loc[r["migrations"] > 0]
     assert moved["start_s"].to_dict() == starts  # its start is its first admission's
     assert (moved["start_s"] >= moved["arrival_s"]).all() and (moved["finish_s"] > moved["start_s"]).all()
-    if prefill is not None:  # what was recomputed: each migrated request's prompt and output so far
+    if "kv" not in options:  # what was recomputed: each migrated request's prompt and output so far
         assert m["migration_recomputed_tokens"] == sum(work.prefill[i] + t for i, _, _, t in migrated)
         assert m["recomputed_tokens"] == m["migration_recomputed_tokens"]
     assert res.config["migration"] == "roll" and res.config["migration_options"]["kv"] == options.get("kv",
@@ -286,8 +287,8 @@ def test_migrations_run_the_same_with_and_without_fast_forward():
     ({"migration": "roll", "migration_options": {"freeze_s": -1}, "prefill": "on"}, "migration_options: freeze_s"),
     ({"migration": "roll", "migration_options": {"kv": "copy"}}, "migration_options: kv of 'roll' must be one of"),
     ({"migration": "roll"}, "migration_options: kv 'recompute' .*prefill model"),
-    ({"migration": "roll", "migration_options": {"kv": "transfer"}, "prefill": "on"},
-     "migration_options: kv 'transfer' with the prefill model"),
+    ({"migration": "roll", "migration_options": {"kv": "choose"}, "prefill": "on"},
+     "migration_options: kv 'choose' weighs .* rule 'roll' weighs no cost"),
     ({"migration": "roll", "migration_options": {"transfer_gbps": 100}, "prefill": "on"},
      "migration_options: transfer_gbps apply to kv 'transfer'"),
     ({"migration": "roll", "migration_options": {"kv": "transfer", "transfer_gbps": 0}},

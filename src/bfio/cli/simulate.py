@@ -85,7 +85,8 @@ def add_parser(subparsers) -> None:
     add_action_flags(s, "--rank-pause", PAUSE_RULES, "pause ranks' admissions and running requests (issue 45)")
     add_action_flags(s, "--migration", MIGRATION_RULES, "interrupt running requests and re-queue them on other "
                      "ranks, their KV recomputed or transferred (issue 45; docs/architecture.md)",
-                     "; kv recompute needs the prefill model, kv transfer runs without it")
+                     "; kv recompute needs the prefill model, kv transfer runs with or without it, kv choose (rule "
+                     "bfio, with the prefill model) takes the cheaper per migration")
     s.add_argument("--admission-mode", choices=["backlog", "arrivals"], default=None,
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
@@ -370,9 +371,10 @@ def cmd_simulate(args) -> int:
             print(f"  pauses ({args.rank_pause}): {m['rank_pauses']:,} rank pauses ({m['paused_rank_steps']:,} "
                   f"rank-steps), {m['request_pauses']:,} pauses of {m['paused_requests']:,} running requests")
         if "migrations" in m:  # migrations (issue 45)
-            kv = (f"{m['migration_recomputed_tokens']:,} tokens recomputed" if "migration_recomputed_tokens" in m
-                  else f"{m['migration_transfer_s']:.4g} s of KV transfer, the barrier waited "
-                       f"{m['migration_transfer_wait_s']:.4g} s")
+            kv = "; ".join(
+                ([f"{m['migration_recomputed_tokens']:,} tokens recomputed"] if "migration_recomputed_tokens" in m
+                 else []) + ([f"{m['migration_transfer_s']:.4g} s of KV transfer, the barrier waited "
+                              f"{m['migration_transfer_wait_s']:.4g} s"] if "migration_transfer_s" in m else []))
             print(f"  migrations ({args.migration}): {m['migrations']:,} running requests migrated "
                   f"({m['migrated_requests']:,} requests), {m['migration_queue_moves']:,} queued ones re-bound, "
                   f"in {m['migration_interruptions']:,} interruptions; {kv}")

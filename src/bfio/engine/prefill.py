@@ -41,6 +41,7 @@ from bfio.ground.errors import ConfigError
 from bfio.ground.jit import kernel
 from bfio.engine.kernels import load_stats, retire, write_row
 from bfio.engine.prefix import PrefixCache
+from bfio.engine.prefill_resume import Resumes
 from bfio.engine.step_time import N_COEF, balanced_dt, lockstep_prefill_dt
 from bfio.ground.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
 from bfio.engine.run_parameters import PREEMPTION_RULES, PREFILL_OPTION
@@ -130,16 +131,6 @@ def cached_tokens(matched_blocks: int, block_tokens: int, prompt: int) -> int:
     """Tokens a prefix hit leaves resident: the matched blocks' tokens, at most
     ``prompt - 1`` (the last prompt token is always computed)."""
     return min(int(matched_blocks) * int(block_tokens), int(prompt) - 1)
-
-
-def resumed_tokens(prompt, cached, generated):
-    """The tokens a request taken out of its slot computes when seated again (vLLM's
-    ``num_tokens - num_computed_tokens`` after ``_preempt_request``): its prompt less
-    the cached prefix of its new rank, and the tokens it had generated (their KV
-    was freed with the slot). The one formula of the simulator's charge
-    (:meth:`Prefill._readmitted`) and of a migration planner's cost
-    (:meth:`Prefill.resume_tokens`)."""
-    return prompt - cached + generated
 
 
 @kernel
@@ -269,7 +260,7 @@ def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, cap,
     return clock, step, n_completed + done, n_rows + 1, ended
 
 
-class Prefill:
+class Prefill(Resumes):
     """One run's prefill state (module docstring): per request the prompt tokens
     still to compute (``left``), the tokens found in the prefix cache
     (``cached``) and the time of the first token; per rank its
@@ -290,6 +281,7 @@ class Prefill:
         #: the most slots seated in any step (prefilling or decoding): the series' ``active``
         #: counts output tokens, which a prefilling request does not emit
         self.busy_peak = 0
+        self.ended = 0  # the prompts whose prefill ended in the last step (prefilled[:ended])
         #: per rank, the prompt tokens its running requests have still to compute
         self.reserve = np.zeros(workers, dtype=np.int64)
         #: the KV bound of admission (0: none; :class:`PrefillModel` ``kv_tokens``)
@@ -326,31 +318,24 @@ class Prefill:
             self.blocks = workload.blocks
             self.caches = [PrefixCache(model.cache_blocks) for _ in range(workers)]
 
-    def track_resumes(self) -> None:
-        """Keep, per request, the generated tokens its next admission recomputes
-        (:meth:`evict`; preemption, issue 44, and migration, issue 45, take requests
-        out of their slots)."""
-        if self.resume is None:
-            n = self.prefill.shape[0]
-            self.resume = np.zeros(n, dtype=np.int64)
-            self.requeued = np.zeros(n, dtype=bool)
-
     @property
     def admissions(self) -> int:
         """The admissions so far: a request seated earlier has ``order[i] < admissions``."""
         return self._admissions
 
-    def need(self, prompt: np.ndarray) -> np.ndarray:
-        """Per request, the KV tokens its admission takes: its prompt (``prompt``) and
-        the generated tokens it recomputes (:meth:`evict`)."""
-        return prompt if self.resume is None else prompt + self.resume
-
     def admitted(self, ids: np.ndarray, worker_of: np.ndarray, loads: np.ndarray) -> None:
         """Requests ``ids`` were seated (their loads counted ``s_i``): look their
         prompts up in their rank's cache; what is not cached is left to compute
-        and not yet resident. ``ids`` come in admission order (their prefill order)."""
+        and not yet resident. ``ids`` come in admission order (their prefill order).
+        A request handed over with its KV (a migration's transfer) brings it
+        (:meth:`~bfio.engine.prefill_resume.Resumes._received`), one preempted or migrated
+        without it recomputes it (:meth:`~bfio.engine.prefill_resume.Resumes._readmitted`)."""
         self.order[ids] = self._admissions + np.arange(ids.shape[0])
         self._admissions += int(ids.shape[0])
+        if self.received is not None and self.received[ids].any():
+            got = self.received[ids]
+            self._received(ids[got], worker_of, loads)
+            ids = ids[~got]
         if self.resume is not None and self.requeued[ids].any():
             self._readmitted(ids, worker_of, loads)
             return
@@ -365,27 +350,6 @@ class Prefill:
         np.subtract.at(loads, worker_of[ids], left)
         np.add.at(self.reserve, worker_of[ids], left)
 
-    def _readmitted(self, ids: np.ndarray, worker_of: np.ndarray, loads: np.ndarray) -> None:
-        """:meth:`admitted` when some of ``ids`` were preempted: as vLLM resumes a
-        preempted request (``Scheduler.schedule``, its waiting loop: ``num_new_tokens =
-        request.num_tokens - num_computed_tokens``, the prefix cache looked up again),
-        its prompt *and* the tokens it had generated are computed again, less the
-        leading prompt blocks its new rank's cache holds (``cached`` is then the
-        last admission's hit)."""
-        if self.caches is not None:
-            for i in ids.tolist():
-                self.cached[i] = self._prefix_hit(i, int(worker_of[i]), lookup=True)
-        prompt_left = self.prefill[ids] - self.cached[ids]
-        left = resumed_tokens(self.prefill[ids], self.cached[ids], self.resume[ids])
-        again = self.requeued[ids]
-        self.recomputed_tokens += int(left[again].sum())
-        self.resume[ids] = 0
-        self.requeued[ids] = False
-        self.left[ids] = left
-        # seated with s_i; resident is the cached prefix (the kernel counts s_i + tau_i - left_i)
-        np.subtract.at(loads, worker_of[ids], prompt_left)
-        np.add.at(self.reserve, worker_of[ids], left)
-
     def _prefix_hit(self, i: int, g: int, lookup: bool) -> int:
         """The tokens of request ``i``'s prompt rank ``g``'s cache holds
         (:func:`cached_tokens` of its matched leading blocks, 0 without caches): an
@@ -395,32 +359,6 @@ class Prefill:
         cache, blocks = self.caches[g], self.blocks.blocks_of(i)
         hit = cache.match(blocks) if lookup else cache.probe(blocks)
         return cached_tokens(hit, self.blocks.block_tokens, self.prefill[i]) if hit else 0
-
-    def resume_tokens(self, i: int, generated: int) -> np.ndarray:
-        """Per rank, the tokens request ``i`` (running, ``generated`` tokens so far) would
-        compute if it were taken out of its slot now and seated there (a migration's
-        recompute, issue 45, :mod:`bfio.sim.migration`): :func:`resumed_tokens` of its
-        prompt less that rank's cached prefix (probed) and its generated tokens, what
-        :meth:`_readmitted` charges when it is seated."""
-        G = len(self.caches) if self.caches is not None else self.reserve.shape[0]
-        cached = np.array([self._prefix_hit(i, g, lookup=False) for g in range(G)], dtype=np.int64)
-        return resumed_tokens(self.prefill[i], cached, generated)
-
-    def evict(self, i: int, g: int, loads: np.ndarray, generated: np.ndarray) -> int:
-        """Request ``i`` on rank ``g`` is preempted: its resident tokens leave ``loads[g]``
-        and its prefill still to do leaves the rank's reserve; it keeps its generated
-        tokens (its output so far), which its next admission recomputes with its
-        prompt (vLLM ``Scheduler._preempt_request``: blocks freed,
-        ``num_computed_tokens = 0``). Returns the KV tokens it held or had reserved
-        (``s_i + tau_i``)."""
-        left = int(self.left[i])
-        whole = int(self.prefill[i]) + int(generated[i])
-        loads[g] -= whole - left
-        self.reserve[g] -= left
-        self.left[i] = 0
-        self.resume[i] = generated[i]
-        self.requeued[i] = True
-        return whole
 
     def committed(self, loads: np.ndarray) -> np.ndarray:
         """Per rank, the KV tokens its running requests hold or will hold once their
@@ -447,8 +385,9 @@ class Prefill:
         :class:`bfio.sim.engine.IndependentPrefillEngine`): the peak of the slots
         seated in it (prefilling and decoding requests, the ``retired`` ones
         included), and the ``ended`` prompts whose prefill ended (``prefilled``)
-        enter their rank's cache."""
+        enter their rank's cache (``ended`` kept: a step charged later, :mod:`bfio.sim.transfer`)."""
         self.busy_peak = max(self.busy_peak, int(active.sum()) + retired)
+        self.ended = ended
         if self.caches is not None:
             for i in self.prefilled[:ended].tolist():
                 self.caches[worker_of[i]].insert(self.blocks.blocks_of(i))

@@ -163,7 +163,8 @@ class InstantBinding:
         return workers * (sizes * sums[0] + sums[1])
 
     def plan_migrations(self, state: DispatchState, movable: np.ndarray, cost: MigrationCost, budget: int,
-                        per_rank: int, horizon: int = 0, floor: np.ndarray | None = None) -> list[tuple[int, int]]:
+                        per_rank: int, horizon: int = 0, floor: np.ndarray | None = None
+                        ) -> list[tuple[int, int, bool]]:
         """Running requests to migrate (issue 45, ``migration = bfio``,
         :mod:`bfio.sim.migration`): per evaluation a running request of the worker
         with the largest predicted load, moved to the worker where it lowers ``J``
@@ -171,7 +172,8 @@ class InstantBinding:
         (:func:`bfio.solvers.migration_plan.plan_migrations`, its kernels; ``cost``:
         per worker, in ``J``'s units; ``floor``: per request a lower bound of it, or
         ``None``). ``movable[i]``: running request ``i`` may migrate. Reads the exact
-        state."""
+        state. Returns ``(request, worker, sent)``: ``sent`` whether its KV is
+        transferred (``cost``'s choice with ``kv: choose``)."""
         t0 = run_clock()
         sr = state.slot_request
         busy = sr >= 0

@@ -244,23 +244,33 @@ class InstantDispatch:
         self._unlink(i, "queue move")
         self._append(i, dst)
 
-    def migrate(self, i: int, dst: int) -> None:
+    def migrate(self, i: int, dst: int, sent: bool) -> int:
         """Running request ``i`` leaves its slot and its rank's KV and joins the tail of
         worker ``dst``'s queue, keeping its generated tokens (a migration rule's,
         :mod:`bfio.sim.migration`, which records it and brings its KV when it is seated
-        again): with the prefill model its KV is freed and its prompt and generated
-        tokens are recomputed at its next admission (:meth:`bfio.engine.prefill.Prefill.evict`),
-        without it its ``s_i + tau_i`` tokens leave the rank's load."""
+        again). ``sent``: its KV is transferred (:mod:`bfio.sim.transfer`): its resident
+        tokens leave the rank's load (with the prefill model
+        :meth:`bfio.engine.prefill_resume.Resumes.hand_over`, which keeps what it had still
+        to compute); else its KV is freed and its prompt and generated tokens are
+        recomputed at its next admission (:meth:`bfio.engine.prefill_resume.Resumes.evict`;
+        the prefill model's). Returns the KV tokens sent (0 when recomputed)."""
         if not 0 <= dst < self.state.workers:
             self._no_worker(i, dst, "migration")
+        if not sent and self.prefill is None:
+            raise PolicyError(f"migration: request {i}'s KV is to be recomputed, which needs the prefill model")
         st = self.state
         g = self._unseat(i, "migration")
-        if self.prefill is not None:
-            self.prefill.evict(i, g, st.loads, st.generated)
+        tokens = 0
+        if self.prefill is None:
+            tokens = int(st.workload.prefill[i] + st.generated[i])
+            st.loads[g] -= tokens
+        elif sent:
+            tokens = self.prefill.hand_over(i, g, st.loads, st.generated)
         else:
-            st.loads[g] -= st.workload.prefill[i] + st.generated[i]
+            self.prefill.evict(i, g, st.loads, st.generated)
         self._append(i, dst)
         self.queued += 1
+        return tokens
 
     def _no_worker(self, i: int, dst: int, what: str) -> None:
         raise PolicyError(f"{what}: request {i} to worker {dst}, which does not exist (G = {self.state.workers})")

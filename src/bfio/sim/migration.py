@@ -22,21 +22,11 @@ something was re-queued, one more admission. The loop runs steps one at a time
 while a migration rule is on (:meth:`Migration.quiet`: the rule reads the ranks
 at every routing call).
 
-**The KV of a migrated request** (option ``kv``):
-
-- ``recompute`` (the default; ROLL's way): its prompt and the tokens it had
-  generated go through the prefill model on its new rank, as a preempted
-  request's do (:meth:`bfio.engine.prefill.Prefill.evict`, its ``_readmitted``: less the
-  new rank's prefix-cache hit); needs the prefill model (refused by name without
-  it: the paper's step has no prefill to charge). Counted:
-  ``migration_recomputed_tokens``.
-- ``transfer``: its KV crosses a link of ``transfer_gbps`` at
-  ``kv_bytes_per_token``, charged to the new rank's next step, the lockstep
-  barrier waiting for it (:mod:`bfio.sim.transfer`); without the prefill model
-  only (refused by name with it: a transferred KV's place in the prefill
-  model's accounting is not modelled yet). Counted: ``migration_transfers``,
-  ``migration_transfer_tokens``, ``migration_transfer_s``,
-  ``migration_transfer_wait_s`` (what the barrier waited).
+**The KV of a migrated request** (option ``kv``, :mod:`bfio.sim.migration_kv`):
+``recompute`` (the default; ROLL's way) through the prefill model, ``transfer``
+over a link charged to the new rank's next step (:mod:`bfio.sim.transfer`; with
+or without the prefill model), or ``choose`` (``bfio`` with the prefill model:
+per migration the cheaper of the two in the planner's objective).
 
 Counted in every run with a rule: ``migrations`` (running requests moved),
 ``migrated_requests``, ``migration_queue_moves`` (queued requests re-bound),
@@ -103,7 +93,9 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   the transfers already pending and planned in the call) or the recompute's
   ``token_s`` per token its readmission on ``d`` computes: its prompt less
   ``d``'s cached prefix, and its generated tokens (:meth:`bfio.engine.prefill.Prefill.resume_tokens`,
-  the formula the simulator charges). It migrates to the rank of the largest positive
+  the formula the simulator charges); with ``kv: choose`` the cheaper of the two
+  per destination, and that way for its KV (:mod:`bfio.sim.migration_kv`,
+  :func:`bfio.solvers.migration_plan.kv_cost`). It migrates to the rank of the largest positive
   net gain that would seat it at once (a running request is not put to wait);
   a request migrates at most once. A screen that predicts nothing comes first:
   a migration lowers ``J`` by at most ``G sum_h w_h (s_i + tau_i + h)``, so a
@@ -129,16 +121,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from bfio.sim.migration_kv import KV_DEFAULTS, KvWay
 from bfio.sim.moves import BFIO_EVALUATIONS
 from bfio.sim.state import ClusterState, FirstStarts
-from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer
-from bfio.solvers.migration_plan import MigrationCost, migration_costs
-
-#: how a migrated request's KV reaches its new rank (module docstring)
-KV_MODES = ("recompute", "transfer")
-#: the options of every migration rule: the KV's way and the link of ``transfer``
-KV_DEFAULTS = {"kv": "recompute", "transfer_gbps": DEFAULT_TRANSFER_GBPS,
-               "kv_bytes_per_token": DEFAULT_KV_BYTES_PER_TOKEN}
+from bfio.solvers.migration_plan import MigrationCost, kv_choices
 #: ROLL PR #134's ``rebalance_threshold`` and ``freeze_interruption_timeout`` (seconds)
 ROLL_DEFAULTS = {"threshold": 10, "freeze_s": 3.0, **KV_DEFAULTS}
 #: BF-IO's migrations (``bfio``): the weight of a migration's cost against its gain, the
@@ -152,8 +138,9 @@ BFIO_DEFAULTS = {"cost_weight": 1.0, "horizon": 0, "evaluations": 1, "per_rank":
 class Migration:
     """The migrations of one run: per request how often it moved while running
     (``times``) and whether it waits to be seated again (``away``); the KV's way
-    (``transfer``: a :class:`~bfio.sim.transfer.KvTransfer`, or ``None``: recomputed
-    through ``prefill``). :meth:`run` is the rule."""
+    (``kv``, :class:`~bfio.sim.migration_kv.KvWay`; ``transfer`` its
+    :class:`~bfio.sim.transfer.KvTransfer`, or ``None``: recomputed through
+    ``prefill``). :meth:`run` is the rule."""
 
     name = "none"
     #: the rule's options and defaults (the registry of its option names)
@@ -165,11 +152,8 @@ class Migration:
         self.options = {**self.defaults, **(options or {})}
         o = self.options
         self.prefill = prefill
-        self.transfer = None
-        if o["kv"] == "transfer":
-            self.transfer = KvTransfer(state.workers, o["transfer_gbps"], o["kv_bytes_per_token"])
-        elif prefill is not None:
-            prefill.track_resumes()
+        self.kv = KvWay(state, prefill, o)
+        self.transfer = self.kv.transfer
         self.times = np.zeros(N, dtype=np.int64)
         self.away = np.zeros(N, dtype=bool)
         self.first = FirstStarts(N)
@@ -178,7 +162,11 @@ class Migration:
         self.count = 0
         self.queue_moves = 0
         self.interruptions = 0
-        self.recomputed_tokens = 0
+
+    @property
+    def recomputed_tokens(self) -> int:
+        """The tokens migrated requests recomputed (:class:`~bfio.sim.migration_kv.KvWay`)."""
+        return self.kv.recomputed_tokens
 
     def run(self, dispatch) -> int:
         """The rule's actions in a routing call; returns how many requests it re-queued."""
@@ -204,10 +192,11 @@ class Migration:
             ok &= pause.times == 0
         return ok
 
-    def migrate(self, dispatch, i: int, dst: int) -> None:
-        """Running request ``i`` moves to the tail of rank ``dst``'s queue (counted)."""
+    def migrate(self, dispatch, i: int, dst: int, sent: bool | None = None) -> None:
+        """Running request ``i`` moves to the tail of rank ``dst``'s queue (counted), its
+        KV sent (``sent``; ``None``: the rule's ``kv``, ``transfer`` or ``recompute``)."""
         self.first.keep(i, dispatch.state)
-        dispatch.migrate(i, dst)
+        self.kv.left(dispatch, i, dst, sent)
         self.times[i] += 1
         self.count += 1
         self.away[i] = True
@@ -220,7 +209,8 @@ class Migration:
     def admitted(self, ids: np.ndarray, state: ClusterState) -> None:
         """Requests ``ids`` were seated, in this order: a migrated one keeps its first
         start and its KV arrives (recomputed by the prefill model, whose tokens to
-        compute are counted, or transferred: resident now, its time charged)."""
+        compute are counted, or transferred: resident now, its time charged; with the
+        prefill model :meth:`bfio.engine.prefill.Prefill.admitted` has made it resident)."""
         self.order[ids] = self._admissions + np.arange(ids.shape[0])
         self._admissions += int(ids.shape[0])
         back = ids[self.away[ids]]
@@ -228,21 +218,12 @@ class Migration:
             return
         self.away[back] = False
         self.first.restore(back, state)
-        if self.transfer is None:
-            self.recomputed_tokens += int(self.prefill.left[back].sum())
-            return
-        ranks = state.worker_of[back]
-        np.add.at(state.loads, ranks, state.generated[back])  # seated with s_i: its generated tokens' KV too
-        self.transfer.arrive(ranks, state.workload.prefill[back] + state.generated[back])
+        self.kv.arrived(back, state)
 
     def metrics(self) -> dict:
         out = {"migrations": int(self.count), "migrated_requests": int((self.times > 0).sum()),
                "migration_queue_moves": int(self.queue_moves), "migration_interruptions": int(self.interruptions)}
-        if self.transfer is None:
-            out["migration_recomputed_tokens"] = int(self.recomputed_tokens)
-        else:
-            out.update(self.transfer.metrics())
-        return out
+        return {**out, **self.kv.metrics()}
 
 
 class RollMigration(Migration):
@@ -346,8 +327,8 @@ class BfioMigration(Migration):
             return 0
         self.last = st.clock
         self.interruptions += 1
-        for i, dst in plan:
-            self.migrate(dispatch, i, dst)
+        for i, dst, sent in plan:
+            self.migrate(dispatch, i, dst, sent)
         return len(plan) + len(moves)
 
     def candidates(self, dispatch) -> np.ndarray:
@@ -362,7 +343,9 @@ class BfioMigration(Migration):
         out = np.zeros(self.times.shape[0], dtype=bool)
         if ids.size:
             sizes = (st.workload.prefill[ids] + st.generated[ids]).astype(np.float64)
-            floor = self.floor(dispatch, sizes, st.generated[ids].astype(np.float64))
+            sent = None if self.transfer is None or self.prefill is None else \
+                self.prefill.sent_tokens(ids, st.generated).astype(np.float64)
+            floor = self.floor(dispatch, sizes, st.generated[ids].astype(np.float64), sent)
             self.floors[ids] = floor  # the planner's bound before the call's first migration
             out[ids] = self.policy.migration_bound(sizes, st.workers, self.options["horizon"]) > floor
         return out
@@ -397,7 +380,8 @@ class BfioMigration(Migration):
                 self._never = bool(margin[0] <= 0.0 and margin[1] <= margin[0])
         return self._never
 
-    def floor(self, dispatch, size: np.ndarray, generated: np.ndarray | None = None) -> np.ndarray:
+    def floor(self, dispatch, size: np.ndarray, generated: np.ndarray | None = None,
+              sent: np.ndarray | None = None) -> np.ndarray:
         """A lower bound of :meth:`cost` over the destinations of each running request
         of sizes ``size`` (``s_i + tau_i``; ``generated``: its ``tau_i``), from the state
         alone: ``recompute`` its cost, or with prefix caches that of ``tau_i + 1`` tokens
@@ -406,17 +390,11 @@ class BfioMigration(Migration):
         charge ``max(0, X_i - t_l (M - m) - max_g pending_g)``, ``M`` the largest
         rank's load with its whole queue admitted (an upper bound of the predicted
         ``Lhat_g(0)``), ``m`` the smallest rank's load (a lower bound), so no
-        destination's slack behind the slowest rank exceeds ``t_l (M - m)``."""
-        st = dispatch.state
-        G, t_l, w = st.workers, float(self.token_latency_s), self.options["cost_weight"]
-        if self.transfer is None:
-            cached = self.prefill.caches is not None
-            stall = ((generated + 1.0) if cached else size) * float(self.prefill.model.token_s)
-        else:
-            slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
-                float(self.transfer.pending.max())
-            stall = np.maximum(0.0, self.transfer.seconds_of(size) - slack)
-        return w * G * stall / t_l
+        destination's slack behind the slowest rank exceeds ``t_l (M - m)`` (``X_i`` of
+        the tokens it sends, ``sent``, else ``size``); ``choose`` the smaller of the two
+        (:meth:`bfio.sim.migration_kv.KvWay.stall_floor`)."""
+        G, t_l, w = dispatch.state.workers, float(self.token_latency_s), self.options["cost_weight"]
+        return w * G * self.kv.stall_floor(dispatch, size, generated, sent, t_l) / t_l
 
     def cost_model(self) -> MigrationCost:
         """What migrating a running request costs the planner
@@ -430,28 +408,28 @@ class BfioMigration(Migration):
         the simulator charges) at ``token_s`` each (the barrier waits for them when no
         other rank prefills). ``transfer``: the charge of :mod:`bfio.sim.transfer` on the
         next step, ``max(0, max_g (share_g + X_g) - max_g share_g)`` with the request's
-        ``X_i`` added to the destination's pending transfers and the call's earlier
-        migrations, less what those already cost; shares ``t_l Lhat_g(0)`` of the
-        predicted loads without it, its tokens on the destination
-        (:func:`bfio.solvers.migration_plan._transfer_costs`)."""
-        G, t_l, w = self.state.workers, float(self.token_latency_s), float(self.options["cost_weight"])
-        if self.transfer is not None:
-            return MigrationCost(seconds=self.transfer.seconds_of, pending=self.transfer.pending, weight=w,
-                                 token_latency_s=t_l)
-        prefill, generated, token_s = self.prefill, self.state.generated, float(self.prefill.model.token_s)
+        ``X_i`` (of its resident tokens with the prefill model,
+        :meth:`bfio.engine.prefill.Prefill.sent_tokens`) added to the destination's pending
+        transfers and the call's earlier migrations, less what those already cost;
+        shares ``t_l Lhat_g(0)`` of the predicted loads without it, its tokens on the
+        destination (:func:`bfio.solvers.migration_plan._transfer_costs`). ``choose``:
+        per destination the cheaper of the two, and that way for its KV
+        (:func:`bfio.solvers.migration_plan.kv_cost`)."""
+        return self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]))
 
-        def fixed(ids: np.ndarray) -> np.ndarray:
-            tokens = np.array([prefill.resume_tokens(int(i), int(generated[i])) for i in ids], dtype=np.float64)
-            return w * G * (tokens.reshape(len(ids), G) * token_s) / t_l
-
-        return MigrationCost(fixed=fixed)
-
-    def cost(self, i: int, loads: np.ndarray, planned: list[tuple[int, int]]) -> np.ndarray:
+    def cost(self, i: int, loads: np.ndarray, planned: list[tuple]) -> np.ndarray:
         """Per destination rank, what migrating running request ``i`` costs the planner
         (:meth:`cost_model`) with the predicted loads ``loads`` ``(G, W + 1)`` without
-        it and the call's earlier migrations ``planned`` (``(request, rank)``)."""
+        it and the call's earlier migrations ``planned`` (``(request, rank)`` or
+        ``(request, rank, sent)``)."""
+        return self.choice(i, loads, planned)[0]
+
+    def choice(self, i: int, loads: np.ndarray, planned: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`cost` and, per destination, whether the planner would send the KV
+        (:func:`bfio.solvers.migration_plan.kv_choices`)."""
         held = self.state.workload.prefill + self.state.generated
-        return migration_costs(self.cost_model(), np.array([i]), held, loads[:, 0], planned)[0]
+        out, sent = kv_choices(self.cost_model(), np.array([i]), held, loads[:, 0], planned)
+        return out[0], sent[0]
 
 
 RULES = {"roll": RollMigration, "bfio": BfioMigration}

@@ -6,7 +6,8 @@ barrier, and with the other actions (queue moves, rank pauses) what they compose
 from __future__ import annotations
 
 from bfio.ground.errors import ConfigError
-from bfio.sim.migration import KV_MODES, RULES
+from bfio.sim.migration import RULES
+from bfio.sim.migration_kv import KV_MODES
 from bfio.sim.rule_options import checked_rule, out_of_range
 
 
@@ -37,9 +38,11 @@ def check_bfio_options(o: dict, policy) -> None:
 
 
 def check_kv_options(o: dict, given: dict, rule: str, prefill) -> None:
-    """The KV's way (``kv``) and its link's options: ``recompute`` needs the prefill
-    model, ``transfer`` runs without it; a link's option given with ``recompute``
-    would do nothing and is refused."""
+    """The KV's way (``kv``, :mod:`bfio.sim.migration_kv`) and its link's options:
+    ``recompute`` needs the prefill model, ``transfer`` runs with or without it,
+    ``choose`` needs both the prefill model (a recompute to weigh) and the rule
+    ``bfio`` (a planner that weighs costs); a link's option given with
+    ``recompute`` would do nothing and is refused."""
     where = "migration_options"
     if o["kv"] not in KV_MODES:
         raise ConfigError(f"{where}: kv of {rule!r} must be one of {', '.join(KV_MODES)}, got {o['kv']!r}")
@@ -49,14 +52,16 @@ def check_kv_options(o: dict, given: dict, rule: str, prefill) -> None:
     if o["kv"] == "recompute":
         link = sorted(set(given or {}) & {"transfer_gbps", "kv_bytes_per_token"})
         if link:
-            raise ConfigError(f"{where}: {', '.join(link)} apply to kv 'transfer'; kv 'recompute' sends no KV")
-        if prefill is None:
-            raise ConfigError(f"{where}: kv 'recompute' of {rule!r} recomputes a migrated request's prompt and "
-                              "generated tokens through the prefill model; give prefill=PrefillModel(...) (CLI: "
-                              "--prefill-chunk-tokens N), or kv 'transfer'")
-    elif prefill is not None:
-        raise ConfigError(f"{where}: kv 'transfer' with the prefill model is not modelled yet (a transferred "
-                          "KV's place in its accounting); run it without prefill=..., or kv 'recompute'")
+            raise ConfigError(f"{where}: {', '.join(link)} apply to kv 'transfer' or 'choose'; kv 'recompute' "
+                              "sends no KV")
+    if o["kv"] != "transfer" and prefill is None:
+        raise ConfigError(f"{where}: kv {o['kv']!r} of {rule!r} recomputes a migrated request's prompt and "
+                          "generated tokens through the prefill model; give prefill=PrefillModel(...) (CLI: "
+                          "--prefill-chunk-tokens N), or kv 'transfer'")
+    if o["kv"] == "choose" and rule != "bfio":
+        raise ConfigError(f"{where}: kv 'choose' weighs each migration's recompute against its transfer in BF-IO's "
+                          f"planner; rule {rule!r} weighs no cost (use kv 'recompute' or 'transfer', or migration "
+                          "'bfio')")
 
 
 def check_migration(migration, options, dispatch: str, prefill, barrier: str, policy=None) -> tuple[str, dict]:

@@ -1,13 +1,17 @@
 """KV-cache transfers of migrated requests and their charge to the lockstep step
 (issue 45, third action, ``migration_options kv: transfer``; :mod:`bfio.sim.migration`).
 
-A running request migrated with ``kv: transfer`` keeps its KV cache: when it is
-seated on its new rank ``g`` its ``s_i + tau_i`` tokens are resident at once (no
-prefill, nothing recomputed), and their bytes, ``(s_i + tau_i) x
-kv_bytes_per_token``, cross one link of ``transfer_gbps`` gigabits per second:
-``X_i = (s_i + tau_i) kv_bytes_per_token / (transfer_gbps 1e9 / 8)`` seconds.
-Rank ``g`` receives ``X_g``, the sum of its arrivals' ``X_i`` since its last
-step, before it computes its next step (the request decodes in that step).
+A running request migrated with ``kv: transfer`` (or ``choose``, when the
+planner chose to send it; :mod:`bfio.sim.migration_kv`) keeps its KV cache: when
+it is seated on its new rank ``g`` its ``K_i`` tokens are resident at once
+(nothing recomputed), and their bytes, ``K_i x kv_bytes_per_token``, cross one
+link of ``transfer_gbps`` gigabits per second: ``X_i = K_i kv_bytes_per_token /
+(transfer_gbps 1e9 / 8)`` seconds. ``K_i = s_i + tau_i``; with the prefill model
+its resident tokens ``s_i + tau_i - left_i`` (a request still in its prefill
+sends what it has computed, and its new rank computes the rest in its chunks;
+its prompt is not prefilled again: :mod:`bfio.engine.prefill_resume`). Rank ``g``
+receives ``X_g``, the sum of its arrivals' ``X_i`` since its last step, before it
+computes its next step (the request decodes in that step).
 
 **The charge.** In the lockstep step each rank computes its share and the
 barrier waits for the slowest: the paper's ``dt = C + t_l max_g L_g`` is
@@ -17,10 +21,19 @@ rank_cost(L_g, n_g, 0) + beta max_g n_g + comm`` (share ``rank_cost``,
 the step lasts ``dt + max(0, max_g (share_g + X_g) - max_g share_g)``. A
 transfer into a lightly loaded rank is hidden by its slack behind the slowest
 rank; one longer than that slack holds every rank at the barrier. Loads are the
-step's own (before its tokens), as ``dt`` reads them. The extra seconds are
-added to that step's ``dt`` and clock (its row of the per-step series, its energy
-at the step's power, the completions in it) and counted
-(``migration_transfer_wait_s``). Transfers are serial per rank (one link each);
+step's own (before its tokens), as ``dt`` reads them. With the prefill model
+(``prefill.py``'s step): the paper's ``dt = C + t_l max_g L_g + token_s max_g
+P_g`` is a sum of two maxima, a decode phase and a prefill phase each waiting
+for its slowest rank; the KV must be resident before its rank decodes, so it
+lengthens the decode phase: share ``t_l L_g`` as without prefill (``L_g`` the
+resident tokens). The calibrated ``dt = max_g rank_cost(L_g, n_g, P_g) + beta
+max_g n_g + comm`` (:func:`bfio.engine.step_time.lockstep_prefill_dt`) has one maximum:
+share ``rank_cost(L_g, n_g, P_g)``, ``n_g`` the rank's requests whose prefill is
+done (they decode) and ``P_g`` its chunk of the step
+(:func:`bfio.engine.prefill.allot_chunks`, as the step computes it). The extra seconds
+are added to that step's ``dt`` and clock (its row of the per-step series, its
+energy at the step's power, the completions and, with the prefill model, the
+first tokens in it) and counted (``migration_transfer_wait_s``). Transfers are serial per rank (one link each);
 the source's sending is not charged (it has already dropped the request), nor a
 transfer's overlap with the steps before the request is seated.
 
@@ -37,6 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.engine.kernels import S_CLOCK, S_DT, S_E_POST, S_E_PRE, S_PMEAN_POST, S_PMEAN_PRE
+from bfio.engine.prefill import allot_chunks
 from bfio.sim.state import ClusterState
 from bfio.engine.step_time import rank_cost
 
@@ -111,19 +125,45 @@ class TransferEngine:
 
     def shares(self, state: ClusterState) -> np.ndarray:
         """Each rank's share of the coming step (module docstring): ``t_l L_g``, or the
-        calibrated ``rank_cost(L_g, n_g, 0)``."""
+        calibrated ``rank_cost(L_g, n_g, 0)``, with the prefill model
+        ``rank_cost(L_g, n_g, P_g)`` (:func:`calibrated_batch`)."""
         coef = self.inner.step_coef
         if coef.shape[0] == 0:
             return self.inner.t_l * state.loads.astype(np.float64)
-        return np.array([rank_cost(coef, state.loads[g], state.active[g], 0) for g in range(state.workers)])
+        prefill = getattr(self.inner, "prefill", None)
+        if prefill is None:
+            n, p = state.active, np.zeros(state.workers, dtype=np.int64)
+        else:
+            n, p = calibrated_batch(prefill, state.slot_request)
+        return np.array([rank_cost(coef, state.loads[g], n[g], p[g]) for g in range(state.workers)])
 
     def _delay(self, state: ClusterState, before: int, extra: float) -> None:
         """The last step lasted ``extra`` seconds more: its row (clock, ``dt``, energy at
         its power), the clock and the requests that finished in it."""
         buf, r = self.inner.series.buf, self.inner.series.n - 1
+        end = state.clock  # the step's end before the charge
         buf[S_CLOCK, r] += extra
         buf[S_DT, r] += extra
         buf[S_E_POST, r] = buf[S_PMEAN_POST, r] * state.workers * buf[S_DT, r]
         buf[S_E_PRE, r] = buf[S_PMEAN_PRE, r] * state.workers * buf[S_DT, r]
         state.clock += extra
         state.finish[state.completed[before:state.finished]] += extra
+        prefill = getattr(self.inner, "prefill", None)
+        if prefill is not None:  # first tokens of the step: prompts whose prefill ended in it (prefill.step)
+            ended = prefill.prefilled[:prefill.ended]
+            first = prefill.first_token
+            ended = ended[first[ended] == end]
+            first[ended] += extra
+
+
+def calibrated_batch(prefill, slot_request: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per rank, the requests that decode in the coming step (their prefill done) and
+    the prefill tokens it computes (its chunk, :func:`bfio.engine.prefill.allot_chunks` as
+    the step allots it): the ``n_g`` and ``P_g`` that
+    :func:`bfio.engine.step_time.lockstep_prefill_dt` reads."""
+    take = np.zeros_like(prefill.take)
+    allot_chunks(slot_request, prefill.left, prefill.order, prefill.model.chunk_tokens, prefill.model.request_chunk,
+                 take)
+    busy = slot_request >= 0
+    done = busy & (prefill.left[np.where(busy, slot_request, 0)] == 0)
+    return done.sum(axis=1), take.sum(axis=1)

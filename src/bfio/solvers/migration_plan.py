@@ -12,6 +12,8 @@ stating its invariant:
   per destination ``J`` with the request appended to its queue;
 - :func:`_transfer_costs`: a transfer's charge beyond what the barrier already
   waits (:mod:`bfio.sim.transfer`), per destination;
+- :func:`kv_cost`: a migration's cost and the KV's way (``kv: choose``: the
+  cheaper of recompute and transfer, the one formula of the choice);
 - :func:`candidate_order`: per rank the requests to evaluate, heaviest first;
 - :func:`_plan`: the loop.
 
@@ -19,7 +21,11 @@ A migration's cost (:class:`MigrationCost`) is what the simulator's migration ru
 declares: per candidate and destination a fixed part in ``J``'s units (a
 recompute's tokens, :meth:`bfio.sim.migration.BfioMigration.cost_model`) plus, for a
 KV sent over a link, the barrier's wait for it, which depends on the loads and on
-the migrations planned earlier in the call, so it is computed in the loop.
+the migrations planned earlier in the call, so it is computed in the loop. With
+``choose`` (issue 45, ``kv: choose``) the two are not added: each planned
+migration takes the cheaper (:func:`kv_cost`, ties to the transfer, which
+computes nothing), and only a migration whose KV is sent adds to the ranks'
+pending transfers seen by the later evaluations of the call.
 """
 
 from __future__ import annotations
@@ -44,13 +50,43 @@ class MigrationCost:
     t_l``, ``stall`` what the barrier of the next step waits for it beyond what it
     waits already for the ranks' ``pending`` transfers and the call's earlier
     migrations (:func:`_transfer_costs`; ``t_l`` the seconds per resident token of a
-    rank's share)."""
+    rank's share). ``sent_tokens(ids)``: per request the KV tokens its transfer sends
+    (``None``: its ``s_i + tau_i``; with the prefill model its resident tokens,
+    :meth:`bfio.engine.prefill_resume.Resumes.sent_tokens`). ``transfer_fixed(ids)``: per
+    request a sent KV's cost besides the link, the same on every destination (with
+    the prefill model the prompt tokens it has still to compute, there as they
+    would be here; ``None``: 0). ``choose``: the cost is the cheaper of the fixed
+    part (a recompute) and the transfer (its fixed part and the link), not their
+    sum (:func:`kv_cost`)."""
 
     fixed: Callable[[np.ndarray], np.ndarray] | None = None
     seconds: Callable[[np.ndarray], np.ndarray] | None = None
     pending: np.ndarray | None = None
     weight: float = 1.0
     token_latency_s: float = 1.0
+    sent_tokens: Callable[[np.ndarray], np.ndarray] | None = None
+    transfer_fixed: Callable[[np.ndarray], np.ndarray] | None = None
+    choose: bool = False
+
+    @property
+    def sends(self) -> bool:
+        """Whether a migration's KV is sent when the cost does not choose (a link's cost)."""
+        return self.seconds is not None
+
+
+@helper
+def kv_cost(recompute, transfer, choose, sends):
+    """A migration's cost to one destination and whether its KV is sent, from the
+    cost of recomputing it (``recompute``, the fixed part) and of sending it
+    (``transfer``, :func:`_transfer_costs`), both in ``J``'s units: with ``choose``
+    the cheaper (ties: the transfer, which computes nothing), else their sum and
+    ``sends`` (the rule's one way). The one formula of ``kv: choose`` (issue 45):
+    the planner's loop and :func:`migration_costs` read it."""
+    if choose:
+        if transfer <= recompute:
+            return transfer, True
+        return recompute, False
+    return recompute + transfer, sends
 
 
 @helper
@@ -117,15 +153,17 @@ def candidate_order(held, remaining, movable, c0, c1, per_rank):
 
 @kernel
 def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, counts, w, budget, floor, use_floor,
-          fixed, transfer, x, pending, weight, t_l, out_i, out_d):
+          fixed, rest, transfer, choose, sends, x, pending, weight, t_l, out_i, out_d, out_s):
     """The planner's loop (:func:`plan_migrations`): ``base`` ``(G, W + 1)`` and the
     slots' release offsets ``remaining`` ``(G, B)`` before the queues, updated with
     each migration; rank ``g``'s ``t``-th candidate is slot ``cand[g, t]``
     (request ``slots[g, cand[g, t]]``, its fixed cost ``fixed[g, t]`` per
-    destination and transfer seconds ``x[g, t]``; ``pending`` updated with the
-    planned transfers). Returns the number of migrations written to ``out_i``,
-    ``out_d``. Invariant: each evaluation sees the loads with every earlier
-    migration of the call applied."""
+    destination, a transfer's fixed part ``rest[g, t]`` and its seconds ``x[g, t]``;
+    ``pending`` updated with the
+    planned transfers; :func:`kv_cost` of the two, ``choose``/``sends``). Returns
+    the number of migrations written to ``out_i``, ``out_d`` and ``out_s`` (its KV
+    sent). Invariant: each evaluation sees the loads with every earlier migration
+    of the call applied, and the pending transfers of those whose KV is sent."""
     G, W1 = base.shape
     rel0 = np.sort(remaining)  # per row: the sorted rows are the heaps of bfio.solvers.dispatch
     loads = base.copy()
@@ -140,6 +178,8 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
     profile = np.empty(W1)
     J = np.empty(G)
     cost = np.empty(G)
+    sent = np.zeros(G, dtype=np.bool_)
+    tcost = np.empty(G)
     entry = np.empty(G, dtype=np.int64)
     n = 0
     for _ in range(budget):
@@ -182,9 +222,11 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
             entry[k] = row_rel[0] if k == g else rel[k, 0]
         _candidate_costs(without, entry, size, r, w, J)
         for k in range(G):
-            cost[k] = fixed[g, t, k]
+            tcost[k] = rest[g, t]
         if transfer:
-            _transfer_costs(without[:, 0], size, x[g, t], pending, weight, t_l, cost)
+            _transfer_costs(without[:, 0], size, x[g, t], pending, weight, t_l, tcost)
+        for k in range(G):
+            cost[k], sent[k] = kv_cost(fixed[g, t, k], tcost[k], choose, sends)
         d = -1
         top = -np.inf
         for k in range(G):
@@ -204,10 +246,11 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
         rel[g] = row_rel
         loads[:] = without
         stay = J[d]
-        if transfer:
+        if transfer and sent[d]:
             pending[d] += x[g, t]
         out_i[n] = i
         out_d[n] = d
+        out_s[n] = sent[d]
         n += 1
     return n
 
@@ -231,7 +274,7 @@ def _prefix_weights(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.ndarray, np.ndarray],
                     sizes: np.ndarray, lifetimes: np.ndarray, slots: np.ndarray, held: np.ndarray,
                     movable: np.ndarray, terms: ObjectiveTerms, cost: MigrationCost, budget: int, per_rank: int,
-                    floor: np.ndarray | None = None) -> list[tuple[int, int]]:
+                    floor: np.ndarray | None = None) -> list[tuple[int, int, bool]]:
     """Running requests to migrate (issue 45, ``migration = bfio``,
     :mod:`bfio.sim.migration`): at most ``budget`` evaluations, each of one running
     request of the worker with the largest weighted predicted load ``sum_h w_h
@@ -265,7 +308,8 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
     envelope falls at most to the next rank; joining a worker never lowers it), is
     at most ``floor[i]``: it would not migrate (the same plan, fewer
     evaluations). Only ``J``'s imbalance term (``terms`` without extra terms).
-    Returns ``(request, worker)`` pairs in order."""
+    Returns ``(request, worker, sent)`` in order, ``sent`` whether its KV is sent
+    (:func:`kv_cost`: ``cost.choose``'s choice, else whether ``cost`` has a link)."""
     if terms.extra:
         raise ValueError(f"plan_migrations scores the imbalance term alone; got the extra terms "
                          f"{[t.name for t in terms.extra]}")
@@ -281,40 +325,67 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
     if cost.fixed is not None and picked.any():
         fixed[picked] = cost.fixed(np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked])
     transfer = cost.seconds is not None and cost.weight != 0.0
-    x, pending = np.zeros((G, P)), np.zeros(G)
+    x, pending, rest = np.zeros((G, P)), np.zeros(G), np.zeros((G, P))
+    if cost.transfer_fixed is not None and picked.any():
+        rest[picked] = cost.transfer_fixed(np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked])
     if transfer:
-        x = np.asarray(cost.seconds(np.take_along_axis(held, np.maximum(cand, 0), axis=1).astype(np.float64)),
-                       dtype=np.float64)
+        if cost.sent_tokens is None:
+            tokens = np.take_along_axis(held, np.maximum(cand, 0), axis=1).astype(np.float64)
+        else:
+            tokens = np.zeros((G, P))
+            if picked.any():
+                tokens[picked] = cost.sent_tokens(np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked])
+        x = np.asarray(cost.seconds(tokens), dtype=np.float64)
         pending = np.array(cost.pending, dtype=np.float64)
     out_i = np.empty(max(1, int(budget)), dtype=np.int64)
     out_d = np.empty_like(out_i)
+    out_s = np.zeros(out_i.shape[0], dtype=np.bool_)
     n = _plan(np.array(base, dtype=np.float64, order="C"), remaining, queues[0], queues[1],
               np.asarray(sizes, dtype=np.int64), np.asarray(lifetimes, dtype=np.int64), slots, held, cand, counts,
               np.ascontiguousarray(w, dtype=np.float64), int(budget),
               _NO_FLOOR if floor is None else np.asarray(floor, dtype=np.float64), floor is not None, fixed,
-              transfer, x, pending, float(cost.weight), float(cost.token_latency_s), out_i, out_d)
-    return [(int(out_i[k]), int(out_d[k])) for k in range(n)]
+              rest, transfer, bool(cost.choose), cost.sends, x, pending, float(cost.weight), float(cost.token_latency_s),
+              out_i, out_d, out_s)
+    return [(int(out_i[k]), int(out_d[k]), bool(out_s[k])) for k in range(n)]
+
+
+def kv_choices(cost: MigrationCost, ids: np.ndarray, held: np.ndarray, loads0: np.ndarray,
+               planned=()) -> tuple[np.ndarray, np.ndarray]:
+    """``(n, G)`` twice: what migrating each of ``ids`` (``held[i] = s_i + tau_i``)
+    costs per destination when the ranks' loads at offset 0 are ``loads0`` (without
+    it) and the call has planned ``planned`` (``(request, worker)``, or ``(request,
+    worker, sent)``: a transfer pending unless ``sent`` is false), and whether its
+    KV is sent: the planner's own :func:`_transfer_costs` and :func:`kv_cost`, for
+    tests and reports."""
+    ids = np.asarray(ids, dtype=np.int64)
+    G = loads0.shape[0]
+    fixed = np.zeros((ids.shape[0], G)) if cost.fixed is None else np.array(cost.fixed(ids), dtype=np.float64)
+    trans = np.zeros_like(fixed)
+    if cost.transfer_fixed is not None:
+        trans += np.asarray(cost.transfer_fixed(ids), dtype=np.float64)[:, None]
+    if cost.seconds is not None and cost.weight != 0.0:
+        def seconds(j):
+            tokens = held[j] if cost.sent_tokens is None else cost.sent_tokens(np.array([j]))[0]
+            return float(cost.seconds(np.array([float(tokens)]))[0])
+
+        pending = np.array(cost.pending, dtype=np.float64)
+        for p in planned:
+            if len(p) < 3 or p[2]:
+                pending[p[1]] += seconds(p[0])
+        for k in range(ids.shape[0]):
+            _transfer_costs(np.asarray(loads0, dtype=np.float64), float(held[ids[k]]), seconds(ids[k]), pending,
+                            float(cost.weight), float(cost.token_latency_s), trans[k])
+    out, sent = np.zeros_like(fixed), np.zeros(fixed.shape, dtype=bool)
+    for k in range(ids.shape[0]):
+        for d in range(G):
+            out[k, d], sent[k, d] = kv_cost(fixed[k, d], trans[k, d], bool(cost.choose), cost.sends)
+    return out, sent
 
 
 def migration_costs(cost: MigrationCost, ids: np.ndarray, held: np.ndarray, loads0: np.ndarray,
-                    planned: list[tuple[int, int]] = ()) -> np.ndarray:
-    """``(n, G)``: what migrating each of ``ids`` (``held[i] = s_i + tau_i``) costs per
-    destination when the ranks' loads at offset 0 are ``loads0`` (without it) and the
-    call has planned ``planned`` (``(request, worker)``; their transfers pending): the
-    planner's own cost (:func:`_transfer_costs`), for tests and reports."""
-    ids = np.asarray(ids, dtype=np.int64)
-    G = loads0.shape[0]
-    out = np.zeros((ids.shape[0], G)) if cost.fixed is None else np.array(cost.fixed(ids), dtype=np.float64)
-    if cost.seconds is None or cost.weight == 0.0:
-        return out
-    pending = np.array(cost.pending, dtype=np.float64)
-    for j, d in planned:
-        pending[d] += cost.seconds(np.array([float(held[j])]))[0]
-    x = cost.seconds(held[ids].astype(np.float64))
-    for k in range(ids.shape[0]):
-        _transfer_costs(np.asarray(loads0, dtype=np.float64), float(held[ids[k]]), float(x[k]), pending,
-                        float(cost.weight), float(cost.token_latency_s), out[k])
-    return out
+                    planned=()) -> np.ndarray:
+    """``(n, G)``: the costs of :func:`kv_choices`."""
+    return kv_choices(cost, ids, held, loads0, planned)[0]
 
 
-__all__ = ["MigrationCost", "candidate_order", "migration_costs", "plan_migrations"]
+__all__ = ["MigrationCost", "candidate_order", "kv_choices", "kv_cost", "migration_costs", "plan_migrations"]

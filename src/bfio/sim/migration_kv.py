@@ -1,0 +1,146 @@
+"""The KV of a migrated request (issue 45, third action, option ``kv`` of every
+migration rule, :mod:`bfio.sim.migration`): how it reaches the new rank, what
+that costs BF-IO's planner, and the counts.
+
+- ``recompute`` (the default; ROLL's way): its KV is freed on the source and its
+  prompt and the tokens it had generated go through the prefill model on its new
+  rank, as a preempted request's do (:meth:`bfio.engine.prefill.Prefill.evict`, its
+  ``_readmitted``: less the new rank's prefix-cache hit); needs the prefill
+  model (refused by name without it: the paper's step has no prefill to
+  charge). Counted: ``migration_recomputes``, ``migration_recomputed_tokens``.
+- ``transfer``: its KV crosses a link of ``transfer_gbps`` at
+  ``kv_bytes_per_token``, charged to the new rank's next step, the lockstep
+  barrier waiting for it (:mod:`bfio.sim.transfer`). Without the prefill model
+  its ``s_i + tau_i`` tokens are sent; with it its resident ones, ``s_i + tau_i -
+  left_i`` (:meth:`bfio.engine.prefill.Prefill.hand_over`): on arrival they are resident
+  at once, nothing is recomputed, its prompt needs no prefill there (only what
+  it had still to compute, ``left_i``, 0 once its prefill is done) and its
+  prefix-cache hit stays its first admission's (:mod:`bfio.engine.prefill_resume`).
+  Counted: ``migration_transfers``, ``migration_transfer_tokens``,
+  ``migration_transfer_s``, ``migration_transfer_wait_s`` (what the barrier waited).
+- ``choose`` (rule ``bfio`` with the prefill model; refused by name otherwise:
+  ROLL's rule weighs no cost, and without the prefill model there is no
+  recompute to weigh): BF-IO's planner costs each migration both ways in its
+  objective's units (:meth:`KvWay.cost_model`: a recompute's tokens through the
+  prefill model at ``token_s``, a transfer's seconds beyond the destination's
+  slack) and takes the cheaper, per migrated request and destination
+  (:func:`bfio.solvers.migration_plan.kv_cost`, ties to the transfer); counted as
+  both ways are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bfio.sim.state import ClusterState
+from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer
+from bfio.solvers.migration_plan import MigrationCost
+
+#: how a migrated request's KV reaches its new rank (module docstring)
+KV_MODES = ("recompute", "transfer", "choose")
+#: the options of every migration rule: the KV's way and the link of ``transfer``
+KV_DEFAULTS = {"kv": "recompute", "transfer_gbps": DEFAULT_TRANSFER_GBPS,
+               "kv_bytes_per_token": DEFAULT_KV_BYTES_PER_TOKEN}
+
+
+class KvWay:
+    """The KV's way of one run's migrations: ``transfer`` (a
+    :class:`~bfio.sim.transfer.KvTransfer`, or ``None`` with ``recompute``), per
+    request whether its last migration sent its KV (``sent``) and how many tokens
+    (``sent_tokens``), and the recompute counts."""
+
+    def __init__(self, state: ClusterState, prefill, options: dict):
+        N = state.requests
+        self.mode = options["kv"]
+        self.prefill = prefill
+        self.state = state
+        self.transfer = None
+        if self.mode != "recompute":
+            self.transfer = KvTransfer(state.workers, options["transfer_gbps"], options["kv_bytes_per_token"])
+            if prefill is not None:
+                prefill.track_received()
+        if self.mode != "transfer" and prefill is not None:
+            prefill.track_resumes()
+        self.sent = np.zeros(N, dtype=bool)
+        self.sent_tokens = np.zeros(N, dtype=np.int64)
+        self.recomputes = 0
+        self.recomputed_tokens = 0
+
+    def left(self, dispatch, i: int, dst: int, sent: bool | None) -> None:
+        """Running request ``i`` leaves for rank ``dst``'s queue
+        (:meth:`bfio.sim.dispatch.InstantDispatch.migrate`), its KV sent (``sent``;
+        ``None``: the rule's way, ``transfer`` or ``recompute``)."""
+        sent = self.mode == "transfer" if sent is None else bool(sent)
+        self.sent_tokens[i] = dispatch.migrate(i, dst, sent)
+        self.sent[i] = sent
+
+    def arrived(self, back: np.ndarray, state: ClusterState) -> None:
+        """Migrated requests ``back`` were seated: a recomputed one's tokens to compute
+        are counted (the prefill model has set them), a sent one's KV is resident (with
+        the prefill model :meth:`bfio.engine.prefill.Prefill.admitted` has made it so; without
+        it its generated tokens join the ``s_i`` it was seated with) and its transfer
+        is charged to its rank's next step."""
+        sent = self.sent[back]
+        again = back[~sent]
+        if again.size:
+            self.recomputes += int(again.shape[0])
+            self.recomputed_tokens += int(self.prefill.left[again].sum())
+        got = back[sent]
+        if got.size:
+            ranks = state.worker_of[got]
+            if self.prefill is None:
+                np.add.at(state.loads, ranks, state.generated[got])
+            self.transfer.arrive(ranks, self.sent_tokens[got])
+
+    def stall_floor(self, dispatch, size: np.ndarray, generated: np.ndarray | None, sent: np.ndarray | None,
+                    t_l: float) -> np.ndarray:
+        """A lower bound of the seconds the barrier waits for each running request's KV
+        (sizes ``size``, generated ``generated``, tokens a transfer sends ``sent``,
+        ``None``: ``size``) over the destinations (:meth:`bfio.sim.migration.BfioMigration.floor`)."""
+        st = dispatch.state
+        stall = np.full(np.shape(size), np.inf)
+        if self.mode != "transfer":
+            cached = self.prefill.caches is not None
+            stall = ((generated + 1.0) if cached else size) * float(self.prefill.model.token_s)
+        if self.transfer is not None:
+            slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
+                float(self.transfer.pending.max())
+            x = self.transfer.seconds_of(size if sent is None else sent)
+            stall = np.minimum(stall, np.maximum(0.0, x - slack))
+        return stall
+
+    def cost_model(self, t_l: float, w: float) -> MigrationCost:
+        """:meth:`bfio.sim.migration.BfioMigration.cost_model` (its docstring): the
+        recompute's fixed part, the transfer's link and the tokens it sends, and
+        whether the planner chooses between them."""
+        G, fixed, sent = self.state.workers, None, None
+        if self.mode != "transfer":
+            prefill, generated, token_s = self.prefill, self.state.generated, float(self.prefill.model.token_s)
+
+            def fixed(ids: np.ndarray) -> np.ndarray:
+                tokens = np.array([prefill.resume_tokens(int(i), int(generated[i])) for i in ids], dtype=np.float64)
+                return w * G * (tokens.reshape(len(ids), G) * token_s) / t_l
+
+            if self.mode == "recompute":
+                return MigrationCost(fixed=fixed)
+        rest = None
+        if self.prefill is not None:
+            prefill, generated, token_s = self.prefill, self.state.generated, float(self.prefill.model.token_s)
+
+            def sent(ids: np.ndarray) -> np.ndarray:
+                return prefill.sent_tokens(np.asarray(ids, dtype=np.int64), generated).astype(np.float64)
+
+            def rest(ids: np.ndarray) -> np.ndarray:
+                return w * G * (prefill.left[np.asarray(ids, dtype=np.int64)] * token_s) / t_l
+
+        return MigrationCost(fixed=fixed, seconds=self.transfer.seconds_of, pending=self.transfer.pending, weight=w,
+                             token_latency_s=t_l, sent_tokens=sent, transfer_fixed=rest, choose=self.mode == "choose")
+
+    def metrics(self) -> dict:
+        out = {}
+        if self.mode != "transfer":
+            out["migration_recomputes"] = int(self.recomputes)
+            out["migration_recomputed_tokens"] = int(self.recomputed_tokens)
+        if self.transfer is not None:
+            out.update(self.transfer.metrics())
+        return out

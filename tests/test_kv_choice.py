@@ -1,0 +1,282 @@
+"""A migrated request's KV with the prefill model (issue 45, bfio.sim.migration_kv,
+bfio.engine.prefill_resume, bfio.sim.transfer): a transferred request is resident on
+arrival and never goes through prefill, the prefill model's accounting stays
+consistent, the step with a transfer lasts what sim/transfer.py's formula says
+(the paper's and the calibrated step with prefill, by hand), ``kv: choose``
+takes the cheaper way (transfer on a fast link, recompute on a slow one) and
+counts both, a run where nothing pays is the run without the rule, and the
+errors name the option."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bfio.ground.constants import PaperConstants
+from bfio.ground.errors import ConfigError
+from bfio.policies import make_policy
+from bfio.engine.prefill import Prefill, PrefillModel
+from bfio.engine.prefix import PrefixBlocks
+from bfio.sim.dispatch import InstantDispatch
+from bfio.sim.engine import make_engine
+from bfio.sim.state import ClusterState
+from bfio.simulator import simulate
+from bfio.solvers.migration_plan import MigrationCost, kv_choices
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
+
+KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
+#: a link of 1e9 bytes a second at 1,000 bytes a token: 1e6 tokens a second
+LINK = {"transfer_gbps": 8.0, "kv_bytes_per_token": 1000}
+CHUNK = 512
+
+
+def _seated(coef=None, blocks=None, cache_blocks=None):
+    """Two ranks of four slots with ROLL's rule (``kv: transfer`` over :data:`LINK`) and
+    the prefill model: rank 0 runs request 0 (prompt 5,000, prefilled, 10 tokens out),
+    request 1 (prompt 2,000, nothing computed) and request 3 (prompt 1,000, prefilled,
+    40 out); rank 1 runs request 2 (prompt 1,000, prefilled, 5 out)."""
+    work = Workload(np.array([5000, 2000, 1000, 1000]), np.full(4, 1000), blocks=blocks)
+    st = ClusterState.empty(work, 2, 4, coef)
+    prefill = Prefill(PrefillModel(chunk_tokens=CHUNK, token_s=1e-4, cache_blocks=cache_blocks), work, 2, 4)
+    d = InstantDispatch(st, make_policy("jsq_requests"), prefill, 1e-7, migration="roll",
+                        migration_options={"kv": "transfer", "threshold": 10, "freeze_s": 3.0, **LINK})
+    for i, g in enumerate((0, 0, 1, 0)):
+        d._append(i, g)
+    d.queued = 4
+    assert d.admit() == 4
+    prefill.left[[0, 2, 3]] = 0
+    st.generated[:] = [10, 0, 5, 40]
+    st.loads[:] = [5000 + 10 + 1000 + 40, 1000 + 5]
+    prefill.reserve[:] = [2000, 0]
+    return d, st, prefill
+
+
+def test_a_transferred_request_is_resident_on_arrival_and_computes_nothing():
+    d, st, prefill = _seated()
+    d.migration.migrate(d, 3, 1)  # kv transfer: its 1,040 resident tokens are sent
+    assert st.loads.tolist() == [5010, 1005] and prefill.reserve.tolist() == [2000, 0]
+    assert prefill.need(st.workload.prefill)[3] == 1040  # the KV it takes when seated: all it brings
+    assert d.admit() == 1 and st.worker_of[3] == 1
+    assert prefill.left[3] == 0  # nothing to compute: its prompt and output so far are resident
+    assert st.loads.tolist() == [5010, 1005 + 1040] and prefill.reserve.tolist() == [2000, 0]
+    assert d.migration.transfer.pending.tolist() == [0.0, pytest.approx(1040 / 1e6)]
+    assert prefill.recomputed_tokens == 0 and prefill.resume is None
+    m = d.migration.metrics()
+    assert m["migration_transfers"] == 1 and m["migration_transfer_tokens"] == 1040
+    assert "migration_recomputed_tokens" not in m
+
+
+def test_a_request_still_in_its_prefill_sends_what_it_computed_and_the_destination_computes_the_rest():
+    d, st, prefill = _seated()
+    prefill.left[1] = 1200  # 800 of its 2,000 prompt tokens computed
+    st.loads[0] += 800
+    prefill.reserve[0] = 1200
+    d.migration.migrate(d, 1, 1)
+    assert st.loads[0] == 5010 + 1040 and prefill.reserve[0] == 0
+    d.admit()
+    assert st.worker_of[1] == 1 and prefill.left[1] == 1200  # the rest: computed on rank 1, not again
+    assert st.loads[1] == 1005 + 800 and prefill.reserve[1] == 1200
+    assert d.migration.transfer.tokens == 800
+    assert prefill.need(st.workload.prefill)[1] == 2000  # its KV need: the prompt it will hold
+
+
+def test_a_received_prompt_enters_the_destinations_prefix_cache():
+    blocks = PrefixBlocks.from_lists([list(range(100, 110)), [5, 6, 7, 8], [17, 18], [8, 9]], 500)
+    d, st, prefill = _seated(blocks=blocks, cache_blocks=100)
+    assert prefill.caches[1].probe(np.array([8, 9])) == 0
+    lookups = prefill.caches[1].lookups
+    d.migration.migrate(d, 3, 1)
+    d.admit()
+    assert prefill.caches[1].probe(np.array([8, 9])) == 2
+    assert prefill.left[3] == 0 and prefill.caches[1].lookups == lookups  # no lookup: nothing to spare
+
+
+def _one_step(d, st, prefill, coef=None):
+    """One step of the run's engine (the prefill step, transfers charged); returns its
+    ``dt`` and the request 3's tokens before and after."""
+    c = PaperConstants()
+    engine = make_engine(prefill, c, st.workers, st.slots, False, coef, "lockstep", d.migration.transfer)
+    before = int(st.generated[3])
+    engine.run(st, -np.inf)
+    return float(engine.series.arrays()["dt"][-1]), before, int(st.generated[3])
+
+
+def test_the_paper_step_with_prefill_charges_a_transfer_beyond_the_decode_phases_slack():
+    d, st, prefill = _seated()
+    d.migration.migrate(d, 3, 1)
+    d.admit()
+    c = PaperConstants()
+    dt, before, after = _one_step(d, st, prefill)
+    x = 1040 / 1e6  # X of rank 1
+    t_l = c.token_latency_s
+    plain = c.overhead(4) + t_l * 5010 + 1e-4 * CHUNK  # C + t_l max_g L_g + token_s max_g P_g
+    extra = max(0.0, max(t_l * 5010, t_l * (1005 + 1040) + x) - t_l * 5010)
+    assert extra > 0 and dt == pytest.approx(plain + extra, rel=1e-12)
+    assert after == before + 1  # it decoded in the step: nothing recomputed
+    assert d.migration.transfer.waited == pytest.approx(extra, rel=1e-12)
+
+
+def test_the_calibrated_step_with_prefill_charges_a_transfer_beyond_the_rank_costs(data_dir, monkeypatch):
+    from bfio.step_model import StepModel
+
+    monkeypatch.setenv("BFIO_DATA_DIR", str(data_dir))
+    c = StepModel("calibrated").coefficients(data_dir)
+    d, st, prefill = _seated(coef=c)
+    d.migration.migrate(d, 3, 1)
+    d.admit()
+    dt, before, after = _one_step(d, st, prefill, c.array())
+    # rank 0: L 5,010, one decoding request (request 1 prefills its first chunk, P 512); rank 1: L 2,045, two decoding
+    share = np.array([c.alpha + c.a_kv * 5010 + c.a_n * 1 + c.a_p * CHUNK + c.a_p2 * CHUNK ** 2,
+                      c.alpha + c.a_kv * 2045 + c.a_n * 2])
+    x = np.array([0.0, 1040 / 1e6])
+    plain = share.max() + c.beta * 2 + c.comm
+    assert dt == pytest.approx(plain + max(0.0, (share + x).max() - share.max()), rel=1e-12)
+    assert after == before + 1
+
+
+def _workload(n=300, rate=3.0, seed=5, prompt=30_000):
+    rng = np.random.default_rng(seed)
+    w = Workload(rng.integers(100, prompt, n), rng.integers(1, 200, n))
+    return with_arrivals(w, poisson_arrivals(n, rate, seed))
+
+
+def test_transferred_requests_in_a_whole_run_never_compute_a_token_twice(monkeypatch):
+    """ROLL at a low bar, ``kv: transfer`` with the prefill model: every prompt token is
+    computed once (the prefill tokens the steps compute are the prompts' less their
+    cache hits), the loads are the resident tokens at every routing call, and every
+    request finishes with its tokens."""
+    computed, checked = [], []
+    real_step, real_call = Prefill.step, InstantDispatch.routing_call
+
+    def step(self, *args, **kwargs):
+        out = real_step(self, *args, **kwargs)
+        computed.append(int(self.take.sum()))
+        return out
+
+    def call(self, entry):
+        n = real_call(self, entry)
+        st = self.state
+        ids = np.where(st.slot_request >= 0, st.slot_request, 0)
+        left = self.prefill.left[ids]
+        resident = np.where(st.slot_request >= 0, st.workload.prefill[ids] + st.generated[ids] - left, 0)
+        assert np.array_equal(st.loads, resident.sum(axis=1))
+        assert np.array_equal(self.prefill.reserve, np.where(st.slot_request >= 0, left, 0).sum(axis=1))
+        checked.append(n)
+        return n
+
+    monkeypatch.setattr(Prefill, "step", step)
+    monkeypatch.setattr(InstantDispatch, "routing_call", call)
+    work = _workload(rate=20.0)
+    res = simulate(work, 4, 8, "round_robin", prefill=PrefillModel(), migration="roll",
+                   migration_options={"kv": "transfer", "threshold": 2, "freeze_s": 0.0}, **KW)
+    m, r = res.metrics, res.requests
+    assert m["migrations"] > 0 and m["migration_transfers"] == m["migrations"] and checked
+    assert m["migration_transfer_tokens"] > 0 and "recomputed_tokens" not in m
+    assert sum(computed) == int(work.prefill.sum()) == m["prefill_tokens_computed"]
+    assert r["finish_s"].notna().all() and res.series["active"].sum() == work.decode.sum()
+    assert (r["ttft_s"] > 0).all()
+
+
+def _dispatch(kv, gbps, cost_weight=1.0):
+    """BF-IO's migrations over two ranks with the prefill model: request 0 (20,000
+    tokens, prefilled) runs on rank 0 beside request 1 (880,000), request 2 (100,000)
+    on rank 1."""
+    work = Workload(np.array([20_000, 880_000, 100_000]), np.array([100, 100, 100]))
+    st = ClusterState.empty(work, 2, 4)
+    prefill = Prefill(PrefillModel(), work, 2, 4)
+    opts = {"kv": kv, "cost_weight": cost_weight}
+    if kv != "recompute":
+        opts["transfer_gbps"] = gbps
+    d = InstantDispatch(st, make_policy("bfio", horizon=20), prefill, 1e-7, migration="bfio", migration_options=opts)
+    for i, g in enumerate((0, 0, 1)):
+        d._append(i, g)
+    d.queued = 3
+    d.admit()
+    prefill.left[:], prefill.reserve[:] = 0, 0
+    st.loads[:] = [900_000, 100_000]
+    d.migration.token_latency_s = 1e-7
+    return d
+
+
+@pytest.mark.parametrize("gbps, way", [(400.0, "transfer"), (1.0, "recompute")])
+def test_choose_takes_the_cheaper_way_per_destination(gbps, way):
+    """20,000 tokens: recomputed 2 s at 1e-4 s a token; sent over 400 Gb/s 0.21 s (less
+    the destination's slack), over 1 Gb/s 84 s: the choice flips with the link."""
+    loads = np.array([[880_000.0], [100_000.0]])
+    rec = _dispatch("recompute", gbps).migration.cost(0, loads, [])
+    sent = _dispatch("transfer", gbps).migration.cost(0, loads, [])
+    cost, send = _dispatch("choose", gbps).migration.choice(0, loads, [])
+    assert cost == pytest.approx(np.minimum(rec, sent), rel=1e-12)
+    assert (send == (sent <= rec)).all()
+    assert bool(send[1]) == (way == "transfer")
+    assert (rec[1] > sent[1]) == (way == "transfer")
+
+
+def test_the_planner_records_its_choice_and_the_simulator_follows_it():
+    """The planner's kernel returns each migration's way (``kv_cost``); a migration it
+    sends adds to the pending transfers of the later evaluations, one it recomputes
+    does not."""
+    from bfio.solvers.migration_plan import plan_migrations
+    from bfio.solvers.objective import ObjectiveTerms
+
+    H = 10
+    terms = ObjectiveTerms.build(H, 1.0, "persist", fast=True)
+    h = np.arange(H + 1)
+    base = np.zeros((2, H + 1))
+    base[0] = 2 * np.where(h < 50, 1000 + h, 0)
+    slots = np.array([[0, 1, -1], [-1, -1, -1]])
+    remaining = np.array([[50, 50, 0], [0, 0, 0]])
+    held = np.array([[1000, 1000, 0], [0, 0, 0]])
+    queues = (np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    none = np.zeros(0, dtype=np.int64)
+
+    def plan(recompute, seconds_per_token):
+        cost = MigrationCost(fixed=lambda ids: np.full((len(ids), 2), recompute), seconds=lambda t: t * seconds_per_token,
+                             pending=np.zeros(2), weight=1.0, token_latency_s=1e-7, choose=True)
+        return plan_migrations(base.copy(), remaining, queues, none, none, slots, held, slots >= 0, terms, cost, 1, 2)
+
+    assert plan(1e6, 0.0) == [(0, 1, True)]  # the link is free
+    assert plan(0.0, 1.0) == [(0, 1, False)]  # the link is slow, the recompute free
+    got, sent = kv_choices(MigrationCost(fixed=lambda ids: np.full((len(ids), 2), 0.0), seconds=lambda t: t * 0.0,
+                                         pending=np.zeros(2), token_latency_s=1e-7, choose=True),
+                           np.array([0]), np.array([1000, 1000]), np.array([0.0, 0.0]))
+    assert got.tolist() == [[0.0, 0.0]] and sent.all()  # ties go to the transfer (it computes nothing)
+
+
+@pytest.mark.parametrize("gbps, way", [(1e6, "transfer"), (1e-3, "recompute")])
+def test_choose_in_a_whole_run_counts_both_ways(gbps, way):
+    work = _workload(rate=3.0)
+    res = simulate(work, 4, 8, "bfio", policy_options={"horizon": 20}, prefill=PrefillModel(), migration="bfio",
+                   migration_options={"kv": "choose", "cost_weight": 1e-9, "transfer_gbps": gbps, "evaluations": 4,
+                                      "per_rank": 2}, **KW)
+    m = res.metrics
+    assert m["migrations"] > 0 and m["migration_recomputes"] + m["migration_transfers"] == m["migrations"]
+    if way == "transfer":
+        assert m["migration_transfers"] == m["migrations"] and m["migration_recomputed_tokens"] == 0
+    else:  # a request that had computed nothing ties (both ways compute its prompt there): sent, 0 tokens
+        assert m["migration_recomputes"] > 0 and m["migration_transfer_tokens"] == 0
+    assert res.requests["finish_s"].notna().all() and res.series["active"].sum() == work.decode.sum()
+
+
+def test_choose_where_nothing_pays_is_the_run_without_the_rule():
+    work = _workload()
+    opts = {"horizon": 20}
+    off = simulate(work, 4, 8, "bfio", policy_options=opts, prefill=PrefillModel(), **KW)
+    on = simulate(work, 4, 8, "bfio", policy_options=opts, prefill=PrefillModel(), migration="bfio",
+                  migration_options={"kv": "choose", "transfer_gbps": 1e-9}, **KW)
+    assert on.metrics["migrations"] == 0
+    assert on.series.equals(off.series)
+    assert on.requests.drop(columns="migrations").equals(off.requests)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"migration": "bfio", "migration_options": {"kv": "choose"}},
+     "migration_options: kv 'choose' of 'bfio' recomputes .*prefill model"),
+    ({"migration": "roll", "migration_options": {"kv": "choose"}, "prefill": PrefillModel()},
+     "migration_options: kv 'choose' weighs .* rule 'roll' weighs no cost"),
+    ({"migration": "bfio", "migration_options": {"kv": "both"}, "prefill": PrefillModel()},
+     "migration_options: kv of 'bfio' must be one of recompute, transfer, choose"),
+])
+def test_what_choose_cannot_do_is_refused_by_name(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        simulate(_workload(n=20), 2, 4, "bfio", policy_options={"horizon": 20}, **{**KW, **kwargs})
