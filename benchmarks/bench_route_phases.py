@@ -36,8 +36,16 @@ would run it) and reports its seconds per unit of modelled work ``U n_T``
 (:data:`bfio.solvers.placement.GREEDY_S_PER_UNIT`'s unit) and what ``auto`` would
 choose on those calls with the measured constant in place of the library's.
 
+With ``--paired R`` it instead times the heap's exchange pass with its skip pointer
+against the pass without it (``tests/heap_upsize_reference.py``: the library's
+``_solve_heap`` with the old pass rebound): ``R`` rounds per ``G``, each running the
+same simulation once with each kernel (which first alternates); the placements are
+the same, so call ``i`` of one run is call ``i`` of the other and the calls are
+compared pair by pair: the ratio of mean calls per round and the median of the
+per-call ratios, for the whole call and for the placement phase.
+
     python benchmarks/bench_route_phases.py [--workers 256,1024,4096] [--per-worker 1500]
-                                            [--per-worker-large 200] [--greedy-replay 8]
+                                            [--per-worker-large 200] [--greedy-replay 8] [--paired R]
 """
 
 from __future__ import annotations
@@ -289,6 +297,7 @@ def main():
     ap.add_argument("--per-worker", type=int, default=PER_WORKER)
     ap.add_argument("--per-worker-large", type=int, default=PER_WORKER_LARGE)
     ap.add_argument("--greedy-replay", type=int, default=8)
+    ap.add_argument("--paired", type=int, default=0, help="rounds of the skip pointer's paired timing (0: none)")
     args = ap.parse_args()
     t = load_trace("burstgpt")
     warm_kernels(DEFAULT_SCENARIOS, stream=io.StringIO())
@@ -299,6 +308,8 @@ def main():
     warm = Workload(t.prefill[:4000], t.decode[:4000])
     simulate(warm, 16, SLOTS, "bfio", policy_options={"horizon": HORIZON}, show_progress=False)
     greedy_replay(REC.captured[:2], 2)  # compile the greedy's kernels out of the timings
+    if args.paired:
+        return paired(t, args)
     print(f"BurstGPT, N = {args.per_worker:,} G ({args.per_worker_large:,} G at G >= 4096), B = {SLOTS}, "
           f"seed {SEED}, BF-IO library defaults (placement auto, admission drain:100, H = {HORIZON}); "
           "time.perf_counter per phase")
@@ -351,6 +362,52 @@ def main():
             print(f"| {G} | {len(rs)} | {np.mean([x['work'] for x in rs]):,.0f} | "
                   f"{np.mean([x['greedy_s'] for x in rs]) * 1e3:.2f} ms | {np.mean([x['heap_s'] for x in rs]) * 1e3:.2f} ms | "
                   f"{c:.2e} | {per.min():.2e} | {per.max():.2e} | {greedy_calls}/{len(rs)} | {share:.1%} |")
+    print(f"CPU: {cpu_model()}")
+
+
+def paired(t, args) -> None:
+    """``--paired``: the skip pointer's kernel against the old pass, run for run (module docstring)."""
+    import sys
+    from pathlib import Path
+
+    from bfio.solvers import heap
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from heap_upsize_reference import reference_solve_heap
+
+    kernels = {"skip": heap._solve_heap, "old": reference_solve_heap}
+    print(f"Paired: heap exchange pass with the skip pointer ('skip') against without ('old'), {args.paired} "
+          f"rounds per G, BurstGPT N = {args.per_worker:,} G ({args.per_worker_large:,} G at G >= 4096), defaults")
+    print("| G | round | calls | old mean call | skip mean call | skip / old (means) | per-call ratio median | "
+          "placement phase skip / old (means) | per-call placement ratio median |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    warm = Workload(t.prefill[:4000], t.decode[:4000])
+    for kern in kernels.values():  # compiled out of the timings (the reference is compiled in this process)
+        heap._solve_heap = kern
+        simulate(warm, 16, SLOTS, "bfio", policy_options={"horizon": HORIZON, "placement": "heap"},
+                 show_progress=False)
+    heap._solve_heap = kernels["skip"]
+    for G in (int(g) for g in args.workers.split(",")):
+        per = args.per_worker if G < 4096 else args.per_worker_large
+        w = draw_workload(t.prefill, t.decode, per * G, SEED)
+        for rnd in range(args.paired):
+            out = {}
+            for name in (("skip", "old") if rnd % 2 == 0 else ("old", "skip")):
+                heap._solve_heap = kernels[name]
+                REC.calls, REC.captured, REC.estimates, REC.stride = [], [], 0, 10 ** 9
+                r = simulate(w, G, SLOTS, "bfio", seed=SEED, policy_options={"horizon": HORIZON},
+                             show_progress=False)
+                out[name] = (REC.calls[1:], r.metrics["throughput"], r.metrics["avg_imbalance"])
+            heap._solve_heap = kernels["skip"]
+            (cs, ts, is_), (co, to, io_) = out["skip"], out["old"]
+            assert len(cs) == len(co) and ts == to and is_ == io_, "the two kernels placed differently"
+            tot = lambda cc, k: np.array([c.get(k, 0.0) for c in cc])  # noqa: E731
+            a, b = tot(cs, "total"), tot(co, "total")
+            pa = tot(cs, "placement") - tot(cs, "placement setup")
+            pb = tot(co, "placement") - tot(co, "placement setup")
+            print(f"| {G} | {rnd + 1} | {len(cs)} | {b.mean() * 1e3:.3f} ms | {a.mean() * 1e3:.3f} ms | "
+                  f"{a.mean() / b.mean():.3f} | {np.median(a / b):.3f} | {pa.mean() / pb.mean():.3f} | "
+                  f"{np.median(pa / pb):.3f} |", flush=True)
     print(f"CPU: {cpu_model()}")
 
 
