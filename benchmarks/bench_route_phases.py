@@ -225,10 +225,13 @@ def install():
     def place_terms(base, free, sizes, forced, U, terms, placement, max_rounds, shard_workers, step_s):
         t0 = clock()
         out = place0(base, free, sizes, forced, U, terms, placement, max_rounds, shard_workers, step_s)
-        REC.add("placement", clock() - t0)
+        dt = clock() - t0
+        REC.add("placement", dt)
         r0 = clock()
         chosen = placement_mod.resolve_placement(placement, free, U, step_s)
         REC.add(f"chose {chosen}", 1.0)
+        REC.add(f"time {chosen}", dt)  # the in-run seconds per unit of U n_T (cold caches, as auto meets them)
+        REC.add(f"work {chosen}", float(U) * float(np.count_nonzero(free)))
         life, w = terms.kernel_arrays(base, sizes.shape[0])
         t1 = clock()  # the set-up, replayed on the same inputs
         b = solver_loads(base)
@@ -239,7 +242,7 @@ def install():
             if U < sizes.shape[0]:
                 _waiting_tree(np.where(out[0] >= 0, 0, -1).astype(np.int64), order)
         REC.add("placement setup", clock() - t1)
-        if REC.cur is not None and len(REC.calls) % REC.stride == 0:
+        if REC.cur is not None and len(REC.calls) % REC.stride == 1 % REC.stride:  # not the run's first call
             REC.captured.append((base.copy(), np.array(free), sizes.copy(), forced.copy(), int(U), terms,
                                  float(step_s)))
         REC.add("replay", clock() - r0)
@@ -264,7 +267,10 @@ def summarize(calls: list[dict]) -> dict:
     parts = {"tracker read": get("tracker read").mean(), "tracker check": get("tracker check").mean(),
              "drain setup": get("drain setup").mean(), "placement setup": get("placement setup").mean()}
     chose = {k[6:]: int(get(k).sum()) for k in {k for c in calls for k in c if k.startswith("chose ")}}
-    return {"calls": len(calls), "mean": tot.mean(), "p99": np.percentile(tot, 99), "U": U.mean(),
+    greedy_work = get("work greedy").sum()
+    in_run = get("time greedy").sum() / greedy_work if greedy_work else float("nan")
+    return {"calls": len(calls), "mean": tot.mean(), "greedy_s_per_unit": in_run, "p99": np.percentile(tot, 99),
+            "U": U.mean(),
             "ns_per_U": 1e9 * tot.sum() / U.sum(), "phases": {k: v.mean() for k, v in ph.items()},
             "rebuild_parts": parts, "chose": chose}
 
@@ -298,7 +304,12 @@ def main():
     ap.add_argument("--per-worker-large", type=int, default=PER_WORKER_LARGE)
     ap.add_argument("--greedy-replay", type=int, default=8)
     ap.add_argument("--paired", type=int, default=0, help="rounds of the skip pointer's paired timing (0: none)")
+    ap.add_argument("--clock", choices=("perf", "process"), default="perf",
+                    help="perf: time.perf_counter (wall); process: time.process_time (CPU, less sensitive to a "
+                         "loaded machine)")
     args = ap.parse_args()
+    global clock
+    clock = time.perf_counter if args.clock == "perf" else time.process_time
     t = load_trace("burstgpt")
     warm_kernels(DEFAULT_SCENARIOS, stream=io.StringIO())
     install()
@@ -312,7 +323,7 @@ def main():
         return paired(t, args)
     print(f"BurstGPT, N = {args.per_worker:,} G ({args.per_worker_large:,} G at G >= 4096), B = {SLOTS}, "
           f"seed {SEED}, BF-IO library defaults (placement auto, admission drain:100, H = {HORIZON}); "
-          "time.perf_counter per phase")
+          f"time.{clock.__name__} per phase")
     print("| G | calls | U / call | mean call | ns / placement | step | call / step | "
           + " | ".join(PHASES) + " | free-rebuild bound | auto chose |")
     print("|---|---|---|---|---|---|---|" + "---|" * len(PHASES) + "---|---|")
@@ -342,7 +353,9 @@ def main():
         rp = ", ".join(f"{k} {v * 1e3:.3f}" for k, v in s["rebuild_parts"].items())
         print(f"- G = {G}: {ph}; rebuild = {rp}; p99 call {s['p99'] * 1e3:.2f} ms; first call {first * 1e3:.1f} ms "
               f"(left out); library's own mean call {lib * 1e3:.3f} ms (first included); "
-              f"predictor decode_estimate computed {est}x in the run")
+              f"predictor decode_estimate computed {est}x in the run"
+              + (f"; greedy in the run (its calls, set-up included) {s['greedy_s_per_unit']:.2e} s per unit of U n_T"
+                 if np.isfinite(s["greedy_s_per_unit"]) else ""))
     if any(replays.values()):
         print()
         print(f"Greedy replay (best of 3, interleaved with the heap; library GREEDY_S_PER_UNIT = "
@@ -360,7 +373,8 @@ def main():
             greedy_calls = sum(c * x["work"] <= placement_mod.AUTO_STEP_SHARE * x["step_s"] for x in rs)
             share = np.mean([x["greedy_s"] / x["step_s"] for x in rs])
             print(f"| {G} | {len(rs)} | {np.mean([x['work'] for x in rs]):,.0f} | "
-                  f"{np.mean([x['greedy_s'] for x in rs]) * 1e3:.2f} ms | {np.mean([x['heap_s'] for x in rs]) * 1e3:.2f} ms | "
+                  f"{np.mean([x['greedy_s'] for x in rs]) * 1e3:.2f} ms | "
+                  f"{np.mean([x['heap_s'] for x in rs]) * 1e3:.2f} ms | "
                   f"{c:.2e} | {per.min():.2e} | {per.max():.2e} | {greedy_calls}/{len(rs)} | {share:.1%} |")
     print(f"CPU: {cpu_model()}")
 
@@ -377,10 +391,12 @@ def paired(t, args) -> None:
 
     kernels = {"skip": heap._solve_heap, "old": reference_solve_heap}
     print(f"Paired: heap exchange pass with the skip pointer ('skip') against without ('old'), {args.paired} "
-          f"rounds per G, BurstGPT N = {args.per_worker:,} G ({args.per_worker_large:,} G at G >= 4096), defaults")
+          f"rounds per G, BurstGPT N = {args.per_worker:,} G ({args.per_worker_large:,} G at G >= 4096), defaults, "
+          f"time.{clock.__name__}")
     print("| G | round | calls | old mean call | skip mean call | skip / old (means) | per-call ratio median | "
           "placement phase skip / old (means) | per-call placement ratio median |")
     print("|---|---|---|---|---|---|---|---|---|")
+    replay = {}
     warm = Workload(t.prefill[:4000], t.decode[:4000])
     for kern in kernels.values():  # compiled out of the timings (the reference is compiled in this process)
         heap._solve_heap = kern
@@ -394,6 +410,16 @@ def paired(t, args) -> None:
             out = {}
             for name in (("skip", "old") if rnd % 2 == 0 else ("old", "skip")):
                 heap._solve_heap = kernels[name]
+                if rnd == 0 and name == "skip":  # the heap's inputs of every 4th call, replayed below
+                    seen = []
+
+                    def spy(*a, _seen=seen):
+                        if len(REC.calls) % 4 == 0:
+                            _seen.append(tuple(np.copy(x) if isinstance(x, np.ndarray) else x for x in a))
+                        return kernels["skip"](*a)
+
+                    heap._solve_heap = spy
+                    replay[G] = seen
                 REC.calls, REC.captured, REC.estimates, REC.stride = [], [], 0, 10 ** 9
                 r = simulate(w, G, SLOTS, "bfio", seed=SEED, policy_options={"horizon": HORIZON},
                              show_progress=False)
@@ -408,6 +434,29 @@ def paired(t, args) -> None:
             print(f"| {G} | {rnd + 1} | {len(cs)} | {b.mean() * 1e3:.3f} ms | {a.mean() * 1e3:.3f} ms | "
                   f"{a.mean() / b.mean():.3f} | {np.median(a / b):.3f} | {pa.mean() / pb.mean():.3f} | "
                   f"{np.median(pa / pb):.3f} |", flush=True)
+    print()
+    print("Kernel replay: every 4th heap call of the first round, each solved by both kernels in turn, "
+          "best of 5 per call and kernel:")
+    print("| G | calls replayed | old kernel mean | skip kernel mean | skip / old (sums) | per-call ratio median | "
+          "p10 | p90 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for G, seen in replay.items():
+        ts = {"skip": [], "old": []}
+        for a in seen:
+            best = {"skip": np.inf, "old": np.inf}
+            for rep in range(5):
+                for name in (("skip", "old") if rep % 2 == 0 else ("old", "skip")):
+                    c = tuple(np.copy(x) if isinstance(x, np.ndarray) else x for x in a)
+                    t0 = clock()
+                    kernels[name](*c)
+                    best[name] = min(best[name], clock() - t0)
+            for k in ts:
+                ts[k].append(best[k])
+        s_, o_ = np.array(ts["skip"]), np.array(ts["old"])
+        q = np.percentile(s_ / o_, [50, 10, 90])
+        print(f"| {G} | {len(seen)} | {o_.mean() * 1e3:.3f} ms | {s_.mean() * 1e3:.3f} ms | "
+              f"{s_.sum() / o_.sum():.3f} | "
+              f"{q[0]:.3f} | {q[1]:.3f} | {q[2]:.3f} |", flush=True)
     print(f"CPU: {cpu_model()}")
 
 
