@@ -131,6 +131,7 @@ class Recorder:
         self.cur: dict | None = None
         self.captured: list[tuple] = []  # placement calls kept for the greedy replay
         self.stride = 1  # capture every stride-th call
+        self.constants = (2e-8,)  # greedy seconds per unit at which auto's choice is reported (--constants)
         self.estimates = 0  # calls of the predictor's decode_estimate (a copy each for the oracle)
 
     def add(self, phase: str, dt: float) -> None:
@@ -232,6 +233,8 @@ def install():
         REC.add(f"chose {chosen}", 1.0)
         REC.add(f"time {chosen}", dt)  # the in-run seconds per unit of U n_T (cold caches, as auto meets them)
         REC.add(f"work {chosen}", float(U) * float(np.count_nonzero(free)))
+        REC.add("auto work", float(U) * float(np.count_nonzero(free)))  # auto's inputs: its choice at any constant
+        REC.add("auto step", float(step_s))
         life, w = terms.kernel_arrays(base, sizes.shape[0])
         t1 = clock()  # the set-up, replayed on the same inputs
         b = solver_loads(base)
@@ -269,8 +272,12 @@ def summarize(calls: list[dict]) -> dict:
     chose = {k[6:]: int(get(k).sum()) for k in {k for c in calls for k in c if k.startswith("chose ")}}
     greedy_work = get("work greedy").sum()
     in_run = get("time greedy").sum() / greedy_work if greedy_work else float("nan")
-    return {"calls": len(calls), "mean": tot.mean(), "greedy_s_per_unit": in_run, "p99": np.percentile(tot, 99),
-            "U": U.mean(),
+    work, step_s = get("auto work"), get("auto step")
+    placed = work > 0
+    would = {c: float(np.mean(c * work[placed] <= placement_mod.AUTO_STEP_SHARE * step_s[placed]))
+             for c in REC.constants}
+    return {"calls": len(calls), "mean": tot.mean(), "greedy_s_per_unit": in_run, "would": would,
+            "p99": np.percentile(tot, 99), "U": U.mean(),
             "ns_per_U": 1e9 * tot.sum() / U.sum(), "phases": {k: v.mean() for k, v in ph.items()},
             "rebuild_parts": parts, "chose": chose}
 
@@ -303,12 +310,15 @@ def main():
     ap.add_argument("--per-worker", type=int, default=PER_WORKER)
     ap.add_argument("--per-worker-large", type=int, default=PER_WORKER_LARGE)
     ap.add_argument("--greedy-replay", type=int, default=8)
+    ap.add_argument("--constants", default="2e-8,8e-8,2e-7",
+                    help="greedy seconds per unit at which auto's choice over the run's calls is reported")
     ap.add_argument("--paired", type=int, default=0, help="rounds of the skip pointer's paired timing (0: none)")
     ap.add_argument("--clock", choices=("perf", "process"), default="perf",
                     help="perf: time.perf_counter (wall); process: time.process_time (CPU, less sensitive to a "
                          "loaded machine)")
     args = ap.parse_args()
     global clock
+    REC.constants = tuple(float(c) for c in args.constants.split(","))
     clock = time.perf_counter if args.clock == "perf" else time.process_time
     t = load_trace("burstgpt")
     warm_kernels(DEFAULT_SCENARIOS, stream=io.StringIO())
@@ -355,7 +365,9 @@ def main():
               f"(left out); library's own mean call {lib * 1e3:.3f} ms (first included); "
               f"predictor decode_estimate computed {est}x in the run"
               + (f"; greedy in the run (its calls, set-up included) {s['greedy_s_per_unit']:.2e} s per unit of U n_T"
-                 if np.isfinite(s["greedy_s_per_unit"]) else ""))
+                 if np.isfinite(s["greedy_s_per_unit"]) else "")
+              + "; auto would run the greedy on " + ", ".join(f"{v:.0%} of the calls at {c:g} s/unit"
+                                                            for c, v in s["would"].items()))
     if any(replays.values()):
         print()
         print(f"Greedy replay (best of 3, interleaved with the heap; library GREEDY_S_PER_UNIT = "
