@@ -172,3 +172,21 @@ def test_new_request_lifetimes_are_kept_per_estimate_and_follow_a_new_one(new_re
     np.testing.assert_array_equal(p._new_lifetimes(e2[:3], 4, 3), expect(e2[:3], 4, 3))
     with pytest.raises(ValueError):
         p._new_lifetimes(e2, 4, 4)[0] = 99
+
+
+def test_oracle_estimate_is_a_read_only_view():
+    """The oracle's estimate is the decode lengths without a copy (issue 40: one array of
+    N values a run), read-only, and the caller's array stays as it was (writeable)."""
+    o = np.arange(1, 2001, dtype=np.int64)
+    est = make_predictor("oracle").decode_estimate(o)
+    assert np.array_equal(est, o) and np.shares_memory(est, o)
+    with pytest.raises(ValueError):
+        est[0] = 5
+    assert o.flags.writeable and o[0] == 1
+    small = np.arange(1, 11, dtype=np.int32)  # another type: a converted, still read-only array
+    est = make_predictor("oracle").decode_estimate(small)
+    assert est.dtype == np.int64 and np.array_equal(est, small) and not est.flags.writeable
+    policy = make_policy("bfio")
+    w = Workload(np.full(40, 100), np.arange(1, 41))
+    simulate(w, 2, 4, policy, show_progress=False)
+    assert not policy._decode_estimate(w).flags.writeable

@@ -15,12 +15,19 @@ BUCKET_VALUES = (32, 160, 640, 2048)
 
 
 class OraclePredictor(Predictor):
-    """True decode lengths: ``r_i = o_i - tau_i``."""
+    """True decode lengths: ``r_i = o_i - tau_i``.
+
+    The estimate is a read-only view of ``decode`` (int64; a copy only when
+    ``decode`` is of another type), not a copy: one array of ``N`` values a run
+    (12 MB at ``N = 1.5M``) that no caller writes to, and writing to it raises
+    (issue 40). ``decode`` is a workload's, which nothing changes in place."""
 
     name = "oracle"
 
     def decode_estimate(self, decode):
-        return np.asarray(decode, dtype=np.int64).copy()
+        out = np.asarray(decode, dtype=np.int64).view()
+        out.flags.writeable = False
+        return out
 
 
 class NoisyPredictor(Predictor):
