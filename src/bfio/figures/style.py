@@ -267,17 +267,28 @@ def save(fig, *paths, dpi: float | None = None) -> None:
     naming the files (``bfio.figures``; the pipeline's figure logs), never silently.
 
     The figure is laid out once (issue 42): the overlap check's layout
-    (:func:`text_overlaps` draws it without rendering) gives the tight box every
-    file is cut to (:func:`laid_out_box`), and the figure's layout engine (the
-    placeholder ``tight_layout`` leaves, or a constrained layout, already applied
-    by that draw) is removed, so each ``savefig`` renders once instead of laying
-    the figure out again first (``bbox_inches="tight"`` or an engine: a second
-    draw per file). The cut is measured at the figure's dpi, not at each file's:
-    a PNG's size may differ from ``bbox_inches="tight"``'s by a few pixels."""
+    (:func:`text_overlaps` draws it without rendering, at the dpi the PNG is
+    saved at) gives the tight box every file is cut to (:func:`laid_out_box`),
+    and the figure's layout engine (the placeholder ``tight_layout`` leaves, or a
+    constrained layout, already applied by that draw) is removed, so each
+    ``savefig`` renders once instead of laying the figure out again first
+    (``bbox_inches="tight"`` or an engine: a second draw per file). The box is
+    measured with the raster renderer, not each file's: a PNG is the one
+    ``bbox_inches="tight"`` saves (pixel for pixel on the first look's figures), a
+    PDF's page may be a few points larger or smaller (up to 10 pt wider where a long
+    legend's text measures wider on the raster renderer than in the PDF; the
+    content is the same, the 0.1 in pad keeps every text inside)."""
     import logging
 
     log = logging.getLogger("bfio.figures")
-    overlaps = text_overlaps(fig)
+    # laid out at the PNG's dpi (savefig's), so the box measured is the one a PNG needs;
+    # the overlap tolerance (1 pixel at the figure's dpi) scaled with it
+    out_dpi = dpi if dpi is not None else plt.rcParams["savefig.dpi"]
+    scale = 1.0
+    if out_dpi != "figure" and float(out_dpi) != fig.dpi:
+        scale = float(out_dpi) / fig.dpi
+        fig.dpi = float(out_dpi)
+    overlaps = text_overlaps(fig, tolerance_px=scale)
     if overlaps:
         log.warning("overlapping text in %s: %s", ", ".join(map(str, paths)), "; ".join(overlaps[:10]))
     crowded = crowded_panels(fig)
