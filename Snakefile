@@ -32,7 +32,7 @@ configfile: "config/config.yaml"
 # A named run (README "Bring your own trace"): a --configfile that sets
 # run_name replaces config/config.yaml instead of extending it, and the run
 # works in runs/<run_name>/ so the default run's outputs are never touched.
-from bfio.config import named_run
+from bfio.pipeline.config import named_run
 
 NAMED_RUN_DIR = named_run(config, workflow.config_settings.overwrite_config)
 if NAMED_RUN_DIR:

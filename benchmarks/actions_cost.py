@@ -25,9 +25,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from bfio.capacity import trace_capacity
+from bfio.engine.capacity import trace_capacity
 from bfio.simulator import simulate
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACES = {"burstgpt": os.environ.get("BURSTGPT", "results/traces/burstgpt.parquet"),
           "longbench": os.environ.get("LONGBENCH", "results/traces/longbench.parquet")}

@@ -18,20 +18,20 @@ import time
 
 import numpy as np
 
-from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
-from bfio.run_keys import row_key
+from bfio.runs.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
+from bfio.lookahead.run_keys import row_key
 from bfio.simulator import simulate
 from bfio.solvers.random_instances import random_instance
 from bfio.studies.agreement import capture_instances, gap_summary, gap_table
 from bfio.traces import load_trace
-from bfio.workload import Workload, draw_workload
+from bfio.workloads.workload import Workload, draw_workload
 
 FRESH = """
 import time
 t0 = time.perf_counter()
 import numpy as np
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 t1 = time.perf_counter()
 w = Workload(prefill=np.arange(100, 108), decode=np.arange(1, 9))
 r = simulate(w, 2, 2, "bfio", policy_options={"horizon": 20, "admission": "free", **OPTIONS})

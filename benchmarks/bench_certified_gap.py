@@ -53,7 +53,7 @@ from bfio.solvers import solve, trivial_bound
 from bfio.solvers.bounds import lp_bound
 from bfio.solvers.instance import Instance
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 
 SLOTS = 72
 PER_WORKER = 1_500

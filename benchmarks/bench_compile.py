@@ -3,7 +3,7 @@
 Two fresh processes share an empty numba cache (``NUMBA_CACHE_DIR`` set to a new
 temporary directory, so an existing cache is neither read nor touched):
 
-1. ``compile``: runs ``bfio compile``'s scenarios (:mod:`bfio.kernels_warmup`:
+1. ``compile``: runs ``bfio compile``'s scenarios (:mod:`bfio.pipeline.kernels_warmup`:
    the kernels of runs with default options; ``--all``: every scenario, the
    options' and the theory checks' too, as the pipeline's compile jobs) and times each kernel's compiles (numba's ``numba:compile`` events; a
    kernel's own time, without the callees compiled inside it, in wall and in
@@ -39,7 +39,7 @@ def _name(dispatcher) -> str:
 
 def _scenarios(every: bool) -> tuple:
     """``bfio compile``'s scenarios, or with ``every`` all of them."""
-    import bfio.kernels_warmup as kw
+    import bfio.pipeline.kernels_warmup as kw
 
     return kw.SCENARIOS if every else kw.DEFAULT_SCENARIOS
 
@@ -67,7 +67,7 @@ def _record_compiles(every: bool) -> list[dict]:
                             "self_s": total - child, "total_s": total, "self_cpu_s": cpu - child_cpu})
 
     event.register("numba:compile", Compiles())
-    from bfio.kernels_warmup import warm
+    from bfio.pipeline.kernels_warmup import warm
 
     warm(_scenarios(every), stream=sys.stderr)
     return records
@@ -90,7 +90,7 @@ def _dispatchers() -> list:
 def _record_loads(every: bool) -> list[dict]:
     """Run the warm-up scenarios with every kernel in the cache; one record per
     specialization loaded (kernel, argument types, seconds)."""
-    import bfio.kernels_warmup as kw
+    import bfio.pipeline.kernels_warmup as kw
 
     # import every kernel module first (the scenarios' imports), then time each cache's loads
     kw.warm(scenarios=(), stream=sys.stderr)

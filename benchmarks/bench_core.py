@@ -11,10 +11,10 @@ at 1,500 req/s, instant dispatch with vllm_dp <= 2 s.
 import argparse
 import time
 
-from bfio.paper import TABLE_SETTINGS
+from bfio.runs.paper import TABLE_SETTINGS
 from bfio.simulator import simulate
 from bfio.traces import load_trace
-from bfio.workload import Workload, draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, draw_workload, poisson_arrivals, with_arrivals
 
 TARGETS = [("table1", "fcfs", 0.15), ("table1", "jsq_tokens", 0.3), ("table2", "fcfs", 0.6),
            ("table2", "jsq_tokens", None)]

@@ -27,9 +27,9 @@ from bfio.solvers.fast import solve_fast
 from bfio.solvers.instance import Instance
 from bfio.solvers import objective
 from bfio.solvers.instance import forced_mask
-from bfio.discount import DEFAULT_DISCOUNT, effective_horizon, offset_weights
+from bfio.lookahead.discount import DEFAULT_DISCOUNT, effective_horizon, offset_weights
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 
 SLOTS = 72
 
@@ -62,7 +62,7 @@ def main():
     # per call: the base loads of the whole window are rebuilt by re-running the cut-off
     # run and capturing each call's whole-window loads
     gaps = []
-    from bfio.profiles import predicted_loads
+    from bfio.lookahead.profiles import predicted_loads
 
     def per_call(self, state, est, U):
         base_full = predicted_loads(state.slot_request, state.workload.prefill, state.generated, est, H)

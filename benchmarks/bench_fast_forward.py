@@ -46,7 +46,7 @@ TIMING_KEYS = ("wall_s", "route_s_p50", "route_s_p99", "route_s_total", "solver_
 
 def _workload(trace_name, n, mode, x):
     from bfio.traces import load_trace
-    from bfio.workload import draw_workload, poisson_arrivals, replay_workload, with_arrivals
+    from bfio.workloads.workload import draw_workload, poisson_arrivals, replay_workload, with_arrivals
 
     t = load_trace(trace_name)
     if mode == "trace":
@@ -69,7 +69,7 @@ def _fingerprint(result) -> dict:
 def run_cases(columns, repeat):
     """``{label: {column: (best wall s, best CPU s, fingerprint, steps)}}`` for ``columns``."""
     from bfio.simulator import simulate
-    from bfio.workload import Workload
+    from bfio.workloads.workload import Workload
 
     has_ff = "fast_forward" in inspect.signature(simulate).parameters
     tiny = Workload(np.array([3, 4]), np.array([2, 1]), np.array([0.0, 1.0]))

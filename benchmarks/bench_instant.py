@@ -12,7 +12,7 @@ Target (issue 30): at most 0.1 ms an arrival at G = 64.
 
 from bfio.simulator import simulate
 from bfio.traces import load_trace
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 N = 6_000
 

@@ -60,7 +60,7 @@ else:
 #: One tiny simulation with BF-IO's defaults: numba's start and the default kernels' cache loads.
 FIRST_RUN = """
 from bfio.simulator import simulate
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 import numpy as np
 rng = np.random.default_rng(7)
 w = draw_workload(rng.integers(16, 2000, 200).astype(np.int64), rng.integers(1, 60, 200).astype(np.int64), 48, seed=1)

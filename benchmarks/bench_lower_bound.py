@@ -30,7 +30,7 @@ from bfio.simulator import simulate
 from bfio.solvers import solve, trivial_bound
 from bfio.solvers.bounds import lp_bound
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 
 SLOTS = 72
 PER_WORKER = 1_500

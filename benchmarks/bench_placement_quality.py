@@ -6,7 +6,7 @@ configuration ``placement/admission``, for each ``G`` and seed: AvgImbalance,
 throughput and the longest wait (steps) of every configuration, and the paired
 relative difference against the reference (the first configuration, by default
 today's library default ``greedy/aging:200``) as a mean over seeds with its 95%
-interval (:func:`bfio.tables.mean_ci`, Student t).
+interval (:func:`bfio.runs.tables.mean_ci`, Student t).
 
     python benchmarks/bench_placement_quality.py [--workers 256,1024] [--seeds 42,1,2,3,4] [--per-worker 1500]
         [--configs greedy/aging:200,auto/aging:200,greedy/drain:100,auto/drain:100]
@@ -19,9 +19,9 @@ import argparse
 import numpy as np
 
 from bfio.simulator import simulate
-from bfio.tables import mean_ci
+from bfio.runs.tables import mean_ci
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 
 SLOTS = 72
 METRICS = ("avg_imbalance", "throughput", "wait_steps_max")

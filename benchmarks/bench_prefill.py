@@ -13,11 +13,11 @@ Target (issue 32): with prefill and caches, at most 3x the run without them.
 import argparse
 import time
 
-from bfio.prefill import PrefillModel
-from bfio.prefix import cache_capacity_blocks
+from bfio.engine.prefill import PrefillModel
+from bfio.engine.prefix import cache_capacity_blocks
 from bfio.simulator import simulate
 from bfio.traces import load_trace
-from bfio.workload import draw_workload, replay_workload
+from bfio.workloads.workload import draw_workload, replay_workload
 
 SLOTS = 72
 

@@ -4,7 +4,7 @@ BurstGPT drawn as in the paper's Table 2 (``N = 1,500 G`` requests by default,
 ``B = 72``, seed 42, oracle predictor), FCFS against BF-IO with the library
 defaults at ``H = 20`` and each ``placement`` (:data:`bfio.solvers.PLACEMENTS`:
 ``greedy``, the default, and ``heap``), for each ``G``: whole-run wall time
-(warm: every kernel a default run reaches loaded first, :data:`bfio.kernels_warmup.DEFAULT_SCENARIOS`,
+(warm: every kernel a default run reaches loaded first, :data:`bfio.pipeline.kernels_warmup.DEFAULT_SCENARIOS`,
 and a small run done; FCFS the faster of two runs),
 the ratio BF-IO / FCFS, BF-IO's routing call (mean, p50, p99) and the mean
 decode step of the BF-IO run, with the call's share of a step; at the end the
@@ -28,11 +28,11 @@ import time
 
 import numpy as np
 
-from bfio.kernels_warmup import DEFAULT_SCENARIOS, warm as warm_kernels
+from bfio.pipeline.kernels_warmup import DEFAULT_SCENARIOS, warm as warm_kernels
 from bfio.simulator import simulate
 from bfio.solvers import PLACEMENTS
 from bfio.traces import load_trace
-from bfio.workload import Workload, draw_workload
+from bfio.workloads.workload import Workload, draw_workload
 
 SLOTS = 72
 PER_WORKER = 1_500

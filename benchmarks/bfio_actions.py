@@ -13,7 +13,7 @@ earlier measurements:
   that ``benchmarks/rank_pause.py`` chose on seeds 100-109 (500 blocks);
 - ``transfer_nvlink``: the same over one direction of an H100's NVLink 4
   (450 GB/s, :data:`NVLINK_GBPS`), ranks of one node;
-- ``recompute``: the step with chunked prefill (:class:`bfio.prefill.PrefillModel`'s
+- ``recompute``: the step with chunked prefill (:class:`bfio.engine.prefill.PrefillModel`'s
   defaults), 1,000 requests (``benchmarks/migration.py``'s setting), a migrated
   request's prompt and output so far prefilled again; DyntraLB is not modelled
   with the prefill model, so ROLL at the threshold ``benchmarks/migration.py``
@@ -46,12 +46,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bfio.capacity import trace_capacity
+from bfio.engine.capacity import trace_capacity
 from bfio.ground.constants import PaperConstants
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS
 from bfio.simulator import simulate
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACE = os.environ.get("LONGBENCH", "results/traces/longbench.parquet")
 TUNE_SEEDS, REPORT_SEEDS = range(100, 110), (42, 1, 2, 3, 4)

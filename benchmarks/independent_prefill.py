@@ -10,7 +10,7 @@ studies' oracle-free predictor ``prompt_survival``).
 The regime is the goodput study's calibrated one (A100 Llama-2-7B step, chunks of
 2,048 tokens, 110,000 KV tokens a rank, vLLM preemption); the offered rate is
 ``load`` (default 0.7, fixed before measuring) times the lockstep regime's capacity
-(:func:`bfio.capacity.trace_capacity`), the same for both barriers. Traces:
+(:func:`bfio.engine.capacity.trace_capacity`), the same for both barriers. Traces:
 ``$BURSTGPT`` / ``$LONGBENCH_V1`` (default ``results/traces/<name>.parquet``;
 LongBench v1's lengths, as the goodput study's calibrated regime, since a v2
 prompt exceeds a rank's KV memory). Seeds: 42, 1, 2 (reporting only; nothing is
@@ -29,11 +29,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from bfio.capacity import trace_capacity
-from bfio.prefill import PrefillModel
+from bfio.engine.capacity import trace_capacity
+from bfio.engine.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACES = {"burstgpt": (os.environ.get("BURSTGPT", "results/traces/burstgpt.parquet"), 3000),
           "longbench_v1": (os.environ.get("LONGBENCH_V1", "results/traces/longbench_v1.parquet"), 1000)}

@@ -8,7 +8,7 @@
 
 ``run`` simulates the online study's settings (``config/config.yaml``, section
 ``online``: trace, N, G; B = ``slots``; Poisson arrivals at ``load`` x the
-model's capacity, :func:`bfio.capacity.trace_capacity`, as the study's
+model's capacity, :func:`bfio.engine.capacity.trace_capacity`, as the study's
 ``load_basis: capacity``; replay settings at their ``time_scales``) under the
 online study's rows (its ``variants``) and this script's candidate rows
 (:data:`CANDIDATES`), every seed: the same seed gives the same workload and
@@ -73,9 +73,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from bfio.capacity import trace_capacity
-from bfio.run import ArrivalSpec, RunSpec
-from bfio.runner import build_workload, simulate_run
+from bfio.engine.capacity import trace_capacity
+from bfio.runs.run import ArrivalSpec, RunSpec
+from bfio.runs.runner import build_workload, simulate_run
 from bfio.ground.student_t import t_quantile
 
 #: the production routers the "best router" is chosen from (the best at every

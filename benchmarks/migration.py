@@ -7,7 +7,7 @@ instant dispatch, in two step models:
 - ``transfer``: the paper's step (as ``benchmarks/rank_pause.py``), a migrated
   request's KV sent over a 400 Gb/s link at Llama-2-7B's 512 KiB a token, the
   barrier waiting for it (:mod:`bfio.sim.transfer`);
-- ``recompute``: the step with chunked prefill (:class:`bfio.prefill.PrefillModel`'s
+- ``recompute``: the step with chunked prefill (:class:`bfio.engine.prefill.PrefillModel`'s
   defaults), a migrated request's prompt and output so far prefilled again, as
   ROLL does; the rate is the same share of that step's capacity.
 
@@ -29,11 +29,11 @@ import time
 
 import pandas as pd
 
-from bfio.capacity import trace_capacity
-from bfio.prefill import PrefillModel
+from bfio.engine.capacity import trace_capacity
+from bfio.engine.prefill import PrefillModel
 from bfio.sim.migration import ROLL_DEFAULTS
 from bfio.simulator import simulate
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACE = os.environ.get("LONGBENCH", "results/traces/longbench.parquet")
 TUNE_SEEDS, REPORT_SEEDS = range(100, 110), (42, 1, 2, 3, 4)

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from bfio.capacity import trace_capacity
-from bfio.prefill import PrefillModel
+from bfio.engine.capacity import trace_capacity
+from bfio.engine.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACES = {"paper": os.environ.get("LONGBENCH", "results/traces/longbench.parquet"),
           "calibrated": os.environ.get("LONGBENCH_V1", "results/traces/longbench_v1.parquet")}

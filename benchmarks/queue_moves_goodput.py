@@ -13,12 +13,12 @@ from dataclasses import replace
 import pandas as pd
 import yaml
 
-from bfio.experiments import read_trace_table
-from bfio.goodput import goodput
-from bfio.run import ArrivalSpec, RunSpec, policy_defaults
-from bfio.runner import run_batch
+from bfio.runs.experiments import read_trace_table
+from bfio.studies.goodput import goodput
+from bfio.runs.run import ArrivalSpec, RunSpec, policy_defaults
+from bfio.runs.runner import run_batch
 from bfio.studies.goodput_study import regime_capacity, regimes, setting_slo
-from bfio.tables import mean_ci
+from bfio.runs.tables import mean_ci
 
 cfg = yaml.safe_load(open("config/config.yaml"))
 sec = cfg["goodput"]

@@ -21,9 +21,9 @@ import time
 
 import pandas as pd
 
-from bfio.capacity import trace_capacity
+from bfio.engine.capacity import trace_capacity
 from bfio.simulator import simulate
-from bfio.workload import draw_workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import draw_workload, poisson_arrivals, with_arrivals
 
 TRACE = os.environ.get("LONGBENCH", "results/traces/longbench.parquet")
 TUNE_SEEDS, REPORT_SEEDS = range(100, 110), (42, 1, 2, 3, 4)

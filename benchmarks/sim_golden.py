@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bfio.prefill import PrefillModel
-from bfio.sessions import session_requests
+from bfio.engine.prefill import PrefillModel
+from bfio.workloads.sessions import session_requests
 from bfio.simulator import simulate
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 TIMING_PREFIXES = ("wall_s", "route_s_", "solver_s_")
 

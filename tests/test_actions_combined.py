@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.sim.migration import Migration
 from bfio.sim.moves import QueueMoves
 from bfio.simulator import simulate
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 STATIC = {"mode": "static", "start_step": 0}

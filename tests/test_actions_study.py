@@ -12,7 +12,7 @@ from matplotlib.colors import to_rgb
 
 from bfio.ground.errors import ConfigError
 from bfio.ground.metrics import action_metrics
-from bfio.run import RunSpec, resolve_row, variant_actions
+from bfio.runs.run import RunSpec, resolve_row, variant_actions
 from bfio.studies.actions_study import plan, validate_section
 from bfio.studies.goodput_study import run_goodput
 from bfio.studies.goodput_summary import goodput_markdown, summarize_goodput

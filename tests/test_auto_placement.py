@@ -14,7 +14,7 @@ from bfio.simulator import simulate
 from bfio.solvers import PLACEMENTS, solve
 from bfio.solvers.placement import AUTO_STEP_SHARE, GREEDY_S_PER_UNIT, INSTANCE_SLOTS, resolve_placement
 from bfio.solvers.random_instances import random_instance
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def test_auto_is_a_registered_placement():

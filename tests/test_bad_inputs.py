@@ -17,7 +17,7 @@ import yaml
 
 from bfio.cli import main
 from bfio.ground.errors import ConfigError
-from bfio.config import validate_config
+from bfio.pipeline.config import validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

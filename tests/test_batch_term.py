@@ -17,7 +17,7 @@ from bfio.solvers.dispatch import bind
 from bfio.solvers.objective import ObjectiveTerms, imbalance_objective
 from bfio.solvers.terms import CallWindow, batch, call_terms
 from bfio.step_model import StepCoefficients
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 #: a step like the A100 Llama-2-7B fit: a request weighs (a_n + beta) / a_kv = 180 KV tokens
 COEF = StepCoefficients(alpha=7e-3, a_kv=3e-7, a_n=2e-7, a_p=6e-5, a_p2=0.0, beta=5.38e-5, comm=4e-5)

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from bfio.predictors import ERROR_MODELS, PREDICTORS, REMAINING
-from bfio.profiles import predicted_loads
+from bfio.lookahead.profiles import predicted_loads
 from bfio.simulator import simulate
 from bfio.solvers.dispatch import bind, queue_profiles
 from bfio.solvers.objective import ObjectiveTerms, imbalance_objective
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 
 def test_a_queued_request_enters_the_slot_freed_first():

@@ -12,14 +12,14 @@ import pytest
 
 from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.sim.dispatch import InstantDispatch
 from bfio.sim.migration import BFIO_DEFAULTS, MIGRATIONS, RULES
 from bfio.sim.state import ClusterState
 from bfio.simulator import simulate
 from bfio.solvers.migration_plan import MigrationCost, plan_migrations
 from bfio.solvers.objective import ObjectiveTerms, imbalance_objective
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 H = 10
@@ -92,7 +92,7 @@ def _dispatch(kv="transfer", loads=(900_000, 100_000), options=None):
     work = Workload(np.array([20_000, 880_000, 100_000]), np.array([100, 100, 100]))
     st = ClusterState.empty(work, 2, 4)
     prefill = PrefillModel() if kv == "recompute" else None
-    from bfio.prefill import Prefill
+    from bfio.engine.prefill import Prefill
 
     chunked = None if prefill is None else Prefill(prefill, work, 2, 4)
     d = InstantDispatch(st, make_policy("bfio", horizon=20), chunked, 1e-7, migration="bfio",
@@ -213,8 +213,8 @@ def test_a_recompute_costs_only_what_the_destination_has_not_cached_and_is_charg
     """Issue 45: a migrated request whose prompt's leading blocks the destination
     caches recomputes its uncached prompt and its generated tokens; the planner's
     cost and the simulator's charge read one formula (``Prefill.resume_tokens``)."""
-    from bfio.prefill import Prefill
-    from bfio.prefix import PrefixBlocks
+    from bfio.engine.prefill import Prefill
+    from bfio.engine.prefix import PrefixBlocks
 
     work = Workload(np.array([256, 64]), np.array([100, 100]), blocks=PrefixBlocks.from_lists([[1, 2, 3, 4], [9]], 64))
     st = ClusterState.empty(work, 2, 4)
@@ -242,7 +242,7 @@ def test_a_recompute_costs_only_what_the_destination_has_not_cached_and_is_charg
 def test_a_run_recomputes_what_the_planner_costed():
     """A whole run with prefix caches (GRPO groups): every migration's recompute, as the
     planner costs it when it migrates, is what the simulator charged."""
-    from bfio.sessions import session_requests
+    from bfio.workloads.sessions import session_requests
 
     rng = np.random.default_rng(4)
     s, o = rng.integers(500, 8000, 48), rng.integers(5, 120, 48)

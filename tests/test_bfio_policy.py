@@ -14,7 +14,7 @@ from bfio.policies import make_policy
 from bfio.predictors import make_predictor
 from bfio.simulator import simulate
 from bfio.solvers.brute import brute_force
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def small_workload(n=300, seed=0):
@@ -67,8 +67,8 @@ def test_default_admission_bounds_the_starvation_free_admission_allows():
     that waited N steps once a slot frees after 2N steps at the latest; ``free`` lets it
     wait longer. An exact
     backend, which cannot drain, defaults to ``aging:200``."""
-    from bfio.admission import DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
-    from bfio.admission import parse_admission
+    from bfio.lookahead.admission import DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
+    from bfio.lookahead.admission import parse_admission
 
     mode, n_steps = parse_admission(DEFAULT_ADMISSION)
     assert mode == "drain"
@@ -86,7 +86,7 @@ def test_default_admission_bounds_the_starvation_free_admission_allows():
 def test_default_admission_is_the_starvation_studys_proposal():
     """The default is the admission the starvation study judges as the proposed
     default (its table says whether it meets issue 40's rule)."""
-    from bfio.admission import DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
+    from bfio.lookahead.admission import DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     assert DEFAULT_ADMISSION in cfg["starvation"]["admissions"]
@@ -97,7 +97,7 @@ def test_default_admission_is_the_starvation_studys_proposal():
 def test_default_horizon_reaches_the_default_objectives_window():
     """Issue 40: ``--policy bfio`` looks ahead by default, at least as far as the
     default discount weighs (the fast solver's effective window)."""
-    from bfio.discount import OBJECTIVES, effective_horizon
+    from bfio.lookahead.discount import OBJECTIVES, effective_horizon
 
     policy = make_policy("bfio")
     reach = effective_horizon(10**6, OBJECTIVES["default"]["discount"])

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from bfio.ground.errors import ChecksumError, ConfigError, TraceError
-from bfio.config import named_run, trace_specs, validate_config
-from bfio.experiments import prepare_trace
+from bfio.pipeline.config import named_run, trace_specs, validate_config
+from bfio.runs.experiments import prepare_trace
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

@@ -1,4 +1,4 @@
-"""The model's capacity and the step time lost to imbalance (issue 44, ``bfio.capacity``, ``bfio.ground.imbalance_share``)."""
+"""The model's capacity and the step time lost to imbalance (issue 44, ``bfio.engine.capacity``, ``bfio.ground.imbalance_share``)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bfio.capacity import capacity, largest_request_loads, request_work
+from bfio.engine.capacity import capacity, largest_request_loads, request_work
 from bfio.ground.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, imbalance_share, imbalance_share_of_runs, with_imbalance_share
 from bfio.ground.constants import PaperConstants
 from bfio.ground.errors import ConfigError
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def test_request_work_sums_the_gating_loads():

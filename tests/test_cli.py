@@ -238,7 +238,7 @@ def _readme_quick_start_calls():
 
 def test_readme_quick_start_uses_files_it_creates_and_the_tables_admission():
     from bfio.cli import build_parser
-    from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS
+    from bfio.runs.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS
 
     text, calls = _readme_quick_start_calls()
     assert calls

@@ -1,4 +1,4 @@
-"""Closed-loop arrivals (issue 32, :mod:`bfio.closed_loop`): a turn is sent its
+"""Closed-loop arrivals (issue 32, :mod:`bfio.workloads.closed_loop`): a turn is sent its
 think time after the previous turn completes."""
 
 import numpy as np
@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bfio.closed_loop import ClosedLoopArrivals, FollowUps
+from bfio.workloads.closed_loop import ClosedLoopArrivals, FollowUps
 from bfio.ground.errors import ConfigError
-from bfio.prefill import PrefillModel
-from bfio.sessions import session_requests
+from bfio.engine.prefill import PrefillModel
+from bfio.workloads.sessions import session_requests
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 RNG = np.random.default_rng(0)
 PROMPTS, OUTPUTS = RNG.integers(100, 3000, 300), RNG.integers(5, 400, 300)

@@ -2,7 +2,7 @@
 schemas define it (workflow/schemas/config.schema.yaml, and theory.schema.yaml
 for the ``theory`` section), with the default the schema fills in: no key
 missing, none stale, no default out of date (issue 28). The rows of the keys
-the run parameters declare are derived (:mod:`bfio.config_readme`,
+the run parameters declare are derived (:mod:`bfio.pipeline.config_readme`,
 ``tests/test_run_parameters.py``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bfio.config_readme import NO_DEFAULT, render, schema_keys
+from bfio.pipeline.config_readme import NO_DEFAULT, render, schema_keys
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "workflow" / "schemas"
@@ -79,8 +79,8 @@ def problems(keys: dict, rows: list[tuple[str, str]]) -> list[str]:
 def _schemas() -> tuple[dict, dict]:
     """The schemas as a config is validated against them: the policy sections
     (``bfio``, ``policy_options``) derived from the policies' option declarations
-    and the enums from the registries (:func:`bfio.config._registry_enums`)."""
-    from bfio.config import _registry_enums
+    and the enums from the registries (:func:`bfio.pipeline.config._registry_enums`)."""
+    from bfio.pipeline.config import _registry_enums
 
     config, theory = (yaml.safe_load((SCHEMAS / name).read_text())
                       for name in ("config.schema.yaml", "theory.schema.yaml"))
@@ -236,10 +236,10 @@ def test_the_check_reports_a_policy_default_the_readme_does_not_match(edit, expe
 
 
 def test_paper_bfio_options_are_the_config_bfio_section():
-    """Issue 28: :data:`bfio.paper.PAPER_BFIO_OPTIONS` (the paper's BF-IO options, as the
+    """Issue 28: :data:`bfio.runs.paper.PAPER_BFIO_OPTIONS` (the paper's BF-IO options, as the
     tests run the paper's rows) is the ``bfio`` section of config/config.yaml (what
     the pipeline's paper rows run), key for key."""
-    from bfio.paper import PAPER_BFIO_OPTIONS
+    from bfio.runs.paper import PAPER_BFIO_OPTIONS
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     assert config["bfio"] == PAPER_BFIO_OPTIONS

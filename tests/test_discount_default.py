@@ -15,7 +15,7 @@ import pytest
 from bfio.ground.errors import ConfigError
 from bfio.solvers.instance import Instance, InstanceError, instance_from_state, load_instance
 from bfio.solvers.objective import ObjectiveTerms
-from bfio.discount import OBJECTIVES, UNDISCOUNTED, offset_weights
+from bfio.lookahead.discount import OBJECTIVES, UNDISCOUNTED, offset_weights
 
 
 def test_every_default_discount_is_the_constant():

@@ -1,4 +1,4 @@
-"""bfio.download: fetching a pinned file from a local HTTP server on the
+"""bfio.traces.download: fetching a pinned file from a local HTTP server on the
 loopback interface (tests/trace_server.py) that serves it, corrupts it, drops
 the connection mid-file or never answers; and the CLI's ``--download``."""
 
@@ -14,7 +14,7 @@ import pytest
 from trace_server import TraceServer, corrupted
 
 from bfio.cli import main
-from bfio.download import BASE_URL_ENV, base_url, fetch, fetch_trace, trace_url
+from bfio.traces.download import BASE_URL_ENV, base_url, fetch, fetch_trace, trace_url
 from bfio.ground.errors import ChecksumError, DownloadError
 from bfio.traces.registry import KNOWN_TRACES, TraceSpec
 
@@ -210,7 +210,7 @@ def test_simulate_download_refetches_a_corrupted_download(data_dir, tmp_path, ca
 
 def test_pipeline_checksum_error_says_how_to_recover(tmp_path):
     from bfio.ground.errors import ChecksumError
-    from bfio.experiments import prepare_trace
+    from bfio.runs.experiments import prepare_trace
 
     bad = tmp_path / "burst.json"
     bad.write_text("{}")
@@ -242,10 +242,10 @@ def test_traces_lists_present_missing_downloadable(data_dir, tmp_path, capsys, m
 
 # -- issue 26, items 14 and 15: an overall deadline, a size cap, no stale partial files -----------
 def test_a_trickling_server_hits_the_attempts_deadline(served, tmp_path, monkeypatch):
-    import bfio.download
+    import bfio.traces.download
 
     root, data, digest = served
-    monkeypatch.setattr(bfio.download, "DEADLINE_TIMEOUTS", 4)  # 4 x 0.5 s per attempt
+    monkeypatch.setattr(bfio.traces.download, "DEADLINE_TIMEOUTS", 4)  # 4 x 0.5 s per attempt
     dest = tmp_path / "out" / "file.bin"
     t0 = time.monotonic()
     with TraceServer(root, "trickle") as srv:

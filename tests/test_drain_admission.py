@@ -11,8 +11,8 @@ from bfio.policies import make_policy
 from bfio.policies.drain import plan_drain
 from bfio.solvers.fast import worker_costs
 from bfio.simulator import simulate
-from bfio.admission import parse_admission
-from bfio.workload import Workload
+from bfio.lookahead.admission import parse_admission
+from bfio.workloads.workload import Workload
 
 N_DUE = 20  # drain:N of the simulation tests
 HORIZON = 10

@@ -10,7 +10,7 @@ import bfio.policies.bfio as bfio_module
 from bfio.policies.drain import _best_worker
 from bfio.simulator import simulate
 from bfio.solvers.fast import worker_costs
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def _reference(base, E, s, lf, G, w, skip, room):

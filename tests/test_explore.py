@@ -1,4 +1,4 @@
-"""The exploration notebook's data access (``bfio.explore``, issue 42): which
+"""The exploration notebook's data access (``bfio.pipeline.explore``, issue 42): which
 run's tables it reads (default, named, automatic, missing), the views of the
 serving studies, its charts (at most 8 series a panel, readable units), and the
 notebook itself without tables and on the first look's run (``runs/smoke``)."""
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from bfio.ground.errors import BfioError, ConfigError
-from bfio.explore import (DEFAULT_RUN, RUN_ENV, choose_run, default_routers, goodput_views, online_views,
+from bfio.pipeline.explore import (DEFAULT_RUN, RUN_ENV, choose_run, default_routers, goodput_views, online_views,
                           routers_views, runs_with_tables, starvation_views, step_regime_views, summary_view)
 
 matplotlib.use("Agg")

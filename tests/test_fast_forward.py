@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from bfio.simulator import simulate
-from bfio.workload import Workload, poisson_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals
 
 #: wall-clock measurements, the only fields that may differ between two runs
 TIMING = {"wall_s", "route_s_p50", "route_s_p99", "route_s_total", "solver_s_p50", "solver_s_p99", "solver_s_max",

@@ -20,7 +20,7 @@ from bfio.figures.load_trajectories import plot_load_trajectories, sample_worker
 from bfio.figures.power_timeseries import plot_power_timeseries
 from bfio.figures.style import non_gray_artists, off_palette_artists, scale_for, text_overlaps
 from bfio.figures.worker_sweep import plot_worker_sweep
-from bfio.run_keys import RowSpec, declare_rows
+from bfio.lookahead.run_keys import RowSpec, declare_rows
 
 RNG = np.random.default_rng(0)
 
@@ -312,7 +312,7 @@ def test_online_load_marks_identical_series_colour_blind_safe_plain_ticks(tmp_pa
 
 def test_same_figure_saves_byte_identical_files(tmp_path):
     """Figures carry no creation date, so the same data give the same bytes
-    (reruns and ``python -m bfio.results_diff`` compare figures exactly)."""
+    (reruns and ``python -m bfio.runs.results_diff`` compare figures exactly)."""
     import time
 
     from bfio.figures.style import figure
@@ -625,7 +625,7 @@ def test_generality_ratio_interval_is_positive_and_two_seeds_show_none(tmp_path)
 
     from bfio.figures.generality import plot_generality
     from bfio.studies.generality_report import generality_markdown, generality_table
-    from bfio.tables import ratio_ci
+    from bfio.runs.tables import ratio_ci
 
     # two seeds far apart: the arithmetic t interval, 7.5 +- 12.7 x 5.5, goes below 0
     two = generality_table(_generality_runs({42: 2.0, 1: 13.0}), GEN_STATS, "fcfs", ["bfio_h40"])
@@ -664,7 +664,7 @@ def test_summary_tables_show_no_interval_below_three_seeds():
     """The same 2-seed defect in the pipeline's summary and paper tables (the smoke
     configuration runs 2 seeds): the value and "(n = 2, no interval)"; 3 seeds or
     more read as before."""
-    from bfio.tables import ci_text, summary_markdown
+    from bfio.runs.tables import ci_text, summary_markdown
 
     assert ci_text("7.49", "-28.8", "43.7", 2) == "7.49 (n = 2, no interval)"
     assert ci_text("7.49", "5.1", "9.9", 3) == "7.49 [5.1, 9.9]"

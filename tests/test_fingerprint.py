@@ -1,10 +1,10 @@
-"""Rerun triggers follow real imports (issue 14): bfio.fingerprint."""
+"""Rerun triggers follow real imports (issue 14): bfio.runs.fingerprint."""
 
 from pathlib import Path
 
 import pytest
 
-from bfio.fingerprint import ROOT, code_fingerprint, module_closure
+from bfio.runs.fingerprint import ROOT, code_fingerprint, module_closure
 
 
 def _tree(tmp_path: Path) -> Path:
@@ -38,7 +38,7 @@ def test_fingerprint_changes_with_an_imported_helper_only(tmp_path):
     before = code_fingerprint(["figures/a.py"], root)
     (root / "unrelated.py").write_text("Y = 3\n")
     assert code_fingerprint(["figures/a.py"], root.parent / "bfio") == before  # cached, and unchanged anyway
-    from bfio import fingerprint
+    from bfio.runs import fingerprint
 
     fingerprint._fingerprint.cache_clear()
     assert code_fingerprint(["figures/a.py"], root) == before
@@ -51,7 +51,7 @@ def test_each_file_is_parsed_once_and_again_when_its_imports_change(tmp_path):
     """The workflow computes tens of fingerprints through the same modules: a
     file's imports are read once a process (parse cache keyed by its text), and
     an edited file is read anew, so a new import is followed at once."""
-    from bfio import fingerprint
+    from bfio.runs import fingerprint
 
     root = _tree(tmp_path)
     module_closure(["figures/a.py"], root)
@@ -69,7 +69,7 @@ def test_real_figures_import_their_helpers():
     """The figures carry the helpers they borrow in their closure: the style's
     registry and intervals (issue 42), and the row keys it reads."""
     closure = {str(p.relative_to(ROOT)) for p in module_closure(["figures/worker_sweep.py"])}
-    assert "figures/style.py" in closure and "run_keys.py" in closure and "ground/student_t.py" in closure
+    assert "figures/style.py" in closure and "lookahead/run_keys.py" in closure and "ground/student_t.py" in closure
 
 
 def test_missing_source_is_named(tmp_path):
@@ -78,12 +78,12 @@ def test_missing_source_is_named(tmp_path):
 
 
 def test_results_diff_ignores_timings_and_finds_a_changed_number(tmp_path):
-    """``bfio.results_diff``: wall times may differ, a metric may not."""
+    """``bfio.runs.results_diff``: wall times may differ, a metric may not."""
     import json
 
     import pandas as pd
 
-    from bfio.results_diff import compare_trees, main
+    from bfio.runs.results_diff import compare_trees, main
 
     for name, wall, imb in (("a", 1.0, 3.25), ("b", 2.0, 3.25), ("c", 1.0, 3.2500001)):
         d = tmp_path / name / "tables"

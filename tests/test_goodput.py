@@ -1,16 +1,16 @@
-"""Goodput by bisection over the arrival rate (issue 44, ``bfio.goodput``)."""
+"""Goodput by bisection over the arrival rate (issue 44, ``bfio.studies.goodput``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bfio.capacity import capacity
+from bfio.engine.capacity import capacity
 from bfio.ground.errors import ConfigError
-from bfio.goodput import SLO, goodput
+from bfio.studies.goodput import SLO, goodput
 from bfio.ground.metrics import latency_stats, steady_stats
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def _fake(threshold: float, calls: list):
@@ -112,8 +112,8 @@ def test_goodput_of_simulated_runs_is_a_met_rate_below_the_capacity():
 def test_the_latency_floor_is_a_lone_request_on_an_idle_rank():
     """The floor's TPOT is a lone request's mean step, and its TTFT its prompt's
     chunks: a simulated lone request meets them exactly (paper step) or from above."""
-    from bfio.goodput import latency_floor
-    from bfio.prefill import PrefillModel
+    from bfio.studies.goodput import latency_floor
+    from bfio.engine.prefill import PrefillModel
     from bfio.step_model import StepModel
 
     w = Workload(np.array([3000]), np.array([41]))

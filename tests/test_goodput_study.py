@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from bfio.goodput import SLO
+from bfio.studies.goodput import SLO
 from bfio.studies.goodput_study import run_goodput, setting_slo
 from bfio.studies.goodput_summary import goodput_markdown, headroom_recovered, summarize_goodput
 

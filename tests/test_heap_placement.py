@@ -13,7 +13,7 @@ from bfio.solvers import PLACEMENTS
 from bfio.solvers.random_instances import random_instance
 from bfio.solvers.fast import persisting, solve_fast
 from bfio.solvers.heap import solve_heap
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def _instances(seed, count, workers=40):

@@ -1,5 +1,5 @@
 """Independent ranks with chunked prefill (issue 44, ``barrier: independent`` with
-:class:`bfio.prefill.PrefillModel`; :class:`bfio.sim.engine.IndependentPrefillEngine`,
+:class:`bfio.engine.prefill.PrefillModel`; :class:`bfio.sim.engine.IndependentPrefillEngine`,
 :mod:`bfio.sim.rank_steps`): one rank has no barrier, so it runs the lockstep
 schedule; with more ranks each rank's clock moves forward, every request
 finishes, its first token comes before its end, a rank's KV stays within its
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.step_model import StepModel
 from bfio.step_model.fit import StepCoefficients
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 class _NoComm(StepModel):

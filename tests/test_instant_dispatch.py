@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from bfio.ground.errors import ConfigError, PolicyError
 from bfio.policies import DispatchState, Policy, available, make_policy
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 INSTANT = ["jsq_requests", "vllm_dp", "least_tokens", "round_robin", "power_of_two", "random", "vllm_token_lb",
            "sglang_total_requests", "sglang_total_tokens"]

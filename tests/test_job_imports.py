@@ -32,8 +32,8 @@ SCRIPTS = REPO / "workflow" / "scripts"
 
 #: What a job that only reads and draws must not import: numba, the solvers, the
 #: simulator, the kernels' module and the downloader.
-HEAVY = ("numba", "bfio.ground.jit", "bfio.solvers", "bfio.sim", "bfio.simulator", "bfio.runner", "bfio.kernels",
-         "bfio.download")
+HEAVY = ("numba", "bfio.ground.jit", "bfio.solvers", "bfio.sim", "bfio.simulator", "bfio.runs.runner", "bfio.engine.kernels",
+         "bfio.traces.download")
 
 #: The scripts of the jobs that simulate, download or compute with the kernels
 #: (Monte Carlo checks, Theorem 4's decomposition): they may import them. The
@@ -83,8 +83,8 @@ def package_imports(script: Path) -> list[str]:
 
 def test_the_probe_finds_a_heavy_import():
     """The check can fail: a simulation script's imports bring the simulator in."""
-    found = first_heavy(["bfio.tables", *package_imports(SCRIPTS / "simulate.py")])
-    assert found is not None and found["target"] != "bfio.tables"
+    found = first_heavy(["bfio.runs.tables", *package_imports(SCRIPTS / "simulate.py")])
+    assert found is not None and found["target"] != "bfio.runs.tables"
     assert "numba" in found["heavy"] or "bfio.ground.jit" in found["heavy"]
 
 
@@ -128,6 +128,6 @@ def test_a_job_function_is_named_by_a_path_that_imports_back():
 
 
 def test_the_experiments_path_helpers_do_not_download():
-    """bfio.experiments (the workflow's path helpers) no longer pulls bfio.download."""
-    assert first_heavy(["bfio.experiments"], heavy=("bfio.download",)) is None
-    assert first_heavy(["bfio.download"], heavy=("bfio.download",)) is not None
+    """bfio.runs.experiments (the workflow's path helpers) no longer pulls bfio.traces.download."""
+    assert first_heavy(["bfio.runs.experiments"], heavy=("bfio.traces.download",)) is None
+    assert first_heavy(["bfio.traces.download"], heavy=("bfio.traces.download",)) is not None

@@ -21,7 +21,7 @@ import pytest
 
 from bfio.ground import jit
 from bfio.cli import main
-from bfio.kernels_warmup import DEFAULT_SCENARIOS, GROUPS, SCENARIOS
+from bfio.pipeline.kernels_warmup import DEFAULT_SCENARIOS, GROUPS, SCENARIOS
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -100,7 +100,7 @@ def test_a_first_run_in_a_fresh_process_does_not_time_the_compile(tmp_path):
     code = ("import json, numpy as np\n"
             "from bfio.ground import jit\n"
             "from bfio.simulator import simulate\n"
-            "from bfio.workload import Workload\n"
+            "from bfio.workloads.workload import Workload\n"
             "rng = np.random.default_rng(0)\n"
             "w = Workload(rng.integers(1, 500, 60), rng.integers(1, 40, 60))\n"
             "m = simulate(w, 4, 3, 'jsq_tokens', show_progress=False).metrics\n"
@@ -122,7 +122,7 @@ def test_bfio_compile_compiles_the_default_runs_kernels_and_all_every_one(monkey
     """Lazy compilation of the rarely used paths (issue 42): ``bfio compile`` warms the
     scenarios runs with default options reach, ``--all`` every one, ``--group`` (the
     pipeline's compile jobs) the whole group."""
-    import bfio.kernels_warmup as kw
+    import bfio.pipeline.kernels_warmup as kw
 
     assert DEFAULT_SCENARIOS and set(DEFAULT_SCENARIOS) < set(SCENARIOS)
     assert DEFAULT_SCENARIOS[0].name == "every policy (central and instant dispatch)"

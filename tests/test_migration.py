@@ -13,8 +13,8 @@ import pytest
 
 from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
-from bfio.prefill import Prefill, PrefillModel
-from bfio.run import RunSpec
+from bfio.engine.prefill import Prefill, PrefillModel
+from bfio.runs.run import RunSpec
 from bfio.sim import dispatch as dispatch_mod
 from bfio.sim import transfer as transfer_mod
 from bfio.sim.dispatch import InstantDispatch
@@ -22,7 +22,7 @@ from bfio.sim.migration import ROLL_DEFAULTS, RollMigration
 from bfio.sim.state import ClusterState
 from bfio.sim.transfer import KvTransfer
 from bfio.simulator import simulate
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 TRANSFER = {"kv": "transfer", "threshold": 2, "freeze_s": 0.0}  # low bars: many migrations in a small run

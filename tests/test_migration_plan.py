@@ -13,7 +13,7 @@ import bfio.policies.bfio_instant as instant
 from bfio.simulator import simulate
 from bfio.solvers.migration_plan import MigrationCost, migration_costs, plan_migrations
 from bfio.solvers.objective import ObjectiveTerms
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 from migration_reference import plan_migrations as reference_plan, reference_cost
 
 

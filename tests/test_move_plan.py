@@ -15,7 +15,7 @@ import bfio.solvers.dispatch as dispatch
 from bfio.simulator import simulate
 from bfio.solvers.move_plan import plan_moves
 from bfio.solvers.objective import ObjectiveTerms
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 from migration_reference import ordered_candidate, ordered_choose
 
 

@@ -20,7 +20,7 @@ from bfio.solvers.fast.costs import _pivots
 from bfio.solvers.fast.waiting import _lower, _upper
 from bfio.solvers.instance import Instance, load_instance, save_instance
 from bfio.solvers.objective import imbalance_objective
-from bfio.discount import OBJECTIVES, offset_weights
+from bfio.lookahead.discount import OBJECTIVES, offset_weights
 
 
 def _direct_J(inst, assign):
@@ -228,7 +228,7 @@ def test_bounded_fill_picks_as_the_full_greedy_on_captured_calls(data_dir, max_l
     H = 20), where envelope rises, reservation changes and shared candidates
     are frequent and the bound skips most refreshes."""
     from bfio.studies.agreement import capture_instances
-    from bfio.discount import effective_horizon
+    from bfio.lookahead.discount import effective_horizon
 
     rng = np.random.default_rng(3)
     kept = capture_instances("burstgpt", 64, 72, 64 * 400, 20, every=3, limit=40)
@@ -247,7 +247,7 @@ def test_cached_fill_routes_captured_calls_exactly_as_the_plain_greedy(data_dir,
     envelope rises and shared candidates are frequent (random instances rarely
     reach the cached paths)."""
     from bfio.studies.agreement import capture_instances
-    from bfio.discount import effective_horizon
+    from bfio.lookahead.discount import effective_horizon
 
     kept = capture_instances("burstgpt", workers, 72, workers * 400, 20, every=3, limit=60)
     assert len(kept) >= 30

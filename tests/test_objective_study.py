@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from bfio.ground.errors import ConfigError
-from bfio.discount import OBJECTIVES
+from bfio.lookahead.discount import OBJECTIVES
 from bfio.studies.objective_scores import recommend, scores
 from bfio.studies.objective_study import choose_variants, confirm_variants
 from bfio.studies.objective_summary import summarize_confirm

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bfio.solvers.terms as terms_pkg
 from bfio.ground.errors import ConfigError
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.simulator import simulate
 from bfio.solvers import solve
 from bfio.solvers.brute import brute_force
@@ -22,7 +22,7 @@ from bfio.solvers.model import build_milp
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.random_instances import random_feasible, random_instance
 from bfio.solvers.terms import Term
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 
 class AffinityTerm(Term):

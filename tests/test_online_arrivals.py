@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bfio.ground.errors import ConfigError
 from bfio.simulator import simulate
-from bfio.workload import Workload, poisson_arrivals, replay_workload, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, replay_workload, with_arrivals
 
 ONLINE_POLICIES = ["fcfs", "jsq_tokens", "jsq_requests", "vllm_dp", "least_tokens", "round_robin", "power_of_two"]
 INSTANT_POLICIES = ["jsq_requests", "vllm_dp", "least_tokens", "round_robin", "power_of_two", "random", "vllm_token_lb",

@@ -5,10 +5,10 @@ printed digit (``../shared/spec/semantics.md``)."""
 
 import pytest
 
-from bfio.paper import TABLE_SETTINGS, matches_printed, round_like
+from bfio.runs.paper import TABLE_SETTINGS, matches_printed, round_like
 from bfio.simulator import simulate
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 
 CASES = [(table, policy) for table in ("table1", "table2") for policy in ("fcfs", "jsq_tokens")]
 

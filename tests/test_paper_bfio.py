@@ -1,7 +1,7 @@
 """Full-scale reproduction of the paper's BF-IO rows (Tables 1 and 2, oracle
 predictor, fast solver, free admission as the tables used) with the project's
 default objective (``bfio.solvers.objective``): every cell equal to the printed
-value at printed precision, or better (``bfio.paper.at_least_as_good``); and the
+value at printed precision, or better (``bfio.runs.paper.at_least_as_good``); and the
 plateau over H that the discount is for."""
 
 from pathlib import Path
@@ -10,20 +10,20 @@ import pandas as pd
 import pytest
 import yaml
 
-from bfio.config import validate_config
-from bfio.experiments import experiment_seeds
-from bfio.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
-from bfio.paper_tables import AUTHORS_SIMULATOR
-from bfio.run_keys import row_key
-from bfio.plateau import plateau, within_plateau
-from bfio.run import RunSpec
-from bfio.runner import simulate_run
+from bfio.pipeline.config import validate_config
+from bfio.runs.experiments import experiment_seeds
+from bfio.runs.paper import PAPER_BFIO_OPTIONS, TABLE_SETTINGS, at_least_as_good, round_like
+from bfio.runs.paper_tables import AUTHORS_SIMULATOR
+from bfio.lookahead.run_keys import row_key
+from bfio.pipeline.plateau import plateau, within_plateau
+from bfio.runs.run import RunSpec
+from bfio.runs.runner import simulate_run
 from bfio.simulator import simulate
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 
 # Cells the spec (../shared/spec/semantics.md, "BF-IO") reports out of reach of the print
-# even for the authors' released simulator on the same workload (bfio.paper_tables.AUTHORS_SIMULATOR):
+# even for the authors' released simulator on the same workload (bfio.runs.paper_tables.AUTHORS_SIMULATOR):
 # compare with that simulator's value as well (a cell passes if it is at least as good as either).
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config" / "config.yaml"
@@ -103,10 +103,10 @@ def test_default_objective_plateaus_over_the_horizon(table):
 @pytest.mark.slow
 @pytest.mark.parametrize("table", ["table1", "table2"])
 def test_default_objective_plateaus_over_seeds(table):
-    """The plateau criterion (bfio.plateau) on the mean over the horizon sweep's seeds
+    """The plateau criterion (bfio.pipeline.plateau) on the mean over the horizon sweep's seeds
     (config/config.yaml: ``seeds`` plus ``horizon_sweep.extra_seeds``), paired by seed
     against the H with the best mean; each seed draws its own workload, as the pipeline's
-    runs do (bfio.runner.build_workload)."""
+    runs do (bfio.runs.runner.build_workload)."""
     cfg = validate_config(yaml.safe_load(CONFIG.read_text()), SCHEMA)
     seeds = experiment_seeds(cfg, "horizon_sweep")
     st = TABLE_SETTINGS[table]

@@ -1,7 +1,7 @@
 """The config schema accepts and refuses the same configs whether the cluster,
 arrival and prefill fragments are written in YAML or derived from their
-declarations (issue 43, ``bfio.run_parameters``): a few good and bad configs
-through :func:`bfio.config.validate_config`, written before the fragments were
+declarations (issue 43, ``bfio.engine.run_parameters``): a few good and bad configs
+through :func:`bfio.pipeline.config.validate_config`, written before the fragments were
 derived and run unchanged after."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bfio.config import validate_config
+from bfio.pipeline.config import validate_config
 from bfio.ground.errors import ConfigError
-from bfio.run_parameters import ARRIVAL_OPTION, SLOTS, STUDY_PREFILL
+from bfio.engine.run_parameters import ARRIVAL_OPTION, SLOTS, STUDY_PREFILL
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"

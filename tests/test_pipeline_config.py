@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from bfio.ground.errors import ChecksumError, ConfigError
-from bfio.run import RunSpec, row_spec_of
-from bfio.run_keys import RowSpec
-from bfio.config import validate_config
-from bfio.experiments import (
+from bfio.runs.run import RunSpec, row_spec_of
+from bfio.lookahead.run_keys import RowSpec
+from bfio.pipeline.config import validate_config
+from bfio.runs.experiments import (
     all_runs,
     declared_runs,
     experiment_rows,
@@ -81,7 +81,7 @@ def test_defaults_are_filled():
 def test_policy_sections_are_the_option_declarations():
     """The schema's bfio and policy_options sections are derived from the policies'
     Option declarations: every option, no default of their own, closed."""
-    from bfio.config import _registry_enums
+    from bfio.pipeline.config import _registry_enums
     from bfio.policies import policy_class, registered
 
     props = _registry_enums(yaml.safe_load(SCHEMA.read_text()))["properties"]
@@ -278,20 +278,20 @@ def test_prepare_trace_rejects_wrong_checksum(tmp_path):
 
 
 def test_code_fingerprints_separate_simulation_from_figures():
-    from bfio.experiments import SIMULATION_SOURCES
-    from bfio.fingerprint import code_fingerprint
+    from bfio.runs.experiments import SIMULATION_SOURCES
+    from bfio.runs.fingerprint import code_fingerprint
 
     sim = code_fingerprint(SIMULATION_SOURCES)
     assert sim == code_fingerprint(SIMULATION_SOURCES) and len(sim) == 16
-    assert code_fingerprint(["tables.py"]) != code_fingerprint(["paper.py"])
-    assert not any(s.startswith("figures") or s == "tables.py" for s in SIMULATION_SOURCES)
+    assert code_fingerprint(["runs/tables.py"]) != code_fingerprint(["runs/paper.py"])
+    assert not any(s.startswith("figures") or s == "runs/tables.py" for s in SIMULATION_SOURCES)
 
 
 def test_a_bare_run_path_simulates_its_own_horizon():
     """A spec read from a path has no options; its bfio_h<H> row must still run H, not the
     policy's default H = 0 (it silently did before ``simulate_run`` resolved it)."""
-    from bfio.runner import simulate_run
-    from bfio.workload import Workload
+    from bfio.runs.runner import simulate_run
+    from bfio.workloads.workload import Workload
 
     rng = np.random.default_rng(3)
     work = Workload(rng.integers(1, 200, 300), rng.integers(1, 60, 300))
@@ -314,14 +314,14 @@ def _format_keywords(node, where="") -> list[str]:
 
 def test_schemas_use_no_format_and_validation_skips_the_iri_grammar():
     """validate_config imports jsonschema without its iri format checkers' grammar
-    module (bfio.config.UNUSED_FORMAT_MODULE: 3 s CPU at import, a third of the
+    module (bfio.pipeline.config.UNUSED_FORMAT_MODULE: 3 s CPU at import, a third of the
     DAG's build): sound only while no schema of the pipeline uses ``format``."""
     import subprocess
     import sys
 
     for schema in sorted((REPO / "workflow" / "schemas").glob("*.yaml")):
         assert _format_keywords(yaml.safe_load(schema.read_text())) == [], schema.name
-    code = ("import sys, yaml; from bfio.config import validate_config, UNUSED_FORMAT_MODULE; "
+    code = ("import sys, yaml; from bfio.pipeline.config import validate_config, UNUSED_FORMAT_MODULE; "
             f"validate_config(yaml.safe_load(open({str(REPO / 'config' / 'smoke.yaml')!r})), {str(SCHEMA)!r}); "
             "print(UNUSED_FORMAT_MODULE in sys.modules, sys.modules.get(UNUSED_FORMAT_MODULE, 0) is None)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
@@ -339,7 +339,7 @@ def test_trace_jobs_start_without_the_simulator(script):
 
     tree = ast.parse((REPO / "workflow" / "scripts" / script).read_text())
     imports = "\n".join(ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
-    code = f"{imports}\nimport sys\nprint(sorted(m for m in ('numba', 'bfio.simulator', 'bfio.run') if m in sys.modules))"
+    code = f"{imports}\nimport sys\nprint(sorted(m for m in ('numba', 'bfio.simulator', 'bfio.runs.run') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

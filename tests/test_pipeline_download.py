@@ -30,10 +30,10 @@ import pytest
 import yaml
 from trace_server import TraceServer, corrupted
 
-from bfio.download import BASE_URL_ENV
-from bfio.config import validate_config
-from bfio.experiments import experiment_runs
-from bfio.run import RunSpec
+from bfio.traces.download import BASE_URL_ENV
+from bfio.pipeline.config import validate_config
+from bfio.runs.experiments import experiment_runs
+from bfio.runs.run import RunSpec
 from bfio.traces.registry import KNOWN_TRACES
 
 pytestmark = pytest.mark.download

@@ -29,9 +29,9 @@ def _synthetic_tables(tables: Path) -> None:
     them, so every cell of the notebook has something to show."""
     import pandas as pd
 
-    from bfio.paper import TABLE1, TABLE1_UNITS
-    from bfio.paper_tables import paper_comparison
-    from bfio.tables import summarize
+    from bfio.runs.paper import TABLE1, TABLE1_UNITS
+    from bfio.runs.paper_tables import paper_comparison
+    from bfio.runs.tables import summarize
 
     rows = []
     for row, cells in TABLE1.items():

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from bfio.config import validate_config
-from bfio.experiments import all_runs, experiment_rows, experiment_seeds, trajectory_runs
-from bfio.paper import TABLE_SETTINGS
+from bfio.pipeline.config import validate_config
+from bfio.runs.experiments import all_runs, experiment_rows, experiment_seeds, trajectory_runs
+from bfio.runs.paper import TABLE_SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -346,7 +346,7 @@ def test_smoke_study_figures_and_tables_do_not_rerun_simulations(smoke):
 def test_smoke_generality_table_and_figure(smoke, smoke_config):
     """The generality study: one row per (trace, case, G) with finite effects
     and 95% intervals around them; replay cases only for traces with times."""
-    from bfio.config import trace_specs
+    from bfio.pipeline.config import trace_specs
 
     work, _ = smoke
     gen = smoke_config["generality"]

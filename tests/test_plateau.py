@@ -1,4 +1,4 @@
-"""The plateau table over H (bfio.plateau): best H per objective, per-seed paired
+"""The plateau table over H (bfio.pipeline.plateau): best H per objective, per-seed paired
 percentages against it, the criterion's verdicts, and errors that name the input."""
 
 import numpy as np
@@ -8,16 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bfio.ground.errors import ConfigError
-from bfio.plateau import (IMBALANCE_TOLERANCE_PCT, THROUGHPUT_TOLERANCE_PCT, plateau, plateau_markdown,
+from bfio.pipeline.plateau import (IMBALANCE_TOLERANCE_PCT, THROUGHPUT_TOLERANCE_PCT, plateau, plateau_markdown,
                           plateau_verdict, within_plateau)
-from bfio.run_keys import paper_row_spec
+from bfio.lookahead.run_keys import paper_row_spec
 
 SEEDS = (42, 1, 2, 3)
 
 
 def runs_of(values: dict, workers: int = 8) -> pd.DataFrame:
     """``values[row] = (imbalances per seed, throughputs per seed)`` -> a run table
-    with the ``horizon`` and ``objective`` columns a run stores (bfio.experiments.run_one)."""
+    with the ``horizon`` and ``objective`` columns a run stores (bfio.runs.experiments.run_one)."""
     def stored(row):
         spec = paper_row_spec(row)
         return {"horizon": spec.horizon if spec else None, "objective": spec.objective if spec else None}

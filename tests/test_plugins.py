@@ -61,8 +61,8 @@ STUDY_MODULE = textwrap.dedent('''
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from bfio.run import RunSpec
-    from bfio.runner import run_batch
+    from bfio.runs.run import RunSpec
+    from bfio.runs.runner import run_batch
     from bfio.studies.registry import Study, register_study
 
 

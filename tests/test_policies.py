@@ -6,7 +6,7 @@ import pytest
 from bfio.ground.errors import ConfigError, PolicyError
 from bfio.policies import Policy, RoutingState, make_policy
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def state(pool_s, free, loads, active=None, workers=None):

@@ -17,13 +17,13 @@ import yaml
 from bfio import policies
 from bfio.cli import build_parser, main
 from bfio.ground.errors import ConfigError
-from bfio.config import _registry_enums, validate_config
-from bfio.experiments import experiment_rows, experiment_runs
-from bfio.run import RunSpec, row_spec_of
-from bfio.run_keys import RowSpec, row_key
+from bfio.pipeline.config import _registry_enums, validate_config
+from bfio.runs.experiments import experiment_rows, experiment_runs
+from bfio.runs.run import RunSpec, row_spec_of
+from bfio.lookahead.run_keys import RowSpec, row_key
 from bfio.policies import Policy, RoutingState, register
 from bfio.studies.online_summary import policy_label as study_label
-from bfio.tables import row_label
+from bfio.runs.tables import row_label
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -88,7 +88,7 @@ def test_throwaway_policy_reaches_cli_schema_experiments_and_tables(throwaway, t
 
     # experiments: a baseline row, its runs route with the new policy
     assert NAME in policies.baselines()
-    from bfio import experiments
+    from bfio.runs import experiments
     assert NAME in experiments.BASELINES
     assert experiment_rows(cfg["experiments"]["x"])[:2] == [NAME, "fcfs"]
     runs = experiment_runs(cfg, "x")

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bfio.capacity import capacity
+from bfio.engine.capacity import capacity
 from bfio.ground.errors import ConfigError
-from bfio.goodput import SLO, goodput
-from bfio.prefill import PrefillModel, allot_chunks
+from bfio.studies.goodput import SLO, goodput
+from bfio.engine.prefill import PrefillModel, allot_chunks
 from bfio.sim.pooled import REFERENCES, reference_run, step_vector
 from bfio.sim.setup import setup
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
-from bfio.step_time import balanced_dt, lockstep_dt, lockstep_prefill_dt
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.engine.step_time import balanced_dt, lockstep_dt, lockstep_prefill_dt
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KV = PrefillModel(chunk_tokens=512, kv_tokens=20000, preemption="vllm")
 

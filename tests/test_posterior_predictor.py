@@ -74,8 +74,8 @@ def test_remaining_option_builds_the_reading_it_names():
 
 
 def _metrics(trace_frame, seed, **options):
-    from bfio.run import RunSpec
-    from bfio.runner import simulate_run
+    from bfio.runs.run import RunSpec
+    from bfio.runs.runner import simulate_run
 
     opts = {"horizon": 20, "admission": "free", **options}
     spec = RunSpec("burstgpt", 6000, 8, 72, "bfio_h20", seed, options=tuple(sorted(opts.items())))
@@ -108,7 +108,7 @@ def test_prompt_survival_learns_per_prompt_bucket_with_censoring():
     from types import SimpleNamespace
 
     from bfio.predictors import MIN_EVENTS, PromptSurvivalPredictor
-    from bfio.workload import Workload
+    from bfio.workloads.workload import Workload
 
     n = 2 * MIN_EVENTS + 2
     prefill = np.array([100] * MIN_EVENTS + [2000] * MIN_EVENTS + [100, 2000])

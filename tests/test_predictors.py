@@ -13,8 +13,8 @@ from bfio.predictors import PREDICTORS, EmpiricalPredictor, GeometricPredictor, 
 from bfio.simulator import simulate
 from bfio.solvers.fast import _solve_fast, persisting, solve_fast
 from bfio.solvers.instance import Instance
-from bfio.profiles import expected_loads, predicted_loads
-from bfio.workload import Workload
+from bfio.lookahead.profiles import expected_loads, predicted_loads
+from bfio.workloads.workload import Workload
 
 lengths = st.lists(st.integers(1, 60), min_size=1, max_size=80)
 

@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
-from bfio.prefill import Prefill, PrefillModel
+from bfio.engine.prefill import Prefill, PrefillModel
 from bfio.sim import preemption as preemption_mod
 from bfio.sim.dispatch import CentralDispatch, InstantDispatch
 from bfio.sim.state import ClusterState
 from bfio.simulator import simulate
-from bfio.workload import Workload, with_arrivals
+from bfio.workloads.workload import Workload, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 
@@ -234,7 +234,7 @@ def test_with_prefix_caches_preemption_keeps_memory_and_tokens(rule):
     request looks its prompt up again (vLLM resumes with ``get_computed_blocks``);
     memory holds after every step, every request finishes and every output token
     is emitted once."""
-    from bfio.sessions import session_requests
+    from bfio.workloads.sessions import session_requests
 
     rng = np.random.default_rng(3)
     s, o = rng.integers(100, 2000, 200), rng.integers(5, 200, 200)
@@ -253,7 +253,7 @@ def test_a_readmission_recomputes_only_what_its_rank_has_not_cached():
     """vLLM ``Scheduler.schedule``, waiting loop: a resumed request (``num_computed_tokens
     == 0``) gets its locally cached tokens again and computes ``num_tokens -
     num_computed_tokens``: prompt + generated less the cached prefix."""
-    from bfio.prefix import PrefixBlocks
+    from bfio.engine.prefix import PrefixBlocks
 
     w = with_arrivals(Workload(np.array([128, 128]), np.array([10, 10]),
                                blocks=PrefixBlocks.from_lists([[1, 2], [3, 4]], 64)), np.zeros(2))

@@ -1,4 +1,4 @@
-"""Chunked prefill in the lockstep step and per-rank prefix caches (bfio.prefill, issue 32)."""
+"""Chunked prefill in the lockstep step and per-rank prefix caches (bfio.engine.prefill, issue 32)."""
 
 import numpy as np
 import pytest
@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 
 from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
-from bfio.prefill import PrefillModel, cached_tokens
-from bfio.prefix import PrefixBlocks
+from bfio.engine.prefill import PrefillModel, cached_tokens
+from bfio.engine.prefix import PrefixBlocks
 from bfio.simulator import simulate
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 POLICIES = ["fcfs", "jsq_tokens", "bfio", "round_robin"]
 
@@ -133,7 +133,7 @@ def test_a_rank_spends_its_chunk_on_the_oldest_admissions_first(seed, G, B, chun
     """allot_chunks on random slot layouts: at most ``chunk`` tokens a rank, no request
     more than it needs, and a request cut short (or left out) only when every older
     one on its rank got all it needs: slot positions play no part."""
-    from bfio.prefill import allot_chunks
+    from bfio.engine.prefill import allot_chunks
 
     rng = np.random.default_rng(seed)
     n = G * B

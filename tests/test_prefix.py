@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bfio.ground.errors import ConfigError
-from bfio.prefix import PrefixBlocks, PrefixCache, cache_capacity_blocks, check_blocks_cover
-from bfio.workload import Workload, draw_workload, replay_workload, with_arrivals
+from bfio.engine.prefix import PrefixBlocks, PrefixCache, cache_capacity_blocks, check_blocks_cover
+from bfio.workloads.workload import Workload, draw_workload, replay_workload, with_arrivals
 
 
 # --------------------------------------------------------------------------- PrefixBlocks
@@ -254,7 +254,7 @@ def test_workload_validates_blocks():
         Workload(np.array([4, 13, 1, 16, 5]), o, blocks=b)
     with pytest.raises(ConfigError, match=r"blocks: 5 requests"):
         Workload(s[:4], o[:4], blocks=b)
-    with pytest.raises(ConfigError, match="blocks: expected bfio.prefix.PrefixBlocks"):
+    with pytest.raises(ConfigError, match="blocks: expected bfio.engine.prefix.PrefixBlocks"):
         Workload(s, o, blocks=[[0]] * 5)
 
 

@@ -6,11 +6,11 @@ import pytest
 
 from bfio.ground.errors import ConfigError
 from bfio.policies.sglang_prefix_match import PREFIX_TOKENS, prefix_rank
-from bfio.prefill import PrefillModel
-from bfio.prefix import PrefixBlocks
-from bfio.sessions import session_requests
+from bfio.engine.prefill import PrefillModel
+from bfio.engine.prefix import PrefixBlocks
+from bfio.workloads.sessions import session_requests
 from bfio.simulator import simulate
-from bfio.workload import Workload, with_arrivals
+from bfio.workloads.workload import Workload, with_arrivals
 
 ROUTERS = ["cache_first", "tpu_least_loaded", "sglang_prefix_match", "sgl_cache_aware"]
 
@@ -105,7 +105,7 @@ def _term(backlog, slots=None, cached=8, soon=None, requests=(1,), per_rank=4):
     """A :class:`PrefillTerm` over ``len(backlog)`` ranks of 4 slots for prompts of 16 blocks of 256 tokens: rank 0's
     cache holds the first ``cached`` blocks, rank ``g`` has ``backlog[g]`` prefill
     tokens queued; ``soon``: a request prefilling on rank 0 (its blocks are coming)."""
-    from bfio.prefill import Prefill
+    from bfio.engine.prefill import Prefill
     from bfio.sim.cache_view import CacheView
     from bfio.solvers.terms.prefill import PrefillTerm
 
@@ -174,7 +174,7 @@ def test_the_study_section_is_checked_when_the_config_loads():
 
     import yaml
 
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
 
     schema = "workflow/schemas/config.schema.yaml"
     base = yaml.safe_load(open("config/smoke.yaml"))
@@ -231,7 +231,7 @@ def test_the_study_rows_carry_the_peak_kv_and_the_pinning(tmp_path):
     independently here) and the GRPO pinning columns."""
     import pandas as pd
 
-    from bfio.runner import simulate_run
+    from bfio.runs.runner import simulate_run
     from bfio.studies.prefix_study import generated_requests, prefix_runs, run_prefix_study
 
     rng = np.random.default_rng(3)
@@ -255,7 +255,7 @@ def test_central_bfio_places_its_admitted_requests_with_the_cache_term():
     prompts that share nothing stay where the solver put them, and a rank without
     a free slot is never chosen."""
     from bfio.policies import RoutingState, make_policy
-    from bfio.prefill import Prefill
+    from bfio.engine.prefill import Prefill
     from bfio.sim.cache_view import CacheView
 
     bt = 256

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from bfio.ground.errors import ConfigError
 from bfio.policies import DispatchState, make_policy, policy_label
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def dstate(waiting=None, running=None, loads=None, waiting_tokens=None, prefill=(1,), slots=8, step=0):

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bfio.experiments import run_one
+from bfio.runs.experiments import run_one
 from bfio.ground.progress import format_eta, log_progress, progress, progress_enabled, progress_line, script_log
-from bfio.run import RunSpec
-from bfio.runner import run_batch
+from bfio.runs.run import RunSpec
+from bfio.runs.runner import run_batch
 
 LINE = re.compile(r"(\d+)/(\d+) \((\d+)%\), elapsed [\d.]+ (s|min|h), ETA ([\d.]+ (s|min|h)|\?)")
 

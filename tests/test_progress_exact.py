@@ -14,7 +14,7 @@ import pytest
 import bfio.ground.progress as progress_mod
 from bfio.ground.progress import CallProgress, log_progress
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 LINE = re.compile(r"BF-IO exact solver (\w+) \(H=(\d+), time limit [\d.]+ s/solve\): (\d+) solves?, "
                   r"mean [\d.e+-]+ s/solve \(max [\d.e+-]+ s\), step \d+, elapsed [\d.]+ (s|min|h); "

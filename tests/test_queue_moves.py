@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from bfio.ground.errors import ConfigError, PolicyError
-from bfio.kernels import enqueue
+from bfio.engine.kernels import enqueue
 from bfio.policies import make_policy
-from bfio.run import RunSpec
+from bfio.runs.run import RunSpec
 from bfio.sim import dispatch as dispatch_mod
 from bfio.sim.dispatch import InstantDispatch
 from bfio.sim.moves import SglangBalancer
@@ -18,7 +18,7 @@ from bfio.sim.state import ClusterState
 from bfio.simulator import simulate
 from bfio.solvers.dispatch import plan_moves, queue_profiles
 from bfio.solvers.objective import ObjectiveTerms, imbalance_objective
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 TIMINGS = ("wall_s", "route_s_", "solver_s_", "move_plan_s")

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from bfio.ground.errors import ConfigError
-from bfio.run import RunSpec
+from bfio.runs.run import RunSpec
 from bfio.sim import dispatch as dispatch_mod
 from bfio.sim import pause as pause_mod
 from bfio.sim.dyntra_lb import plan
 from bfio.sim.pause import DyntraLbPause, RankPause, _first_of_each
 from bfio.simulator import simulate
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 KW = dict(entry="arrivals", dispatch="instant", show_progress=False)
 STATIC = {"mode": "static", "start_step": 0}
@@ -230,7 +230,7 @@ def test_a_paused_request_is_never_moved(monkeypatch):
     ({"rank_pause": "dyntra_lb", "prefill": "kv"}, "rank_pause: 'dyntra_lb' .*prefill model"),
 ])
 def test_bad_pause_options_are_refused_by_name(kwargs, message):
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
 
     kw = {**KW, **kwargs}
     if kw.get("prefill") == "kv":

@@ -12,7 +12,7 @@ import pytest
 from bfio.ground.errors import ConfigError
 from bfio.policies import DispatchState, make_policy, supporting
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 #: sha256 (16 hex digits) of (worker, queue_worker, start_step, finish_step) and the
 #: step times of the two runs of :func:`runs`, before the option existed.
@@ -43,8 +43,8 @@ def runs(policy, **options):
     """Two runs (arrivals, backlog); a policy that requires prompt blocks or the
     prefill model (``Policy.requires``) gets both (one fresh block per 512 tokens)."""
     from bfio.policies import policy_class
-    from bfio.prefill import PrefillModel
-    from bfio.prefix import PrefixBlocks, blocks_needed
+    from bfio.engine.prefill import PrefillModel
+    from bfio.engine.prefix import PrefixBlocks, blocks_needed
 
     w = workload()
     extra, blocks = {}, None
@@ -180,7 +180,7 @@ def test_config_rows_with_report_intervals_are_checked_by_key(tmp_path):
 
     import yaml
 
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
 
     repo = Path(__file__).resolve().parents[1]
     schema = repo / "workflow" / "schemas" / "config.schema.yaml"

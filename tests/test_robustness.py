@@ -14,11 +14,11 @@ import yaml
 
 from bfio.cli import main
 from bfio.ground.errors import BfioError, ConfigError, TraceError
-from bfio.config import validate_config
+from bfio.pipeline.config import validate_config
 from bfio.ground.results_io import collect_runs, write_json
 from bfio.ground.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS, MIN_WINDOW_STEPS
 from bfio.traces import load_trace
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -92,7 +92,7 @@ def test_sound_run_has_no_warnings(small_trace, tmp_path):
 
 # -- item 5: config checked when the Snakefile loads ------------------------------------------
 def test_schema_enums_come_from_registries():
-    from bfio.config import _registry_enums
+    from bfio.pipeline.config import _registry_enums
     from bfio.predictors import PREDICTORS
     from bfio.solvers import SOLVERS
 
@@ -106,8 +106,8 @@ def test_schema_enums_come_from_registries():
 
 def test_bfio_keys_of_other_branches_are_allowed_by_the_schema():
     # discount / new_requests / objective: every declared BF-IO option is a key of the
-    # schema's bfio section as validation sees it (derived, bfio.config._registry_enums)
-    from bfio.config import _registry_enums
+    # schema's bfio section as validation sees it (derived, bfio.pipeline.config._registry_enums)
+    from bfio.pipeline.config import _registry_enums
 
     with open(SCHEMA) as f:
         props = _registry_enums(yaml.safe_load(f))["properties"]["bfio"]["properties"]
@@ -122,8 +122,8 @@ def test_default_figure_experiment_may_be_absent():
 
 
 def test_replay_job_refuses_more_requests_than_rows():
-    from bfio.run import ArrivalSpec, RunSpec
-    from bfio.runner import build_workload
+    from bfio.runs.run import ArrivalSpec, RunSpec
+    from bfio.runs.runner import build_workload
 
     frame = pd.DataFrame({"prefill_tokens": [5, 6, 7], "decode_tokens": [1, 2, 3], "arrival_s": [0.0, 1.0, 2.0]})
     run = RunSpec.make("t", 4, 2, 2, "fcfs", 1, arrival=ArrivalSpec("trace", time_scale=1.0))
@@ -140,12 +140,12 @@ def test_online_trace_rate_without_arrivals_names_the_problem():
 
 # -- item 6: outputs checked before the simulation runs ----------------------------------------
 def test_json_destination_checked_before_simulating(small_trace, tmp_path, monkeypatch, capsys):
-    import bfio.runner
+    import bfio.runs.runner
 
     def boom(*a, **k):
         raise AssertionError("simulated although the output cannot be written")
 
-    monkeypatch.setattr(bfio.runner, "simulate", boom)
+    monkeypatch.setattr(bfio.runs.runner, "simulate", boom)
     rc = main(["simulate", "--trace", str(small_trace), "--prefill-col", "a", "--decode-col", "b",
                "--requests", "10", "--workers", "2", "--json", str(tmp_path)])
     assert rc == 2 and "is a directory" in capsys.readouterr().err
@@ -168,7 +168,7 @@ def test_truncated_summary_error_names_the_file(tmp_path):
 
 
 def test_truncated_trace_table_error_names_the_file(tmp_path):
-    from bfio.experiments import read_trace_table
+    from bfio.runs.experiments import read_trace_table
 
     f = tmp_path / "t.parquet"
     pd.DataFrame({"prefill_tokens": [5], "decode_tokens": [1]}).to_parquet(f)
@@ -357,7 +357,7 @@ def test_experiment_names_are_identifiers(name):
 
 
 def test_run_name_length_is_bounded(tmp_path):
-    from bfio.config import named_run
+    from bfio.pipeline.config import named_run
 
     with pytest.raises(ConfigError, match="run_name.*64"):
         named_run({}, {"run_name": "a" * 300}, cwd=tmp_path)
@@ -618,7 +618,7 @@ def test_trace_arrival_beyond_the_bound_names_the_row(tmp_path):
 
 
 def test_time_scale_beyond_the_bound_is_refused():
-    from bfio.workload import replay_workload
+    from bfio.workloads.workload import replay_workload
 
     with pytest.raises(ConfigError, match="MAX_ARRIVAL_S"):
         replay_workload(np.array([5, 6]), np.array([1, 2]), np.array([0.0, 10.0]), time_scale=1e15)
@@ -651,7 +651,7 @@ def test_a_symlink_loop_as_input_is_not_a_missing_file(tmp_path, capsys):
     assert main(["simulate", "--trace", str(a), "--requests", "2", "--workers", "2"]) == 2
     err = capsys.readouterr().err
     assert "symbolic links" in err and "does not exist" not in err
-    from bfio.experiments import prepare_trace
+    from bfio.runs.experiments import prepare_trace
 
     with pytest.raises(TraceError, match="symbolic links"):
         prepare_trace("longbench", a, tmp_path / "out.parquet", tmp_path / "out.json")

@@ -79,7 +79,7 @@ def test_register_refuses_a_taken_name_in_process():
 
 
 def test_plugin_file_is_part_of_the_code_fingerprint(tmp_path, monkeypatch):
-    from bfio.fingerprint import code_fingerprint, plugin_files
+    from bfio.runs.fingerprint import code_fingerprint, plugin_files
 
     d = tmp_path / "plugins"
     d.mkdir()
@@ -152,7 +152,7 @@ def test_session_hashes_beyond_the_memory_bound_are_refused_at_once():
     import time
 
     from bfio.ground.errors import ConfigError
-    from bfio.sessions import session_requests
+    from bfio.workloads.sessions import session_requests
 
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match=r"block hashes.*GiB.*MAX_BLOCK_HASHES"):
@@ -162,7 +162,7 @@ def test_session_hashes_beyond_the_memory_bound_are_refused_at_once():
 
 def test_grpo_hashes_beyond_the_memory_bound_are_refused_at_once():
     from bfio.ground.errors import ConfigError
-    from bfio.sessions import grpo_groups
+    from bfio.workloads.sessions import grpo_groups
 
     with pytest.raises(ConfigError, match=r"group_size.*block hashes.*GiB"):
         grpo_groups([100000], [10], groups=1, group_size=100000, seed=0, block_tokens=1)
@@ -176,7 +176,7 @@ def test_hash_bound_is_memory_based():
 
 
 def test_small_generated_workloads_are_unchanged():
-    from bfio.sessions import grpo_groups, session_requests
+    from bfio.workloads.sessions import grpo_groups, session_requests
 
     w = grpo_groups([700, 1500], [5, 9], groups=3, group_size=4, seed=1, block_tokens=512).blocks
     assert w.hashes.size == int(sum(w.count(i) for i in range(len(w))))
@@ -194,7 +194,7 @@ def _prefix_config(setting: dict, prefill: dict | None = None) -> dict:
 
 
 def test_prefix_study_with_too_many_hashes_fails_when_the_config_loads():
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
     from bfio.ground.errors import ConfigError
 
     cfg = _prefix_config({"workload": "sessions", "sessions": 1000, "turns": 2000})
@@ -237,7 +237,7 @@ def test_huge_prefill_sizes_are_refused_naming_the_flag(tmp_path, capsys, flag, 
 def test_prefill_model_refuses_sizes_beyond_the_bound(field):
     from bfio.ground.errors import ConfigError
     from bfio.ground.limits import MAX_RANK_TOKENS
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
 
     assert MAX_RANK_TOKENS < 2 ** 53
     PrefillModel(**{field: MAX_RANK_TOKENS})
@@ -247,7 +247,7 @@ def test_prefill_model_refuses_sizes_beyond_the_bound(field):
 
 @pytest.mark.parametrize("key", ["chunk_tokens", "kv_tokens_per_rank"])
 def test_prefix_study_prefill_sizes_are_bounded_in_the_config(key):
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
     from bfio.ground.errors import ConfigError
 
     cfg = _prefix_config({"workload": "trace", "trace": "mooncake", "requests": 10}, {key: 2 ** 63})
@@ -260,7 +260,7 @@ def test_schema_prefill_maxima_are_the_library_bound():
 
     from bfio.ground.limits import MAX_RANK_TOKENS
 
-    from bfio.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
+    from bfio.pipeline.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
 
     schema = _registry_enums(yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text()))
     prefill = schema["properties"]["prefix_study"]["properties"]["prefill"]["properties"]
@@ -312,7 +312,7 @@ def test_alias_bomb_in_the_config_is_validated_at_once():
 
     import yaml
 
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
 
     validate_config(yaml.safe_load((REPO / "config" / "smoke.yaml").read_text()),
                     REPO / "workflow" / "schemas" / "config.schema.yaml")  # the imports, once
@@ -350,7 +350,7 @@ GRPO = {"workload": "grpo", "groups": 2, "group_size": 2, "turns": 2}
     ({"workload": "trace", "trace": "mooncake", "turns": 3}, None, r"prefix_study\.settings\.0\.turns.*trace"),
 ])
 def test_prefix_study_mistakes_fail_when_the_config_loads(setting, prefill, key):
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
     from bfio.ground.errors import ConfigError
 
     cfg = _prefix_config(setting, prefill)
@@ -363,7 +363,7 @@ def test_prefix_study_setting_defaults_are_the_schema_defaults():
 
     from bfio.studies.prefix_study import SETTING_DEFAULTS
 
-    from bfio.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
+    from bfio.pipeline.config import _registry_enums  # the schema as a config is validated (run parameters filled in)
 
     schema = _registry_enums(yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text()))
     props = schema["properties"]["prefix_study"]["properties"]["settings"]["items"]["properties"]
@@ -459,10 +459,10 @@ def test_absurd_prefill_token_time_is_refused(tmp_path, capsys, value):
 
 
 def test_prefill_token_time_bound_in_library_and_config():
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
     from bfio.ground.errors import ConfigError
     from bfio.ground.limits import MAX_TOKEN_S
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
 
     PrefillModel(token_s=MAX_TOKEN_S)
     with pytest.raises(ConfigError, match="prefill.token_s.*MAX_TOKEN_S"):
@@ -476,9 +476,9 @@ def test_prefill_token_time_bound_in_library_and_config():
 def test_never_full_warning_counts_prefilling_requests():
     import numpy as np
 
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
     from bfio.simulator import simulate
-    from bfio.workload import Workload
+    from bfio.workloads.workload import Workload
 
     n = 60
     w = Workload(np.full(n, 100_000), np.full(n, 2), name="long_prompts")
@@ -492,7 +492,7 @@ def test_never_full_warning_counts_prefilling_requests():
 
 # -- item 12: sgl_cache_aware's cost per request does not grow with G ---------------------------
 def _shared_prefix_workload(n: int, seed: int = 0):
-    from bfio.sessions import session_requests
+    from bfio.workloads.sessions import session_requests
 
     return session_requests([300, 900, 2000], [5, 20], sessions=max(1, n // 4), turns=4, seed=seed,
                             block_tokens=64, think_time_s=0.5, session_rate_per_s=20.0).workload
@@ -504,7 +504,7 @@ def test_sgl_cache_aware_routes_as_before():
 
     from bfio.policies.prefix_state import inflight, prompt_blocks
     from bfio.policies.sgl_cache_aware import TREE_BLOCKS, SglCacheAware
-    from bfio.prefix import PrefixCache
+    from bfio.engine.prefix import PrefixCache
     from bfio.simulator import simulate
 
     class Scan(SglCacheAware):  # the policy before issue 41: every tree probed for every request

@@ -1,4 +1,4 @@
-"""Row keys are written by :func:`bfio.run_keys.row_key` (:attr:`bfio.run_keys.RowSpec.key`)
+"""Row keys are written by :func:`bfio.lookahead.run_keys.row_key` (:attr:`bfio.lookahead.run_keys.RowSpec.key`)
 and never parsed back (issues 14, 43): a key's spec is looked up among the declared
 rows, every key round-trips, the registry's row pattern (the schema's validation)
 accepts exactly the plain BF-IO keys, the study labels read the declared specs,
@@ -14,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import bfio.figures.series
-import bfio.run
-import bfio.run_keys
+import bfio.runs.run
+import bfio.lookahead.run_keys
 import bfio.studies.online_summary
 from bfio.ground.errors import ConfigError
-from bfio.run_keys import (MAX_KEY_HORIZON, RowSpec, admission_label, declare_rows, declared_spec, paper_row_spec,
+from bfio.lookahead.run_keys import (MAX_KEY_HORIZON, RowSpec, admission_label, declare_rows, declared_spec, paper_row_spec,
                            row_key, row_spec)
 from bfio.policies import row_pattern
 from bfio.studies.declared_rows import config_rows
@@ -85,11 +85,11 @@ def test_spec_options_and_labels():
     lit = RowSpec("bfio", 40, "paper-literal")
     assert lit.options()["objective"] == "paper-literal" and lit.paper() == RowSpec("bfio", 40)
     assert lit.label(lambda n: "BF-IO") == "BF-IO (H=40, paper-literal)"
-    assert bfio.run.resolve_row("bfio_h40_literal")[1] == {"horizon": 40, **{k: v for k, v in lit.options().items()}}
+    assert bfio.runs.run.resolve_row("bfio_h40_literal")[1] == {"horizon": 40, **{k: v for k, v in lit.options().items()}}
 
 
 def test_no_module_matches_a_row_key_with_a_regular_expression():
-    for module in (bfio.run_keys, bfio.run, bfio.figures.series, bfio.studies.online_summary):
+    for module in (bfio.lookahead.run_keys, bfio.runs.run, bfio.figures.series, bfio.studies.online_summary):
         source = inspect.getsource(module)
         for pattern in ("re.match(", "re.compile(", "parse_bfio_row", "parse_admission_row", "RUN_RE"):
             assert pattern not in source, (module.__name__, pattern)
@@ -102,10 +102,10 @@ def test_tables_and_the_horizon_figure_read_stored_columns():
     there it is the declared row's (a lookup, issue 43)."""
     import pandas as pd
 
-    import bfio.tables
+    import bfio.runs.tables
     from bfio.figures import horizon_sweep
 
-    source = inspect.getsource(bfio.tables)
+    source = inspect.getsource(bfio.runs.tables)
     assert "parse_bfio_row" not in source and "paper_row" not in source
     summary = pd.DataFrame({"row": ["fcfs", "x_late", "x_early", "x_lit"], "horizon": [None, 30, 5, 5],
                             "objective": [None, "default", "default", "paper-literal"]})
@@ -120,8 +120,8 @@ def test_tables_and_the_horizon_figure_read_stored_columns():
 
 
 def test_runs_carry_the_declared_spec_and_refuse_another_key():
-    from bfio.experiments import experiment_runs
-    from bfio.run import RunSpec
+    from bfio.runs.experiments import experiment_runs
+    from bfio.runs.run import RunSpec
 
     config = {"seeds": [42], "experiments": {"x": {"trace": "longbench", "requests": 10, "workers": [2],
                                                    "baselines": ["fcfs"], "horizons": [7], "literal_horizons": [7]}}}

@@ -1,5 +1,5 @@
 """Issue 43: a run's cluster, arrival and prefill parameters are declared once
-(:mod:`bfio.run_parameters`); ``bfio simulate``'s flags, the library words it
+(:mod:`bfio.engine.run_parameters`); ``bfio simulate``'s flags, the library words it
 rewrites, the config schema's fragments and config/README.md's rows are derived
 from the declarations: each declared parameter is in every one of them, and a
 changed declaration changes them."""
@@ -15,10 +15,10 @@ import yaml
 from bfio import config_readme, run_parameters
 from bfio.cli import simulate as cli_simulate
 from bfio.cli.library_words import FLAGS
-from bfio.config import _registry_enums
-from bfio.prefill import PrefillModel
-from bfio.run import ArrivalSpec
-from bfio.run_parameters import ARRIVAL, PREFILL, SECTIONS, SLOTS, STUDY_PREFILL
+from bfio.pipeline.config import _registry_enums
+from bfio.engine.prefill import PrefillModel
+from bfio.runs.run import ArrivalSpec
+from bfio.engine.run_parameters import ARRIVAL, PREFILL, SECTIONS, SLOTS, STUDY_PREFILL
 
 REPO = Path(__file__).resolve().parents[1]
 RAW_SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
@@ -77,7 +77,7 @@ def test_every_declared_parameter_is_in_the_schema_and_the_readme():
 
 
 def test_the_readme_rows_are_the_derived_ones():
-    """config/README.md is regenerated (``python -m bfio.config_readme``) after a declaration changes."""
+    """config/README.md is regenerated (``python -m bfio.pipeline.config_readme``) after a declaration changes."""
     text = config_readme.README.read_text()
     new, missing = config_readme.regenerate(text, config_readme.declared_rows(_registry_enums(RAW_SCHEMA)))
     assert missing == [] and new == text

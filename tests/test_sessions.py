@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bfio.ground.errors import ConfigError
-from bfio.prefix import PrefixCache, check_blocks_cover
-from bfio.sessions import grpo_groups, multi_turn_sessions, session_requests
+from bfio.engine.prefix import PrefixCache, check_blocks_cover
+from bfio.workloads.sessions import grpo_groups, multi_turn_sessions, session_requests
 
 PREFILL = np.array([100, 511, 512, 513, 1500, 4000])
 DECODE = np.array([1, 30, 600, 2048])
@@ -153,7 +153,7 @@ def test_sessions_bad_arguments():
 
 
 def test_grpo_rollouts_share_the_first_prompt_within_a_group_only():
-    from bfio.sessions import session_requests
+    from bfio.workloads.sessions import session_requests
 
     rng = np.random.default_rng(0)
     pool_s, pool_o = rng.integers(100, 3000, 50), rng.integers(5, 400, 50)

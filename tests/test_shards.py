@@ -97,7 +97,7 @@ def test_policy_routes_in_shards_and_serves_every_request(predictor):
     8 workers split into shards of 3; every request served, deterministic, and the
     same run as the unsharded policy when the shards hold every worker."""
     from bfio.simulator import simulate
-    from bfio.workload import Workload
+    from bfio.workloads.workload import Workload
 
     rng = np.random.default_rng(2)
     w = Workload(prefill=rng.integers(50, 5000, 400), decode=rng.integers(1, 40, 400))

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bfio.policies import registered, supporting
 from bfio.simulator import simulate
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 #: baselines that admit from the pool oldest first (a property of these policies, checked below)
 FIFO = ("fcfs", "jsq_tokens", "jsq_requests", "round_robin", "random", "power_of_two", "vllm_dp", "least_tokens",

@@ -10,7 +10,7 @@ from bfio.cli import main
 from bfio.solvers import SolverError, solve
 from bfio.solvers.random_instances import random_instance
 from bfio.solvers.instance import Instance, InstanceError, load_instance, save_instance
-from bfio.profiles import predicted_loads
+from bfio.lookahead.profiles import predicted_loads
 
 
 def test_round_trip_and_cli(tmp_path, capsys):

@@ -15,7 +15,7 @@ from bfio.ground.errors import ConfigError, ProfileError
 from bfio.step_model import MODELS, StepModel
 from bfio.step_model import fit
 from bfio.step_model.profiles import PROFILE_FILES, profile_path
-from bfio.step_time import lockstep_dt, lockstep_prefill_dt, rank_cost
+from bfio.engine.step_time import lockstep_dt, lockstep_prefill_dt, rank_cost
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = [("a100", "Llama-2-7b-hf"), ("h100", "Llama-2-70b-hf")]
@@ -122,7 +122,7 @@ def test_one_rank_without_padding_is_that_ranks_cost(data_dir):
 
 
 def _workload(n=300):
-    from bfio.workload import draw_workload
+    from bfio.workloads.workload import draw_workload
 
     rng = np.random.default_rng(3)
     return draw_workload(rng.integers(10, 3000, n).astype(np.int64), rng.integers(1, 200, n).astype(np.int64),
@@ -145,7 +145,7 @@ def test_simulated_dt_is_the_calibrated_formula(data_dir, monkeypatch):
 
 
 def test_calibrated_runs_are_deterministic_and_beta_matters(data_dir, monkeypatch):
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
     from bfio.simulator import simulate
 
     monkeypatch.setenv("BFIO_DATA_DIR", str(data_dir))
@@ -173,7 +173,7 @@ def test_independent_ranks(data_dir, monkeypatch):
     step less the DP collective; with more, each request still generates exactly
     its tokens, each a step of at least ``alpha`` of its own rank; runs repeat
     bit for bit; with the prefill model it runs (its own tests elsewhere)."""
-    from bfio.prefill import PrefillModel
+    from bfio.engine.prefill import PrefillModel
     from bfio.simulator import simulate
 
     monkeypatch.setenv("BFIO_DATA_DIR", str(data_dir))

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bfio.ground.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, resolve_row
+from bfio.runs.run import ArrivalSpec, RunSpec, resolve_row
 from bfio.studies import paired_effect, summarize_runs
 
 
@@ -70,7 +70,7 @@ def test_every_builtin_study_runs_on_the_generic_rules_with_its_files():
 
     import yaml
 
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
     from bfio.studies.registry import generic_studies, studies
 
     repo = Path(__file__).resolve().parents[1]
@@ -106,7 +106,7 @@ def test_online_and_generality_checks_run_from_their_studies():
 
     import yaml
 
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
 
     repo = Path(__file__).resolve().parents[1]
     schema = repo / "workflow" / "schemas" / "config.schema.yaml"

@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 from bfio.ground.errors import ConfigError
-from bfio.config import validate_config
+from bfio.pipeline.config import validate_config
 from bfio.studies.online import online_runs, run_online, saturation_rate, trace_rate
 from bfio.studies.predictor_study import predictor_runs, predictor_variants, row_columns, run_predictor_study
 from bfio.studies.report import check_settings, ci_cell, scale_note
@@ -485,7 +485,7 @@ def test_the_config_takes_the_admission_rules_from_their_registry():
 
     import yaml
 
-    from bfio.config import validate_config
+    from bfio.pipeline.config import validate_config
     from bfio.ground.errors import ConfigError
 
     repo = Path(__file__).resolve().parents[1]

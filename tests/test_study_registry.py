@@ -124,7 +124,7 @@ def test_an_unknown_or_circular_builds_on_is_named(toy_registry):
 def test_config_names_no_builtin_study_by_hand(fresh):
     """The config's checks and schema read the registry (``Study.validate``,
     ``Study.schema_enums``), never a built-in study's section name."""
-    source = Path(importlib.util.find_spec("bfio.config").origin).read_text()
+    source = Path(importlib.util.find_spec("bfio.pipeline.config").origin).read_text()
     literals = {n.value for n in ast.walk(ast.parse(source))
                 if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     assert not literals & set(fresh["order"])
@@ -133,7 +133,7 @@ def test_config_names_no_builtin_study_by_hand(fresh):
 def test_a_study_fills_its_section_schema_from_its_registries():
     import yaml
 
-    from bfio.config import _registry_enums
+    from bfio.pipeline.config import _registry_enums
     from bfio.predictors import PREDICTORS
     from bfio.studies.starvation_summary import COST_METRICS
 

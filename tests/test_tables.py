@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bfio.paper import TABLE1, TABLE1_UNITS, TABLE2, TABLE2_UNITS
-from bfio.run_keys import paper_row_spec
-from bfio.paper_tables import AUTHORS_SIMULATOR, is_paper_setting, paper_comparison, paper_markdown, paper_pivot
-from bfio.tables import (
+from bfio.runs.paper import TABLE1, TABLE1_UNITS, TABLE2, TABLE2_UNITS
+from bfio.lookahead.run_keys import paper_row_spec
+from bfio.runs.paper_tables import AUTHORS_SIMULATOR, is_paper_setting, paper_comparison, paper_markdown, paper_pivot
+from bfio.runs.tables import (
     distinct_runs,
     energy_reduction,
     mean_ci,
@@ -38,7 +38,7 @@ def test_mean_ci_matches_t_interval():
 def synthetic_runs(table: str, values: dict, units: dict, seeds=(42, 1, 2), trace="longbench", workers=256,
                    requests=80000, jitter=0.0):
     """Runs whose seed-42 metrics equal ``values`` (printed, in paper units), with the
-    ``horizon`` and ``objective`` columns a run stores (:func:`bfio.experiments.run_one`)."""
+    ``horizon`` and ``objective`` columns a run stores (:func:`bfio.runs.experiments.run_one`)."""
     rows = []
     for row, cells in values.items():
         policy, h = ("bfio", int(row[6:])) if row.startswith("bfio_h") else (row, None)
@@ -154,13 +154,13 @@ def md_section(md: str, heading: str) -> list[dict]:
     ("2.49", 1e8, "avg_imbalance", 1.62e8, "better"),
 ])
 def test_verdict_rule_on_constructed_cells(printed, scale, metric, value, outcome):
-    from bfio.verdicts import verdict
+    from bfio.runs.verdicts import verdict
 
     assert verdict(value, printed, scale, metric) == outcome
 
 
 def test_what_each_row_must_reach():
-    from bfio.verdicts import BETTER, REPRODUCED, WORSE, expected, meets, row_kind
+    from bfio.runs.verdicts import BETTER, REPRODUCED, WORSE, expected, meets, row_kind
 
     base, default, literal = row_kind(None), row_kind("default"), row_kind("paper-literal")
     assert [meets(v, base) for v in (REPRODUCED, BETTER, WORSE)] == [True, False, False]
@@ -226,8 +226,8 @@ def test_paper_markdown_states_what_each_row_is_and_its_effective_lookahead():
         for metric, value in cells.items():
             assert f"{value} (printed {TABLE1[row][metric]};" in md
     assert "H = 20, 100" in md  # the paper-literal rows that ran are named in the header
-    # the rule is stated in the header, once, from bfio.verdicts
-    from bfio.verdicts import EXPECTATION_RULE, RULE
+    # the rule is stated in the header, once, from bfio.runs.verdicts
+    from bfio.runs.verdicts import EXPECTATION_RULE, RULE
     assert RULE in md and EXPECTATION_RULE in md
     # the comparison's CSV carries the same
     cell = comp.set_index(["row", "metric"]).loc[("bfio_h40", "throughput")]
@@ -236,7 +236,7 @@ def test_paper_markdown_states_what_each_row_is_and_its_effective_lookahead():
 
 
 def test_same_program_needs_the_same_objective_options_and_window():
-    from bfio.paper_tables import same_programs
+    from bfio.runs.paper_tables import same_programs
 
     keys = {"a": (20, "default"), "b": (40, "default"), "c": (40, "paper-literal"), "d": (60, "default"),
             "e": (80, "default"), "f": None}
@@ -251,7 +251,7 @@ def test_same_program_needs_the_same_objective_options_and_window():
 
 def row_label_of(row: str) -> str:
     """The label of a row's printed row (``bfio_h40_literal`` -> ``BF-IO (H=40)``)."""
-    from bfio.tables import row_label
+    from bfio.runs.tables import row_label
 
     return row_label(paper_row_spec(row).paper().key)
 
@@ -313,7 +313,7 @@ def test_paper_pivot_orders_rows_as_the_paper(tmp_path):
 def test_truncated_runs_table_fails_naming_the_file(tmp_path):
     """Issue 26 item 4: a runs table that lacks runs the table needs is an error, not 'not run' cells."""
     from bfio.ground.errors import BfioError
-    from bfio.tables import check_runs_complete
+    from bfio.runs.tables import check_runs_complete
 
     runs = synthetic_runs("table2", TABLE2, TABLE2_UNITS, trace="burstgpt", workers=16, requests=100000)
     rows = sorted(set(runs["row"]))
@@ -328,7 +328,7 @@ def test_truncated_runs_table_fails_naming_the_file(tmp_path):
 
 def test_effective_window_is_stated_when_h_goes_beyond_it():
     """Issue 31 item 2: a row whose H exceeds the fast solver's cut-off says so."""
-    from bfio.tables import effective_window_note, summary_markdown
+    from bfio.runs.tables import effective_window_note, summary_markdown
 
     runs = synthetic_runs("table2", TABLE2, TABLE2_UNITS, trace="burstgpt", workers=16, requests=100000)
     bf = runs["row"].str.startswith("bfio_h")
@@ -345,7 +345,7 @@ def test_effective_window_is_stated_when_h_goes_beyond_it():
 def test_order_and_checks_read_the_stored_columns_not_the_key():
     """Issue 28: the row order, the printed row a run is compared with and what it must reach
     come from the ``horizon`` and ``objective`` columns a run stores; the key is not parsed."""
-    from bfio.tables import stored_keys
+    from bfio.runs.tables import stored_keys
 
     runs = synthetic_runs("table2", TABLE2, TABLE2_UNITS, trace="burstgpt", workers=16, requests=100000)
     lit = runs[runs["row"] == "bfio_h20"].assign(row="twenty_literal", objective="paper-literal")
@@ -371,7 +371,7 @@ def test_order_and_checks_read_the_stored_columns_not_the_key():
 
 def test_runs_without_an_objective_column_read_as_the_default_objective():
     """A runs table written before runs stored ``objective``: a row with a horizon is BF-IO's default."""
-    from bfio.tables import stored_keys
+    from bfio.runs.tables import stored_keys
 
     runs = synthetic_runs("table1", TABLE1, TABLE1_UNITS).drop(columns=["objective"])
     assert stored_keys(runs) == {r: ((int(r[6:]), "default") if r.startswith("bfio_h") else None) for r in TABLE1}

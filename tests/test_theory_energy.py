@@ -58,7 +58,7 @@ def test_corollary_limit_and_table():
 
 def _run_frame():
     from bfio import simulate
-    from bfio.workload import Workload
+    from bfio.workloads.workload import Workload
 
     rng = np.random.default_rng(0)
     wl = Workload(rng.integers(1, 2000, 300), rng.geometric(0.05, 300))

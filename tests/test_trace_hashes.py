@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from bfio.ground.errors import ConfigError, TraceError
-from bfio.prefix import PrefixCache, check_blocks_cover
+from bfio.engine.prefix import PrefixCache, check_blocks_cover
 from bfio.traces import load_trace
 from bfio.traces.registry import KNOWN_TRACES
-from bfio.workload import draw_workload, replay_workload
+from bfio.workloads.workload import draw_workload, replay_workload
 
 
 def test_mooncake_spec():
@@ -175,8 +175,8 @@ def test_pipeline_conversion_reads_millisecond_arrivals_as_milliseconds(tmp_path
     trace with arrival_unit 'ms' and the config's trace_specs both carry it."""
     import pandas as pd
 
-    from bfio.config import trace_specs
-    from bfio.experiments import prepare_trace
+    from bfio.pipeline.config import trace_specs
+    from bfio.runs.experiments import prepare_trace
 
     src = tmp_path / "t.csv"
     src.write_text("p,d,ts\n10,5,0\n20,6,1500\n30,7,4000\n")

@@ -1,5 +1,5 @@
-"""The predicted loads kept across routing calls (bfio.tracked_loads, issue 27)
-equal the gather of bfio.profiles.predicted_loads at every call, and the
+"""The predicted loads kept across routing calls (bfio.lookahead.tracked_loads, issue 27)
+equal the gather of bfio.lookahead.profiles.predicted_loads at every call, and the
 radix waiting order equals the comparison sort it replaced."""
 
 import numpy as np
@@ -8,11 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bfio.policies.bfio as bfio_policy
-from bfio.profiles import predicted_loads
+from bfio.lookahead.profiles import predicted_loads
 from bfio.simulator import simulate
 from bfio.solvers.touched import ascending_order, waiting_order
-from bfio.tracked_loads import TrackedLoads, complete
-from bfio.workload import Workload, poisson_arrivals, with_arrivals
+from bfio.lookahead.tracked_loads import TrackedLoads, complete
+from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
 
 @pytest.fixture

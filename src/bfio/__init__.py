@@ -6,7 +6,7 @@ Application to Large Language Model Serving". The package reads like the paper:
 
 - :mod:`bfio.ground.constants`  time and power constants of Section 6 / Appendix D
 - :mod:`bfio.ground.power`      the power model, Eq. (power-law), and energy accounting
-- :mod:`bfio.workload`   request workloads ``(s_i, o_i)`` and drawing N requests
+- :mod:`bfio.workloads.workload`   request workloads ``(s_i, o_i)`` and drawing N requests
 - :mod:`bfio.traces`     reading and validating request traces (known ones: :mod:`bfio.traces.registry`)
 - :mod:`bfio.policies`   routing policies (FCFS, JSQ, ..., BF-IO) behind a registry
 - :mod:`bfio.simulator`  the step loop of barrier-synchronized workers (Section 3)
@@ -16,8 +16,8 @@ Application to Large Language Model Serving". The package reads like the paper:
 __all__ = ["PaperConstants", "Workload", "draw_workload", "simulate", "SimulationResult"]
 __version__ = "0.1.0"
 
-_LAZY = {"PaperConstants": "bfio.ground.constants", "Workload": "bfio.workload", "draw_workload": "bfio.workload",
-         "simulate": "bfio.simulator", "SimulationResult": "bfio.simulation_result"}
+_LAZY = {"PaperConstants": "bfio.ground.constants", "Workload": "bfio.workloads.workload", "draw_workload": "bfio.workloads.workload",
+         "simulate": "bfio.simulator", "SimulationResult": "bfio.engine.simulation_result"}
 
 
 def __getattr__(name):

@@ -32,7 +32,7 @@ import numpy as np
 from bfio.ground.constants import PaperConstants
 from bfio.ground.errors import ConfigError
 from bfio.ground.jit import kernel
-from bfio.step_time import rank_cost
+from bfio.engine.step_time import rank_cost
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ def capacity(prefill, decode, workers: int, slots: int, constants: PaperConstant
 
     - ``coefficients`` (:class:`bfio.step_model.fit.StepCoefficients`): the
       calibrated step instead of the paper's, its balanced step read from the one
-      formula, :func:`bfio.step_time.rank_cost` at the mean rank, ``+ beta n + comm``;
-    - ``prefill_model`` (:class:`bfio.prefill.PrefillModel`): every prompt token
+      formula, :func:`bfio.engine.step_time.rank_cost` at the mean rank, ``+ beta n + comm``;
+    - ``prefill_model`` (:class:`bfio.engine.prefill.PrefillModel`): every prompt token
       is computed in some step (no prefix-cache hit assumed: an upper bound only
       without caches), ``E[s] / E[o]`` tokens a busy slot and step, at most
       ``chunk_tokens`` a rank; its ``kv_tokens`` bounds the KV memory;
@@ -130,7 +130,7 @@ def _balanced_step(n: np.ndarray, slot_load: float, prompt_rate: float, slots: i
                    coefficients, prefill_model) -> np.ndarray:
     """The step with every rank at ``n`` busy slots of mean load ``slot_load`` and
     ``n prompt_rate`` prefill tokens: the paper's ``C + t_l L (+ token_s P)``, or
-    the calibrated step's one formula (:func:`bfio.step_time.rank_cost`)."""
+    the calibrated step's one formula (:func:`bfio.engine.step_time.rank_cost`)."""
     load, tokens = n * slot_load, n * prompt_rate
     if coefficients is None:
         token_s = prefill_model.token_s if prefill_model is not None else 0.0

@@ -6,7 +6,7 @@ the previous one. Such a request has no arrival time of its own: it arrives
 ``think_s`` seconds after the request it follows completes, so its arrival
 depends on how the cluster served that request (a router that slows a turn
 delays every later turn of the session). :class:`FollowUps` describes these
-dependencies on a :class:`~bfio.workload.Workload`; :class:`ClosedLoopArrivals`
+dependencies on a :class:`~bfio.workloads.workload.Workload`; :class:`ClosedLoopArrivals`
 releases the requests during a simulation (``simulate(..., entry="arrivals")``).
 
 Without follow-ups (the default) every arrival is the workload's ``arrival_s``,

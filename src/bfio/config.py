@@ -14,19 +14,19 @@ from pathlib import Path
 
 
 from bfio.ground.errors import ConfigError
-from bfio.paper import TABLE_SETTINGS
+from bfio.runs.paper import TABLE_SETTINGS
 from bfio.traces.registry import ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec
-from bfio.traces.registry import trace_specs  # noqa: F401  (re-exported: bfio.config.trace_specs)
+from bfio.traces.registry import trace_specs  # noqa: F401  (re-exported: bfio.pipeline.config.trace_specs)
 from bfio.policies import baselines as registry_baselines, check_policy_options, policy_class, registered, row_pattern
-from bfio.experiments import experiment_rows
+from bfio.runs.experiments import experiment_rows
 from bfio.studies.registry import studies
 from bfio.studies.declared_rows import declare_config_rows
-from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.config.trace_references)
+from bfio.traces.sources import trace_references  # noqa: F401  (re-exported: bfio.pipeline.config.trace_references)
 from bfio.ground.limits import MAX_REQUESTS
 from bfio.ground.options import schema_properties
-from bfio.run import resolve_row
+from bfio.runs.run import resolve_row
 from bfio.step_model import schema as step_model_schema
-from bfio.run_parameters import fill_schema
+from bfio.engine.run_parameters import fill_schema
 
 
 #: A module ``import jsonschema`` imports when installed that our schemas never use:
@@ -144,7 +144,7 @@ def validate_config(config: dict, schema) -> dict:
             raise ConfigError(f"config key 'figures.{key}': '{name}' is not an experiment (experiments: "
                               f"{', '.join(config['experiments']) or 'none'}); name one, or null for no figure")
     _check_policies(config)
-    declare_config_rows(config)  # its variants' and admission rows' specs, by label (bfio.run_keys)
+    declare_config_rows(config)  # its variants' and admission rows' specs, by label (bfio.lookahead.run_keys)
     for name, study in studies().items():  # each study's own cross-checks (bfio.studies.registry.Study.validate)
         if study.validate is not None and study.active(config):
             study.validate(config[name], config)
@@ -182,7 +182,7 @@ def _registry_enums(schema: dict) -> dict:
     their registries give (each study's :attr:`~bfio.studies.registry.Study.schema_enums`:
     the predictor study's predictors, the starvation study's admission rules and
     cost metrics), and whose run parameters (slots, arrivals, the prefill model)
-    are their declarations (:func:`bfio.run_parameters.fill_schema`), so the schema
+    are their declarations (:func:`bfio.engine.run_parameters.fill_schema`), so the schema
     never lists them twice."""
     schema = fill_schema(schema)
     defs = schema.get("definitions", {})

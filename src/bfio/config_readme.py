@@ -1,13 +1,13 @@
 """``config/README.md``'s rows of the configuration keys whose type, default and
 meaning are declared in code (issue 43): the run parameters the schema takes from
-:mod:`bfio.run_parameters` (``slots`` everywhere, a prefix setting's
+:mod:`bfio.engine.run_parameters` (``slots`` everywhere, a prefix setting's
 ``time_scale``, ``prefix_study.prefill.*``) and BF-IO's options, the ``bfio``
 section (:data:`bfio.policies.bfio_options.OPTIONS`: each option's ``doc``, or its
 help). Each such row is derived from the declaration, so the README cannot drift
 from it and a new option is one declaration; the other rows are written by hand
 and checked against the schema by ``tests/test_config_readme.py``.
 
-``python -m bfio.config_readme`` rewrites those rows of ``config/README.md`` in
+``python -m bfio.pipeline.config_readme`` rewrites those rows of ``config/README.md`` in
 place, and writes the row of a declared key the README lacks next to its
 siblings' (``--check``: exit 1 when one is out of date or missing, nothing written)."""
 
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import yaml
 
-from bfio.config import _registry_enums
+from bfio.pipeline.config import _registry_enums
 from bfio.policies import policy_class
 from bfio.ground.options import Registry, declared
-from bfio.run_parameters import SECTIONS, parameter
+from bfio.engine.run_parameters import SECTIONS, parameter
 
 #: A schema key without a default.
 NO_DEFAULT = object()
@@ -134,9 +134,9 @@ def _policy_row(key: str, option) -> str:
 
 def declared_rows(schema: dict) -> dict[str, str]:
     """README key -> its row, for every key of the validated ``schema`` (the schema as
-    :func:`bfio.config._registry_enums` fills it in) that a run parameter declares."""
+    :func:`bfio.pipeline.config._registry_enums` fills it in) that a run parameter declares."""
     rows, top = {}, schema.get("properties", {})
-    if "bfio" in top:  # BF-IO's options (bfio.config._registry_enums fills the section from them)
+    if "bfio" in top:  # BF-IO's options (bfio.pipeline.config._registry_enums fills the section from them)
         for option in declared(policy_class("bfio")):
             rows[f"bfio.{option.name}"] = _policy_row(f"bfio.{option.name}", option)
     for key, node in schema_nodes(schema):
@@ -196,7 +196,7 @@ def regenerate(text: str, rows: dict[str, str]) -> tuple[str, list[str]]:
 
 
 def validated_schema(path: Path = SCHEMA) -> dict:
-    """The config schema as :func:`bfio.config.validate_config` checks a config against it."""
+    """The config schema as :func:`bfio.pipeline.config.validate_config` checks a config against it."""
     return _registry_enums(yaml.safe_load(Path(path).read_text()))
 
 
@@ -211,7 +211,7 @@ def main(argv=None) -> int:
     if new == text:
         return 0
     if "--check" in argv:
-        print("config/README.md: declared rows out of date or missing; run python -m bfio.config_readme",
+        print("config/README.md: declared rows out of date or missing; run python -m bfio.pipeline.config_readme",
               file=sys.stderr)
         return 1
     README.write_text(new)

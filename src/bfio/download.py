@@ -48,7 +48,7 @@ MIN_RATE_BPS = 16_384
 DEADLINE_TIMEOUTS = 20
 _CHUNK = 1 << 16
 
-log = logging.getLogger("bfio.download")
+log = logging.getLogger("bfio.traces.download")
 
 
 class _ShortRead(OSError):

@@ -1,15 +1,15 @@
 """The pipeline's paper experiments: the config's lists expanded into
-simulation runs (:class:`bfio.run.RunSpec`), canonical trace tables
+simulation runs (:class:`bfio.runs.run.RunSpec`), canonical trace tables
 (:mod:`bfio.traces.canonical`, re-exported here), and one run simulated with
 its outputs written.
 
 A run is identified by ``(trace, requests, workers, slots, row, seed)`` where
 ``row`` is the paper's row key (``fcfs``, ``jsq_tokens``, ``bfio_h40``, see
-:func:`bfio.run_keys.row_key`). Its outputs live under
+:func:`bfio.lookahead.run_keys.row_key`). Its outputs live under
 ``results/runs/<RunSpec.path>/``; experiments that contain the same run (Table 1
 and the H sweep share G=256, N=80,000 LongBench runs) share its job. The
 Snakemake workflow (``Snakefile``, ``workflow/rules``) is a thin layer over
-this module, :mod:`bfio.config` (validation), :mod:`bfio.traces.sources` (where
+this module, :mod:`bfio.pipeline.config` (validation), :mod:`bfio.traces.sources` (where
 traces come from) and :mod:`bfio.ground.results_io` (outputs on disk).
 """
 
@@ -20,11 +20,11 @@ import time
 
 import numpy as np
 
-from bfio.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rerun triggers)
-from bfio.run_keys import RowSpec
+from bfio.runs.fingerprint import code_fingerprint  # noqa: F401  (the workflow's rerun triggers)
+from bfio.lookahead.run_keys import RowSpec
 from bfio.ground.results_io import atomic_path, write_json
-from bfio.run import RunSpec, baselines
-from bfio.runner import simulate_run
+from bfio.runs.run import RunSpec, baselines
+from bfio.runs.runner import simulate_run
 from bfio.traces.canonical import prepare_trace, read_trace_table, trace_stats  # noqa: F401  (re-exported)
 
 
@@ -86,7 +86,7 @@ def all_runs(config: dict) -> list[RunSpec]:
 
 def declared_runs(config: dict) -> dict[str, RunSpec]:
     """Run path -> run, for every run the experiments declare: what a pipeline job
-    given a path simulates (:meth:`bfio.run.RunSpec.from_path`, a lookup)."""
+    given a path simulates (:meth:`bfio.runs.run.RunSpec.from_path`, a lookup)."""
     return {r.path: r for r in all_runs(config)}
 
 
@@ -116,8 +116,8 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
 # --------------------------------------------------------------------------- code
 
 #: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
-SIMULATION_SOURCES = ("ground/constants.py", "kernels.py", "step_time.py", "ground/metrics.py", "ground/power.py", "simulator.py", "workload.py",
-                      "predictors", "policies", "solvers", "run.py", "runner.py", "run_keys.py")
+SIMULATION_SOURCES = ("ground/constants.py", "engine/kernels.py", "engine/step_time.py", "ground/metrics.py", "ground/power.py", "simulator.py", "workloads/workload.py",
+                      "predictors", "policies", "solvers", "runs/run.py", "runs/runner.py", "lookahead/run_keys.py")
 
 
 # --------------------------------------------------------------------------- running
@@ -127,7 +127,7 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
     """Draw the workload of ``spec``, simulate it and write its summary (JSON),
     per-step series (parquet) and, if ``loads_path`` is given, the ``(steps, G)``
     gating-load matrix (``.npy``). Options: the config's per-policy ``defaults``
-    (:func:`bfio.run.policy_defaults`; ``bfio_options``: BF-IO's alone).
+    (:func:`bfio.runs.run.policy_defaults`; ``bfio_options``: BF-IO's alone).
     Returns the summary."""
     spec = spec.with_bfio_defaults(bfio_options, defaults)
     frame = read_trace_table(trace_table)

@@ -27,13 +27,13 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from bfio.config import NAMED_RUN_DIR, _RUN_NAME_RE
+from bfio.pipeline.config import NAMED_RUN_DIR, _RUN_NAME_RE
 from bfio.ground.errors import BfioError, ConfigError
-from bfio.run_keys import paper_row_spec
+from bfio.lookahead.run_keys import paper_row_spec
 from bfio.studies.declared_rows import declare_run_rows
 from bfio.studies.goodput_summary import REFERENCE_LABELS
 from bfio.studies.online_summary import ONLINE_METRICS, policy_label, record_label
-from bfio.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, ci_text, row_label
+from bfio.runs.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, ci_text, row_label
 
 #: The environment variable that names the run when the notebook's ``RUN`` is ``None``.
 RUN_ENV = "BFIO_RUN"
@@ -258,7 +258,7 @@ def _fmt(x, digits: int = 3) -> str:
 
 
 def _ci(r, metric: str, digits: int = 3, scale: float = 1.0) -> str:
-    """``'mean [lo, hi]'``; the mean alone below :data:`~bfio.tables.MIN_INTERVAL_SEEDS`
+    """``'mean [lo, hi]'``; the mean alone below :data:`~bfio.runs.tables.MIN_INTERVAL_SEEDS`
     seeds (the caption says so: :func:`_seeds`)."""
     mean = _fmt(r[f"{metric}_mean"] * scale, digits)
     n = r.get("n_seeds")

@@ -5,10 +5,10 @@ highest Poisson arrival rate at which the p99 time to first token (TTFT) and
 the p99 time per output token (TPOT) stay within service-level objectives
 (:class:`SLO`). :func:`goodput` finds it by bisection over the rate, each probe
 a run (or several seeds) of the simulator, with the model's capacity
-(:func:`bfio.capacity.capacity`, the rate no router can sustain beyond) as the
+(:func:`bfio.engine.capacity.capacity`, the rate no router can sustain beyond) as the
 upper end of the search and reported beside the result.
 
-TTFT: with the prefill step model (:mod:`bfio.prefill`) the runs carry
+TTFT: with the prefill step model (:mod:`bfio.engine.prefill`) the runs carry
 ``ttft_s_p99``; the paper's step loop has no prefill, so a request's first
 token comes with its first decode step and TTFT is its queue wait plus that
 step: the goodput then reads ``queue_wait_s_p99`` (the step, milliseconds, is
@@ -32,7 +32,7 @@ import numpy as np
 from bfio.ground.constants import PaperConstants
 from bfio.ground.errors import ConfigError
 from bfio.ground.metrics import STEADY
-from bfio.step_time import rank_cost
+from bfio.engine.step_time import rank_cost
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def latency_floor(prefill, decode, slots: int, constants: PaperConstants | None 
 
     - TTFT: with ``chunk_tokens`` (the prefill model) its prompt in chunks, each
       step at least the step of that chunk and its resident tokens
-      (:func:`bfio.step_time.rank_cost` with ``coefficients``, plus ``comm``; the
+      (:func:`bfio.engine.step_time.rank_cost` with ``coefficients``, plus ``comm``; the
       paper's ``C + t_l L + token_s P`` is not modelled here: 0 without
       ``coefficients``); without prefill 0 (the first token comes with the first
       step).

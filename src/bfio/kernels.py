@@ -10,7 +10,7 @@ import numpy as np
 
 from bfio.ground.jit import kernel
 from bfio.ground.power import worker_power
-from bfio.step_time import N_COEF, balanced_dt, lockstep_dt
+from bfio.engine.step_time import N_COEF, balanced_dt, lockstep_dt
 
 
 @kernel
@@ -169,7 +169,7 @@ def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill,
 
 # -- runs of steps without a routing decision (the step loop's fast path) -----------------
 # Rows of the per-step series buffer written by ``run_steps``, in this order
-# (``bfio.simulation_result.SERIES_FIELDS``).
+# (``bfio.engine.simulation_result.SERIES_FIELDS``).
 S_CLOCK, S_DT, S_ACTIVE, S_COMPLETIONS, S_IMB_POST, S_IMB_PRE, S_E_POST, S_E_PRE, S_PMEAN_POST, \
     S_PMEAN_PRE, S_MAXLOAD_PRE, S_SUMLOAD_PRE, S_PSUM_PRE = range(13)
 
@@ -212,8 +212,8 @@ def run_steps(slot_request, prefill, decode, generated, finish, finish_step, loa
     (``load_stats``, ``dt``, ``advance_step``, the same float operations in the
     same order). ``step_coef``: empty for the paper's ``dt = C + t_l max_g L_g``,
     else the calibrated step model's coefficients
-    (:func:`bfio.step_time.lockstep_dt`), or the balanced reference's
-    (:func:`bfio.step_time.balanced_dt`). Returns ``(clock, step,
+    (:func:`bfio.engine.step_time.lockstep_dt`), or the balanced reference's
+    (:func:`bfio.engine.step_time.balanced_dt`). Returns ``(clock, step,
     n_completed, n_rows)``."""
     G = loads.shape[0]
     capacity = series.shape[1]

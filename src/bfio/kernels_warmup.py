@@ -1,6 +1,6 @@
 """Compile the numba kernels once, into numba's on-disk cache (``bfio compile``).
 
-``python -m bfio.kernels_warmup`` (or ``bfio compile``) runs tiny simulations
+``python -m bfio.pipeline.kernels_warmup`` (or ``bfio compile``) runs tiny simulations
 that reach the package's kernels with the argument types real runs give them
 (:data:`SCENARIOS`: every registered policy under each dispatch it supports,
 BF-IO's placements, admissions, objectives and predictors, arrivals, closed
@@ -43,11 +43,11 @@ from bfio.ground.errors import ProfileError
 from bfio.ground.jit import compile_seconds
 from bfio.ground.kernel_cache import mark_group_ready
 from bfio.policies import available, policy_class
-from bfio.prefill import PrefillModel
-from bfio.sessions import grpo_groups, multi_turn_sessions
+from bfio.engine.prefill import PrefillModel
+from bfio.workloads.sessions import grpo_groups, multi_turn_sessions
 from bfio.simulator import simulate
 from bfio.step_model import StepModel
-from bfio.workload import Workload, draw_workload, poisson_arrivals
+from bfio.workloads.workload import Workload, draw_workload, poisson_arrivals
 
 #: Requests in a scenario's workload: enough for every solver phase to run (waiting > free slots).
 REQUESTS = 48
@@ -232,8 +232,8 @@ def warm(scenarios=SCENARIOS, stream=None) -> float:
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    """The options of ``bfio compile`` / ``python -m bfio.kernels_warmup``."""
-    p = parser or argparse.ArgumentParser(prog="python -m bfio.kernels_warmup", description=__doc__.split("\n")[0])
+    """The options of ``bfio compile`` / ``python -m bfio.pipeline.kernels_warmup``."""
+    p = parser or argparse.ArgumentParser(prog="python -m bfio.pipeline.kernels_warmup", description=__doc__.split("\n")[0])
     p.add_argument("--group", choices=sorted(GROUPS), action="append", default=None,
                    help="compile every kernel of this group (repeatable; the pipeline's compile jobs)")
     p.add_argument("--all", action="store_true",

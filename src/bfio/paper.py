@@ -9,7 +9,7 @@ comparison can round ours to the same number of significant digits.
 
 from __future__ import annotations
 
-from bfio import run_keys
+from bfio.lookahead import run_keys
 
 # Scales of the printed units (paper Table 1 and Table 2 headers).
 TABLE1_UNITS = {"avg_imbalance": (1e8, "x1e8 tokens"), "throughput": (1e3, "1e3 tok/s"),
@@ -90,7 +90,7 @@ def compare_to_printed(value: float, printed: str, scale: float, metric: str) ->
     return "better" if (value > ref if HIGHER_IS_BETTER[metric] else value < ref) else "worse"
 
 
-#: Row-key names this module used to hold, now in :mod:`bfio.run_keys` (the one
+#: Row-key names this module used to hold, now in :mod:`bfio.lookahead.run_keys` (the one
 #: module that writes and reads run keys); importing them from here still works
 #: and warns (DeprecationWarning).
 MOVED_TO_RUN_KEYS = ("row_key", "admission_label", "LITERAL_SUFFIX", "BFIO_ROW_PATTERN")
@@ -100,9 +100,9 @@ def __getattr__(name: str):
     if name in MOVED_TO_RUN_KEYS:
         import warnings
 
-        warnings.warn(f"bfio.paper.{name} moved to bfio.run_keys.{name}", DeprecationWarning, stacklevel=2)
+        warnings.warn(f"bfio.runs.paper.{name} moved to bfio.lookahead.run_keys.{name}", DeprecationWarning, stacklevel=2)
         return getattr(run_keys, name)
-    raise AttributeError(f"module 'bfio.paper' has no attribute '{name}'")
+    raise AttributeError(f"module 'bfio.runs.paper' has no attribute '{name}'")
 
 
 __all__ = ["TABLE1", "TABLE2", "TABLE_SETTINGS", "HIGHER_IS_BETTER", "PAPER_BFIO_OPTIONS", "printed_digits",

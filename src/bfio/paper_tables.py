@@ -6,7 +6,7 @@
   95% CI over seeds, what the row is (``kind``: baseline, BF-IO ``default``
   objective or ``paper-literal`` Eq. (IO)), its effective lookahead ``H_eff``,
   the rows that solve the same program, and the cell's verdict against the
-  print with what the row must reach (the rule: :mod:`bfio.verdicts`).
+  print with what the row must reach (the rule: :mod:`bfio.runs.verdicts`).
 * :func:`paper_markdown` - its Markdown: a header saying what each row is, the
   verdict rule, what is not modelled (the authors' released simulator's
   objective), then one table per metric with separate columns for the seed-42
@@ -21,12 +21,12 @@ import json
 import numpy as np
 import pandas as pd
 
-from bfio.paper import TABLE_SETTINGS, round_like
-from bfio.run_keys import row_key
-from bfio.discount import OBJECTIVES
-from bfio.tables import (METRIC_INFO, MIN_INTERVAL_SEEDS, PAPER_METRICS, PRE_STEP_UNIT_OF, _fmt, _fmt_pct,
+from bfio.runs.paper import TABLE_SETTINGS, round_like
+from bfio.lookahead.run_keys import row_key
+from bfio.lookahead.discount import OBJECTIVES
+from bfio.runs.tables import (METRIC_INFO, MIN_INTERVAL_SEEDS, PAPER_METRICS, PRE_STEP_UNIT_OF, _fmt, _fmt_pct,
                          _row_order, few_seeds_note, interval_text, row_label, stored_keys, summarize)
-from bfio.verdicts import (BASELINE, DEFAULT, EXPECTATION_RULE, PAPER_LITERAL, RULE, expected, meets, row_kind,
+from bfio.runs.verdicts import (BASELINE, DEFAULT, EXPECTATION_RULE, PAPER_LITERAL, RULE, expected, meets, row_kind,
                            verdict)
 
 #: What the authors' released simulator gives on Table 1's workload for the printed cells it does not
@@ -34,13 +34,13 @@ from bfio.verdicts import (BASELINE, DEFAULT, EXPECTATION_RULE, PAPER_LITERAL, R
 #: digit): table -> row -> metric -> value in the printed unit. Outputs of that simulator, quoted in
 #: the tables' header for reference: this project does not model its objective (offset t weighted
 #: 0.86^t, new requests counted at their prompt size over the window), so no row runs it. (Not in
-#: bfio.paper: every simulation's code fingerprint includes that module.)
+#: bfio.runs.paper: every simulation's code fingerprint includes that module.)
 AUTHORS_SIMULATOR = {
     "table1": {"bfio_h0": {"throughput": "8.53", "energy_j": "23.5"}, "bfio_h40": {"energy_j": "20.74"}},
     "table2": {},
 }
 
-#: Order of the row kinds in the Markdown (the CSV keeps :func:`bfio.tables._row_order`).
+#: Order of the row kinds in the Markdown (the CSV keeps :func:`bfio.runs.tables._row_order`).
 KIND_ORDER = (BASELINE, DEFAULT, PAPER_LITERAL)
 TITLES = {"table1": "Table 1 (LongBench)", "table2": "Table 2 (BurstGPT)"}
 
@@ -51,7 +51,7 @@ COLUMNS = ["table", "row", "label", "paper_label", "kind", "objective_label", "h
 
 def _printed_keys(table: str) -> dict:
     """Row -> ``(H, 'default')`` of the BF-IO rows the paper prints in ``table``
-    (:data:`bfio.paper.TABLE_SETTINGS`' ``horizons``), ``None`` for its baselines."""
+    (:data:`bfio.runs.paper.TABLE_SETTINGS`' ``horizons``), ``None`` for its baselines."""
     setting = TABLE_SETTINGS[table]
     bfio = {row_key("bfio", h): (int(h), "default") for h in setting["horizons"]}
     return {row: bfio.get(row) for row in setting["values"]}
@@ -76,7 +76,7 @@ def same_programs(keys: dict, effective: dict, options: dict | None = None) -> d
     out) and the same effective lookahead ``H_eff`` (``effective``: row -> H_eff;
     a row whose ``H`` exceeds it optimizes offsets ``0..H_eff`` only, so it routes
     as the row with ``H = H_eff`` does). Rows without a known ``H_eff`` share with
-    none. ``keys``: row -> ``(H, objective)`` or ``None`` (:func:`bfio.tables.stored_keys`)."""
+    none. ``keys``: row -> ``(H, objective)`` or ``None`` (:func:`bfio.runs.tables.stored_keys`)."""
     options = options or {}
     groups: dict = {}
     for row, key in keys.items():
@@ -107,7 +107,7 @@ def paper_comparison(runs: pd.DataFrame, table: str, ref_seed: int) -> pd.DataFr
     ``ours_rounded`` the same rounded to the printed digits, ``rel_diff`` is
     ``ours / paper - 1``; ``mean``, ``ci_lo``, ``ci_hi`` are over seeds in the
     paper's unit; ``verdict`` is ``reproduced``, ``better`` or ``worse`` against the
-    print (:func:`bfio.verdicts.verdict`), ``expected`` what the row's ``kind``
+    print (:func:`bfio.runs.verdicts.verdict`), ``expected`` what the row's ``kind``
     must reach and ``ok`` whether the verdict meets it (``None``: nothing
     required). ``effective_horizon`` is the lookahead BF-IO optimized and
     ``same_program_as`` the other rows that solve the same program (row keys, ``'; '``-separated).

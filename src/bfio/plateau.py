@@ -19,9 +19,9 @@ from __future__ import annotations
 import pandas as pd
 
 from bfio.ground.errors import ConfigError
-from bfio.discount import OBJECTIVES
+from bfio.lookahead.discount import OBJECTIVES
 from bfio.studies.aggregate import paired_effect
-from bfio.tables import row_label
+from bfio.runs.tables import row_label
 
 #: A long window's imbalance may exceed the best H's by at most this (percent).
 IMBALANCE_TOLERANCE_PCT = 5.0
@@ -55,7 +55,7 @@ def plateau_verdict(imbalance_ci: tuple[float, float], throughput_ci: tuple[floa
 def bfio_rows(runs: pd.DataFrame, objective: str) -> pd.DataFrame:
     """The runs of ``objective``'s BF-IO rows (``H = 0`` rows count for every
     objective: both coincide there), read from the ``horizon`` and ``objective``
-    columns every run stores (:func:`bfio.experiments.run_one`)."""
+    columns every run stores (:func:`bfio.runs.experiments.run_one`)."""
     if objective not in OBJECTIVES:
         raise ConfigError(f"objective: expected {' | '.join(OBJECTIVES)}, got {objective!r}")
     horizon = pd.to_numeric(runs["horizon"])

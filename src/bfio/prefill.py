@@ -8,7 +8,7 @@ also computes its admitted requests' *uncached* prompt tokens in chunks, as
 vLLM's and SGLang's chunked prefill do:
 
 - a request admitted to rank ``g`` first looks its prompt's leading KV blocks up
-  in ``g``'s prefix cache (:class:`bfio.prefix.PrefixCache`, when the workload
+  in ``g``'s prefix cache (:class:`bfio.engine.prefix.PrefixCache`, when the workload
   carries block hashes and ``cache_blocks`` is set); the matched tokens are
   resident at once (at most ``s_i - 1``: the last prompt token is always
   computed, it yields the first output token), the rest is ``left_i``;
@@ -39,14 +39,14 @@ import numpy as np
 
 from bfio.ground.errors import ConfigError
 from bfio.ground.jit import kernel
-from bfio.kernels import load_stats, retire, write_row
-from bfio.prefix import PrefixCache
-from bfio.step_time import N_COEF, balanced_dt, lockstep_prefill_dt
+from bfio.engine.kernels import load_stats, retire, write_row
+from bfio.engine.prefix import PrefixCache
+from bfio.engine.step_time import N_COEF, balanced_dt, lockstep_prefill_dt
 from bfio.ground.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
-from bfio.run_parameters import PREEMPTION_RULES, PREFILL_OPTION
+from bfio.engine.run_parameters import PREEMPTION_RULES, PREFILL_OPTION
 
 #: prefill tokens a rank computes per step at most, and seconds per computed prefill
-#: token on one rank, by default (declared, with their sources, in :data:`bfio.run_parameters.PREFILL`)
+#: token on one rank, by default (declared, with their sources, in :data:`bfio.engine.run_parameters.PREFILL`)
 DEFAULT_CHUNK_TOKENS = PREFILL_OPTION["chunk_tokens"].default
 DEFAULT_TOKEN_S = PREFILL_OPTION["token_s"].default
 
@@ -194,8 +194,8 @@ def prefill_step(slot_request, prefill, decode, generated, left, chunk, cap, fin
     ``prefilled`` (their count returned). Returns ``(dt, completions, prefill
     ended, max_g P_g, output tokens of the step)``. ``step_coef``: empty for the
     paper's ``dt``, else the calibrated step model's coefficients
-    (:func:`bfio.step_time.lockstep_prefill_dt`) or the balanced reference's vector
-    (:func:`bfio.step_time.balanced_dt`)."""
+    (:func:`bfio.engine.step_time.lockstep_prefill_dt`) or the balanced reference's vector
+    (:func:`bfio.engine.step_time.balanced_dt`)."""
     G, B = slot_request.shape
     # 1. the chunk each rank computes: its prefilling requests, oldest admission first
     pmax = allot_chunks(slot_request, left, order, chunk, cap, take)
@@ -250,7 +250,7 @@ def run_prefill_step(slot_request, prefill, decode, generated, left, chunk, cap,
                      loads, active, completed, n_completed, clock, step, overhead, t_l, token_s, p_idle, p_max,
                      gamma, series, n_rows, record_loads, load_rows, prefilled, order, take, step_coef):
     """One step of the loop with prefill (:func:`prefill_step`) and its row of the
-    per-step series (:func:`bfio.kernels.write_row`), as ``run_steps`` writes a
+    per-step series (:func:`bfio.engine.kernels.write_row`), as ``run_steps`` writes a
     step without prefill. Returns ``(clock, step, n_completed, n_rows, prefill ended)``."""
     G = loads.shape[0]
     pre = load_stats(loads, p_idle, p_max, gamma)
@@ -273,7 +273,7 @@ class Prefill:
     """One run's prefill state (module docstring): per request the prompt tokens
     still to compute (``left``), the tokens found in the prefix cache
     (``cached``) and the time of the first token; per rank its
-    :class:`~bfio.prefix.PrefixCache` when the model has ``cache_blocks``."""
+    :class:`~bfio.engine.prefix.PrefixCache` when the model has ``cache_blocks``."""
 
     def __init__(self, model: PrefillModel, workload, workers: int, slots: int):
         n = len(workload)
@@ -322,7 +322,7 @@ class Prefill:
         if model.cache_blocks is not None:
             if workload.blocks is None:
                 raise ConfigError("prefill.cache_blocks: the workload carries no prompt block hashes (a trace "
-                                  "with a hash column, e.g. mooncake, or bfio.sessions); set cache_blocks: null")
+                                  "with a hash column, e.g. mooncake, or bfio.workloads.sessions); set cache_blocks: null")
             self.blocks = workload.blocks
             self.caches = [PrefixCache(model.cache_blocks) for _ in range(workers)]
 

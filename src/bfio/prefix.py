@@ -9,7 +9,7 @@ share that prefix, and a rank that still holds those blocks need not recompute
 them.
 
 * :class:`PrefixBlocks`: the hash lists of ``n`` requests as one ragged array
-  (``offsets``, ``hashes``); carried by :class:`bfio.workload.Workload`.
+  (``offsets``, ``hashes``); carried by :class:`bfio.workloads.workload.Workload`.
 * :func:`check_blocks_cover`: each request has exactly ``ceil(s_i / block_tokens)`` blocks.
 * :class:`PrefixCache`: one rank's cache of block hashes, LRU eviction.
 * :func:`cache_capacity_blocks`: how many blocks a rank's KV budget holds.

@@ -7,7 +7,7 @@ exactly, text (Markdown, reST) line by line. Only measured durations differ
 between two honest runs; they are left out by name (:data:`VOLATILE`: wall
 times and routing-call timings).
 
-    python -m bfio.results_diff results_before/ results_after/
+    python -m bfio.runs.results_diff results_before/ results_after/
 
 prints one line per differing or missing file and exits 1 if there is any.
 """
@@ -103,7 +103,7 @@ def compare_trees(a: Path, b: Path) -> list[tuple[str, str]]:
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print("usage: python -m bfio.results_diff RESULTS_A RESULTS_B", file=sys.stderr)
+        print("usage: python -m bfio.runs.results_diff RESULTS_A RESULTS_B", file=sys.stderr)
         return 2
     diffs = compare_trees(Path(args[0]), Path(args[1]))
     for path, what in diffs:

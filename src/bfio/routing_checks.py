@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.ground.errors import PolicyError
-from bfio.kernels import assignment_fault, first_outside
+from bfio.engine.kernels import assignment_fault, first_outside
 
 
 def check_assignment(assign: np.ndarray, n_pool: int, free: np.ndarray, name: str, step: int) -> None:

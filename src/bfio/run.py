@@ -1,6 +1,6 @@
 """One simulation run: its description (:class:`RunSpec`). Its workload and
-its simulation are :mod:`bfio.runner`'s (:func:`~bfio.runner.build_workload`,
-:func:`~bfio.runner.simulate_run`), apart so that describing runs (the
+its simulation are :mod:`bfio.runs.runner`'s (:func:`~bfio.runs.runner.build_workload`,
+:func:`~bfio.runs.runner.simulate_run`), apart so that describing runs (the
 pipeline's rules, the studies' registry and tables) never imports the
 simulator (issue 42). The CLI, the paper experiments, every study and the
 notebook describe a simulation through this module only.
@@ -8,11 +8,11 @@ notebook describe a simulation through this module only.
 A run is ``(trace, requests, workers, slots, row, seed)`` plus how requests
 arrive (:class:`ArrivalSpec`) and are dispatched (``central``/``instant``).
 ``row`` is the paper's row key (``fcfs``, ``jsq_tokens``, ``bfio_h40``,
-``bfio_h40_literal``, see :func:`bfio.run_keys.row_key`) or the label of a study
+``bfio_h40_literal``, see :func:`bfio.lookahead.run_keys.row_key`) or the label of a study
 *variant* (``{label: {policy: name, **options}}`` in the config, e.g.
 ``bfio_h40_noisy50: {policy: bfio, horizon: 40, predictor: noisy, ...}``);
 :func:`resolve_row` turns it into a registered policy and its options. The row's
-typed identity (:attr:`RunSpec.row_spec`, a :class:`bfio.run_keys.RowSpec`) comes
+typed identity (:attr:`RunSpec.row_spec`, a :class:`bfio.lookahead.run_keys.RowSpec`) comes
 from the declaration that made the run or is looked up among the declared rows;
 a run path is mapped to its declared run by lookup (:meth:`RunSpec.from_path`),
 never parsed (issue 43).
@@ -33,13 +33,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from bfio.ground.errors import ConfigError
-from bfio.run_keys import RowSpec, paper_row_spec
+from bfio.lookahead.run_keys import RowSpec, paper_row_spec
 from bfio.policies.base import DISPATCH_MODES
 from bfio.ground.arrival_modes import ARRIVAL_MODES
 from bfio.policies import baselines as registry_baselines, policy_class
 from bfio.ground.options import resolve
 from bfio.step_model import StepModel
-from bfio.run_parameters import ARRIVAL_OPTION
+from bfio.engine.run_parameters import ARRIVAL_OPTION
 
 #: Snakemake wildcard constraint matching :attr:`RunSpec.cell`: a run path without
 #: its seed (the pipeline simulates every seed of a cell in one job).
@@ -55,7 +55,7 @@ def baselines() -> tuple[str, ...]:
 
 
 def row_spec_of(row: str) -> RowSpec:
-    """The spec of a paper row key, looked up (:func:`bfio.run_keys.paper_row_spec`):
+    """The spec of a paper row key, looked up (:func:`bfio.lookahead.run_keys.paper_row_spec`):
     ``'bfio_h40'`` -> ``RowSpec('bfio', 40)``, ``'fcfs'`` -> ``RowSpec('fcfs')``;
     anything else raises :class:`~bfio.ground.errors.ConfigError`."""
     spec = paper_row_spec(row)
@@ -119,7 +119,7 @@ def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | No
     """``row`` -> ``(policy name, policy options)``.
 
     ``bfio_h<H>`` is BF-IO with its defaults and horizon ``H`` (``bfio_h<H>_literal``:
-    with the paper-literal objective, :meth:`bfio.run_keys.RowSpec.options`); a label in
+    with the paper-literal objective, :meth:`bfio.lookahead.run_keys.RowSpec.options`); a label in
     ``variants`` gives its ``policy`` and options over that policy's defaults (its
     actions, :func:`variant_actions`, are not among them); any
     other label is a registry policy name with its defaults. The defaults of a
@@ -145,7 +145,7 @@ def resolve_row(row: str, variants: dict | None = None, bfio_defaults: dict | No
 class ArrivalSpec:
     """How requests arrive: ``mode`` plus ``rate`` (poisson, req/s) or ``time_scale`` (trace)."""
 
-    mode: str = ARRIVAL_OPTION["mode"].default  # declared in bfio.run_parameters.ARRIVAL
+    mode: str = ARRIVAL_OPTION["mode"].default  # declared in bfio.engine.run_parameters.ARRIVAL
     rate: float | None = ARRIVAL_OPTION["rate"].default
     time_scale: float = ARRIVAL_OPTION["time_scale"].default
 
@@ -199,7 +199,7 @@ class RunSpec:
     policy: str = ""
     options: tuple = ()
     #: the prefill step model's parameters (sorted ``(name, value)`` pairs of
-    #: :class:`bfio.prefill.PrefillModel`); empty: the paper's step loop
+    #: :class:`bfio.engine.prefill.PrefillModel`); empty: the paper's step loop
     prefill: tuple = ()
     #: the step model's options (sorted ``(name, value)`` pairs of
     #: :class:`bfio.step_model.StepModel`); empty: the paper's step time
@@ -218,9 +218,9 @@ class RunSpec:
     #: ``none`` (the cluster) or ``balanced``: the run's balanced reference, one pooled
     #: rank admitting FCFS (issue 44, :mod:`bfio.sim.pooled`)
     reference: str = "none"
-    #: the row's typed identity (issue 43): a paper row's :class:`bfio.run_keys.RowSpec`
+    #: the row's typed identity (issue 43): a paper row's :class:`bfio.lookahead.run_keys.RowSpec`
     #: (its key is ``row``), given by the declaration that made the run
-    #: (:func:`bfio.experiments.experiment_runs`) or looked up among the declared rows;
+    #: (:func:`bfio.runs.experiments.experiment_runs`) or looked up among the declared rows;
     #: ``None`` for a study variant (its ``policy`` and ``options`` say what it runs)
     row_spec: RowSpec | None = field(default=None, compare=False, repr=False)
 
@@ -299,7 +299,7 @@ class RunSpec:
     @classmethod
     def from_path(cls, path: str, declared) -> "RunSpec":
         """The declared run at ``path`` (``declared``: run path -> spec, e.g.
-        :func:`bfio.experiments.declared_runs`): a lookup, the path is not parsed."""
+        :func:`bfio.runs.experiments.declared_runs`): a lookup, the path is not parsed."""
         spec = declared.get(str(path).strip("/"))
         if spec is None:
             raise ConfigError(f"run: '{path}' is not a declared run path (one of the config's runs, like "

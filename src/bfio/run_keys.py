@@ -22,8 +22,8 @@ The BF-IO rows of the paper experiments (``bfio_h<H>[_literal]``, ``0 <= H <=``
 (:func:`keyed_row`); study rows with an admission rule and study variants are
 declared by their study sections (:func:`declare_rows`, from the config:
 :func:`bfio.studies.declared_rows.declare_config_rows`). Tables and figures read the
-``horizon`` and ``objective`` columns a run stores (:func:`bfio.experiments.run_one`;
-:func:`bfio.tables.stored_keys`) where the table has them.
+``horizon`` and ``objective`` columns a run stores (:func:`bfio.runs.experiments.run_one`;
+:func:`bfio.runs.tables.stored_keys`) where the table has them.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
-from bfio.admission import parse_admission
-from bfio.discount import OBJECTIVES
+from bfio.lookahead.admission import parse_admission
+from bfio.lookahead.discount import OBJECTIVES
 from bfio.ground.errors import ConfigError
 
 #: Suffix of a paper-literal BF-IO row key (``bfio_h40_literal``).
@@ -50,7 +50,7 @@ MAX_KEY_HORIZON = 10_000
 class RowSpec:
     """A row's identity: its registry ``policy`` and, for BF-IO, the lookahead
     ``horizon``, the ``objective`` (``default`` | ``paper-literal``,
-    :data:`bfio.discount.OBJECTIVES`) and the starvation study's ``admission`` rule
+    :data:`bfio.lookahead.discount.OBJECTIVES`) and the starvation study's ``admission`` rule
     (``None``: the config's). Its row key is :attr:`key`."""
 
     policy: str
@@ -66,7 +66,7 @@ class RowSpec:
             return
         if self.horizon is None or not 0 <= int(self.horizon) <= MAX_KEY_HORIZON:
             raise ConfigError(f"horizon: a BF-IO row needs 0 <= H <= {MAX_KEY_HORIZON} "
-                              f"(bfio.run_keys.MAX_KEY_HORIZON), got {self.horizon!r}")
+                              f"(bfio.lookahead.run_keys.MAX_KEY_HORIZON), got {self.horizon!r}")
         object.__setattr__(self, "horizon", int(self.horizon))
         if self.objective not in OBJECTIVES:
             raise ConfigError(f"objective: expected {' | '.join(OBJECTIVES)}, got {self.objective!r}")

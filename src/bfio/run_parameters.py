@@ -6,16 +6,16 @@ help), as a policy's options are, grouped in sections named as the library
 names them (``prefill.chunk_tokens``, ``arrival.rate``). Everything else is
 derived from these declarations:
 
-- the library's defaults: :class:`bfio.prefill.PrefillModel`'s fields,
-  :class:`bfio.run.ArrivalSpec`'s, :data:`bfio.prefill.DEFAULT_CHUNK_TOKENS`;
+- the library's defaults: :class:`bfio.engine.prefill.PrefillModel`'s fields,
+  :class:`bfio.runs.run.ArrivalSpec`'s, :data:`bfio.engine.prefill.DEFAULT_CHUNK_TOKENS`;
 - ``bfio simulate``'s flags, their help and defaults (:mod:`bfio.cli.simulate`),
   and the library words it rewrites into them (:mod:`bfio.cli.library_words`);
 - the config schema's fragments (:func:`fill_schema`, called by
-  :func:`bfio.config.validate_config`): a node ``{x-parameter: slots}`` becomes
+  :func:`bfio.pipeline.config.validate_config`): a node ``{x-parameter: slots}`` becomes
   the parameter's property (``x-default: true``: with its default filled in), a
   section ``{x-parameters: study_prefill}`` gets one property per parameter of
   the section, with its default;
-- ``config/README.md``'s rows of those keys (:mod:`bfio.config_readme`).
+- ``config/README.md``'s rows of those keys (:mod:`bfio.pipeline.config_readme`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import copy
 
 from bfio.ground.limits import MAX_RANK_TOKENS, MAX_TOKEN_S
 from bfio.ground.options import Option
-from bfio.prefix import KV_TOKENS_PER_RANK
+from bfio.engine.prefix import KV_TOKENS_PER_RANK
 from bfio.ground.arrival_modes import ARRIVAL_MODES
 
 #: what a rank does when decode growth would exceed its KV memory (:mod:`bfio.sim.preemption`)
@@ -34,7 +34,7 @@ PREEMPTION_RULES = ("none", "vllm", "sglang")
 #: ``slots`` and every experiment's and study setting's own)
 SLOTS = Option("slots", int, 72, "B, slots (max batch size) per worker", minimum=1)
 
-#: How requests arrive (:class:`bfio.run.ArrivalSpec`; the glossary's "arrival mode").
+#: How requests arrive (:class:`bfio.runs.run.ArrivalSpec`; the glossary's "arrival mode").
 ARRIVAL = (
     Option("mode", str, "backlog", "where the arrival times come from: backlog (the paper's pool of 4G requests, "
            "no arrival times), poisson (requests drawn as in backlog, Poisson arrivals at the arrival rate) or "
@@ -49,7 +49,7 @@ ARRIVAL = (
 )
 ARRIVAL_OPTION = {o.name: o for o in ARRIVAL}
 
-#: The prefill step model (:class:`bfio.prefill.PrefillModel`, issue 32; values and
+#: The prefill step model (:class:`bfio.engine.prefill.PrefillModel`, issue 32; values and
 #: sources: docs/prefix_cache.md, "Prefill in the step").
 PREFILL = (
     # vLLM's API-server default ``max_num_batched_tokens`` on A100 (``EngineArgs.get_batch_defaults``)

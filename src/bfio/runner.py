@@ -1,8 +1,8 @@
 """A run simulated: its workload (:func:`build_workload`) and its simulation
 (:func:`simulate_run`, :func:`run_study`, :func:`run_batch`); what a run *is*
-(:class:`bfio.run.RunSpec`) is :mod:`bfio.run`'s.
+(:class:`bfio.runs.run.RunSpec`) is :mod:`bfio.runs.run`'s.
 
-Apart from :mod:`bfio.run` (issue 42) so that what only describes runs (the
+Apart from :mod:`bfio.runs.run` (issue 42) so that what only describes runs (the
 pipeline's rules, the studies' registry, tables and figures) starts without the
 simulator and numba; the CLI, the paper experiments, every study and the
 notebook run a simulation through this module.
@@ -15,19 +15,19 @@ import time
 import numpy as np
 import pandas as pd
 
-from bfio import workload as wl
+from bfio.workloads import workload as wl
 from bfio.ground.errors import ConfigError
-from bfio.prefill import PrefillModel
-from bfio.prefix import PrefixBlocks
+from bfio.engine.prefill import PrefillModel
+from bfio.engine.prefix import PrefixBlocks
 from bfio.ground.progress import progress, progress_line
-from bfio.run import RunSpec
+from bfio.runs.run import RunSpec
 from bfio.simulator import simulate
 from bfio.traces.registry import KNOWN_TRACES
 from bfio.ground.arrival_modes import entry_mode
 
 
 def prefill_model(run: RunSpec):
-    """``run``'s :class:`bfio.prefill.PrefillModel`, or ``None`` (the paper's step loop)."""
+    """``run``'s :class:`bfio.engine.prefill.PrefillModel`, or ``None`` (the paper's step loop)."""
     return PrefillModel(**dict(run.prefill)) if run.prefill else None
 
 
@@ -108,7 +108,7 @@ def run_batch(runs, frames: dict, show_progress: bool | None = None, log=None, w
               extra=None) -> pd.DataFrame:
     """Run every :class:`RunSpec` in ``runs`` (``frames``: trace name -> table); one row each.
     ``workload_of(run)``, when given, builds each run's workload instead (a study's
-    generated workloads, e.g. :mod:`bfio.sessions`); ``extra(run, result)`` adds
+    generated workloads, e.g. :mod:`bfio.workloads.sessions`); ``extra(run, result)`` adds
     columns to each row (:func:`run_study`)."""
     rows = []
     bar = progress(total=len(runs), desc="study runs", enabled=show_progress, log=log is None, unit="run")

@@ -1,7 +1,7 @@
 """Workloads whose prompts share prefixes (prefix caching, issue 32).
 
-Two generators, each returning a :class:`~bfio.workload.Workload` with
-arrival times and prompt block hashes (:class:`~bfio.prefix.PrefixBlocks`):
+Two generators, each returning a :class:`~bfio.workloads.workload.Workload` with
+arrival times and prompt block hashes (:class:`~bfio.engine.prefix.PrefixBlocks`):
 
 * :func:`grpo_groups`: RL rollouts as in GRPO, ``group_size`` samples of the
   same prompt per group; members share every block and arrive together.
@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bfio.closed_loop import FollowUps
+from bfio.workloads.closed_loop import FollowUps
 from bfio.ground.errors import ConfigError
 from bfio.ground.limits import (BYTES_PER_HASH, MAX_ARRIVAL_S, MAX_BLOCK_HASHES, MAX_DECODE, MAX_PREFILL, MAX_REQUESTS,
                          MEMORY_BUDGET, memory_estimate)
-from bfio.prefix import PrefixBlocks, blocks_needed
-from bfio.workload import Workload, token_lengths
+from bfio.engine.prefix import PrefixBlocks, blocks_needed
+from bfio.workloads.workload import Workload, token_lengths
 
 __all__ = ["grpo_groups", "multi_turn_sessions", "session_requests", "SessionRequests", "check_block_hashes",
            "session_hash_bound"]
@@ -198,7 +198,7 @@ def session_requests(prefill, decode, sessions: int, turns: int, seed: int, *, b
 
     ``closed_loop=True``: turn ``k`` is sent its think time after turn ``k-1``
     *completes* in the simulation, not after it arrived (the workload's
-    ``follow_ups``, :mod:`bfio.closed_loop`); its ``arrival_s`` entry keeps the
+    ``follow_ups``, :mod:`bfio.workloads.closed_loop`); its ``arrival_s`` entry keeps the
     open-loop time, which only orders the requests. Everything else (lengths,
     hashes, think times, order) is the open-loop draw of the same arguments.
     """

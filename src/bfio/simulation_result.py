@@ -58,7 +58,7 @@ class SimulationResult:
 
 class StepSeries:
     """Per-step records: one row per field of :data:`SERIES_FIELDS` (the order of
-    ``bfio.kernels.S_*``) in a ``(fields, capacity)`` buffer that grows by
+    ``bfio.engine.kernels.S_*``) in a ``(fields, capacity)`` buffer that grows by
     doubling, plus the ``(capacity, G)`` gating loads when ``record_loads``."""
 
     def __init__(self, workers: int, record_loads: bool, capacity: int = 1024):

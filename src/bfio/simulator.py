@@ -12,7 +12,7 @@ Two entry modes (``entry``; "admission" means only BF-IO's rule): ``backlog``
 when nothing is active or waiting the clock jumps to the next arrival without
 counting a step). While nothing waits, the steps up to the next arrival (or all
 remaining steps, once every request has entered) need no routing call and run
-in one kernel call (:func:`bfio.kernels.run_steps`, ``fast_forward``), with the
+in one kernel call (:func:`bfio.engine.kernels.run_steps`, ``fast_forward``), with the
 same per-step records as one step at a time.
 
 Two dispatch interfaces (``docs/online.md``): ``central`` (the paper's: one
@@ -33,7 +33,7 @@ from __future__ import annotations
 from bfio.sim.loop import simulate
 from bfio.sim.setup import check_lengths as _check_lengths  # noqa: F401  (its former name, still imported)
 from bfio.sim.setup import whole_number
-from bfio.simulation_result import SERIES_FIELDS, SimulationResult, StepSeries, window_warnings
+from bfio.engine.simulation_result import SERIES_FIELDS, SimulationResult, StepSeries, window_warnings
 from bfio.ground.arrival_modes import ENTRY_MODES
 
 ADMISSION_MODES = ENTRY_MODES  # deprecated alias of ENTRY_MODES, removed in the next release

@@ -2,8 +2,8 @@
 
 * :func:`summarize` - per (row, workers): the reference-seed value and the mean
   with a 95% Student-t confidence interval over seeds, for every metric.
-* the paper's Table 1 / Table 2 cell by cell: :mod:`bfio.paper_tables` (the
-  verdict of a cell against the print: :mod:`bfio.verdicts`);
+* the paper's Table 1 / Table 2 cell by cell: :mod:`bfio.runs.paper_tables` (the
+  verdict of a cell against the print: :mod:`bfio.runs.verdicts`);
 * :func:`energy_reduction` - per G: energy of a baseline vs a target row and
   the reduction in percent (paired over seeds).
 * writers for CSV and Markdown (``write_table``).
@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bfio.run_keys import row_label as key_label
+from bfio.lookahead.run_keys import row_label as key_label
 from bfio.ground.errors import BfioError
 from bfio.ground.student_t import t_quantile
 from bfio.policies import KEYED_ROWS, policy_label
-from bfio.discount import NEGLIGIBLE_WEIGHT
+from bfio.lookahead.discount import NEGLIGIBLE_WEIGHT
 
 #: Metric -> (label, SI unit, convention).
 METRIC_INFO = {
@@ -110,7 +110,7 @@ def ci_text(mean: str, lo: str, hi: str, n) -> str:
 def stored_keys(runs: pd.DataFrame) -> dict:
     """Row -> ``(H, objective)`` of a BF-IO row, ``None`` for any other row, read
     from the columns a run stores (``horizon`` and ``objective``,
-    :func:`bfio.experiments.run_one`), never from the row key (issue 28). A
+    :func:`bfio.runs.experiments.run_one`), never from the row key (issue 28). A
     BF-IO row is one with an objective (``default`` or ``paper-literal``);
     the starvation study's admission rows store none and, like the baselines,
     come first. A runs table without an ``objective`` column (written before
@@ -175,7 +175,7 @@ def effective_window_note(frame: pd.DataFrame) -> str:
     ``H`` goes beyond it (``frame``: runs with ``horizon`` and
     ``fast_solver_horizon``, or a :func:`summarize` frame with
     ``effective_horizon``); ``''`` otherwise. The cut-off is
-    :func:`bfio.discount.effective_horizon`: offsets whose weight
+    :func:`bfio.lookahead.discount.effective_horizon`: offsets whose weight
     ``delta^h`` is below ``NEGLIGIBLE_WEIGHT`` of offset 0's."""
     col = "effective_horizon" if "effective_horizon" in frame else "fast_solver_horizon"
     if col not in frame or "horizon" not in frame:
@@ -195,7 +195,7 @@ def effective_window_note(frame: pd.DataFrame) -> str:
 
 
 def row_label(row: str) -> str:
-    """Paper-style label: ``FCFS``, ``JSQ``, ``BF-IO (H=40)`` (:func:`bfio.run_keys.row_label`
+    """Paper-style label: ``FCFS``, ``JSQ``, ``BF-IO (H=40)`` (:func:`bfio.lookahead.run_keys.row_label`
     with the policy registry's labels, :func:`bfio.policies.policy_label`)."""
     return row if row in KEYED_ROWS else key_label(row, policy_label)
 

@@ -1,6 +1,6 @@
 """The predicted loads ``Lhat_g(h)`` kept across routing calls (issue 27).
 
-:func:`bfio.profiles.predicted_loads` gathers every occupied slot at every
+:func:`bfio.lookahead.profiles.predicted_loads` gathers every occupied slot at every
 routing call: ``G B`` reads of three request arrays in request order, about
 0.5 ms at ``G = 1024``, ``B = 72`` (a third of the heap placement's call).
 The same numbers follow from the few events between two calls, because a point
@@ -17,7 +17,7 @@ and of the overdue requests; predicted ends are kept in a calendar (a ring of
 routing call then costs ``O(G H_eff + events)``: completions since the last
 call, requests turning overdue, ends inside the window, admissions.
 
-Exact, not approximate: the integers equal :func:`~bfio.profiles.predicted_loads`
+Exact, not approximate: the integers equal :func:`~bfio.lookahead.profiles.predicted_loads`
 at every call (``tests/test_tracked_loads.py`` checks it call by call). Valid
 for point estimates that do not change during a run (oracle, noisy, the error
 models with ``remaining: paper``, ``none``) and for the central pool, where every
@@ -326,7 +326,7 @@ class TrackedLoads:
 
     def loads(self, state, estimate: np.ndarray) -> np.ndarray:
         """``Lhat`` at ``state.step`` (``(G, H+1)`` int64, equal to
-        :func:`bfio.profiles.predicted_loads` over ``0..horizon``)."""
+        :func:`bfio.lookahead.profiles.predicted_loads` over ``0..horizon``)."""
         t = int(state.step)
         completed = state.completed
         if t < self.last[0] or completed.shape[0] < self.seen:

@@ -7,11 +7,11 @@ value. Its verdict compares ours at the reference seed (42, the paper's seed)
 with the printed value:
 
 - ``reproduced``: ours, rounded to the printed number of decimals
-  (:func:`bfio.paper.round_like`), is the printed value, i.e. ours is within
+  (:func:`bfio.runs.paper.round_like`), is the printed value, i.e. ours is within
   half a unit of the last printed digit (a printed ``1.25`` is reproduced by
   1.246 to 1.254; exact halves round as Python's ``format`` rounds them);
 - otherwise ``better`` or ``worse``: in the metric's direction
-  (:data:`bfio.paper.HIGHER_IS_BETTER`: throughput higher, imbalance, TPOT and
+  (:data:`bfio.runs.paper.HIGHER_IS_BETTER`: throughput higher, imbalance, TPOT and
   energy lower).
 
 There is no other tolerance: the printed digits are the tolerance, and the
@@ -24,7 +24,7 @@ nothing, it is reported beside the default.
 
 from __future__ import annotations
 
-from bfio.paper import compare_to_printed
+from bfio.runs.paper import compare_to_printed
 
 REPRODUCED, BETTER, WORSE = "reproduced", "better", "worse"
 VERDICTS = (REPRODUCED, BETTER, WORSE)
@@ -49,9 +49,9 @@ def verdict(value: float, printed: str, scale: float, metric: str) -> str:
     """The verdict of our SI ``value`` against the ``printed`` string of a cell in
     units of ``scale`` (``value / scale`` is in the paper's unit): :data:`REPRODUCED`,
     :data:`BETTER` or :data:`WORSE` (the rule: module docstring, :data:`RULE`)."""
-    # bfio.paper holds the rounding (round_like) and the metric's direction (HIGHER_IS_BETTER); it
+    # bfio.runs.paper holds the rounding (round_like) and the metric's direction (HIGHER_IS_BETTER); it
     # names the first outcome 'equal'. It is left as it is: every simulation's code fingerprint
-    # includes bfio.paper (bfio.config imports it), so editing it would rerun the studies' runs.
+    # includes bfio.runs.paper (bfio.pipeline.config imports it), so editing it would rerun the studies' runs.
     outcome = compare_to_printed(value, printed, scale, metric)
     return REPRODUCED if outcome == "equal" else outcome
 

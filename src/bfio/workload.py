@@ -16,8 +16,8 @@ import numpy as np
 
 from bfio.ground.errors import ConfigError
 from bfio.ground.limits import MAX_DECODE, MAX_PREFILL, MAX_ARRIVAL_S, MAX_REQUESTS
-from bfio.closed_loop import FollowUps
-from bfio.prefix import PrefixBlocks, check_blocks_cover
+from bfio.workloads.closed_loop import FollowUps
+from bfio.engine.prefix import PrefixBlocks, check_blocks_cover
 
 def token_lengths(values, field: str, maximum: int) -> np.ndarray:
     """``values`` as an int64 array of token counts in ``1..maximum``
@@ -51,10 +51,10 @@ class Workload:
 
     ``prefill`` (``s``) and ``decode`` (``o``) are int64 arrays; ``arrival_s``
     is an optional float array of arrival times in seconds (online mode);
-    ``blocks`` optionally the prompts' KV-block hashes (:mod:`bfio.prefix`,
+    ``blocks`` optionally the prompts' KV-block hashes (:mod:`bfio.engine.prefix`,
     prefix caching), ``ceil(s_i / blocks.block_tokens)`` per request;
     ``follow_ups`` optionally the requests sent when an earlier one completes
-    (:mod:`bfio.closed_loop`: closed-loop sessions; their ``arrival_s`` entries
+    (:mod:`bfio.workloads.closed_loop`: closed-loop sessions; their ``arrival_s`` entries
     are then only their place in the index order, the simulator reads their
     arrival from the completion they follow).
     """
@@ -87,12 +87,12 @@ class Workload:
             object.__setattr__(self, "arrival_s", a)
         if self.blocks is not None:
             if not isinstance(self.blocks, PrefixBlocks):
-                raise ConfigError("blocks: expected bfio.prefix.PrefixBlocks or None, got "
+                raise ConfigError("blocks: expected bfio.engine.prefix.PrefixBlocks or None, got "
                                   f"{type(self.blocks).__name__}")
             check_blocks_cover(self.blocks, s, "blocks")
         if self.follow_ups is not None:
             if not isinstance(self.follow_ups, FollowUps):
-                raise ConfigError("follow_ups: expected bfio.closed_loop.FollowUps or None, got "
+                raise ConfigError("follow_ups: expected bfio.workloads.closed_loop.FollowUps or None, got "
                                   f"{type(self.follow_ups).__name__}")
             if len(self.follow_ups) != s.shape[0]:
                 raise ConfigError(f"follow_ups: need one entry per request ({s.shape[0]}), got {len(self.follow_ups)}")
@@ -145,7 +145,7 @@ def _check_rows(blocks: PrefixBlocks | None, rows: int) -> None:
     if blocks is None:
         return
     if not isinstance(blocks, PrefixBlocks):
-        raise ConfigError(f"blocks: expected bfio.prefix.PrefixBlocks or None, got {type(blocks).__name__}")
+        raise ConfigError(f"blocks: expected bfio.engine.prefix.PrefixBlocks or None, got {type(blocks).__name__}")
     if len(blocks) != rows:
         raise ConfigError(f"blocks: need one entry per trace row ({rows} rows), got {len(blocks)}")
 

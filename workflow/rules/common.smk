@@ -2,9 +2,9 @@
 # the config, input functions. All logic lives in the bfio package (experiments, config, traces.sources).
 import threading
 
-from bfio.run import CELL_WILDCARD, policy_defaults
-from bfio.config import trace_specs, validate_config
-from bfio.experiments import (
+from bfio.runs.run import CELL_WILDCARD, policy_defaults
+from bfio.pipeline.config import trace_specs, validate_config
+from bfio.runs.experiments import (
     all_runs,
     experiment_rows,
     experiment_runs,
@@ -15,8 +15,8 @@ from bfio.experiments import (
     SIMULATION_SOURCES,
     trajectory_runs,
 )
-from bfio.fingerprint import code_fingerprint
-from bfio.kernels_warmup import GROUPS as KERNEL_GROUPS
+from bfio.runs.fingerprint import code_fingerprint
+from bfio.pipeline.kernels_warmup import GROUPS as KERNEL_GROUPS
 from bfio.traces.sources import (
     download_mode,
     known_trace_path,
@@ -65,7 +65,7 @@ FIG_FORMATS = ["pdf", "png"]
 # Fingerprints of the package code behind each kind of job (params => rerun
 # when that code changes; figure code never touches simulations).
 SIM_CODE = code_fingerprint(SIMULATION_SOURCES)
-TABLE_CODE = code_fingerprint(["tables.py", "paper.py", "run_keys.py"])
+TABLE_CODE = code_fingerprint(["runs/tables.py", "runs/paper.py", "lookahead/run_keys.py"])
 
 
 def figure_code(module):
@@ -86,7 +86,7 @@ wildcard_constraints:
 
 
 def kernels_compiled(group):
-    """Input of a job that runs ``group``'s numba kernels (bfio.kernels_warmup.GROUPS):
+    """Input of a job that runs ``group``'s numba kernels (bfio.pipeline.kernels_warmup.GROUPS):
     the marker of rule compile_kernels (kernels.smk), ancient so that a rerun of
     the compile job never reruns the jobs that wait for it."""
     return ancient(f"logs/kernels/{group}.compiled")

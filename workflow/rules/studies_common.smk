@@ -35,11 +35,11 @@ def study_sim_code(study):
     """Rerun trigger of a study's simulations: the simulator and the study's
     modules, without its table and figure code (and any figure module)."""
     return code_fingerprint([*SIMULATION_SOURCES, *study.modules],
-                            exclude=["figures", "tables.py", *study.table_modules, *study.figure_modules])
+                            exclude=["figures", "runs/tables.py", *study.table_modules, *study.figure_modules])
 
 
 def study_table_code(study):
-    return code_fingerprint([*study.table_modules, "studies/aggregate.py", "studies/report.py", "tables.py"])
+    return code_fingerprint([*study.table_modules, "studies/aggregate.py", "studies/report.py", "runs/tables.py"])
 
 
 def figure_code_of(study, figure=None):

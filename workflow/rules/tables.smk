@@ -73,7 +73,7 @@ rule horizon_plateau:
         csv="results/tables/horizon_plateau.csv",
         md="results/tables/horizon_plateau.md",
     params:
-        code=code_fingerprint(["plateau.py"]),
+        code=code_fingerprint(["pipeline/plateau.py"]),
         ref_seed=reference_seed(config),
         title=lambda wc: config["experiments"][HSWEEP]["description"] or HSWEEP,
     log:

@@ -41,7 +41,7 @@ rule download_trace:
     # A public trace the config uses that is not in data_dir (download: auto,
     # the default) or every public trace (download: true): fetched from its
     # pinned source (or the mirror download_url_base / $BFIO_TRACE_BASE_URL),
-    # sha256-verified before the file appears (bfio.download.fetch: temp file,
+    # sha256-verified before the file appears (bfio.traces.download.fetch: temp file,
     # verify, rename; retries with backoff). The URL, timeout and retries are
     # read by the script, not params: a mirror does not make a verified file
     # stale. A local rule: on a cluster it runs where snakemake runs (compute

@@ -17,6 +17,6 @@ with script_log(snakemake.log[0]) as log:  # noqa: F821
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(line + "\n")
     else:
-        from bfio.kernels_warmup import run  # local: the simulator and numba load only when something compiles
+        from bfio.pipeline.kernels_warmup import run  # local: the simulator and numba load only when something compiles
 
         run(argparse.Namespace(group=[group], marker=marker))

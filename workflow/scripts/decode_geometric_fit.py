@@ -3,7 +3,7 @@ import pandas as pd
 
 from bfio.ground.progress import script_log
 from bfio.figures.decode_geometric import fit_table
-from bfio.tables import write_table
+from bfio.runs.tables import write_table
 
 with script_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821

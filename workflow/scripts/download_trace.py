@@ -1,6 +1,6 @@
 """Fetch a known trace from its pinned public source (or a mirror) and verify
 its sha256 before it appears at the output path (rule download_trace)."""
-from bfio.download import base_url, fetch, trace_url
+from bfio.traces.download import base_url, fetch, trace_url
 from bfio.ground.errors import DownloadError
 from bfio.ground.progress import script_log
 from bfio.traces.registry import KNOWN_TRACES

@@ -3,7 +3,7 @@ the check itself is bfio.theory.energy.check_runs)."""
 import pandas as pd
 
 from bfio.ground.progress import script_log
-from bfio.tables import distinct_runs, write_table
+from bfio.runs.tables import distinct_runs, write_table
 from bfio.theory.energy import check_runs
 
 NEEDED = ["energy_sync_j", "energy_correction_j", "energy_correction_bound_j", "imbalance_total", "work_total",

@@ -1,9 +1,9 @@
 """The plateau over H of the horizon sweep, at the reference seed and paired over seeds (rule horizon_plateau)."""
 import pandas as pd
 
-from bfio.plateau import plateau, plateau_markdown
+from bfio.pipeline.plateau import plateau, plateau_markdown
 from bfio.ground.progress import script_log
-from bfio.tables import write_table
+from bfio.runs.tables import write_table
 
 with script_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821

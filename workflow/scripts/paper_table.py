@@ -1,9 +1,9 @@
 """Table 1 / Table 2 against the paper's printed values (rule paper_table)."""
 import pandas as pd
 
-from bfio.paper_tables import is_paper_setting, paper_comparison, paper_markdown
+from bfio.runs.paper_tables import is_paper_setting, paper_comparison, paper_markdown
 from bfio.ground.progress import script_log
-from bfio.tables import check_runs_complete, effective_window_note, write_table
+from bfio.runs.tables import check_runs_complete, effective_window_note, write_table
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821

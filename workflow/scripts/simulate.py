@@ -1,7 +1,7 @@
 """Run every seed of one cell (rules simulate and simulate_recorded)."""
-from bfio.experiments import declared_runs, run_one
+from bfio.runs.experiments import declared_runs, run_one
 from bfio.ground.progress import script_log
-from bfio.run import RunSpec
+from bfio.runs.run import RunSpec
 
 with script_log(snakemake.log[0]) as log:  # noqa: F821
     sm = snakemake  # noqa: F821

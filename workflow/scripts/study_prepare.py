@@ -1,6 +1,6 @@
 """The preparatory stage of one setting of a registered study (rule study_prepare),
 e.g. the online study's saturation runs."""
-from bfio.experiments import read_trace_table
+from bfio.runs.experiments import read_trace_table
 from bfio.ground.progress import script_log
 from bfio.ground.results_io import write_json
 from bfio.studies.registry import by_directory

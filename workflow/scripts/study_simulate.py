@@ -1,7 +1,7 @@
 """Every row x seed of one setting of a registered study (rule study_simulate)."""
 import json
 
-from bfio.experiments import read_trace_table
+from bfio.runs.experiments import read_trace_table
 from bfio.ground.progress import script_log
 from bfio.studies.registry import by_directory
 from bfio.studies.report import read_product, setting_slots

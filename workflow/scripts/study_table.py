@@ -7,7 +7,7 @@ from bfio.ground.progress import script_log
 from bfio.studies.declared_rows import declare_config_rows
 from bfio.studies.registry import load_function
 from bfio.studies.report import read_product
-from bfio.tables import write_table
+from bfio.runs.tables import write_table
 
 with script_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821

@@ -1,7 +1,7 @@
 """One table of trace statistics (rule trace_table)."""
 from bfio.ground.progress import script_log
 from bfio.ground.results_io import read_summary
-from bfio.tables import write_table
+from bfio.runs.tables import write_table
 import pandas as pd
 
 with script_log(snakemake.log[0]):  # noqa: F821

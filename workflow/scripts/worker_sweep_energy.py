@@ -2,7 +2,7 @@
 import pandas as pd
 
 from bfio.ground.progress import script_log
-from bfio.tables import energy_reduction, write_table
+from bfio.runs.tables import energy_reduction, write_table
 
 with script_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821

@@ -1,14 +1,14 @@
 """``bfio compile``: compile the numba kernels of runs with default options once
 (``--all``: every kernel), into numba's on-disk cache
-(:mod:`bfio.kernels_warmup`), so later runs load them instead of compiling."""
+(:mod:`bfio.pipeline.kernels_warmup`), so later runs load them instead of compiling."""
 
 from __future__ import annotations
 
-from bfio.kernels_warmup import build_parser, run
+from bfio.pipeline.kernels_warmup import build_parser, run
 
 
 def add_parser(subparsers) -> None:
-    """The ``compile`` subcommand and its options (those of :mod:`bfio.kernels_warmup`)."""
+    """The ``compile`` subcommand and its options (those of :mod:`bfio.pipeline.kernels_warmup`)."""
     c = subparsers.add_parser("compile", help="compile the numba kernels once (the install step; under a minute)",
                               description="Compile the numba kernels of runs with default options (--all: every "
                                           "kernel, the options' too) into numba's on-disk cache (once per "

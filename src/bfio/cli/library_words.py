@@ -2,7 +2,7 @@
 
 :func:`bfio.simulator.simulate` and the models it builds name what is wrong by
 their Python names (``prefill.kv_tokens``, ``dispatch='instant'``,
-``simulate(prefill=bfio.prefill.PrefillModel(...))``), which is right for a
+``simulate(prefill=bfio.engine.prefill.PrefillModel(...))``), which is right for a
 library caller and useless at a prompt. :func:`cli_words` rewrites those names
 into the flags of ``bfio simulate`` that set them; ``bfio simulate`` passes
 every :class:`~bfio.ground.errors.ConfigError` of a run through it.
@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 
 from bfio.policies.base import REQUIREMENTS
-from bfio.run_parameters import library_keys
+from bfio.engine.run_parameters import library_keys
 from bfio.step_model import OPTIONS as STEP_MODEL_OPTIONS
 
 #: A library key at the head of a message (``"<key>: ..."``) -> the flag that sets it: the
-#: declared run parameters' (:func:`bfio.run_parameters.library_keys`) and step-model
+#: declared run parameters' (:func:`bfio.engine.run_parameters.library_keys`) and step-model
 #: options' (:data:`bfio.step_model.OPTIONS`, ``step_model.gpu``), then the others'.
 FLAGS = {
     **{key: o.flag for key, o in library_keys().items()},

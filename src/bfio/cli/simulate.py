@@ -18,8 +18,8 @@ from bfio.policies.base import DISPATCH_MODES
 from bfio.ground.limits import MAX_RANK_TOKENS, MAX_SLOTS, MAX_TOKEN_S
 from bfio.policies import policy_class, policy_options as declared_options, registered, supporting
 from bfio.ground.options import identity_of
-from bfio.results_diff import without_timings
-from bfio.run_parameters import ARRIVAL, ARRIVAL_OPTION, PREFILL, SLOTS
+from bfio.runs.results_diff import without_timings
+from bfio.engine.run_parameters import ARRIVAL, ARRIVAL_OPTION, PREFILL, SLOTS
 from bfio.sim.moves import QUEUE_MOVES
 from bfio.sim.migration import RULES as MIGRATION_RULES
 from bfio.sim.pause import RULES as PAUSE_RULES
@@ -69,7 +69,7 @@ def add_parser(subparsers) -> None:
                    help="where downloaded traces are kept and looked for (default resources/traces, as the "
                         "pipeline's download_dir)")
     s.add_argument("--no-verify", action="store_true", help="skip the sha256 check of known traces")
-    for o in ARRIVAL:  # bfio.run_parameters.ARRIVAL
+    for o in ARRIVAL:  # bfio.engine.run_parameters.ARRIVAL
         add_parameter_flag(s, o)
     s.add_argument("--dispatch", choices=DISPATCH_MODES, default=None,
                    help="central: one shared pool, the policy admits from it at every step (the paper's); "
@@ -90,7 +90,7 @@ def add_parser(subparsers) -> None:
                    help="deprecated alias: backlog = --arrival-mode backlog; arrivals = --arrival-mode poisson "
                         "with --arrival-rate, else --arrival-mode trace")
     pf = s.add_argument_group("prefill and prefix caches (issue 32, docs/prefix_cache.md; off unless one is given)")
-    for o in PREFILL:  # bfio.run_parameters.PREFILL
+    for o in PREFILL:  # bfio.engine.run_parameters.PREFILL
         add_parameter_flag(pf, o)
     add_step_model_options(s)
     s.add_argument("--series", metavar="FILE", help="also write the per-step series (.csv, .parquet or .pq; other extensions are refused)")
@@ -137,7 +137,7 @@ def dest(option) -> str:
 
 
 def parameter_value(option):
-    """argparse type of a declared run parameter (:mod:`bfio.run_parameters`): the command
+    """argparse type of a declared run parameter (:mod:`bfio.engine.run_parameters`): the command
     line's readers of its kind, with their messages (:mod:`bfio.cli.arguments`: an integer
     >= 1, ``rank_tokens`` when declared at most ``MAX_RANK_TOKENS``; a number > 0,
     ``token_seconds`` when declared at most ``MAX_TOKEN_S``, which also refuses 0 s a token
@@ -284,8 +284,8 @@ def arrival_mode(args) -> str:
 
 
 def cmd_simulate(args) -> int:
-    from bfio.run import ArrivalSpec, RunSpec  # local: `bfio --help` starts without bfio.run
-    from bfio.runner import simulate_run
+    from bfio.runs.run import ArrivalSpec, RunSpec  # local: `bfio --help` starts without bfio.runs.run
+    from bfio.runs.runner import simulate_run
 
     resolve_dispatch(args)
     if args.queue_moves != "none" and args.dispatch != "instant":
@@ -317,7 +317,7 @@ def cmd_simulate(args) -> int:
     if "preemption" in prefill and args.kv_tokens is None:
         raise ConfigError(f"--preemption: '{args.preemption}' preempts when a rank's KV memory runs out; "
                           "set --kv-tokens N (a rank's KV memory in tokens)")
-    if prefill:  # the rest at their defaults, as the run's identity records them (bfio.run_parameters)
+    if prefill:  # the rest at their defaults, as the run's identity records them (bfio.engine.run_parameters)
         prefill = identity_of(PREFILL, {**{o.name: o.default for o in PREFILL}, **prefill})
     try:
         spec = RunSpec(trace.name, args.requests, args.workers, args.slots, args.policy, args.seed, arrival,

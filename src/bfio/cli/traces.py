@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from bfio.ground.errors import BfioError
-from bfio.download import DEFAULT_DOWNLOAD_DIR, fetch_trace
+from bfio.traces.download import DEFAULT_DOWNLOAD_DIR, fetch_trace
 from bfio.traces.registry import (
     KNOWN_TRACES, default_data_dir, locate_known_trace, pinned_status, resolve_trace, sha256_of)
 

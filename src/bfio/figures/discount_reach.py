@@ -2,11 +2,11 @@
 lookahead's reach ``1 / (1 - delta)`` (issue 31, item 2; docs/bfio.md).
 
 The discount ``delta`` weighs offset ``h`` of the window by ``delta^h``
-(:func:`bfio.discount.offset_weights`): its *reach*, the total weight
+(:func:`bfio.lookahead.discount.offset_weights`): its *reach*, the total weight
 ``sum_h delta^h``, is about ``1 / (1 - delta)`` steps, and the fast solver
 cuts the window where ``delta^h`` falls below
-:data:`~bfio.discount.NEGLIGIBLE_WEIGHT`
-(:func:`~bfio.discount.effective_horizon`). The figure reads the
+:data:`~bfio.lookahead.discount.NEGLIGIBLE_WEIGHT`
+(:func:`~bfio.lookahead.discount.effective_horizon`). The figure reads the
 objective study's grid (``results/studies/objective/choose.csv``: each trace,
 seed, discount and ``H``), keeps its longest window and one new-request model,
 and shows each run relative to ``H = 0`` on the same trace and seed (no
@@ -26,7 +26,7 @@ import pandas as pd
 
 from bfio.figures.style import (MAX_SERIES, OTHERS, SERIES, figure, heff_text, reach_of, series, setting_title,
                                 trace_label)
-from bfio.discount import DEFAULT_DISCOUNT, effective_horizon, offset_weights
+from bfio.lookahead.discount import DEFAULT_DISCOUNT, effective_horizon, offset_weights
 
 #: Panels: column, axis label.
 PANELS = (("imbalance_ratio", "AvgImbalance\n(relative to H = 0)"),

@@ -10,7 +10,7 @@ from bfio.figures.style import (COLOURS, figure, interval, interval_note, router
 
 def plot_energy_vs_workers(energy: pd.DataFrame, title: str = "", metric: str = "energy_j",
                            setting: dict | None = None):
-    """``energy``: :func:`bfio.tables.energy_reduction` output (one row per G);
+    """``energy``: :func:`bfio.runs.tables.energy_reduction` output (one row per G);
     ``setting``: the sweep's ``trace``, ``requests`` and ``slots`` (the table
     does not carry them), named in the title with the seeds."""
     energy = energy.sort_values("workers")

@@ -7,7 +7,7 @@ import pandas as pd
 
 from bfio.figures.style import (SERIES, figure, heff_text, interval, interval_note, plain_log_ticks, router,
                                 scale_for, setting_of)
-from bfio.run_keys import paper_row_spec, row_key
+from bfio.lookahead.run_keys import paper_row_spec, row_key
 
 #: Metric -> (axis label, SI unit).
 METRIC_AXES = {"avg_imbalance": ("Avg imbalance", "tokens"), "throughput": ("Throughput", "tokens/s"),
@@ -19,9 +19,9 @@ LOG_SPAN = 10
 def _objectives(summary: pd.DataFrame) -> pd.Series:
     """The BF-IO objective of each row (``None``: not a BF-IO row): the stored
     ``objective`` column when the frame has one. The summary tables
-    (:func:`bfio.tables.summarize`, ``results/tables/<experiment>_summary.csv``)
+    (:func:`bfio.runs.tables.summarize`, ``results/tables/<experiment>_summary.csv``)
     store no such column (adding one would change those files), so there it is
-    the declared row's (:func:`bfio.run_keys.paper_row_spec`: a lookup of the
+    the declared row's (:func:`bfio.lookahead.run_keys.paper_row_spec`: a lookup of the
     BF-IO rows the experiments declare, the key is not parsed); ``H`` is the
     stored ``horizon``."""
     if "objective" in summary:
@@ -46,14 +46,14 @@ def _bfio_rows(summary: pd.DataFrame, objective: pd.Series) -> pd.DataFrame:
 
 def plot_horizon_sweep(summary: pd.DataFrame, title: str = "BF-IO against the lookahead window H"):
     """Four panels (imbalance, throughput, TPOT, energy) against H for the BF-IO
-    rows of an experiment summary (:func:`bfio.tables.summarize`), one curve per
+    rows of an experiment summary (:func:`bfio.runs.tables.summarize`), one curve per
     objective (the default and ``paper-literal``, side by side): mean over seeds
     (bars: :func:`bfio.figures.style.interval`) and the reference-seed value; baselines as horizontal
     reference lines. A panel whose values span more than a factor :data:`LOG_SPAN` (the
     baselines' imbalance far above BF-IO's) has a log axis, so the BF-IO curves
     stay readable. The default objective's effective window ``H_eff`` (column
     ``effective_horizon``: the fast solver's cut-off,
-    :func:`bfio.discount.effective_horizon`) is marked where some H
+    :func:`bfio.lookahead.discount.effective_horizon`) is marked where some H
     goes beyond it: rows past it solve the same program (worded by
     :func:`bfio.figures.style.heff_text`, as in every figure). The title names
     the setting (trace, G, N, B, seeds)."""

@@ -21,7 +21,7 @@ import zlib
 import numpy as np
 
 from bfio.policies.names import ROUTER_NAMES
-from bfio.run_keys import declared_spec, row_spec
+from bfio.lookahead.run_keys import declared_spec, row_spec
 
 # --------------------------------------------------------------------------- the palette
 
@@ -236,7 +236,7 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
     def h_of(h):
         return None if h is None or (isinstance(h, float) and np.isnan(h)) else int(h)
 
-    spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.run_keys)
+    spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.lookahead.run_keys)
     adm = spec if spec is not None and spec.admission is not None else None
     bf = spec if spec is not None and spec.admission is None else None
     if adm:
@@ -275,7 +275,7 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
 
 
 def _declared_bfio(row) -> bool:
-    """Whether ``row`` is a declared BF-IO row or variant (:func:`bfio.run_keys.declared_spec`)."""
+    """Whether ``row`` is a declared BF-IO row or variant (:func:`bfio.lookahead.run_keys.declared_spec`)."""
     spec = declared_spec(str(row))
     return spec is not None and spec.policy == "bfio"
 

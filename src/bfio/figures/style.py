@@ -161,9 +161,9 @@ def interval_note(kinds, seeds=None) -> str:
 
 def reach_of(discount: float) -> int:
     """How many offsets the objective with ``discount`` weighs at all (the fast
-    solver's cut-off): :func:`bfio.discount.effective_horizon` of an
+    solver's cut-off): :func:`bfio.lookahead.discount.effective_horizon` of an
     unbounded H."""
-    from bfio.discount import effective_horizon
+    from bfio.lookahead.discount import effective_horizon
 
     return effective_horizon(10**9, discount)
 
@@ -255,7 +255,7 @@ def figure(nrows: int = 1, ncols: int = 1, width: float = 6.5, height: float = 3
 
 
 #: Metadata that would make two saves of the same figure differ: left out, so
-#: the same data give byte-identical files (``python -m bfio.results_diff``).
+#: the same data give byte-identical files (``python -m bfio.runs.results_diff``).
 REPRODUCIBLE_METADATA = {".pdf": {"CreationDate": None, "ModDate": None}, ".svg": {"Date": None}}
 
 

@@ -1,5 +1,5 @@
 """The notebook's charts of an experiment summary (``notebooks/explore.ipynb``,
-an ``<experiment>_summary`` table of :func:`bfio.tables.summarize`).
+an ``<experiment>_summary`` table of :func:`bfio.runs.tables.summarize`).
 
 :func:`plot_summary` draws one metric the way the experiment varies: against
 the lookahead H when BF-IO rows differ in H (``table1``, ``table2``,
@@ -11,7 +11,7 @@ BF-IO, BF-IO paper-literal), at most :data:`MAX_SERIES` a panel, each with its
 colour and marker from the figure style's one registry (:func:`bfio.figures.style.router`);
 values are in the tables' readable units (:func:`metric_scale`: ``x1e8 tokens``,
 ``MJ``), and the 95% interval is drawn only with at least
-:data:`bfio.tables.MIN_INTERVAL_SEEDS` seeds, never below zero (every metric of
+:data:`bfio.runs.tables.MIN_INTERVAL_SEEDS` seeds, never below zero (every metric of
 the summaries is non-negative)."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.figures.style import figure, plain_log_ticks, router, scale_for, setting_of
-from bfio.run_keys import paper_row_spec
-from bfio.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, row_label
+from bfio.lookahead.run_keys import paper_row_spec
+from bfio.runs.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, row_label
 
 #: inches per bar (labels of 8 pt need about 0.2)
 BAR_HEIGHT_IN = 0.26
@@ -36,7 +36,7 @@ LOG_SPAN = 10
 def series_name(row: str) -> str:
     """The series a summary row belongs to: ``BF-IO`` or ``BF-IO paper-literal``
     for BF-IO rows (their objective: the summaries store no ``objective`` column,
-    so it is the declared row's, :func:`bfio.run_keys.paper_row_spec`, a lookup;
+    so it is the declared row's, :func:`bfio.lookahead.run_keys.paper_row_spec`, a lookup;
     H is the stored ``horizon``), the row's label otherwise (``FCFS``, ``JSQ``)."""
     spec = paper_row_spec(row)
     if spec:
@@ -210,7 +210,7 @@ def plot_online(online: pd.DataFrame, rows, metric: str = "e2e_s_p99", title: st
     for the routers ``rows`` (at most :data:`MAX_SERIES`; exact load state),
     one panel per setting: against the offered load where a setting has
     several loads, else as bars. Mean over seeds with the 95% interval (none
-    below :data:`~bfio.tables.MIN_INTERVAL_SEEDS` seeds, never below zero)."""
+    below :data:`~bfio.runs.tables.MIN_INTERVAL_SEEDS` seeds, never below zero)."""
     from bfio.studies.online_summary import ONLINE_METRICS, record_label
 
     rows = list(rows)[:MAX_SERIES]

@@ -38,7 +38,7 @@ class PaperConstants:
 
     def step_s(self, max_load: float, slots: int) -> float:
         """A decode step's time ``dt = C + t_l max_g L_g`` (the simulator's step kernel
-        computes the same in :func:`bfio.kernels.run_steps`)."""
+        computes the same in :func:`bfio.engine.kernels.run_steps`)."""
         return self.overhead(slots) + self.token_latency_s * float(max_load)
 
     def to_dict(self) -> dict:

@@ -5,8 +5,8 @@ Of a run's busy step time ``sum dt``, :func:`imbalance_share` is the share
 spent waiting at the barrier for the most loaded worker,
 ``sum t_l (max_g L_g - mean_g L_g) / sum dt``; :func:`with_imbalance_share`
 adds it, and the part no router can remove (:data:`IMBALANCE_FLOOR`, from the
-run's ``imbalance_floor_total``: :func:`bfio.capacity.indivisible_floor`), to a
-runs table. The capacity and the floor's kernels are :mod:`bfio.capacity`'s;
+run's ``imbalance_floor_total``: :func:`bfio.engine.capacity.indivisible_floor`), to a
+runs table. The capacity and the floor's kernels are :mod:`bfio.engine.capacity`'s;
 these formulas are apart from them so that the tables that read them (the
 online, predictor, prefix and step-regime studies') start without numba
 (issue 42).

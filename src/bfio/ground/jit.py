@@ -12,7 +12,7 @@ so an edit to a callee would otherwise leave its callers' stale machine code in
 the cache), so a kernel is
 compiled once per installation and later processes load it (about 1 s for all
 of BF-IO's instead of a compile of tens of seconds). ``bfio compile``
-(:mod:`bfio.kernels_warmup`) fills the cache up front with the kernels of runs
+(:mod:`bfio.pipeline.kernels_warmup`) fills the cache up front with the kernels of runs
 with default options (``--all``: every kernel); an option's own kernels
 otherwise compile on their first use.
 

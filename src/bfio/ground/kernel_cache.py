@@ -7,7 +7,7 @@ not the files of the kernels it calls, so an edit to a callee would otherwise
 leave its callers' stale machine code in the cache. :mod:`bfio.ground.jit` sets numba's
 cache there.
 
-A group of kernels (:data:`bfio.kernels_warmup.GROUPS`) compiled by ``bfio
+A group of kernels (:data:`bfio.pipeline.kernels_warmup.GROUPS`) compiled by ``bfio
 compile --group``/``--all`` or the pipeline's rule ``compile_kernels`` leaves a
 ready file in that directory (:func:`mark_group_ready`): numba's and Python's
 versions, the machine, the checkout's package directory and the cache files

@@ -62,9 +62,9 @@ MAX_TOKEN_S = 1.0
 MAX_REQUESTS = MEMORY_BUDGET // BYTES_PER_REQUEST
 #: Peak memory per prompt block hash of a generated workload, in bytes, rounded up
 #: from the measurement (issue 41, item 3): ``tracemalloc`` peaks of
-#: :func:`bfio.sessions.session_requests` (one array per request, then joined and
+#: :func:`bfio.workloads.sessions.session_requests` (one array per request, then joined and
 #: reordered) at 32M and 64M hashes are 41 bytes a hash, of
-#: :func:`bfio.sessions.grpo_groups` at 10M and 20M hashes 25 bytes; the run then
+#: :func:`bfio.workloads.sessions.grpo_groups` at 10M and 20M hashes 25 bytes; the run then
 #: keeps 8 bytes a hash.
 BYTES_PER_HASH = 48
 #: Block hashes of one generated workload, counted from the sizes before any is

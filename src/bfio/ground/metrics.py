@@ -111,7 +111,7 @@ STEADY = "_steady"
 def steady_stats(arrival_s: np.ndarray, start_s: np.ndarray, finish_s: np.ndarray, decode: np.ndarray,
                  first_token_s: np.ndarray | None = None, warmup_share: float = WARMUP_SHARE) -> dict:
     """The p99 latencies of :func:`latency_stats` (and, with the prefill model's
-    ``first_token_s``, the p99 TTFT and decode TPOT of :meth:`bfio.prefill.Prefill.metrics`)
+    ``first_token_s``, the p99 TTFT and decode TPOT of :meth:`bfio.engine.prefill.Prefill.metrics`)
     over the requests that arrive after the first ``warmup_share`` of them (by
     arrival time, ties by id), keys suffixed :data:`STEADY`, plus
     ``warmup_requests`` (how many were discarded) and ``steady_from_s`` (the

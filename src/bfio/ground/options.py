@@ -1,6 +1,6 @@
 """Policy options, each declared once (issue 28); the same :class:`Option` declares
 the step model's options (:data:`bfio.step_model.OPTIONS`) and a run's cluster,
-arrival and prefill parameters (:mod:`bfio.run_parameters`, issue 43).
+arrival and prefill parameters (:mod:`bfio.engine.run_parameters`, issue 43).
 
 A policy class lists its options in ``options``, a tuple of :class:`Option`
 (name, type, default, help, allowed values or range, when the option applies
@@ -14,9 +14,9 @@ declaration:
   (:mod:`bfio.cli.simulate`, :func:`declared_options`);
 - the config schema's options sections (``bfio`` and
   ``policy_options.<policy>``, :func:`schema_properties`, filled in by
-  :func:`bfio.config.validate_config`);
+  :func:`bfio.pipeline.config.validate_config`);
 - ``describe()``, the policy's identity in results (:func:`identity`);
-- BF-IO's rows of ``config/README.md`` (:mod:`bfio.config_readme`: type, default
+- BF-IO's rows of ``config/README.md`` (:mod:`bfio.pipeline.config_readme`: type, default
   and :attr:`Option.doc`).
 
 Values of an option can depend on a registry (``choices`` given as a

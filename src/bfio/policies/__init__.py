@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from bfio.ground.errors import ConfigError
-from bfio.run_keys import BFIO_ROW_PATTERN
+from bfio.lookahead.run_keys import BFIO_ROW_PATTERN
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, DispatchState, Policy, RoutingState
 from bfio.ground.plugins import load_plugins
 from bfio.ground.options import declared_options
@@ -32,8 +32,8 @@ _REGISTRY: dict[str, type[Policy]] = {}
 
 #: Policies whose rows carry options in their key, with the regular expression
 #: that validates those keys in the config schema (BF-IO: ``bfio_h<H>[_literal]``,
-#: built by :func:`bfio.run_keys.row_key` and looked up, never parsed, by
-#: :func:`bfio.run_keys.row_spec`).
+#: built by :func:`bfio.lookahead.run_keys.row_key` and looked up, never parsed, by
+#: :func:`bfio.lookahead.run_keys.row_spec`).
 #: Every other registered policy is a *baseline*: its row key is its name.
 KEYED_ROWS = {"bfio": BFIO_ROW_PATTERN}
 

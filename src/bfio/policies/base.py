@@ -24,7 +24,7 @@ import numpy as np
 
 from bfio.ground.errors import ConfigError
 from bfio.ground.options import Option, identity, resolve
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 #: The two dispatch interfaces (``docs/online.md``): ``central`` (one shared
 #: pool, :meth:`Policy.route`) and ``instant`` (bound to a worker's queue on
@@ -133,9 +133,9 @@ class DispatchState:
 
 
 #: what a policy may require of a run (``Policy.requires``), and what provides it
-REQUIREMENTS = {"prefill": "the prefill step model (simulate(prefill=bfio.prefill.PrefillModel(...)))",
+REQUIREMENTS = {"prefill": "the prefill step model (simulate(prefill=bfio.engine.prefill.PrefillModel(...)))",
                 "blocks": "prompt block hashes in the workload (a trace with a hash column such as mooncake, "
-                          "or bfio.sessions)"}
+                          "or bfio.workloads.sessions)"}
 
 
 class Policy:

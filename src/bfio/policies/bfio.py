@@ -33,7 +33,7 @@ Options (all keyword, validated; errors name the option):
   (a request waiting ``N`` steps reserves the worker where it raises ``J`` least, which
   takes only the smallest requests until it fits there without raising the envelope, at
   the latest at ``2 N`` steps; ``solver = fast``; :mod:`bfio.policies.drain`) | ``free``
-  (Eq. (IO) as stated; the paper's tables, see :data:`bfio.paper.PAPER_BFIO_OPTIONS`) |
+  (Eq. (IO) as stated; the paper's tables, see :data:`bfio.runs.paper.PAPER_BFIO_OPTIONS`) |
   ``fifo`` (oldest ``U`` admitted, placement optimized). The default is issue 40's
   decision (``docs/studies.md``, section 3): an admission that bounds the wait is judged
   by its whole-run throughput against ``free`` (at most 0.5% lower) and its longest wait
@@ -42,7 +42,7 @@ Options (all keyword, validated; errors name the option):
 - ``on_solver_error``: ``fail`` (default) | ``fallback`` (gurobi -> highs -> fast);
 - ``time_limit_s`` (default 10): time limit per exact solve;
 - ``objective``: ``default`` | ``paper-literal``
-  (:data:`bfio.discount.OBJECTIVES`): the defaults of the next two
+  (:data:`bfio.lookahead.discount.OBJECTIVES`): the defaults of the next two
   options. ``default`` is the objective study's choice (``docs/bfio.md``);
   ``paper-literal`` is Eq. (IO) as printed (``delta = 1``, new requests persist);
 - ``discount`` (``delta`` in ``(0, 1]``): weight ``delta^h`` of offset ``h``
@@ -80,18 +80,18 @@ from bfio.policies import register
 from bfio.policies.base import DISPATCH_MODES, Policy, RoutingState
 from bfio.policies.bfio_instant import InstantBinding
 from bfio.policies.bfio_options import LOCAL_SEARCH_ROUNDS, OPTIONS
-from bfio.admission import DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
+from bfio.lookahead.admission import DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
 from bfio.policies.drain import plan_drain
 from bfio.predictors import default_remaining, make_predictor
 from bfio.ground.progress import CallProgress
 from bfio.solvers import GREEDY_PLACEMENT, SolverError, solve
 from bfio.solvers.dispatch import bind
 from bfio.solvers.instance import Instance, forced_mask, instance_of_call
-from bfio.admission import parse_admission
+from bfio.lookahead.admission import parse_admission
 from bfio.solvers.objective import ObjectiveTerms
-from bfio.discount import OBJECTIVES
+from bfio.lookahead.discount import OBJECTIVES
 from bfio.solvers.placement import place_terms
-from bfio.tracked_loads import TrackedLoads
+from bfio.lookahead.tracked_loads import TrackedLoads
 from bfio.solvers.terms import CallWindow, call_terms
 
 @register
@@ -350,7 +350,7 @@ class BFIO(InstantBinding, Policy):
         return pre
 
     def _tracked(self, state: RoutingState, est: np.ndarray, window: int) -> TrackedLoads:
-        """The run's :class:`~bfio.tracked_loads.TrackedLoads` (point estimates, central
+        """The run's :class:`~bfio.lookahead.tracked_loads.TrackedLoads` (point estimates, central
         pool): ``Lhat`` from the events since the last call instead of every slot."""
         n = est.shape[0]
         if self._tracker is None or not self._tracker.fits(state.workers, n, window):

@@ -19,7 +19,7 @@ import numpy as np
 
 from bfio.ground.jit import run_clock
 from bfio.policies.base import DispatchState
-from bfio.profiles import predicted_loads
+from bfio.lookahead.profiles import predicted_loads
 from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
 from bfio.solvers.migration_plan import MigrationCost, plan_migrations
 from bfio.solvers.move_plan import plan_moves as plan_moves_kernel

@@ -1,7 +1,7 @@
 """BF-IO's options and defaults (:class:`bfio.ground.options.Option`): the one
 place their names, defaults, help and documentation are written; the CLI flags,
 the config schema's ``bfio`` section, its rows of ``config/README.md``
-(:mod:`bfio.config_readme`) and :meth:`bfio.policies.bfio.BFIO.describe` derive
+(:mod:`bfio.pipeline.config_readme`) and :meth:`bfio.policies.bfio.BFIO.describe` derive
 from :data:`OPTIONS`. The options' meaning: the module docstring of
 :mod:`bfio.policies.bfio`."""
 
@@ -13,8 +13,8 @@ from bfio.policies.base import REPORT_INTERVAL
 from bfio.ground.options import Option, Registry
 from bfio.predictors import ERROR_MODELS, REMAINING
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT
-from bfio.admission import ADMISSION_HELP, ADMISSION_PATTERN, DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
-from bfio.discount import NEW_REQUEST_MODELS, OBJECTIVES
+from bfio.lookahead.admission import ADMISSION_HELP, ADMISSION_PATTERN, DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
+from bfio.lookahead.discount import NEW_REQUEST_MODELS, OBJECTIVES
 from bfio.solvers.shards import DEFAULT_SHARD_WORKERS
 
 MAX_HORIZON = 100_000
@@ -22,7 +22,7 @@ MAX_HORIZON = 100_000
 #: within 5% of the decode step, else the heap (``bfio.solvers.placement``).
 DEFAULT_PLACEMENT = "auto"
 #: Default lookahead H (issue 40): at least the default objective's reach
-#: (``bfio.discount.effective_horizon`` of its discount: 13), so the default
+#: (``bfio.lookahead.discount.effective_horizon`` of its discount: 13), so the default
 #: looks ahead as far as the objective weighs; every H >= 13 routes the same way with
 #: the fast solver (docs/bfio.md), and H = 20 keeps the exact backends' programs small.
 DEFAULT_HORIZON = 20
@@ -71,7 +71,7 @@ OPTIONS = (
            "the objective: default is discount %g with new requests finishing at their predicted length (the "
            "objective study's choice); paper-literal is Eq. (IO) as printed (no discount, new requests persist)"
            % OBJECTIVES["default"]["discount"],
-           choices=Registry("bfio.discount", "OBJECTIVES"),
+           choices=Registry("bfio.lookahead.discount", "OBJECTIVES"),
            doc="BF-IO's objective: `default` (offset discount 0.6, new requests counted while their predicted "
            "decode lasts) or `paper-literal` (Eq. (IO) as printed: discount 1, new requests persist); it sets "
            "the defaults of `discount` and `new_requests`. `bfio_h<H>_literal` rows always use "

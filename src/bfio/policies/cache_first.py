@@ -14,7 +14,7 @@ measure: GRPO streams sharing a prompt all probe-hit the rank that first cached
 it, "the entire group pins to a single rank".
 
 Mapping: the probe reads the rank's prefix cache (blocks enter it when a
-prefill completes, :mod:`bfio.prefill`); pending prefill is the rank's queued
+prefill completes, :mod:`bfio.engine.prefill`); pending prefill is the rank's queued
 prompt tokens plus its running requests' uncomputed ones
 (:class:`~bfio.sim.cache_view.CacheView`); each binding adds the request's uncached
 tokens and one in-flight request to the chosen rank before the next request.

@@ -22,7 +22,7 @@ def prefill_view(state, policy: str):
 
 
 def prompt_blocks(state, policy: str):
-    """The workload's :class:`~bfio.prefix.PrefixBlocks`, or a :class:`ConfigError`."""
+    """The workload's :class:`~bfio.engine.prefix.PrefixBlocks`, or a :class:`ConfigError`."""
     if state.workload.blocks is None:
         raise ConfigError(f"policy '{policy}' needs {REQUIREMENTS['blocks']}")
     return state.workload.blocks

@@ -14,8 +14,8 @@ engines' caches): the worker with the longest match takes it if the match rate
 smallest tree ("most cache space"). The request is then inserted into the chosen
 worker's tree.
 
-Mapping: text is the prompt's KV blocks (:mod:`bfio.prefix`), so match rates
-are in blocks; each worker's tree is a :class:`~bfio.prefix.PrefixCache` of
+Mapping: text is the prompt's KV blocks (:mod:`bfio.engine.prefix`), so match rates
+are in blocks; each worker's tree is a :class:`~bfio.engine.prefix.PrefixCache` of
 :data:`TREE_BLOCKS` blocks (the router's ``max_tree_size`` of 2^26 characters,
 about 2^24 tokens at four characters a token, in 512-token blocks; LRU
 eviction stands for its periodic eviction of LRU leaves). Loads are queued plus
@@ -39,7 +39,7 @@ from bfio.policies import register
 from bfio.policies.base import DispatchState, InstantPolicy
 from bfio.ground.options import Option
 from bfio.policies.prefix_state import inflight, prompt_blocks
-from bfio.prefix import PrefixCache
+from bfio.engine.prefix import PrefixCache
 
 #: capacity of each worker's approximate tree, in blocks (module docstring)
 TREE_BLOCKS = 2**24 // 512

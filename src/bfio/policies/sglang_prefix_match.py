@@ -10,7 +10,7 @@ notes the failure mode this rule has by design: sessions whose first 4k
 tokens are one shared system prompt all land on one rank.
 
 Mapping: the simulator knows prompts by their KV-block hashes
-(:mod:`bfio.prefix`), so the key is ``blake2b`` of the hashes of the blocks
+(:mod:`bfio.engine.prefix`), so the key is ``blake2b`` of the hashes of the blocks
 covering the first :data:`PREFIX_TOKENS` tokens (all of a shorter prompt's
 blocks), taken modulo ``G``. Load is never read. Instant dispatch only; needs
 block hashes (not the prefill model).

@@ -36,7 +36,7 @@ import numpy as np
 from bfio.policies import register
 from bfio.policies.base import DISPATCH_MODES, DispatchState, InstantPolicy, RoutingState
 from bfio.ground.options import Option
-from bfio.prefix import KV_TOKENS_PER_RANK
+from bfio.engine.prefix import KV_TOKENS_PER_RANK
 from bfio.policies.instant import greedy_argmin, rotating_argmin
 from bfio.policies.jsq import JSQRequests
 

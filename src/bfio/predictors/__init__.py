@@ -18,7 +18,7 @@ requests completed so far in the run (``RoutingState.completed``) and predict,
 for an active request that has generated ``tau`` tokens, the probability
 ``q(h) = P(o > tau + h | o > tau)`` that it is still active ``h`` steps ahead;
 its predicted load at offset ``h`` is the expectation ``(s + tau + h) q(h)``
-(:func:`bfio.profiles.expected_loads`, float base loads):
+(:func:`bfio.lookahead.profiles.expected_loads`, float base loads):
 
 - ``empirical``: the empirical survival ``S(t) = P(o > t)`` of the completed
   decode lengths, ``q(h) = S(tau + h) / S(tau)``;

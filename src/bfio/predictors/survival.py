@@ -9,7 +9,7 @@ import numpy as np
 
 from bfio.predictors.base import Predictor
 from bfio.predictors.expected import still_active
-from bfio.profiles import expected_loads
+from bfio.lookahead.profiles import expected_loads
 
 
 class SurvivalPredictor(Predictor):
@@ -17,7 +17,7 @@ class SurvivalPredictor(Predictor):
 
     Subclasses implement :meth:`_consume` (new completed decode lengths) and
     :meth:`survival` (the current ``S`` as a table plus geometric tail, the
-    arguments of :func:`bfio.profiles.expected_loads`).
+    arguments of :func:`bfio.lookahead.profiles.expected_loads`).
     """
 
     probabilistic = True
@@ -66,7 +66,7 @@ class SurvivalPredictor(Predictor):
     def active_probability(self, tau, horizon: int) -> np.ndarray:
         """``(len(tau), H + 1)`` array of ``q(h) = P(o > tau + h | o > tau)``
         (``q = 1`` where ``S(tau) = 0``); the probabilities
-        :func:`~bfio.profiles.expected_loads` weights loads with."""
+        :func:`~bfio.lookahead.profiles.expected_loads` weights loads with."""
         tau = np.atleast_1d(np.asarray(tau, dtype=np.int64))
         h = np.arange(horizon + 1, dtype=np.int64)
         surv, rho = self.survival()

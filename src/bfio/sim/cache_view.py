@@ -1,13 +1,13 @@
 """What an instant-dispatch router reads of the ranks' prefill work and prefix
 caches (issue 32): :class:`CacheView`, built by the dispatch part
 (:mod:`bfio.sim.dispatch`) over the prefill step model's state
-(:class:`bfio.prefill.Prefill`) and handed to the router as ``DispatchState.prefill``."""
+(:class:`bfio.engine.prefill.Prefill`) and handed to the router as ``DispatchState.prefill``."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from bfio.prefill import Prefill, cached_tokens
+from bfio.engine.prefill import Prefill, cached_tokens
 
 
 class CacheView:

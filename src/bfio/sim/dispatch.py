@@ -3,14 +3,14 @@
 
 - :class:`CentralDispatch`, the paper's (Section 6.2): one shared pool; at every
   routing call the policy's ``route`` picks which waiting requests each worker
-  admits (:func:`bfio.kernels.admit_assigned`);
+  admits (:func:`bfio.engine.kernels.admit_assigned`);
 - :class:`InstantDispatch`, as vLLM / SGLang data-parallel routers: the policy's
   ``dispatch`` binds each request to one worker's FIFO queue when it enters
-  (:func:`bfio.kernels.enqueue`), never moved afterwards unless a queue-move
+  (:func:`bfio.engine.kernels.enqueue`), never moved afterwards unless a queue-move
   rule runs (issue 45, :mod:`bfio.sim.moves`); every worker admits
   from the head of its own queue into its free slots
-  (:func:`bfio.kernels.admit_queues`, with the KV bound of
-  :class:`bfio.prefill.PrefillModel` ``kv_tokens``), but a rank a pause rule
+  (:func:`bfio.engine.kernels.admit_queues`, with the KV bound of
+  :class:`bfio.engine.prefill.PrefillModel` ``kv_tokens``), but a rank a pause rule
   paused (issue 45, :mod:`bfio.sim.pause`); a migration rule may move running
   requests to other ranks' queues (issue 45, :mod:`bfio.sim.migration`).
 
@@ -18,7 +18,7 @@ Each has :meth:`waiting` (requests entered and not admitted), :meth:`enter`
 (take new requests), :meth:`admit` (fill free slots) and
 :meth:`routing_call`, the order of the two in one routing call.
 
-Both own the KV bound of :class:`bfio.prefill.PrefillModel` ``kv_tokens``: a
+Both own the KV bound of :class:`bfio.engine.prefill.PrefillModel` ``kv_tokens``: a
 request is seated only while it fits its rank's memory (an idle rank seats it
 anyway). With ``PrefillModel.preemption`` (issue 44, :mod:`bfio.sim.preemption`)
 a routing call first evicts requests from ranks whose next step would not fit,
@@ -35,11 +35,11 @@ import numpy as np
 
 from bfio.ground.errors import PolicyError
 from bfio.ground.jit import run_clock
-from bfio.kernels import admit_assigned, admit_queues, enqueue, seat
+from bfio.engine.kernels import admit_assigned, admit_queues, enqueue, seat
 from bfio.policies import Policy
-from bfio.prefill import Prefill
+from bfio.engine.prefill import Prefill
 from bfio.sim.cache_view import CacheView
-from bfio.routing_checks import check_assignment, check_dispatch
+from bfio.engine.routing_checks import check_assignment, check_dispatch
 from bfio.sim.entry import Entry
 from bfio.sim.migration import make_migration
 from bfio.sim.moves import make_moves
@@ -132,7 +132,7 @@ class CentralDispatch:
     def _within_memory(self, pool: np.ndarray, assign: np.ndarray) -> np.ndarray:
         """The policy's assignment less what does not fit its rank's KV memory: in pool
         order, a rank seats a request while its memory holds it (an idle rank seats
-        one anyway), as :func:`bfio.kernels.admit_queues` does its queue; once one
+        one anyway), as :func:`bfio.engine.kernels.admit_queues` does its queue; once one
         does not fit, the later ones bound to that rank wait too (vLLM's waiting loop
         stops at the first request it cannot allocate)."""
         st = self.state
@@ -179,7 +179,7 @@ class CentralDispatch:
 
 class InstantDispatch:
     """Per-worker FIFO queues, singly linked lists of request ids (``head[g]`` ->
-    ``next[i]`` -> ... -> ``tail[g]``, -1 ends them; see :func:`bfio.kernels.enqueue`)
+    ``next[i]`` -> ... -> ``tail[g]``, -1 ends them; see :func:`bfio.engine.kernels.enqueue`)
     with their lengths and prompt tokens; ``queue_worker[i]`` is the worker bound
     at entry (or of its last move, :meth:`move`)."""
 
@@ -249,7 +249,7 @@ class InstantDispatch:
         worker ``dst``'s queue, keeping its generated tokens (a migration rule's,
         :mod:`bfio.sim.migration`, which records it and brings its KV when it is seated
         again): with the prefill model its KV is freed and its prompt and generated
-        tokens are recomputed at its next admission (:meth:`bfio.prefill.Prefill.evict`),
+        tokens are recomputed at its next admission (:meth:`bfio.engine.prefill.Prefill.evict`),
         without it its ``s_i + tau_i`` tokens leave the rank's load."""
         if not 0 <= dst < self.state.workers:
             self._no_worker(i, dst, "migration")

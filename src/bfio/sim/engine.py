@@ -4,9 +4,9 @@ the time and power model of Section 6.2).
 - :class:`DecodeEngine`, the paper's: every active request generates a token and
   the step lasts ``dt = C + t_l max_g L_g``; while no routing call can change
   anything (up to the entry's ``quiet_until``) the steps run in one kernel call
-  (:func:`bfio.kernels.run_steps`, "fast forward"), with the same records as one
+  (:func:`bfio.engine.kernels.run_steps`, "fast forward"), with the same records as one
   step at a time;
-- :class:`PrefillEngine` (issue 32, :mod:`bfio.prefill`): chunked prefill in the
+- :class:`PrefillEngine` (issue 32, :mod:`bfio.engine.prefill`): chunked prefill in the
   step and per-rank prefix caches; one step per call (a prefill's end feeds the
   caches);
 - :class:`IndependentEngine` (issue 44, ``barrier: independent``): no barrier,
@@ -17,13 +17,13 @@ the time and power model of Section 6.2).
 With the calibrated step model (issue 44, :mod:`bfio.step_model`,
 ``docs/step_model.md``) both take its coefficients (``step_coef``) and the
 kernels compute ``dt = max_g [alpha + a_kv L_g + a_n n_g + a_p P_g + a_p2 P_g^2]
-+ beta max_g n_g + comm`` (:mod:`bfio.step_time`) instead of the paper's; an
++ beta max_g n_g + comm`` (:mod:`bfio.engine.step_time`) instead of the paper's; an
 empty vector (the default) is the paper's ``dt``, the same float operations as
 before. The power model is the paper's on either ``dt``.
 
-Both write one row per step into their :class:`~bfio.simulation_result.StepSeries`.
+Both write one row per step into their :class:`~bfio.engine.simulation_result.StepSeries`.
 Their kernels retire finished requests and sum the loads in two scans written
-alike (:func:`bfio.kernels.advance_step`, :func:`bfio.prefill.prefill_step`): a
+alike (:func:`bfio.engine.kernels.advance_step`, :func:`bfio.engine.prefill.prefill_step`): a
 shared per-slot kernel gave the same numbers but cost 2-10% of the decode
 scan, the simulator's hottest loop, so each keeps its own.
 """
@@ -33,17 +33,17 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.ground.constants import PaperConstants
-from bfio.kernels import load_stats, run_steps, write_row
-from bfio.prefill import Prefill
-from bfio.simulation_result import StepSeries
+from bfio.engine.kernels import load_stats, run_steps, write_row
+from bfio.engine.prefill import Prefill
+from bfio.engine.simulation_result import StepSeries
 from bfio.sim.rank_steps import end_rank_steps, start_rank_steps
 from bfio.sim.state import ClusterState
 from bfio.sim.transfer import KvTransfer, TransferEngine
-from bfio.step_time import advance_ranks, independent_dt
+from bfio.engine.step_time import advance_ranks, independent_dt
 
 
 class DecodeEngine:
-    """The paper's decode-only step (:func:`bfio.kernels.run_steps`)."""
+    """The paper's decode-only step (:func:`bfio.engine.kernels.run_steps`)."""
 
     def __init__(self, constants: PaperConstants, workers: int, slots: int, record_loads: bool,
                  step_coef: np.ndarray | None = None):
@@ -69,7 +69,7 @@ class DecodeEngine:
 
 
 class PrefillEngine(DecodeEngine):
-    """The step with chunked prefill (:meth:`bfio.prefill.Prefill.step`), one step a call."""
+    """The step with chunked prefill (:meth:`bfio.engine.prefill.Prefill.step`), one step a call."""
 
     def __init__(self, prefill: Prefill, constants: PaperConstants, workers: int, slots: int, record_loads: bool,
                  step_coef: np.ndarray | None = None):
@@ -90,11 +90,11 @@ class PrefillEngine(DecodeEngine):
 class IndependentEngine(DecodeEngine):
     """Ranks without a barrier (``barrier: independent``, dense data parallelism:
     vLLM's "Non-MoE DP ranks are completely independent"): each rank steps on its
-    own clock, a step of ``independent_dt(L_g, n_g)`` (:mod:`bfio.step_time`)
+    own clock, a step of ``independent_dt(L_g, n_g)`` (:mod:`bfio.engine.step_time`)
     from when it starts. A call starts a step on every rank that has requests and
     none under way (its batch: the requests seated now), then ends the step(s)
     that end first: the clock moves there, those ranks' requests generate a
-    token (:func:`bfio.step_time.advance_ranks`) and the loop routes. So a
+    token (:func:`bfio.engine.step_time.advance_ranks`) and the loop routes. So a
     "step" of the series is such an event: ``dt`` the time since the previous
     one, ``active`` the tokens generated in it, energy ``sum_g P(L_g) dt``.
     Decode only (with the prefill model: :class:`IndependentPrefillEngine`); one event a call."""
@@ -134,7 +134,7 @@ class IndependentEngine(DecodeEngine):
 
 class IndependentPrefillEngine(DecodeEngine):
     """Independent ranks with chunked prefill (``barrier: independent`` and a
-    :class:`bfio.prefill.PrefillModel`; :mod:`bfio.sim.rank_steps`, which cites
+    :class:`bfio.engine.prefill.PrefillModel`; :mod:`bfio.sim.rank_steps`, which cites
     vLLM's ``run_engine_core``): a call starts a step on every rank that has
     requests and none under way, its chunk and step time fixed then
     (:func:`~bfio.sim.rank_steps.start_rank_steps`), and ends the step(s) that

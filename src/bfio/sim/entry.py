@@ -11,7 +11,7 @@ engine run the steps up to it in one kernel call):
   routing call the waiting requests are topped up to ``pool_factor * G``;
 - :class:`ArrivalEntry` (online, ``docs/online.md``): a request enters when the
   clock passes its ``arrival_s``;
-- :class:`ClosedLoopEntry` (:mod:`bfio.closed_loop`): as arrivals, but a request
+- :class:`ClosedLoopEntry` (:mod:`bfio.workloads.closed_loop`): as arrivals, but a request
   that follows another arrives ``think_s`` after that one completes.
 """
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.closed_loop import ClosedLoopArrivals
+from bfio.workloads.closed_loop import ClosedLoopArrivals
 from bfio.ground.errors import PolicyError
 from bfio.sim.state import ClusterState
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 class Entry:
@@ -107,7 +107,7 @@ class ArrivalEntry(Entry):
 
 
 class ClosedLoopEntry(Entry):
-    """Closed-loop arrivals (:class:`bfio.closed_loop.ClosedLoopArrivals`): a
+    """Closed-loop arrivals (:class:`bfio.workloads.closed_loop.ClosedLoopArrivals`): a
     follower's arrival is known only once the request it follows completes."""
 
     def __init__(self, loop: ClosedLoopArrivals):

@@ -14,7 +14,7 @@ import numpy as np
 
 from bfio.ground.constants import PaperConstants
 from bfio.ground.errors import PolicyError
-from bfio.prefill import Prefill, PrefillModel
+from bfio.engine.prefill import Prefill, PrefillModel
 from bfio.ground.progress import progress
 from bfio.sim.dispatch import Dispatch, make_dispatch
 from bfio.sim.entry import Entry, make_entry
@@ -23,9 +23,9 @@ from bfio.sim.result import assemble
 from bfio.sim.pooled import reference_run
 from bfio.sim.setup import setup
 from bfio.sim.state import ClusterState
-from bfio.simulation_result import SimulationResult
+from bfio.engine.simulation_result import SimulationResult
 from bfio.step_model import StepModel
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, seed: int = 0,
@@ -41,7 +41,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     :class:`~bfio.policies.Policy`) and return a :class:`SimulationResult`.
 
     ``seed`` seeds randomized policies (the workload is drawn separately, see
-    :func:`bfio.workload.draw_workload`). ``entry``: ``backlog`` (the
+    :func:`bfio.workloads.workload.draw_workload`). ``entry``: ``backlog`` (the
     paper's pool of ``pool_factor * G``) or ``arrivals`` (requests enter at
     ``workload.arrival_s``); ``admission_mode`` is its former name, accepted with
     a ``DeprecationWarning`` for one release. ``dispatch``: ``central`` (the paper's shared pool)
@@ -55,7 +55,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     time; the results are identical, bit for bit (``False`` is the plain step
     loop, kept for checking that).
 
-    ``prefill`` (:class:`bfio.prefill.PrefillModel`, issue 32): chunked prefill
+    ``prefill`` (:class:`bfio.engine.prefill.PrefillModel`, issue 32): chunked prefill
     in the step and, with ``cache_blocks`` and a workload with ``blocks``,
     per-rank prefix caches; adds TTFT and cache metrics. ``None`` (the default)
     is the paper's step loop, unchanged. Its ``kv_tokens`` bounds admission (both
@@ -99,7 +99,7 @@ def simulate(workload: Workload, workers: int, slots: int, policy="fcfs", *, see
     (``policy="fcfs"``, ``dispatch="central"``); the goodput study's
     router-independent reference (``divisible``: the mean load alone).
 
-    A workload with ``follow_ups`` (:mod:`bfio.closed_loop`) and ``entry="arrivals"``
+    A workload with ``follow_ups`` (:mod:`bfio.workloads.closed_loop`) and ``entry="arrivals"``
     is a closed loop: a request that follows another arrives ``think_s`` after that
     one completes (the steps then run one at a time while such a release is
     pending). With ``entry="backlog"`` arrival times, and so follow-ups, are not read.

@@ -26,7 +26,7 @@ at every routing call).
 
 - ``recompute`` (the default; ROLL's way): its prompt and the tokens it had
   generated go through the prefill model on its new rank, as a preempted
-  request's do (:meth:`bfio.prefill.Prefill.evict`, its ``_readmitted``: less the
+  request's do (:meth:`bfio.engine.prefill.Prefill.evict`, its ``_readmitted``: less the
   new rank's prefix-cache hit); needs the prefill model (refused by name without
   it: the paper's step has no prefill to charge). Counted:
   ``migration_recomputed_tokens``.
@@ -102,7 +102,7 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   the next step beyond the destination's slack (:mod:`bfio.sim.transfer`, with
   the transfers already pending and planned in the call) or the recompute's
   ``token_s`` per token its readmission on ``d`` computes: its prompt less
-  ``d``'s cached prefix, and its generated tokens (:meth:`bfio.prefill.Prefill.resume_tokens`,
+  ``d``'s cached prefix, and its generated tokens (:meth:`bfio.engine.prefill.Prefill.resume_tokens`,
   the formula the simulator charges). It migrates to the rank of the largest positive
   net gain that would seat it at once (a running request is not put to wait);
   a request migrates at most once. A screen that predicts nothing comes first:
@@ -402,7 +402,7 @@ class BfioMigration(Migration):
         of sizes ``size`` (``s_i + tau_i``; ``generated``: its ``tau_i``), from the state
         alone: ``recompute`` its cost, or with prefix caches that of ``tau_i + 1`` tokens
         (a cache hit leaves at least the last prompt token to compute,
-        :func:`bfio.prefill.cached_tokens`); ``transfer`` the
+        :func:`bfio.engine.prefill.cached_tokens`); ``transfer`` the
         charge ``max(0, X_i - t_l (M - m) - max_g pending_g)``, ``M`` the largest
         rank's load with its whole queue admitted (an upper bound of the predicted
         ``Lhat_g(0)``), ``m`` the smallest rank's load (a lower bound), so no
@@ -425,7 +425,7 @@ class BfioMigration(Migration):
         rank waits at the barrier for it (``G x stall`` rank-seconds idle, as ``t_l (G
         max_g L_g - sum_g L_g)`` are in a step; ``t_l`` the dispatch's seconds per
         resident token of the slowest rank). ``recompute``: per destination the tokens
-        its readmission there computes (:meth:`bfio.prefill.Prefill.resume_tokens`: its
+        its readmission there computes (:meth:`bfio.engine.prefill.Prefill.resume_tokens`: its
         prompt less that rank's cached prefix, and its generated tokens; the formula
         the simulator charges) at ``token_s`` each (the barrier waits for them when no
         other rank prefills). ``transfer``: the charge of :mod:`bfio.sim.transfer` on the

@@ -11,7 +11,7 @@ cluster's resources, admitting first come, first served:
   one request (its own rank's budget: a prompt is not split over ranks);
 - the step charged as if each of the ``G`` ranks held ``1/G`` of the pool's
   resident tokens ``L``, decoding requests ``n`` and prefill tokens ``P``, but no
-  request split (:func:`bfio.step_time.balanced_dt`): calibrated,
+  request split (:func:`bfio.engine.step_time.balanced_dt`): calibrated,
   ``max(rank_cost(L/G, n/G, P/G), max_i rank_cost(l_i, d_i, p_i)) + beta ceil(n/G)
   + comm``; the paper's, ``C + t_l max(L/G, max_i l_i) + token_s max(P/G, max_i
   p_i)`` (``l_i``, ``d_i``, ``p_i``: request ``i``'s resident tokens, whether it
@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bfio.ground.errors import ConfigError
-from bfio.step_time import K_ALPHA, K_KV, K_P, N_BALANCED, N_COEF
+from bfio.engine.step_time import K_ALPHA, K_KV, K_P, N_BALANCED, N_COEF
 
 if TYPE_CHECKING:
     from bfio.sim.setup import Setup
@@ -100,7 +100,7 @@ def check_reference(reference, policy, dispatch: str, prefill, step_model) -> st
 
 
 def step_vector(run: Setup, indivisible: bool) -> np.ndarray:
-    """The pooled rank's step (:func:`bfio.step_time.balanced_dt`'s vector): the run's
+    """The pooled rank's step (:func:`bfio.engine.step_time.balanced_dt`'s vector): the run's
     calibrated coefficients, or the paper's ``C`` of ``B`` slots, ``t_l`` and the
     prefill model's ``token_s`` in their places; then ``G``, whether the step is the
     paper's and whether no request is split."""

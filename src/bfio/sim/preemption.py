@@ -1,5 +1,5 @@
 """KV preemption (issue 44): what a rank does when its running requests' next
-step would take its KV memory beyond :class:`bfio.prefill.PrefillModel`
+step would take its KV memory beyond :class:`bfio.engine.prefill.PrefillModel`
 ``kv_tokens``. A part of the simulator (``docs/architecture.md``), chosen by
 ``PrefillModel.preemption``; the dispatch part runs it first in every routing
 call (:meth:`bfio.sim.dispatch.CentralDispatch.routing_call`,
@@ -7,16 +7,16 @@ call (:meth:`bfio.sim.dispatch.CentralDispatch.routing_call`,
 requests back where it keeps its waiting ones.
 
 The memory a rank's running requests hold or will hold is
-``committed_g = sum (s_i + tau_i)`` (:meth:`bfio.prefill.Prefill.committed`:
+``committed_g = sum (s_i + tau_i)`` (:meth:`bfio.engine.prefill.Prefill.committed`:
 resident tokens plus prompt tokens still to compute); the next step adds at most
 one token per running request, so a rank is over its memory when
 ``committed_g + |A_g| > kv_tokens``. Requests are then evicted, one at a time,
 until the rest fit; a request alone always fits (a run whose request has
-``s_i + o_i > kv_tokens`` is refused when it starts, :class:`bfio.prefill.Prefill`).
+``s_i + o_i > kv_tokens`` is refused when it starts, :class:`bfio.engine.prefill.Prefill`).
 
 An evicted request frees its KV, keeps its generated tokens (its output so far)
 and, when admitted again, recomputes its prompt and those tokens through the
-prefill model's chunks (:meth:`bfio.prefill.Prefill.admitted`); its TTFT and
+prefill model's chunks (:meth:`bfio.engine.prefill.Prefill.admitted`); its TTFT and
 start stay those of its first admission.
 
 Rules (read at their source, vLLM ``00024d31``, SGLang ``000eaffa``):
@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.prefill import Prefill
+from bfio.engine.prefill import Prefill
 from bfio.sim.state import ClusterState, FirstStarts
 
 

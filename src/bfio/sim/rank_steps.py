@@ -1,5 +1,5 @@
 """Kernels of independent ranks with chunked prefill (issue 44, ``barrier:
-independent`` with :class:`bfio.prefill.PrefillModel`; the engine is
+independent`` with :class:`bfio.engine.prefill.PrefillModel`; the engine is
 :class:`bfio.sim.engine.IndependentPrefillEngine`).
 
 Dense data parallelism in vLLM has no barrier: ``vllm/v1/engine/core.py``,
@@ -9,16 +9,16 @@ whose ``run_busy_loop`` steps its own scheduler and model
 (``_process_engine_step`` -> ``EngineCore.step``: ``scheduler.schedule()``, then
 the model's forward pass on that batch). So a rank's step is its own batch
 alone, charged on its own clock: ``alpha + a_kv L_g + a_n n_g + a_p P_g + a_p2
-P_g^2 + beta n_g`` (:func:`bfio.step_time.rank_step_dt`: decode and the prefill
+P_g^2 + beta n_g`` (:func:`bfio.engine.step_time.rank_step_dt`: decode and the prefill
 chunk fused in one batch, the batch padded to itself, no DP collective), where
-the chunk ``P_g`` is :func:`bfio.prefill.allot_chunks`'s for that rank (the
+the chunk ``P_g`` is :func:`bfio.engine.prefill.allot_chunks`'s for that rank (the
 chunk budget, oldest admission first) and ``n_g`` its seated requests whose
 prompt is done.
 
 A step is fixed when it starts (:func:`start_rank_steps`): its batch is the
 requests seated then (admission serial ``order[i] < admitted_by[g]``), each
 with its chunk ``batch_take[i]``. It is applied when it ends
-(:func:`end_rank_steps`), as :func:`bfio.prefill.prefill_step` applies a
+(:func:`end_rank_steps`), as :func:`bfio.engine.prefill.prefill_step` applies a
 lockstep step: chunks computed, a prompt done yields its first token, decoding
 requests a token each, finished ones retire. A request seated while its rank is
 mid-step joins the rank's next step (vLLM queues it until the next
@@ -28,16 +28,16 @@ mid-step joins the rank's next step (vLLM queues it until the next
 from __future__ import annotations
 
 from bfio.ground.jit import kernel
-from bfio.kernels import retire
-from bfio.prefill import allot_chunks
-from bfio.step_time import rank_step_dt
+from bfio.engine.kernels import retire
+from bfio.engine.prefill import allot_chunks
+from bfio.engine.step_time import rank_step_dt
 
 
 @kernel
 def start_rank_steps(coef, slot_request, left, order, chunk, cap, take, loads, active, in_step, started, ends,
                      dts, admitted_by, batch_take, admissions, clock):
     """Every rank with seated requests and no step under way starts one at
-    ``clock``: its chunk (:func:`bfio.prefill.allot_chunks` on its row), its
+    ``clock``: its chunk (:func:`bfio.engine.prefill.allot_chunks` on its row), its
     step time ``rank_step_dt(L_g, n_g, P_g)`` read before the step is applied
     (``dts[g]``, ending at ``ends[g]``), ``admitted_by[g] = admissions`` (the
     admissions so far: its batch) and ``batch_take[i]`` per seated request.
@@ -75,7 +75,7 @@ def end_rank_steps(slot_request, prefill, decode, generated, left, order, admitt
     (``batch_take[i]``, leaving the rank's ``reserve``) or, its prompt done,
     decodes a token; a prompt that ends yields its first token (``first_token``,
     written to ``prefilled``); those with ``tau_i >= o_i`` retire. Invariant, as
-    :func:`bfio.prefill.prefill_step`: ``loads[g]`` afterwards is ``sum (s_i -
+    :func:`bfio.engine.prefill.prefill_step`: ``loads[g]`` afterwards is ``sum (s_i -
     left_i + tau_i)`` of its seated requests, ``active[g]`` their count.
     Returns ``(completions, prefills ended, output tokens)``."""
     G, B = slot_request.shape

@@ -1,4 +1,4 @@
-"""A finished run's :class:`~bfio.simulation_result.SimulationResult`: the
+"""A finished run's :class:`~bfio.engine.simulation_result.SimulationResult`: the
 metrics of Section 6.3 (the paper's measurement window up to the last
 admission, whole-run totals, waits, latencies, policy and prefill statistics),
 the per-request and per-step frames, the run's configuration and the warnings
@@ -11,16 +11,16 @@ import time
 import numpy as np
 import pandas as pd
 
-from bfio.capacity import decode_phase, indivisible_floor
+from bfio.engine.capacity import decode_phase, indivisible_floor
 from bfio.ground.constants import PaperConstants
 from bfio.ground.errors import PolicyError
 from bfio.ground.metrics import latency_stats, run_metrics, run_totals, steady_stats, wait_stats, window_metrics
-from bfio.prefill import Prefill
+from bfio.engine.prefill import Prefill
 from bfio.sim.dispatch import Dispatch
 from bfio.sim.engine import DecodeEngine
 from bfio.sim.setup import Setup
 from bfio.sim.state import ClusterState
-from bfio.simulation_result import SimulationResult, window_warnings
+from bfio.engine.simulation_result import SimulationResult, window_warnings
 
 
 def route_timings(route_times: list[float]) -> dict:
@@ -58,7 +58,7 @@ def run_config(run: Setup, overhead: float) -> dict:
 
 def imbalance_terms(run: Setup, arrays: dict, requests: pd.DataFrame, frame: pd.DataFrame) -> dict:
     """What :func:`bfio.ground.imbalance_share.with_imbalance_share` reads beyond the run's totals:
-    ``imbalance_floor_total`` (:func:`bfio.capacity.indivisible_floor`) and
+    ``imbalance_floor_total`` (:func:`bfio.engine.capacity.indivisible_floor`) and
     ``kv_token_s``, the step seconds a KV token of the most loaded rank costs
     (the paper's ``t_l``; ``a_kv`` with a calibrated step). Independent ranks
     wait at no barrier, so neither applies there (NaN: a step is one rank's event)."""

@@ -16,13 +16,13 @@ from bfio.ground.errors import ConfigError
 from bfio.ground.limits import MAX_DECODE, MAX_PREFILL, MAX_SLOTS
 from bfio.policies import Policy, make_policy
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, REQUIREMENTS
-from bfio.prefill import PrefillModel
+from bfio.engine.prefill import PrefillModel
 from bfio.sim.migration_checks import check_migration
 from bfio.sim.moves import check_queue_moves
 from bfio.sim.pause import check_rank_pause
 from bfio.step_model import StepCoefficients, StepModel
 from bfio.ground.arrival_modes import ENTRY_MODES
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 def whole_number(key: str, value) -> int:
@@ -71,7 +71,7 @@ class Setup:
     migration: str = "none"
     migration_options: dict | None = None
     coefficients: StepCoefficients | None = None
-    #: the step kernels' vector (:mod:`bfio.step_time`): empty for the paper's step,
+    #: the step kernels' vector (:mod:`bfio.engine.step_time`): empty for the paper's step,
     #: the coefficients' ``array()``, or a reference's (:func:`bfio.sim.pooled.step_vector`)
     step_coef: np.ndarray | None = None
     #: ``none``, ``balanced`` or ``divisible`` (:data:`bfio.sim.pooled.REFERENCES`)
@@ -82,7 +82,7 @@ class Setup:
 def _check_cluster(workload, workers, slots, policy) -> tuple[int, int]:
     """The workload, ``G`` and ``B`` (whole, >= 1, ``G * B`` within the bound) and the policy's type."""
     if not isinstance(workload, Workload):
-        raise ConfigError(f"workload: expected a bfio.workload.Workload (bfio.workload.draw_workload builds one), "
+        raise ConfigError(f"workload: expected a bfio.workloads.workload.Workload (bfio.workloads.workload.draw_workload builds one), "
                           f"got {type(workload).__name__}")
     if len(workload) == 0:
         raise ConfigError("workload: no requests (an empty workload has no metrics)")
@@ -112,7 +112,7 @@ def _check_modes(workload, entry, dispatch, prefill, admission_mode) -> str:
     if dispatch not in DISPATCH_MODES:
         raise ConfigError(f"dispatch: must be {' or '.join(map(repr, DISPATCH_MODES))}, got {dispatch!r}")
     if prefill is not None and not isinstance(prefill, PrefillModel):
-        raise ConfigError(f"prefill: expected a bfio.prefill.PrefillModel or None, got {type(prefill).__name__}")
+        raise ConfigError(f"prefill: expected a bfio.engine.prefill.PrefillModel or None, got {type(prefill).__name__}")
     if entry == "arrivals" and workload.arrival_s is None:
         raise ConfigError("entry: 'arrivals' needs a workload with arrival times (arrival column)")
     return entry

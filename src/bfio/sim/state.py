@@ -6,7 +6,7 @@ slot ``b`` of worker ``g`` (-1 when free), ``loads[g]`` is
 ``|A_g|``. Per request: the tokens generated (``tau_i``), its worker, the clock
 and step at which it entered, started and finished. The step engines
 (:mod:`bfio.sim.engine`) and the dispatch parts (:mod:`bfio.sim.dispatch`) write
-these arrays in place (the numba kernels of :mod:`bfio.kernels` take them as
+these arrays in place (the numba kernels of :mod:`bfio.engine.kernels` take them as
 they are); a policy reads them through :meth:`ClusterState.routing_state` or
 :meth:`ClusterState.dispatch_state`, never writes them.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bfio.policies import DispatchState, RoutingState
-from bfio.workload import Workload
+from bfio.workloads.workload import Workload
 
 
 @dataclass(eq=False)

@@ -13,7 +13,7 @@ step, before it computes its next step (the request decodes in that step).
 barrier waits for the slowest: the paper's ``dt = C + t_l max_g L_g`` is
 ``C + max_g t_l L_g`` (share ``t_l L_g``), the calibrated ``dt = max_g
 rank_cost(L_g, n_g, 0) + beta max_g n_g + comm`` (share ``rank_cost``,
-:func:`bfio.step_time.rank_cost`). A transfer lengthens its destination's share:
+:func:`bfio.engine.step_time.rank_cost`). A transfer lengthens its destination's share:
 the step lasts ``dt + max(0, max_g (share_g + X_g) - max_g share_g)``. A
 transfer into a lightly loaded rank is hidden by its slack behind the slowest
 rank; one longer than that slack holds every rank at the barrier. Loads are the
@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.kernels import S_CLOCK, S_DT, S_E_POST, S_E_PRE, S_PMEAN_POST, S_PMEAN_PRE
+from bfio.engine.kernels import S_CLOCK, S_DT, S_E_POST, S_E_PRE, S_PMEAN_POST, S_PMEAN_PRE
 from bfio.sim.state import ClusterState
-from bfio.step_time import rank_cost
+from bfio.engine.step_time import rank_cost
 
 #: one 400 Gb/s link per rank (NDR InfiniBand / 400GbE, NVIDIA ConnectX-7)
 DEFAULT_TRANSFER_GBPS = 400.0

@@ -5,7 +5,7 @@ data-parallel routers of vLLM and SGLang bind a request to one rank's queue
 when it arrives (``docs/online.md``).
 
 A worker's predicted load over offsets ``h = 0..W`` is its running requests'
-(``s_i + tau_i + h`` while ``h < r_i``, :func:`bfio.profiles.predicted_loads`)
+(``s_i + tau_i + h`` while ``h < r_i``, :func:`bfio.lookahead.profiles.predicted_loads`)
 plus its queue admitted first-in first-out into the slots they free: a
 worker's ``B`` slots are a heap of release offsets (0 for a free slot, ``r_i``
 for a running request); each queued request ``j`` in order takes the earliest

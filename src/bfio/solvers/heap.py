@@ -4,7 +4,7 @@ The greedy of :mod:`bfio.solvers.fast` looks at every worker with free slots
 for every placement and re-derives every headroom when the envelope rises, so a
 routing call costs ``O(U n_T)`` and grows like ``G^2``. This kernel keeps the
 same objective (Eq. (IO), weights ``w_h = delta^h`` of
-:func:`bfio.discount.offset_weights`, lifetimes ``l_j``) and the same
+:func:`bfio.lookahead.discount.offset_weights`, lifetimes ``l_j``) and the same
 reading of it (the fast solver's module docstring): with ``E(h) = max_g
 Lhat_g(h)`` and ``c_g(h) = E(h) - Lhat_g(h) - h``, adding a request of size
 ``s`` to worker ``g`` changes ``J`` by the convex function

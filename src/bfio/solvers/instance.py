@@ -14,7 +14,7 @@ An :class:`Instance` holds what the integer program needs at one routing call
 
 - ``lifetimes[j]`` (optional): a newly admitted request ``j`` adds ``s_j + h``
   while ``h < l_j``; without lifetimes every new request persists over the window;
-- ``discount`` (``delta``, default :data:`~bfio.discount.UNDISCOUNTED`, 1):
+- ``discount`` (``delta``, default :data:`~bfio.lookahead.discount.UNDISCOUNTED`, 1):
   the weight ``delta^h`` of offset ``h``.
 
 Exactly ``U = min(|R_wait|, sum_g cap_g)`` requests are admitted, and the
@@ -41,11 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bfio.admission import parse_admission
+from bfio.lookahead.admission import parse_admission
 from bfio.ground.errors import BfioError, ConfigError
 from bfio.solvers.objective import ObjectiveTerms
-from bfio.discount import UNDISCOUNTED, check_discount
-from bfio.profiles import predicted_loads
+from bfio.lookahead.discount import UNDISCOUNTED, check_discount
+from bfio.lookahead.profiles import predicted_loads
 from bfio.ground.results_io import atomic_path
 from bfio.solvers import solve
 from bfio.traces.formats import refuse_repeated_keys

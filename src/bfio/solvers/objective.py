@@ -11,11 +11,11 @@ already-active requests' predicted loads plus, for every request ``j`` admitted
 to ``g``, ``s_j + h`` while ``h < l_j`` (its lifetime in offsets; ``l_j = H + 1``
 means it persists over the whole window).
 
-Two named objectives (:data:`bfio.discount.OBJECTIVES`; their names, discounts
-and weights live in :mod:`bfio.discount`):
+Two named objectives (:data:`bfio.lookahead.discount.OBJECTIVES`; their names, discounts
+and weights live in :mod:`bfio.lookahead.discount`):
 
 - ``default``: the project's choice from the objective study
-  (``docs/bfio.md``, "Objective study"): discount :data:`~bfio.discount.DEFAULT_DISCOUNT` and,
+  (``docs/bfio.md``, "Objective study"): discount :data:`~bfio.lookahead.discount.DEFAULT_DISCOUNT` and,
   with a point predictor, new requests that finish at their predicted decode
   length (``new_requests = predicted``);
 - ``paper-literal``: Eq. (IO) exactly as printed, ``delta = 1`` and new
@@ -23,7 +23,7 @@ and weights live in :mod:`bfio.discount`):
 
 Everything that evaluates ``J`` (the instance, brute force, the reports) calls
 :func:`imbalance_objective`; the fast solver and the MILP backends take their
-weights from :func:`~bfio.discount.offset_weights` and their per-request contributions from
+weights from :func:`~bfio.lookahead.discount.offset_weights` and their per-request contributions from
 :func:`request_profiles`.
 
 The terms of one routing call, computed once (issue 28)
@@ -32,7 +32,7 @@ The terms of one routing call, computed once (issue 28)
 :class:`ObjectiveTerms` holds, for one routing call of Eq. (IO), everything
 the backends need about ``J`` besides the loads and the constraints: the
 window ``H``, the offsets a backend solves (``window``: the fast path's
-:func:`~bfio.discount.effective_horizon`, or all ``H + 1`` for the exact backends), the
+:func:`~bfio.lookahead.discount.effective_horizon`, or all ``H + 1`` for the exact backends), the
 discount ``delta`` and the weights ``delta^h`` over that window, and the
 new requests' lifetimes ``l_j`` (``None``: they persist). It is built once per
 policy (:meth:`ObjectiveTerms.build`: ``H``, ``delta``, the ``new_requests``
@@ -84,7 +84,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bfio.discount import UNDISCOUNTED, check_discount, check_new_requests, effective_horizon, offset_weights
+from bfio.lookahead.discount import UNDISCOUNTED, check_discount, check_new_requests, effective_horizon, offset_weights
 from bfio.ground.errors import ConfigError
 from bfio.solvers.terms.base import Term
 
@@ -177,7 +177,7 @@ class ObjectiveTerms:
       offsets of negligible weight left out) or ``H`` (:meth:`full`);
     - ``discount``: ``delta`` in ``(0, 1]``;
     - ``new_requests``: ``predicted`` | ``persist`` (:data:`NEW_REQUEST_MODELS`);
-    - ``weights``: ``w_h = delta^h`` for ``h = 0..window`` (:func:`~bfio.discount.offset_weights`);
+    - ``weights``: ``w_h = delta^h`` for ``h = 0..window`` (:func:`~bfio.lookahead.discount.offset_weights`);
     - ``lifetimes``: ``l_j`` of the call's waiting requests (oldest first; a new
       request adds ``s_j + h`` while ``h < l_j``), ``None`` when they persist
       over the window (and, with ``predicted``, before :meth:`for_call` binds

@@ -94,7 +94,7 @@ class StepModel:
 
     @classmethod
     def from_items(cls, items) -> "StepModel":
-        """From ``(name, value)`` pairs (a :class:`bfio.run.RunSpec`'s); empty: the paper's."""
+        """From ``(name, value)`` pairs (a :class:`bfio.runs.run.RunSpec`'s); empty: the paper's."""
         d = dict(items)
         unknown = sorted(set(d) - set(OPTION))
         if unknown:
@@ -111,7 +111,7 @@ def schema() -> dict:
 
 
 def from_config(section: dict | None, key: str) -> tuple:
-    """A config section's step model as a :class:`bfio.run.RunSpec`'s ``step_model``
+    """A config section's step model as a :class:`bfio.runs.run.RunSpec`'s ``step_model``
     (sorted pairs of the values given, ``step_model: paper`` dropped); checked by
     :class:`StepModel`, the error naming config key ``key``."""
     given = dict(section or {})

@@ -192,7 +192,7 @@ class StepCoefficients:
         return asdict(self)
 
     def array(self) -> np.ndarray:
-        """The kernel's coefficient vector (:mod:`bfio.step_time`, order of the fields)."""
+        """The kernel's coefficient vector (:mod:`bfio.engine.step_time`, order of the fields)."""
         return np.array([self.alpha, self.a_kv, self.a_n, self.a_p, self.a_p2, self.beta, self.comm], dtype=np.float64)
 
 

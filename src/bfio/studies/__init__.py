@@ -2,9 +2,9 @@
 production baselines, oracle-free predictors, starvation and the same study on
 every trace.
 
-A study is a list of :class:`~bfio.run.RunSpec` (one simulation
+A study is a list of :class:`~bfio.runs.run.RunSpec` (one simulation
 each: trace, N, G, B, policy row, arrival mode, dispatch, seed) executed in
-batches by :func:`~bfio.runner.run_batch`, aggregated over seeds with
+batches by :func:`~bfio.runs.runner.run_batch`, aggregated over seeds with
 95% Student-t intervals by :mod:`bfio.studies.aggregate`.
 """
 

@@ -10,7 +10,7 @@ G, B) this study finds each router's goodput, with and without its engine's
 actions: the rows of ``actions.central`` and ``actions.instant`` are row keys or
 ``actions.variants`` labels, and a variant declares its actions beside its
 policy (``{policy: vllm_dp, rank_pause: dyntra_lb, rank_pause_options: {...}}``,
-:func:`bfio.run.variant_actions`). The goodput is the goodput study's
+:func:`bfio.runs.run.variant_actions`). The goodput is the goodput study's
 (:func:`bfio.studies.goodput_study.run_goodput`: per seed, the highest Poisson
 rate meeting p99 TTFT and TPOT targets, bisected up to the model's capacity,
 with the balanced bound beside the routers); a row with actions also gets, at
@@ -28,7 +28,7 @@ in the paper's regime only.
 from __future__ import annotations
 
 from bfio.ground.errors import ConfigError
-from bfio.run import ACTION_RULES, variant_actions
+from bfio.runs.run import ACTION_RULES, variant_actions
 from bfio.sim.migration import RULES as MIGRATION_RULES
 from bfio.sim.moves import MOVES
 from bfio.sim.pause import RULES as PAUSE_RULES
@@ -76,7 +76,7 @@ STUDY = register_study(Study(
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_goodput(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
     tabulate=goodput_table, plot="bfio.figures.actions:plot_actions",
-    modules=("studies/actions_study.py", "studies/goodput_study.py", "goodput.py", "capacity.py", "sim"),
+    modules=("studies/actions_study.py", "studies/goodput_study.py", "studies/goodput.py", "engine/capacity.py", "sim"),
     table_modules=("studies/goodput_summary.py",), figure_modules=("figures/actions.py",),
     sim_keys=("central", "instant", "variants", "slo", "rel_tol", "regimes"), validate=validate_section,
     builds_on=("goodput", "online"), settings_groups=(), plan=plan,

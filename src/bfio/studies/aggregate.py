@@ -1,8 +1,8 @@
 """Aggregating study runs over seeds: means with 95% Student-t intervals
-(:func:`bfio.tables.mean_ci`) and paired effects of a target row against a
+(:func:`bfio.runs.tables.mean_ci`) and paired effects of a target row against a
 baseline row (ratio, relative gain, saving), paired by seed. A ratio's summary
 is its geometric mean with the t-interval of the log ratios, exponentiated
-(:func:`bfio.tables.ratio_ci`: positive bounds, reciprocal for the inverse ratio)."""
+(:func:`bfio.runs.tables.ratio_ci`: positive bounds, reciprocal for the inverse ratio)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import math
 import pandas as pd
 
 from bfio.ground.errors import ConfigError
-from bfio.tables import mean_ci, ratio_ci
+from bfio.runs.tables import mean_ci, ratio_ci
 
 #: Effect kinds: how a (baseline, target) pair of one seed becomes one number.
 EFFECTS = {

@@ -20,7 +20,7 @@ from bfio.solvers.instance import Instance
 from bfio.policies import make_policy
 from bfio.simulator import simulate
 from bfio.traces import load_trace
-from bfio.workload import draw_workload
+from bfio.workloads.workload import draw_workload
 
 METRICS = ("avg_imbalance", "throughput", "tpot", "energy_j")
 

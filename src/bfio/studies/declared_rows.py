@@ -1,9 +1,9 @@
 """The rows a config declares by label (issue 43): study variants
 (``<section>.variants``: ``{label: {policy, **options}}``) and the starvation
 study's admission rows (``bfio_h<H>_<admission>`` for every horizon of a setting
-and every admission rule). Each becomes a :class:`bfio.run_keys.RowSpec` here,
-once; labels are then looked up (:func:`bfio.run_keys.row_spec`,
-:func:`bfio.run_keys.declared_spec`) by the tables and figures that only have a
+and every admission rule). Each becomes a :class:`bfio.lookahead.run_keys.RowSpec` here,
+once; labels are then looked up (:func:`bfio.lookahead.run_keys.row_spec`,
+:func:`bfio.lookahead.run_keys.declared_spec`) by the tables and figures that only have a
 table's ``row`` column, so no key is parsed. Light on purpose (no simulator, no
 study registry): a figure job declares its config's rows and imports its figure
 module alone.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from bfio.discount import OBJECTIVES
+from bfio.lookahead.discount import OBJECTIVES
 from bfio.ground.errors import ConfigError
-from bfio.run_keys import RowSpec, declare_rows
+from bfio.lookahead.run_keys import RowSpec, declare_rows
 
 
 def starvation_row_specs(setting: dict, section: dict) -> list[RowSpec]:
@@ -47,7 +47,7 @@ def variant_spec(options: dict) -> RowSpec | None:
 
 
 def config_rows(config: dict) -> dict:
-    """Label -> :class:`~bfio.run_keys.RowSpec` of every row the config declares by label:
+    """Label -> :class:`~bfio.lookahead.run_keys.RowSpec` of every row the config declares by label:
     every section's ``variants`` and the starvation study's admission rows. A label
     two sections declare differently is left out (it names no one row)."""
     out: dict = {}
@@ -75,7 +75,7 @@ def config_rows(config: dict) -> dict:
 
 
 def declare_config_rows(config: dict) -> dict:
-    """Declare the config's rows (:func:`config_rows`, :func:`bfio.run_keys.declare_rows`); returns them."""
+    """Declare the config's rows (:func:`config_rows`, :func:`bfio.lookahead.run_keys.declare_rows`); returns them."""
     rows = config_rows(config)
     declare_rows(rows)
     return rows
@@ -88,7 +88,7 @@ class UnreadConfigWarning(UserWarning):
 
 def declare_run_rows(root, run_name: str | None) -> list[Path]:
     """Declare the rows of a pipeline run's config read from the repository ``root``
-    (the notebook's tables, :mod:`bfio.explore`, as the pipeline's jobs do):
+    (the notebook's tables, :mod:`bfio.pipeline.explore`, as the pipeline's jobs do):
     ``config/*.yaml`` whose ``run_name`` is ``run_name`` (``None``: the default run,
     the files without one). Returns the files read. A file that cannot be read or
     parsed, or that is not a mapping, is skipped with an :class:`UnreadConfigWarning`

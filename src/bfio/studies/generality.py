@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.ground.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec
-from bfio.runner import run_batch
+from bfio.runs.run import ArrivalSpec, RunSpec
+from bfio.runs.runner import run_batch
 from bfio.studies.registry import Figure, Study, Table, register_study
 from bfio.studies.generality_report import generality_tabulate
 from bfio.traces.registry import trace_specs
@@ -135,7 +135,7 @@ def generality_runs(trace: str, workers: int, arrival: str, study: dict, seeds, 
                     backlog_runs: pd.DataFrame | None = None, bfio_defaults: dict | None = None,
                     defaults: dict | None = None):
     """``[(case, offered load, RunSpec), ...]`` of one job (trace, G, arrival job);
-    ``defaults``: the config's per-policy options (:func:`bfio.run.policy_defaults`)."""
+    ``defaults``: the config's per-policy options (:func:`bfio.runs.run.policy_defaults`)."""
     rows, k = list(study["rows"]), float(study["requests_per_slot"])
     if arrival == "backlog":
         n = backlog_requests(workers, slots, k)

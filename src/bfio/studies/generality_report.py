@@ -12,7 +12,7 @@ import pandas as pd
 
 from bfio.ground.errors import ConfigError
 from bfio.studies.aggregate import paired_effect
-from bfio.tables import MIN_INTERVAL_SEEDS, ci_text, row_label
+from bfio.runs.tables import MIN_INTERVAL_SEEDS, ci_text, row_label
 
 #: Table effects: (column prefix, unified metric, effect kind).
 EFFECTS = (("imb_ratio", "imbalance", "ratio"), ("thr_gain_pct", "throughput", "gain_pct"),
@@ -82,7 +82,7 @@ def _num(x, digits: int = 3) -> str:
 
 def _cell(rec, col: str, digits: int = 3, signed: bool = False) -> str:
     """``'mean [lo, hi]'``; ``'mean (n = 2, no interval)'`` with fewer than
-    :data:`~bfio.tables.MIN_INTERVAL_SEEDS` paired seeds (a 2-seed t interval is
+    :data:`~bfio.runs.tables.MIN_INTERVAL_SEEDS` paired seeds (a 2-seed t interval is
     12.7 standard errors wide: it says nothing)."""
     m, lo, hi = rec.get(col), rec.get(f"{col}_lo"), rec.get(f"{col}_hi")
     if m is None or pd.isna(m):

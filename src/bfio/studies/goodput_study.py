@@ -7,8 +7,8 @@ prefill, KV memory and preemption) and every router of ``goodput.central``
 (the central pool) and ``goodput.instant`` (bound at arrival, as the engines'
 data-parallel routers), the highest Poisson arrival rate whose runs meet p99
 TTFT and p99 TPOT targets (``goodput.slo``), found by bisection
-(:func:`bfio.goodput.goodput`) between a small share of the model's capacity
-(:func:`bfio.capacity.capacity` of the trace's lengths in the regime) and the
+(:func:`bfio.studies.goodput.goodput`) between a small share of the model's capacity
+(:func:`bfio.engine.capacity.capacity` of the trace's lengths in the regime) and the
 capacity itself. Each seed has its own bisection (one row per router and
 seed), so the table gives a goodput's mean over the seeds with its 95% interval
 (:mod:`bfio.studies.goodput_summary`). Beside the routers, by the same bisection
@@ -29,13 +29,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from bfio.capacity import trace_capacity
+from bfio.engine.capacity import trace_capacity
 from bfio.ground.errors import ConfigError
-from bfio.goodput import SLO, goodput, latency_floor
+from bfio.studies.goodput import SLO, goodput, latency_floor
 from bfio.ground.metrics import action_metrics
-from bfio.prefill import PrefillModel
-from bfio.run import ACTION_RULES, ArrivalSpec, RunSpec, policy_defaults, resolve_row
-from bfio.runner import run_batch
+from bfio.engine.prefill import PrefillModel
+from bfio.runs.run import ACTION_RULES, ArrivalSpec, RunSpec, policy_defaults, resolve_row
+from bfio.runs.runner import run_batch
 from bfio.step_model import StepModel, from_config
 from bfio.studies.registry import Study, register_study
 from bfio.studies.online import report_interval
@@ -57,7 +57,7 @@ PAPER_REGIME = "paper"
 def regimes(section: dict, study: str = "goodput") -> dict[str, dict]:
     """``<study>.regimes`` by name (``{paper: {}}`` when none), each checked: its
     ``step_model`` (:func:`bfio.step_model.from_config`) and ``prefill``
-    (:class:`bfio.prefill.PrefillModel`'s fields); errors name the config key."""
+    (:class:`bfio.engine.prefill.PrefillModel`'s fields); errors name the config key."""
     given = section.get("regimes") or [{"name": PAPER_REGIME}]
     out = {}
     for i, regime in enumerate(given):
@@ -99,7 +99,7 @@ def plan(config: dict, study: str = "goodput") -> dict:
 
 def regime_floor(frame: pd.DataFrame, slots: int, regime: dict) -> dict:
     """The p99 TTFT and TPOT of a request alone on an idle rank in ``regime``
-    (:func:`bfio.goodput.latency_floor`): targets below them no router meets."""
+    (:func:`bfio.studies.goodput.latency_floor`): targets below them no router meets."""
     step = StepModel.from_items(regime["step_model"])
     prefill = PrefillModel(**dict(regime["prefill"])) if regime["prefill"] else None
     return latency_floor(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), slots,
@@ -108,7 +108,7 @@ def regime_floor(frame: pd.DataFrame, slots: int, regime: dict) -> dict:
 
 
 def regime_capacity(frame: pd.DataFrame, workers: int, slots: int, regime: dict):
-    """The model's capacity of the trace in ``regime`` (:func:`bfio.capacity.capacity`
+    """The model's capacity of the trace in ``regime`` (:func:`bfio.engine.capacity.capacity`
     with its calibrated step, prefill model and KV memory)."""
     step = StepModel.from_items(regime["step_model"])
     return trace_capacity(frame, workers, slots, coefficients=None if step.is_paper else step.coefficients(),
@@ -117,7 +117,7 @@ def regime_capacity(frame: pd.DataFrame, workers: int, slots: int, regime: dict)
 
 def setting_slo(setting: dict, section: dict) -> SLO:
     """The latency targets of a setting: the section's ``slo`` (default
-    :class:`bfio.goodput.SLO`), each target overridden by the setting's own ``slo``."""
+    :class:`bfio.studies.goodput.SLO`), each target overridden by the setting's own ``slo``."""
     return SLO(**{**(section.get("slo") or {}), **(setting.get("slo") or {})})
 
 
@@ -239,7 +239,7 @@ STUDY = register_study(Study(
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_goodput(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
     tabulate=goodput_table,
-    modules=("studies/goodput_study.py", "goodput.py", "capacity.py"), table_modules=("studies/goodput_summary.py",),
+    modules=("studies/goodput_study.py", "studies/goodput.py", "engine/capacity.py"), table_modules=("studies/goodput_summary.py",),
     sim_keys=("central", "instant", "variants", "slo", "rel_tol", "regimes"), validate=validate_section,
     settings_groups=(), plan=plan, builds_on=("online",),
 ))

@@ -17,7 +17,7 @@ from bfio.ground.metrics import STEADY, WARMUP_SHARE
 from bfio.studies.report import fmt, markdown_table
 from bfio.policies.names import actions_label
 from bfio.studies.online_summary import policy_label
-from bfio.tables import mean_ci
+from bfio.runs.tables import mean_ci
 
 
 #: The columns that name one router's row of a section (its seeds are aggregated).
@@ -28,7 +28,7 @@ def summarize_goodput(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per router and reference (:mod:`bfio.sim.pooled`) and section, the
     references first, then the routers, best mean goodput first: ``goodput_rps``
     the mean over the seeds' own bisections, with its 95% Student-t interval
-    (``goodput_ci_lo``/``_hi``, :func:`bfio.tables.mean_ci`; NaN below two seeds)
+    (``goodput_ci_lo``/``_hi``, :func:`bfio.runs.tables.mean_ci`; NaN below two seeds)
     and ``n_seeds``; ``at_capacity`` when every seed held the targets at the
     capacity; ``headroom_rps`` (capacity minus the mean goodput), the balanced
     bound's columns (:func:`with_bound`) and ``vs_best_pct`` (the mean against the
@@ -121,7 +121,7 @@ BOUND = "balanced"
 def _paired_shares(bfio, best, top: dict | float) -> tuple[float, float, int]:
     """The share ``(bfio - best) / (top - best)`` per seed (``top`` a bound per seed,
     or one number), over the seeds where ``top`` leaves the router some headroom:
-    ``(lo, hi, seeds)`` of its 95% interval (:func:`bfio.tables.mean_ci`)."""
+    ``(lo, hi, seeds)`` of its 95% interval (:func:`bfio.runs.tables.mean_ci`)."""
     ours, theirs = _seed_goodputs(bfio), _seed_goodputs(best)
     shares = []
     for seed, r in theirs.items():
@@ -291,7 +291,7 @@ def _section(grp: pd.DataFrame) -> list[str]:
                                                                            ("TPOT", "tpot", "tpot_slo_s"))
                   if r0[f"{k}_floor_s"] > r0[slo]]
         lines += [f"A request alone on an idle rank: p99 TTFT {r0['ttft_floor_s']:.3g} s, p99 TPOT "
-                  f"{r0['tpot_floor_s']:.3g} s (`bfio.goodput.latency_floor`)"
+                  f"{r0['tpot_floor_s']:.3g} s (`bfio.studies.goodput.latency_floor`)"
                   + (f"; {' and '.join(beyond)} exceed the targets, so no router has any goodput here."
                      if beyond else "."), ""]
     lines += _bound_words(grp)

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.discount import OBJECTIVES, check_discount, check_new_requests
-from bfio.run import RunSpec
-from bfio.runner import run_batch
+from bfio.lookahead.discount import OBJECTIVES, check_discount, check_new_requests
+from bfio.runs.run import RunSpec
+from bfio.runs.runner import run_batch
 from bfio.studies.objective_scores import recommendation
 from bfio.studies.objective_summary import objective_table
 from bfio.studies.registry import Figure, Product, Study, Table, register_study

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.discount import OBJECTIVES
+from bfio.lookahead.discount import OBJECTIVES
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.objective_scores import scores
 from bfio.studies.report import ci_cell, fmt

@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.capacity import trace_capacity
+from bfio.engine.capacity import trace_capacity
 from bfio.ground.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec, resolve_row
-from bfio.runner import run_batch, simulate_run
+from bfio.runs.run import ArrivalSpec, RunSpec, resolve_row
+from bfio.runs.runner import run_batch, simulate_run
 from bfio.studies.registry import Figure, Study, Table, register_study
 from bfio.policies import check_policy_options
 from bfio.studies.online_summary import online_table
@@ -106,7 +106,7 @@ def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, se
 
     ``study['load_basis']``: what a load is a fraction of, ``saturation`` (the
     backlog runs' rate) or ``capacity`` (``capacity_rps``, the model's capacity
-    for any router, :func:`bfio.capacity.capacity`; issue 44; the default,
+    for any router, :func:`bfio.engine.capacity.capacity`; issue 44; the default,
     :data:`DEFAULT_LOAD_BASIS`).
     """
     basis = study.get("load_basis", DEFAULT_LOAD_BASIS)
@@ -156,7 +156,7 @@ def run_online(name: str, setting: dict, kind: str, saturation_rps: float, study
     """Simulate every run of setting ``name``; one row per run with ``setting``,
     ``kind``, ``load``, ``offered_rps``, ``saturation_rps`` and the metrics.
     With the capacity as the load basis and no ``capacity_rps``, the capacity
-    is the trace's (:func:`bfio.capacity.trace_capacity` of ``frame``)."""
+    is the trace's (:func:`bfio.engine.capacity.trace_capacity` of ``frame``)."""
     native = trace_rate(frame) if kind == "replay" else None
     if capacity_rps is None and study.get("load_basis", DEFAULT_LOAD_BASIS) == "capacity":
         capacity_rps = trace_capacity(frame, setting["workers"], slots).requests_per_s

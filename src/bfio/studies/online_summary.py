@@ -17,8 +17,8 @@ from bfio.ground.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_i
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
 from bfio.policies import policy_label as registry_label, registered
-from bfio.run_keys import row_key, row_spec
-from bfio.tables import row_label
+from bfio.lookahead.run_keys import row_key, row_spec
+from bfio.runs.tables import row_label
 
 #: Metric -> (label, unit). Per-request latencies are quantiles over the run's
 #: requests; "run" metrics cover the whole run (no measurement window: with
@@ -73,7 +73,7 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     BF-IO variant row with its stored ``horizon``: ``'BF-IO (H=40) (instant)'``;
     a BF-IO row with its ``predictor`` of decode lengths named:
     ``'BF-IO (H=20), prompt_survival lengths (central)'`` (``oracle``: true lengths)."""
-    spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.run_keys)
+    spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.lookahead.run_keys)
     if spec is not None and spec.admission is not None:
         return f"{spec.label(registry_label)} ({dispatch})"
 
@@ -101,7 +101,7 @@ def online_markdown(summary: pd.DataFrame, settings: dict, title: str = "Online 
     n = int(summary["n_seeds"].max()) if len(summary) else 0
     capacity_basis = "load_basis" in summary.columns and (summary["load_basis"] == "capacity").all()
     basis = ("the model's capacity (`capacity_rps`: every slot busy, every worker at the mean load; no router "
-             "sustains more, `bfio.capacity`)" if capacity_basis else
+             "sustains more, `bfio.engine.capacity`)" if capacity_basis else
              "saturation throughput (requests/s of FCFS-style backlog runs, see `saturation_rps`)")
     lines = [f"# {title}{scale_note(settings, PAPER_SETTINGS)}", "",
              f"Mean [95% CI] over {n} seeds (Student t). *load* = offered arrival rate / the cluster's "

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from bfio.predictors import PREDICTORS, default_remaining
-from bfio.run import RunSpec
-from bfio.runner import run_batch
+from bfio.runs.run import RunSpec
+from bfio.runs.runner import run_batch
 from bfio.studies.registry import Study, register_study
 from bfio.studies.predictor_summary import predictor_table
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.run_keys import row_key
+from bfio.lookahead.run_keys import row_key
 from bfio.ground.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, scale_note, setting_sections
-from bfio.tables import row_label
+from bfio.runs.tables import row_label
 
 #: The paper's metric window, then the whole run (``*_run``, drain included): under
 #: free admission a router can raise its window throughput by leaving expensive

@@ -3,20 +3,20 @@
 Every router of ``prefix_study.routers`` (instant dispatch; ``bfio`` is BF-IO
 with horizon ``prefix_study.horizon`` and its prefix-cache term,
 :class:`bfio.solvers.terms.prefill.PrefillTerm`) on each setting, with the prefill
-step model (:mod:`bfio.prefill`: ``prefix_study.prefill``, each rank's cache
+step model (:mod:`bfio.engine.prefill`: ``prefix_study.prefill``, each rank's cache
 capacity derived from ``kv_tokens_per_rank``) and every seed. Settings name a
 ``workload``:
 
 - ``trace``: a trace with block hashes replayed at its own timestamps scaled
   by ``time_scale`` (``< 1``: a higher load); ``requests`` rows, a window
   whose offset the seed draws (Mooncake, ``docs/prefix_cache.md``);
-- ``grpo``: GRPO groups of multi-turn rollouts (:func:`bfio.sessions.session_requests`
+- ``grpo``: GRPO groups of multi-turn rollouts (:func:`bfio.workloads.sessions.session_requests`
   with ``group_size``): ``groups`` prompts, each rolled out ``group_size``
   times for ``turns`` turns, lengths drawn from ``trace``;
 - ``sessions``: multi-turn chat sessions (``group_size`` 1).
 
 With ``closed_loop: true`` a rollout's or session's turn is sent its think time
-after the previous turn completes in the simulation (:mod:`bfio.closed_loop`),
+after the previous turn completes in the simulation (:mod:`bfio.workloads.closed_loop`),
 as an RL rollout or a chat user does; otherwise (open loop) after it arrived.
 
 One row per run: the run's identity, ``setting`` and every metric (TTFT,
@@ -32,18 +32,18 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from bfio.prefix import cache_capacity_blocks
-from bfio.run import RunSpec
-from bfio.runner import run_batch
+from bfio.engine.prefix import cache_capacity_blocks
+from bfio.runs.run import RunSpec
+from bfio.runs.runner import run_batch
 from bfio.step_model import from_config
 from bfio.studies.registry import Study, register_study
 from bfio.ground.errors import ConfigError
 from bfio.ground.limits import MAX_REQUESTS, MAX_SLOTS
 from bfio.policies import available, policy_class
-from bfio.sessions import check_block_hashes, session_hash_bound, session_requests
+from bfio.workloads.sessions import check_block_hashes, session_hash_bound, session_requests
 from bfio.studies.prefix_summary import prefix_table
 from bfio.traces.registry import KNOWN_TRACES
-from bfio.run_parameters import ARRIVAL_OPTION
+from bfio.engine.run_parameters import ARRIVAL_OPTION
 
 #: the workloads a setting may name
 WORKLOADS = ("trace", "grpo", "sessions")
@@ -52,7 +52,7 @@ GENERATED_BLOCK_TOKENS = 512
 
 
 def prefill_params(section: dict, block_tokens: int) -> tuple:
-    """The runs' :class:`~bfio.prefill.PrefillModel` parameters: the section's chunk
+    """The runs' :class:`~bfio.engine.prefill.PrefillModel` parameters: the section's chunk
     and token cost, a KV memory of ``kv_tokens_per_rank`` tokens bounding admission,
     and a cache of that many tokens in blocks."""
     p = section["prefill"]
@@ -104,7 +104,7 @@ def group_pinning(group: np.ndarray, later: np.ndarray, worker: np.ndarray) -> d
 def kv_peak(result, budget: int) -> dict:
     """``kv_peak_share``: the largest resident KV of any rank at any step (tokens
     counted per request, as the step time reads them) over the rank's KV budget.
-    The budget bounds admission (:class:`bfio.prefill.PrefillModel` ``kv_tokens``);
+    The budget bounds admission (:class:`bfio.engine.prefill.PrefillModel` ``kv_tokens``);
     without ``prefix_study.prefill.preemption`` decode growth is not preempted, so
     above 1 a real engine would have preempted requests (``docs/prefix_cache.md``)."""
     return {"kv_peak_share": float(result.series["max_load_pre"].max()) / budget}
@@ -112,7 +112,7 @@ def kv_peak(result, budget: int) -> dict:
 
 def generated_requests(setting: dict, frame: pd.DataFrame, seed: int):
     """The GRPO or session requests of ``setting`` and ``seed`` (lengths from
-    ``frame``): a :class:`bfio.sessions.SessionRequests`."""
+    ``frame``): a :class:`bfio.workloads.sessions.SessionRequests`."""
     kind = setting["workload"]
     group = int(setting.get("group_size", 1)) if kind == "grpo" else 1
     sessions = int(setting["groups"]) * group if kind == "grpo" else int(setting["sessions"])
@@ -260,7 +260,7 @@ def _check_kv_budget(i: int, setting: dict, prefill: dict) -> None:
 
 def _check_generated_size(i: int, setting: dict) -> None:
     """A generated setting's requests within :data:`bfio.ground.limits.MAX_REQUESTS` and
-    its block hashes within the memory budget (:func:`bfio.sessions.check_block_hashes`),
+    its block hashes within the memory budget (:func:`bfio.workloads.sessions.check_block_hashes`),
     the hashes bounded from the longest prompt and output of its known trace
     (``TraceSpec.longest``; an extra trace's are checked by the generator in the job)."""
     grpo = setting["workload"] == "grpo"
@@ -288,7 +288,7 @@ STUDY = register_study(Study(
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_prefix_study(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
     tabulate=prefix_table, plot="bfio.figures.prefix_tradeoff:plot_prefix_tradeoff",
-    modules=("studies/prefix_study.py", "prefill.py", "prefix.py", "sessions.py", "policies/cache_first.py",
+    modules=("studies/prefix_study.py", "engine/prefill.py", "engine/prefix.py", "workloads/sessions.py", "policies/cache_first.py",
              "policies/tpu_least_loaded.py", "policies/sglang_prefix_match.py", "policies/sgl_cache_aware.py",
              "policies/prefix_state.py", "solvers/dispatch.py", "solvers/terms/prefill.py", "step_model"),
     table_modules=("studies/prefix_summary.py",), figure_modules=("figures/prefix_tradeoff.py",),

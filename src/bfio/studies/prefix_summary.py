@@ -10,7 +10,7 @@ import pandas as pd
 
 from bfio.ground.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import paired_effect, summarize_runs
-from bfio.tables import MIN_INTERVAL_SEEDS, row_label
+from bfio.runs.tables import MIN_INTERVAL_SEEDS, row_label
 
 #: the table's metrics, in column order: (column, header, format)
 METRICS = [("throughput_run", "throughput (tok/s)", "{:,.0f}"), ("ttft_s_p50", "TTFT p50 (s)", "{:.2f}"),
@@ -91,7 +91,7 @@ def prefix_markdown(summary: pd.DataFrame, settings: dict, description: str) -> 
             cells = []
             for m, _, fmt in metrics:
                 half = (r[f"{m}_ci_hi"] - r[f"{m}_ci_lo"]) / 2
-                few = int(r["n_seeds"]) < MIN_INTERVAL_SEEDS  # no interval from 2 seeds (bfio.tables)
+                few = int(r["n_seeds"]) < MIN_INTERVAL_SEEDS  # no interval from 2 seeds (bfio.runs.tables)
                 cells.append(fmt.format(r[f"{m}_mean"]) + ("" if few else f" ± {fmt.format(half)}"))
             lines.append(f"| {router_label(r['row'])} | " + " | ".join(cells) + " |")
         me = grp[grp["row"] == SUBJECT]

@@ -176,7 +176,7 @@ class Study:
     ``simulate(setting_name, setting, section, seeds, slots, frame, defaults, log)
     -> DataFrame`` runs one setting (``section``: the config section without its
     settings; ``defaults``: the config's per-policy options,
-    :func:`bfio.run.policy_defaults`), with keyword ``prior={setting name:
+    :func:`bfio.runs.run.policy_defaults`), with keyword ``prior={setting name:
     runs}`` when the study declares :attr:`needs` and ``prepared=<JSON object>``
     when it declares :attr:`prepare`. ``tabulate``/``table`` and
     ``plot``/``figure``/``caption``: its first (or only) table and figure
@@ -251,7 +251,7 @@ class Study:
     #: ``schema_enums(properties)``: fills, in place, the values of its config
     #: section's schema (the section's ``properties``) that come from the package's
     #: registries (allowed names, patterns), so the schema never lists them twice;
-    #: :func:`bfio.config._registry_enums` calls it for every study with a section
+    #: :func:`bfio.pipeline.config._registry_enums` calls it for every study with a section
     schema_enums: Callable | None = None
 
     def __post_init__(self):

@@ -11,7 +11,7 @@ import pandas as pd
 
 from bfio.ground.errors import ConfigError
 from bfio.traces.canonical import read_trace_table
-from bfio.paper import TABLE_SETTINGS
+from bfio.runs.paper import TABLE_SETTINGS
 from bfio.traces.registry import KNOWN_TRACES
 
 

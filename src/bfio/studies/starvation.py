@@ -17,11 +17,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bfio.admission import ADMISSION_PATTERN
-from bfio.run_keys import admission_label
+from bfio.lookahead.admission import ADMISSION_PATTERN
+from bfio.lookahead.run_keys import admission_label
 from bfio.studies.declared_rows import starvation_row_specs
-from bfio.run import RunSpec, policy_defaults, resolve_row
-from bfio.runner import run_batch
+from bfio.runs.run import RunSpec, policy_defaults, resolve_row
+from bfio.runs.runner import run_batch
 from bfio.studies.registry import Study, register_study, studies
 from bfio.ground.errors import ConfigError
 from bfio.studies.starvation_summary import COST_METRICS, online_rows, starvation_extras, starvation_table
@@ -94,7 +94,7 @@ def _online_run_files(config: dict) -> list[str]:
 
 
 def schema_enums(properties: dict) -> None:
-    """The section schema's admission rules (the rules' registry, :data:`bfio.admission.ADMISSIONS`)
+    """The section schema's admission rules (the rules' registry, :data:`bfio.lookahead.admission.ADMISSIONS`)
     and cost metrics (:data:`bfio.studies.starvation_summary.COST_METRICS`)."""
     if "admissions" in properties:
         properties["admissions"]["items"]["pattern"] = f"^({ADMISSION_PATTERN})$"

@@ -15,8 +15,8 @@ import pandas as pd
 from bfio.ground.errors import ConfigError
 from bfio.studies.aggregate import paired_effect, summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, ci_columns, fmt, markdown_table, scale_note, setting_sections
-from bfio.admission import DEFAULT_ADMISSION
-from bfio.tables import row_label
+from bfio.lookahead.admission import DEFAULT_ADMISSION
+from bfio.runs.tables import row_label
 
 STARVATION_METRICS = {"wait_steps_p99": ("wait p99", "steps"), "wait_steps_max": ("wait max", "steps"),
            "wait_s_p99": ("wait p99", "s"), "wait_s_max": ("wait max", "s"),

@@ -7,7 +7,7 @@ pays each rank's batch, and, where CUDA graphs or SGLang's
 ``beta max_g n_g`` that grows towards a MoE deployment's. For every setting of
 the config key ``step_regime`` this study runs every router of
 ``step_regime.central`` and ``step_regime.instant`` with Poisson arrivals at
-``load`` times the capacity of each step regime (:func:`bfio.capacity.capacity`
+``load`` times the capacity of each step regime (:func:`bfio.engine.capacity.capacity`
 of the regime: the paper's step, then the calibrated step of
 ``step_regime.step_model`` at each ``beta`` of ``step_regime.betas``), every
 seed. The table ranks the routers per regime by p99 end-to-end latency; the
@@ -22,8 +22,8 @@ from dataclasses import replace
 import pandas as pd
 
 from bfio.ground.errors import ConfigError
-from bfio.run import ArrivalSpec, RunSpec
-from bfio.runner import run_batch
+from bfio.runs.run import ArrivalSpec, RunSpec
+from bfio.runs.runner import run_batch
 from bfio.step_model import from_config
 from bfio.studies.goodput_study import regime_capacity, router_rows, validate_section as validate_routers
 from bfio.studies.online import report_interval
@@ -94,7 +94,7 @@ STUDY = register_study(Study(
     simulate=lambda name, setting, section, seeds, slots, frame, defaults, log: run_step_regime(
         name, setting, section, seeds, slots, frame, log=log, defaults=defaults),
     tabulate=step_regime_table, plot="bfio.figures.step_regime:plot_step_regime",
-    modules=("studies/step_regime.py", "studies/goodput_study.py", "capacity.py", "step_model", "step_time.py"),
+    modules=("studies/step_regime.py", "studies/goodput_study.py", "engine/capacity.py", "step_model", "engine/step_time.py"),
     table_modules=("studies/step_regime_summary.py",), figure_modules=("figures/step_regime.py",),
     sim_keys=("central", "instant", "variants", "load", "betas", "step_model"), validate=validate_section,
     builds_on=("goodput", "online"),

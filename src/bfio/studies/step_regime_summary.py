@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bfio.run import resolve_row
+from bfio.runs.run import resolve_row
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import fmt, markdown_table
 from bfio.ground.imbalance_share import with_imbalance_share
@@ -53,7 +53,7 @@ def step_regime_markdown(summary: pd.DataFrame, title: str = "Router ranking by 
     lines = [f"# {title}", "",
              "Each cell: a router's p99 end-to-end latency over the best router's in the same regime (mean over "
              "seeds), and its rank (1: lowest p99). Poisson arrivals at the same share of each regime's capacity "
-             "(`bfio.capacity`); *paper*: `dt = C + t_l max L`; *beta=b*: the calibrated step "
+             "(`bfio.engine.capacity`); *paper*: `dt = C + t_l max L`; *beta=b*: the calibrated step "
              "(`docs/step_model.md`) with the batch padded to the largest rank costing b seconds a request.", ""]
     changes = ranking_changes(summary)
     for setting, grp in summary.groupby("setting", sort=False):

@@ -8,7 +8,7 @@ Two families of input are supported:
   names the prefill, decode and (optional) arrival columns.
 
 A trace may also carry each prompt's KV-block hashes (prefix caching,
-:mod:`bfio.prefix`; the Mooncake trace's ``hash_ids``), read into
+:mod:`bfio.engine.prefix`; the Mooncake trace's ``hash_ids``), read into
 :attr:`Trace.blocks` when a hash column is named.
 
 Every row is validated; a bad value raises :class:`~bfio.ground.errors.TraceError`
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.ground.errors import ConfigError, TraceError
-from bfio.prefix import PrefixBlocks
+from bfio.engine.prefix import PrefixBlocks
 from bfio.traces.formats import MISSING, read_table, unreadable
 from bfio.traces.registry import (  # noqa: F401  (re-exported: the names users import from bfio.traces)
     ARRIVAL_UNITS, KNOWN_TRACES, TRACE_ALIASES, TraceSpec, default_data_dir, resolve_trace, sha256_of, verify_sha256)

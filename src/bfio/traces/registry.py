@@ -68,7 +68,7 @@ class TraceSpec:
     longest: tuple[int, int] | None = None
     #: unit of a numeric arrival column (:data:`ARRIVAL_UNITS`); timestamps carry their own
     arrival_unit: str = "s"
-    #: column holding each prompt's KV-block hashes (prefix caching, :mod:`bfio.prefix`)
+    #: column holding each prompt's KV-block hashes (prefix caching, :mod:`bfio.engine.prefix`)
     hash_col: str | None = None
     #: tokens per block of ``hash_col``
     block_tokens: int | None = None

@@ -19,7 +19,7 @@ import pandas as pd
 
 from bfio.ground.errors import ConfigError, TraceError
 from bfio.ground.limits import MAX_ARRIVAL_S, MAX_DECODE, MAX_PREFILL
-from bfio.prefix import PrefixBlocks, blocks_needed
+from bfio.engine.prefix import PrefixBlocks, blocks_needed
 from bfio.traces.registry import ARRIVAL_UNITS
 
 
@@ -220,7 +220,7 @@ def _timestamps(series: pd.Series, path: Path, col: str) -> pd.Series:
 def validate_hashes(frame: pd.DataFrame, path: Path, hash_col: str, prefill: np.ndarray,
                     block_tokens: int) -> PrefixBlocks:
     """The prompt block hashes of ``frame[hash_col]`` (prefix caching,
-    :mod:`bfio.prefix`). Every row holds a list of non-negative integers (a
+    :mod:`bfio.engine.prefix`). Every row holds a list of non-negative integers (a
     JSON array; in a CSV cell, the array as text), exactly
     ``ceil(prefill / block_tokens)`` of them, the prompt's first block first."""
     if hash_col not in frame.columns:

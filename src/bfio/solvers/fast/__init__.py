@@ -81,7 +81,7 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, **option
     a newly admitted request adds ``s_j + h`` (clipped to ``1..H + 1``;
     ``H + 1`` or more = persists over the whole window, the spec's Eq. (IO)).
     ``forced[j]`` marks requests that must be admitted. ``weights[h]`` is the
-    offset weight ``delta^h`` of :func:`bfio.discount.offset_weights`
+    offset weight ``delta^h`` of :func:`bfio.lookahead.discount.offset_weights`
     (invariant: ``weights[0] = 1 >= weights[h] > 0``; the move pruning of the
     local search uses it). Costs are float64; with unit weights and integer
     loads they are exact integers. ``options`` (each ``True`` unless given):

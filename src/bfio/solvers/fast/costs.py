@@ -6,7 +6,7 @@ Adding a request of size ``s`` and lifetime ``l`` to a worker with headroom
 the kernel's cost function), convex and piecewise linear in ``s``, smallest at
 the weighted quantile of ``c(0..l-1)`` (:func:`_pivots`). Requests are grouped
 by lifetime for the candidate searches (:func:`_bucket`). The weights are the
-offset weights ``w_h = delta^h`` of :func:`bfio.discount.offset_weights`.
+offset weights ``w_h = delta^h`` of :func:`bfio.lookahead.discount.offset_weights`.
 """
 
 from __future__ import annotations

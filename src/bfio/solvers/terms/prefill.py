@@ -1,7 +1,7 @@
 """BF-IO's prefix-cache term (issue 32) as a term of ``J`` (:mod:`bfio.solvers.terms`):
 the prefill barrier, the prefill work and the request's own wait behind its
 rank's prefill backlog, in ``J``'s units (Section 4's objective extended by the
-prefill step model, :mod:`bfio.prefill`; ``docs/bfio.md``).
+prefill step model, :mod:`bfio.engine.prefill`; ``docs/bfio.md``).
 
 Not linear in the assignment (the barrier is a maximum, and each binding
 changes the caches the next one hits): the exact backends refuse a run with it
@@ -33,7 +33,7 @@ class PrefillTerm(Term):
     tokens ``u_g`` to ``g``'s prefill backlog ``P_g``:
 
     - **the barrier**: ranks prefill in lockstep, so raising ``max_g P_g`` by ``d``
-      tokens costs ``token_s d`` seconds of every rank (:mod:`bfio.prefill`),
+      tokens costs ``token_s d`` seconds of every rank (:mod:`bfio.engine.prefill`),
       ``G scale d``;
     - **the work**: below the largest backlog the tokens are free while the other
       ranks would idle at the barrier anyway, and not free once later arrivals
