@@ -1,15 +1,18 @@
 """The first look (``snakemake -c 2 --configfile config/smoke.yaml``) on a fresh clone, cold and warm,
 with the CPU time of every job and the bound the job count sets (issue 42).
 
-A fresh clone of this checkout's ``HEAD`` in a temporary directory, its package on ``PYTHONPATH``
-(so numba's cache, kept beside the clone's sources, starts empty), runs the first look twice:
+A fresh clone of this checkout's ``HEAD`` (or of ``--repo``'s) in a temporary directory, its package on
+``PYTHONPATH`` and numba's cache in an empty directory of its own (``NUMBA_CACHE_DIR``: the default
+cache, ``~/.cache/bfio/numba``, may hold the kernels and ready files of earlier checkouts), runs the
+first look twice:
 
 1. ``cold``: the first run, whose ``compile_kernels`` jobs compile every kernel;
 2. ``warm``: ``runs/smoke/`` deleted, the same command again (numba's cache now full).
 
 Every Python process of a run (Snakemake and each job's script) writes its own CPU seconds at exit
 (a ``sitecustomize`` on ``PYTHONPATH``, nothing in the package), so the report has, per rule, the jobs,
-their CPU seconds and the cheapest job's. The **floor** of a run is the sum over rules of
+their CPU seconds and the cheapest job's, and which jobs compiled a ``bfio`` kernel (numba's compiler ran,
+not a load from its cache): after the ``compile_kernels`` jobs, none should. The **floor** of a run is the sum over rules of
 ``jobs x cheapest job``: what the run would cost if every job cost no more than its rule's cheapest
 (a process start, its imports, numba's start in the jobs that simulate, a figure's draw and save).
 Divided by the cores, it bounds the wall time from below for this DAG: a target under it needs fewer
@@ -18,6 +21,7 @@ jobs or cheaper jobs of each rule, not faster simulation.
     python benchmarks/bench_first_look.py                  # cold and warm, 2 cores
     python benchmarks/bench_first_look.py --warm-only      # one warm run (compiles first, untimed)
     python benchmarks/bench_first_look.py --json out.json
+    python benchmarks/bench_first_look.py --repo /tmp/other-checkout   # another commit, e.g. a baseline
 
 Reads the traces from ``$BFIO_DATA_DIR`` (the config key ``data_dir``); about 5 minutes on 2 cores. Run it on a quiet
 machine: the wall times are what it is for.
@@ -44,8 +48,11 @@ import atexit, os, resource, sys
 def _bench_first_look_cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    jit = sys.modules.get("bfio.ground.jit")
+    note = getattr(jit, "_NOTE", None)
+    compiled = int(bool(getattr(note, "printed", False)))
     with open(os.environ["BENCH_FIRST_LOOK_LOG"], "a") as f:
-        f.write(f"{script}\\t{r.ru_utime + r.ru_stime:.3f}\\n")
+        f.write(f"{script}\\t{r.ru_utime + r.ru_stime:.3f}\\t{compiled}\\n")
 atexit.register(_bench_first_look_cpu)
 '''
 
@@ -56,11 +63,11 @@ def job_name(script: str) -> str:
     return parts[-2] if script.startswith("tmp") and len(parts) >= 3 else script
 
 
-def run_once(clone: Path, cores: int, log: Path) -> dict:
-    """One first look in ``clone``: wall seconds, and per job name the CPU seconds of each process."""
+def run_once(clone: Path, cores: int, log: Path, numba_cache: Path) -> dict:
+    """One first look in ``clone`` with numba's cache in ``numba_cache``: wall seconds, per job name
+    the CPU seconds of each process, and the jobs that compiled a kernel."""
     env = {**os.environ, "PYTHONPATH": f"{clone / 'src'}{os.pathsep}{log.parent}",
-           "BENCH_FIRST_LOOK_LOG": str(log), "MPLBACKEND": "Agg"}
-    env.pop("NUMBA_CACHE_DIR", None)
+           "BENCH_FIRST_LOOK_LOG": str(log), "MPLBACKEND": "Agg", "NUMBA_CACHE_DIR": str(numba_cache)}
     log.write_text("")
     t0 = time.perf_counter()
     proc = subprocess.run(["snakemake", "-c", str(cores), "--configfile", "config/smoke.yaml", "--quiet",
@@ -70,17 +77,20 @@ def run_once(clone: Path, cores: int, log: Path) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"the first look failed in {clone}:\n{proc.stderr[-3000:]}")
     jobs: dict[str, list[float]] = defaultdict(list)
+    compiled: dict[str, int] = defaultdict(int)
     for line in log.read_text().splitlines():
-        script, cpu = line.split("\t")
+        script, cpu, did_compile = line.split("\t")
         jobs[job_name(script)].append(float(cpu))
-    return {"wall_s": wall, "jobs": dict(jobs)}
+        compiled[job_name(script)] += int(did_compile)
+    return {"wall_s": wall, "jobs": dict(jobs), "compiled": dict(compiled)}
 
 
 def summarize(run: dict, cores: int) -> dict:
     """Per rule: jobs, CPU seconds, the cheapest job's; the run's CPU, floor and floor / cores."""
     rows = {}
     for name, cpus in run["jobs"].items():
-        rows[name] = {"jobs": len(cpus), "cpu_s": sum(cpus), "cheapest_s": min(cpus)}
+        rows[name] = {"jobs": len(cpus), "cpu_s": sum(cpus), "cheapest_s": min(cpus),
+                      "compiled": run["compiled"].get(name, 0)}
     cpu = sum(r["cpu_s"] for r in rows.values())
     floor = sum(r["jobs"] * r["cheapest_s"] for r in rows.values())
     return {"wall_s": run["wall_s"], "cpu_s": cpu, "floor_cpu_s": floor, "floor_wall_s": floor / cores,
@@ -91,9 +101,10 @@ def summarize(run: dict, cores: int) -> dict:
 def print_summary(label: str, s: dict) -> None:
     print(f"\n{label}: wall {s['wall_s']:.0f} s, CPU {s['cpu_s']:.0f} s over {s['jobs']} jobs; "
           f"floor {s['floor_cpu_s']:.0f} s of CPU, {s['floor_wall_s']:.0f} s of wall at the cores given")
-    print(f"{'rule (script)':28s} {'jobs':>5s} {'CPU s':>7s} {'cheapest':>9s} {'CPU/job':>8s}")
+    print(f"{'rule (script)':28s} {'jobs':>5s} {'CPU s':>7s} {'cheapest':>9s} {'CPU/job':>8s} {'compiled':>9s}")
     for name, r in sorted(s["rules"].items(), key=lambda kv: -kv[1]["cpu_s"]):
-        print(f"{name:28s} {r['jobs']:5d} {r['cpu_s']:7.1f} {r['cheapest_s']:9.2f} {r['cpu_s'] / r['jobs']:8.2f}")
+        print(f"{name:28s} {r['jobs']:5d} {r['cpu_s']:7.1f} {r['cheapest_s']:9.2f} {r['cpu_s'] / r['jobs']:8.2f} "
+              f"{r['compiled']:9d}")
 
 
 def main(argv=None) -> int:
@@ -101,19 +112,22 @@ def main(argv=None) -> int:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--warm-only", action="store_true", help="time only the warm run (the cold one still runs first)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--repo", type=Path, default=REPO,
+                    help="the checkout whose HEAD is cloned (default: this one's)")
     args = ap.parse_args(argv)
     if not os.environ.get("BFIO_DATA_DIR"):
         raise SystemExit("set BFIO_DATA_DIR to the traces' directory (the pipeline's data_dir)")
-    report = {"cores": args.cores, "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, text=True,
+    report = {"cores": args.cores, "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=args.repo, text=True,
                                                            capture_output=True).stdout.strip()}
     with tempfile.TemporaryDirectory(prefix="bfio_first_look_") as tmp:
         clone, site = Path(tmp) / "clone", Path(tmp) / "site"
-        subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+        subprocess.run(["git", "clone", "-q", str(args.repo), str(clone)], check=True)
+        numba_cache = Path(tmp) / "numba"  # empty: the cold run compiles every kernel
         site.mkdir()
         (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
         log = site / "cpu.tsv"
         for label in ("cold", "warm"):
-            s = summarize(run_once(clone, args.cores, log), args.cores)
+            s = summarize(run_once(clone, args.cores, log, numba_cache), args.cores)
             if label == "warm" or not args.warm_only:
                 print_summary(label, s)
                 report[label] = s

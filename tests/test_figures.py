@@ -328,6 +328,39 @@ def test_same_figure_saves_byte_identical_files(tmp_path):
         assert a.read_bytes() == b.read_bytes(), a.name
 
 
+def test_save_lays_a_figure_out_once_and_cuts_it_as_tight_would(tmp_path, monkeypatch):
+    """Issue 42: save() draws a figure once to lay it out (the overlap check's draw)
+    and once per file (no second layout per savefig: no ``bbox_inches="tight"``
+    draw, no layout engine left by ``tight_layout``); the files are cut to the
+    box ``bbox_inches="tight"`` gives, within a few pixels."""
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from bfio.figures.style import figure
+
+    def make():
+        fig, axes = figure(1, 2)
+        for ax in axes[0]:
+            ax.plot([1, 10, 100], [3, 1, 2], label="x")
+            ax.set_xscale("log")
+            ax.set_xlabel("x (unit)")
+            ax.set_title("a title")
+        fig.suptitle("a figure")
+        fig.tight_layout()
+        return fig
+
+    draws = []
+    real = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: (draws.append(1), real(self, renderer))[1])
+    save(make(), tmp_path / "a.pdf", tmp_path / "a.png")
+    assert len(draws) == 3, f"{len(draws)} draws of one figure saved as PDF and PNG (1 layout + 1 per file)"
+    monkeypatch.setattr(Figure, "draw", real)
+    tight = make()
+    tight.savefig(tmp_path / "t.png", bbox_inches="tight")
+    ours, theirs = np.asarray(Image.open(tmp_path / "a.png")), np.asarray(Image.open(tmp_path / "t.png"))
+    assert ours.shape == theirs.shape and (ours == theirs).all(), (ours.shape, theirs.shape)
+
+
 def _choose_grid(discounts=(1.0, 0.9, 0.7, 0.6, 0.5), traces=("a", "b"), seeds=(42, 1)):
     recs = []
     for t in traces:

@@ -189,17 +189,67 @@ def test_a_group_is_ready_while_its_cache_files_and_versions_hold(tmp_path, monk
 
     cache = tmp_path / "bfio-0123"
     assert not kc.group_ready("simulation", str(cache))  # nothing compiled yet
-    (cache / "mod").mkdir(parents=True)
+    sub = kc.numba_subdirs()[0]
+    (cache / sub).mkdir(parents=True)
+    (cache / "elsewhere_0123").mkdir()  # another checkout's entries: not this one's
     for name in ("f-1.py311.nbi", "f-1.py311.0.nbc"):
-        (cache / "mod" / name).write_bytes(b"x")
+        (cache / sub / name).write_bytes(b"x")
+        (cache / "elsewhere_0123" / name).write_bytes(b"x")
     path = kc.mark_group_ready("simulation", str(cache))
-    assert path == cache / "simulation.ready.json" and kc.group_ready("simulation", str(cache))
+    assert path == kc.ready_file("simulation", str(cache)) and kc.group_ready("simulation", str(cache))
+    assert path.name.startswith("simulation.") and path.name.endswith(".ready.json")
     assert not kc.group_ready("theory", str(cache))  # another group's kernels: not recorded
-    assert sorted(json.loads(path.read_text())["files"]) == ["mod/f-1.py311.0.nbc", "mod/f-1.py311.nbi"]
+    assert sorted(json.loads(path.read_text())["files"]) == [f"{sub}/f-1.py311.0.nbc", f"{sub}/f-1.py311.nbi"]
     monkeypatch.setattr(kc, "version", lambda name: "0.0.1")  # another numba: its cache entries do not count
     assert not kc.group_ready("simulation", str(cache))
     monkeypatch.undo()
-    (cache / "mod" / "f-1.py311.0.nbc").unlink()  # a cleared or partial cache
+    (cache / sub / "f-1.py311.0.nbc").unlink()  # a cleared or partial cache
     assert not kc.group_ready("simulation", str(cache))
     path.write_text("{not json")
     assert not kc.group_ready("simulation", str(cache))
+
+
+def test_the_ready_files_subdirectories_are_where_numba_caches_each_kernel():
+    """numba files a kernel under a subdirectory named by its source directory's path
+    (issue 42): kernel_cache.numba_subdirs names the same ones, for every kernel."""
+    import bfio.ground.kernel_cache as kc
+    from numba.core.dispatcher import Dispatcher
+
+    subdirs = set(kc.numba_subdirs())
+    seen = set()
+    for name in kernel_modules():
+        for obj in vars(importlib.import_module(name)).values():
+            if isinstance(obj, Dispatcher) and obj.__module__ == name:
+                seen.add(os.path.basename(obj._cache._cache_path))
+    assert seen and seen == subdirs, (seen, subdirs)
+
+
+def test_a_ready_file_speaks_for_its_own_checkout_only(tmp_path):
+    """Two checkouts of the same kernel sources (a clone and a worktree, or the
+    editable install and a worktree on PYTHONPATH) share numba's cache directory
+    but not its entries (numba names them by the source's path): a group marked
+    ready by one is not ready for the other, whose kernels numba compiles again.
+    (One shared ready file had a fresh clone's compile jobs skip while its
+    simulation jobs compiled.)"""
+    import shutil
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root in (a, b):
+        shutil.copytree(SRC / "bfio", root / "bfio", ignore=shutil.ignore_patterns("__pycache__"))
+    cache = tmp_path / "cache"
+
+    def run(root, code):
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(root))
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        return out
+
+    kernel = ("import numpy as np\n"
+              "from bfio.solvers.fenwick import bit_add\n"
+              "bit_add(np.zeros(9, dtype=np.int64), 3, 1)\n")
+    ready = "from bfio.ground.kernel_cache import group_ready\nprint(group_ready('probe'))\n"
+    first = run(a, kernel + "from bfio.ground.kernel_cache import mark_group_ready\nmark_group_ready('probe')\n")
+    assert "bfio: compiling numba kernels" in first.stderr
+    assert run(a, kernel + ready).stdout.split() == ["True"]  # a's own entries: loaded, not compiled
+    assert run(b, ready).stdout.split() == ["False"]  # same digest, same cache directory, other path
+    assert "bfio: compiling numba kernels" in run(b, kernel).stderr  # numba indeed compiles b's again

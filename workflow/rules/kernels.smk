@@ -8,8 +8,10 @@
 # that runs kernels takes its group's marker as input (kernels_compiled(group),
 # common.smk), ancient: a rerun of the compile job (its code changed) never
 # reruns the jobs that wait for it. When numba's cache holds the group already
-# (a compile of the same kernel sources by any run or `bfio compile --group/--all`:
-# bfio.ground.kernel_cache.group_ready), the job writes its marker without importing numba.
+# for this checkout (a compile of the same kernel sources from the same package
+# directory by any run or `bfio compile --group/--all`: bfio.ground.kernel_cache.group_ready;
+# numba files kernels by their source's path, so another clone's or worktree's
+# compile does not count), the job writes its marker without importing numba.
 
 
 rule compile_kernels:

@@ -1,6 +1,7 @@
 """Compile one group of numba kernels into numba's cache (rule compile_kernels);
 nothing to do when the cache holds the group already (bfio.ground.kernel_cache.group_ready:
-a previous compile of the same kernel sources, numba and Python)."""
+a previous compile of the same kernel sources, numba and Python, from this checkout's package
+directory: numba files kernels by their source's path)."""
 import argparse
 from pathlib import Path
 

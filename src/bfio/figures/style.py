@@ -229,6 +229,16 @@ def plain_log_ticks(axis) -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
+def plain_ticks(ax) -> None:
+    """:func:`plain_log_ticks` on each log axis of ``ax`` (call it once the data and
+    scales are set): plain numbers ("0.5", "16") instead of matplotlib's default
+    ``10^k`` / ``2^k`` labels, which are math text, parsed and laid out at every
+    draw (a third of a theory figure's save)."""
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log":
+            plain_log_ticks(axis)
+
+
 def apply_style() -> None:
     plt.rcParams.update({
         "figure.dpi": 100, "savefig.dpi": 150, "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9,
@@ -254,22 +264,58 @@ def save(fig, *paths, dpi: float | None = None) -> None:
     No creation dates are written, so the files depend on the figure only.
     Overlapping text (:func:`text_overlaps`) and a panel with more than
     :data:`MAX_SERIES` series (:func:`crowded_panels`) are logged as warnings
-    naming the files (``bfio.figures``; the pipeline's figure logs), never silently."""
+    naming the files (``bfio.figures``; the pipeline's figure logs), never silently.
+
+    The figure is laid out once (issue 42): the overlap check's layout
+    (:func:`text_overlaps` draws it without rendering, at the dpi the PNG is
+    saved at) gives the tight box every file is cut to (:func:`laid_out_box`),
+    and the figure's layout engine (the placeholder ``tight_layout`` leaves, or a
+    constrained layout, already applied by that draw) is removed, so each
+    ``savefig`` renders once instead of laying the figure out again first
+    (``bbox_inches="tight"`` or an engine: a second draw per file). The box is
+    measured with the raster renderer, not each file's: a PNG is the one
+    ``bbox_inches="tight"`` saves (pixel for pixel on the first look's figures), a
+    PDF's page may be a few points larger or smaller (up to 10 pt wider where a long
+    legend's text measures wider on the raster renderer than in the PDF; the
+    content is the same, the 0.1 in pad keeps every text inside)."""
     import logging
 
     log = logging.getLogger("bfio.figures")
-    overlaps = text_overlaps(fig)
+    # laid out at the PNG's dpi (savefig's), so the box measured is the one a PNG needs;
+    # the overlap tolerance (1 pixel at the figure's dpi) scaled with it
+    out_dpi = dpi if dpi is not None else plt.rcParams["savefig.dpi"]
+    scale = 1.0
+    if out_dpi != "figure" and float(out_dpi) != fig.dpi:
+        scale = float(out_dpi) / fig.dpi
+        fig.dpi = float(out_dpi)
+    overlaps = text_overlaps(fig, tolerance_px=scale)
     if overlaps:
         log.warning("overlapping text in %s: %s", ", ".join(map(str, paths)), "; ".join(overlaps[:10]))
     crowded = crowded_panels(fig)
     if crowded:
         log.warning("more than %d series in a panel of %s: %s", MAX_SERIES, ", ".join(map(str, paths)),
                     "; ".join(crowded))
+    box = laid_out_box(fig)
     for p in paths:
         Path(p).parent.mkdir(parents=True, exist_ok=True)
         kw = {"dpi": dpi} if dpi is not None else {}
-        fig.savefig(p, bbox_inches="tight", metadata=REPRODUCIBLE_METADATA.get(Path(p).suffix.lower()), **kw)
+        fig.savefig(p, bbox_inches=box, metadata=REPRODUCIBLE_METADATA.get(Path(p).suffix.lower()), **kw)
     plt.close(fig)
+
+
+def laid_out_box(fig):
+    """The box (inches) ``savefig(bbox_inches="tight")`` would cut ``fig`` to, from
+    the layout of its last draw (:func:`text_overlaps`' draw without rendering),
+    with the layout engine removed so that saving does not lay the figure out
+    again; ``"tight"`` (a layout per file) where an axes has a locator (an inset
+    axes: placed only with a renderer at hand)."""
+    if any(ax.get_axes_locator() is not None for ax in fig.axes):
+        return "tight"
+    box = fig.get_tightbbox(fig.canvas.get_renderer())
+    pad = plt.rcParams["savefig.pad_inches"]
+    with plt.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)  # its layout is in place: savefig would run it (a draw) again
+    return box.padded(pad, pad)
 
 
 def off_palette_artists(fig) -> list[str]:
@@ -312,5 +358,5 @@ def scale_for(values, unit: str) -> tuple[float, str]:
 __all__ = ["COLOURS", "ORDER", "MARKERS", "LINESTYLES", "HATCHES", "OTHERS", "MAX_SERIES", "MIN_SEEDS_FOR_CI",
            "Series", "SERIES", "series", "label", "trace_label", "admission_text", "router", "level_style",
            "row_or_label", "plain_text", "glossary_markdown", "HEFF", "setting_title", "setting_of", "interval", "interval_note", "reach_of", "heff_text",
-           "raw_keys", "others_band", "panel_series", "crowded_panels", "apply_style", "figure", "save", "scale_for",
-           "non_gray_artists", "off_palette_artists", "text_overlaps", "plain_log_ticks"]
+           "raw_keys", "others_band", "panel_series", "crowded_panels", "apply_style", "figure", "save", "laid_out_box", "scale_for",
+           "non_gray_artists", "off_palette_artists", "text_overlaps", "plain_log_ticks", "plain_ticks"]

@@ -16,7 +16,7 @@ from matplotlib.ticker import LogLocator, NullFormatter
 import numpy as np
 import pandas as pd
 
-from bfio.figures.style import SERIES, label, level_style, plain_log_ticks, series
+from bfio.figures.style import SERIES, label, level_style, plain_log_ticks, plain_ticks, series
 from bfio.figures.style import save as save_figure
 from bfio.theory.checks import C2_PROOF
 from bfio.ground.student_t import t_quantile
@@ -131,6 +131,7 @@ def _iir_panel(ax, cells: pd.DataFrame, key: str, fits: pd.DataFrame | None, xla
     ax.set_xlabel(xlabel)
     ax.set_ylabel("IIR = E[Imb(FCFS)] / E[Imb(BF-IO)] (ratio)")
     ax.grid(True, which="both", alpha=0.3)
+    plain_ticks(ax)  # plain numbers, no math text to lay out
     # below the panel, framed: it hides no cell and no grid line runs through it; each
     # group's points and fitted line are one entry ("theorem: b = 1" once, in the title)
     ax.legend(handles, labels, handler_map={tuple: HandlerTuple(ndivide=None)}, fontsize=6.5, frameon=True,
@@ -157,6 +158,7 @@ def thm1_iir(cells: pd.DataFrame, fits: pd.DataFrame, stem) -> list[str]:
     ax.set_ylabel("max over samples and B of (max L - min L) / $s_{\\max}$ (ratio)")
     ax.set_title("Lemma 1 on every sample (BF-IO, sorted rounds)", fontsize=9)
     ax.grid(True, alpha=0.3)
+    plain_ticks(ax)
     ax.legend(fontsize=7, frameon=False)
     fig.tight_layout(w_pad=2.0)
     return save(fig, stem)
@@ -226,6 +228,7 @@ def gap_figure(cells: pd.DataFrame, key: str, title: str, stem) -> list[str]:
         ax.set_title(f"{_name(key, name)}, p = {p:g}", fontsize=9)
         ax.set_xlabel("workers G (count)")
         ax.grid(True, which="both", alpha=0.3)
+        plain_ticks(ax)
     for ax in axes[:, 0]:
         ax.set_ylabel("avg gap / ($s_{\\max}/p$) (ratio)")
     for ax in list(axes.flat)[n:]:
@@ -265,6 +268,7 @@ def energy_vs_G(saving: pd.DataFrame, corollary: pd.DataFrame, series: dict, ste
         ax.set_xlabel("workers G (count)")
         ax.set_title(_power_label(pw), fontsize=9)
         ax.grid(True, alpha=0.3)
+        plain_ticks(ax)
     axes[0, 0].set_ylabel("synchronized-phase energy saving (%)")
     axes[0, 0].legend(fontsize=7, frameon=False)
     fig.suptitle(f"BF-IO vs FCFS energy, slot model ({label('distribution', series['distribution'])}, B = {B}, "
