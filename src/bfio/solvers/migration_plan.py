@@ -322,19 +322,21 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
     P = cand.shape[1]
     fixed = np.zeros((G, P, G))
     picked = cand >= 0
-    if cost.fixed is not None and picked.any():
-        fixed[picked] = cost.fixed(np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked])
+    some = bool(picked.any())
+    requests = np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked]  # the candidates' request ids
+    if cost.fixed is not None and some:
+        fixed[picked] = cost.fixed(requests)
     transfer = cost.seconds is not None and cost.weight != 0.0
     x, pending, rest = np.zeros((G, P)), np.zeros(G), np.zeros((G, P))
-    if cost.transfer_fixed is not None and picked.any():
-        rest[picked] = cost.transfer_fixed(np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked])
+    if cost.transfer_fixed is not None and some:
+        rest[picked] = cost.transfer_fixed(requests)
     if transfer:
         if cost.sent_tokens is None:
             tokens = np.take_along_axis(held, np.maximum(cand, 0), axis=1).astype(np.float64)
         else:
             tokens = np.zeros((G, P))
-            if picked.any():
-                tokens[picked] = cost.sent_tokens(np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked])
+            if some:
+                tokens[picked] = cost.sent_tokens(requests)
         x = np.asarray(cost.seconds(tokens), dtype=np.float64)
         pending = np.array(cost.pending, dtype=np.float64)
     out_i = np.empty(max(1, int(budget)), dtype=np.int64)
