@@ -77,15 +77,14 @@ def kernel_sources_digest(root: Path | None = None) -> str:
     code any cached kernel was compiled from may have changed."""
     root = package_root(root)
     files = set()
-    for path in sorted(root.rglob("*.py")):
-        text = path.read_bytes()
-        if _DEFINES_KERNEL.search(text) or path == root / "ground" / "jit.py":
-            files.add(path)
-            for module in _IMPORTS.findall(text):
-                rel = Path(*module.decode().split(".")[1:])
-                for cand in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
-                    if cand.is_file():
-                        files.add(cand)
+    jit = root / "ground" / "jit.py"
+    for path in {*kernel_modules(root), *([jit] if jit.is_file() else [])}:
+        files.add(path)
+        for module in _IMPORTS.findall(path.read_bytes()):
+            rel = Path(*module.decode().split(".")[1:])
+            for cand in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
+                if cand.is_file():
+                    files.add(cand)
     h = hashlib.sha256()
     for path in sorted(files):
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
