@@ -70,11 +70,9 @@ from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.touched import solver_loads, touched_workers, waiting_order
 from bfio.traces import load_trace
 from bfio.workloads.workload import Workload, draw_workload
+# the run bench_scaling.py times (sizes, seed) and its CPU record; run as a script, benchmarks/ is on sys.path
+from bench_scaling import PER_WORKER, PER_WORKER_LARGE, SEED, SLOTS, cpu_model
 
-SLOTS = 72
-PER_WORKER = 1_500
-PER_WORKER_LARGE = 200
-SEED = 42
 HORIZON = 20
 PHASES = ("rebuild", "placement", "drain", "loads events", "predictor", "bookkeeping")
 clock = time.perf_counter
@@ -470,17 +468,6 @@ def paired(t, args) -> None:
               f"{s_.sum() / o_.sum():.3f} | "
               f"{q[0]:.3f} | {q[1]:.3f} | {q[2]:.3f} |", flush=True)
     print(f"CPU: {cpu_model()}")
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 if __name__ == "__main__":
