@@ -40,6 +40,33 @@ def _queues(state: DispatchState) -> list[list[int]]:
     return queues
 
 
+def order_release(expected: np.ndarray, busy: np.ndarray, survival: np.ndarray, window: int) -> np.ndarray:
+    """Option ``release: order``: per slot ``(G, B)`` the offset at which a worker's
+    busy slots free, as the order statistics of its running requests' remaining
+    steps: the worker's ``k``-th slot frees at the first offset ``h`` where the
+    expected number of its requests gone, ``n_g - sum_i P(r_i > h)``, reaches ``k -
+    1/2`` (``W + 1`` when it does not within the window; at least 1). With the
+    indicators of a point predictor this is the ``k``-th smallest ``r_i`` (capped at
+    ``W + 1``): the releases a point predictor gives. ``expected``: each slot's own
+    expected release (the option ``expected``'s, which orders the slots: the
+    earliest-expected slot takes the first order statistic); ``busy`` the busy
+    slots; ``survival`` ``P(r_i > h)`` of the busy slots in row order, ``(busy,
+    window + 1)``. Free slots stay 0."""
+    out = np.array(expected, dtype=np.int64, copy=True)
+    rows = np.nonzero(busy)[0]
+    start = 0
+    for g in np.unique(rows).tolist():
+        n = int(np.count_nonzero(rows == g))
+        mine = survival[start:start + n]
+        start += n
+        gone = np.maximum.accumulate(n - mine.sum(axis=0))  # expected requests gone by offset h
+        at = np.searchsorted(gone, np.arange(n) + 0.5, side="left")  # W + 1 when never within the window
+        slots = np.flatnonzero(busy[g])
+        order = slots[np.argsort(out[g, slots], kind="stable")]
+        out[g, order] = np.maximum(1, np.minimum(at, window + 1))
+    return out
+
+
 class InstantBinding:
     """Instant dispatch of :class:`~bfio.policies.bfio.BFIO` (module docstring)."""
 
@@ -73,10 +100,15 @@ class InstantBinding:
         """Per slot ``(G, B)``, the offset at which a probabilistic predictor expects its
         running request to free it: the expected remaining steps within the window,
         ``E[min(r_i, W + 1)] = sum_h P(r_i > h)`` (``P(r_i > h)``: :meth:`_survival`);
-        at least 1 (as ``r_i``), 0 for a free slot."""
+        at least 1 (as ``r_i``), 0 for a free slot. With option ``release: order``
+        the worker's busy slots free at the order statistics instead
+        (:func:`order_release`)."""
         sr = state.slot_request
         out = np.zeros(sr.shape, dtype=np.int64)
-        out[sr >= 0] = np.maximum(1, np.rint(self._survival(state, window).sum(axis=1)))
+        survival = self._survival(state, window)
+        out[sr >= 0] = np.maximum(1, np.rint(survival.sum(axis=1)))
+        if self.option_values.get("release", "expected") == "order":
+            return order_release(out, sr >= 0, survival, window)
         return out
 
     def _predicted(self, state: DispatchState, window: int | None = None,
@@ -212,4 +244,4 @@ class InstantBinding:
         return lagged, [list(q) for q in rep["queues"]]
 
 
-__all__ = ["InstantBinding"]
+__all__ = ["InstantBinding", "order_release"]

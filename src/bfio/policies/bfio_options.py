@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from bfio.policies.base import REPORT_INTERVAL
 from bfio.ground.options import Option, Registry
-from bfio.predictors import ERROR_MODELS, REMAINING
+from bfio.predictors import ERROR_MODELS, PROBABILISTIC, REMAINING
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT
 from bfio.lookahead.admission import ADMISSION_HELP, ADMISSION_PATTERN, DEFAULT_ADMISSION, DEFAULT_EXACT_ADMISSION
 from bfio.lookahead.discount import NEW_REQUEST_MODELS, OBJECTIVES
@@ -30,6 +30,9 @@ LOCAL_SEARCH_ROUNDS = 4
 #: ``step_terms``: whether J weighs the calibrated step's terms beyond KV tokens
 #: (:mod:`bfio.solvers.terms.batch`); with the paper's step neither adds anything
 STEP_TERMS = ("auto", "off")
+#: ``release``: how instant dispatch reads a probabilistic predictor's slot releases
+#: (:mod:`bfio.policies.bfio_instant`, :func:`~bfio.policies.bfio_instant.order_release`)
+RELEASES = ("expected", "order")
 
 
 def _remaining():
@@ -142,6 +145,17 @@ OPTIONS = (
            doc="With the calibrated step model (`docs/step_model.md`): `auto` adds the step's per-request term to "
            "BF-IO's objective (a decoding request weighs `(a_n + beta) / a_kv` KV tokens per step, "
            "`bfio.solvers.terms.batch`); `off` balances KV tokens alone. No effect with the paper's step."),
+    Option("release", str, "expected",
+           "instant dispatch with a probabilistic predictor: when a busy slot frees for the queue: expected (each "
+           "slot at its own request's expected remaining steps) | order (a worker's k-th slot frees when the "
+           "expected number of its requests gone reaches k - 1/2: the order statistics, exact for a point "
+           "predictor)", choices=RELEASES, applies_with=("predictor", PROBABILISTIC),
+           identity="non-default",
+           doc="With instant dispatch and a probabilistic predictor (`empirical`, `geometric`, `prompt_survival`): "
+           "when a worker's busy slots free for its queue. `expected`: each at its own request's expected "
+           "remaining steps within the window (a full worker's first slot frees late: the least of the "
+           "expectations, not the expected least); `order`: the worker's k-th slot at the first offset where the "
+           "expected number of its requests gone reaches k - 1/2 (what a point predictor's releases are)."),
     # instant dispatch on lagged reports (issue 44, "equal information"): the production routers' option
     replace(REPORT_INTERVAL,
             doc="With instant dispatch (BF-IO bound at arrival): BF-IO reads the running requests and queues as "
@@ -150,5 +164,5 @@ OPTIONS = (
 )
 
 
-__all__ = ["DEFAULT_HORIZON", "DEFAULT_PLACEMENT",
+__all__ = ["DEFAULT_HORIZON", "DEFAULT_PLACEMENT", "RELEASES",
            "LOCAL_SEARCH_ROUNDS", "MAX_HORIZON", "OPTIONS", "STEP_TERMS"]
