@@ -92,6 +92,10 @@ CANDIDATES = {
     "bfio_h40_instant_ps_d1": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival", "discount": 1.0},
     "bfio_h40_instant_ps_d03": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival", "discount": 0.3},
     "bfio_h0_instant_ps": {"policy": "bfio", "horizon": 0, "predictor": "prompt_survival"},
+    "bfio_h40_instant_ps_order": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
+                                  "release": "order"},
+    "bfio_h40_instant_emp_order": {"policy": "bfio", "horizon": 40, "predictor": "empirical", "release": "order"},
+    "bfio_h40_instant_geo_order": {"policy": "bfio", "horizon": 40, "predictor": "geometric", "release": "order"},
 }
 #: rows that are a run's reference, not a router (:data:`bfio.sim.pooled.REFERENCES`):
 #: ``balanced`` is the router-independent floor of the step (the imbalance removed,

@@ -52,8 +52,6 @@ ROWS = {
     "bfio_h40_instant_psnew": {"policy": "bfio", "horizon": 40, "predictor": "ps_new_oracle",
                                "new_requests": "predicted"},
     "bfio_h0_instant": {"policy": "bfio", "horizon": 0},
-    "bfio_h40_instant_ps_order": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
-                                  "release": "order"},
 }
 
 

@@ -160,3 +160,68 @@ def test_lagged_bfio_runs_and_refuses_the_central_pool():
     assert not exact.requests["queue_worker"].equals(lagged.requests["queue_worker"])
     with pytest.raises(ConfigError, match="report_interval"):
         simulate(w, 4, 8, "bfio", entry="arrivals", policy_options={"report_interval": 10})
+
+
+def test_order_release_of_indicator_survivals_is_the_sorted_remaining_steps():
+    """``release: order`` (issue 44): with a point predictor's survivals ``P(r_i > h) =
+    [h < r_i]`` a worker's k-th slot frees at the k-th smallest ``r_i``, capped at
+    ``W + 1``; free slots stay 0."""
+    from bfio.policies.bfio_instant import order_release
+
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        G, B, W = 3, 6, int(rng.integers(1, 12))
+        busy = rng.random((G, B)) < 0.7
+        r = np.where(busy, rng.integers(1, 20, size=(G, B)), 0)
+        h = np.arange(W + 1)
+        survival = (r[busy][:, None] > h[None, :]).astype(float)
+        expected = np.zeros((G, B), dtype=np.int64)
+        expected[busy] = np.maximum(1, survival.sum(axis=1))
+        out = order_release(expected, busy, survival, W)
+        for g in range(G):
+            assert sorted(out[g, busy[g]].tolist()) == sorted(np.minimum(r[g, busy[g]], W + 1).tolist())
+            assert (out[g, ~busy[g]] == 0).all()
+
+
+def test_order_release_frees_a_full_worker_before_its_expected_slots_do():
+    """Four running requests that each stay a step with probability 0.8: each one's
+    expected remaining steps within a window of 10 is ``sum_h 0.8^h`` (4.6), but the
+    first of the four is expected gone after one step (``4 x 0.2 >= 1/2``): ``order``
+    frees the worker's first slot at 1, ``expected`` at 5."""
+    from bfio.policies.bfio_instant import order_release
+
+    W = 10
+    survival = np.tile(0.8 ** np.arange(W + 1), (4, 1))
+    busy = np.array([[True] * 4])
+    expected = np.full((1, 4), int(np.rint(survival[0].sum())))
+    out = order_release(expected, busy, survival, W)
+    assert expected.min() == 5 and out.min() == 1
+    gone = 4 * (1 - 0.8 ** np.arange(W + 1))
+    assert sorted(out[0].tolist()) == [int(np.argmax(gone >= k + 0.5)) for k in range(4)]
+
+
+def test_release_order_binds_a_step_survival_where_the_oracle_does():
+    """A predictor whose survival is a step at the true length, read with ``release:
+    order``, binds every arrival where the oracle does (its releases are the
+    oracle's, the window holding every ``r_i``); with ``release: expected`` it does
+    too (one request a slot: its expected release is its ``r_i``). An unknown
+    ``release`` is refused naming the option."""
+    from bfio.ground.errors import ConfigError
+    from bfio.policies import make_policy
+    from bfio.predictors import EmpiricalPredictor
+
+    class StepSurvival(EmpiricalPredictor):
+        def expected_loads(self, state, horizon):
+            return predicted_loads(state.slot_request, state.workload.prefill, state.generated,
+                                   state.workload.decode, horizon)
+
+    work = _workload(n=800, rate=500.0)
+    oracle = simulate(work, 4, 8, "bfio", dispatch="instant", entry="arrivals",
+                      policy_options={"horizon": 400, "objective": "paper-literal"})
+    for release in ("order", "expected"):
+        policy = make_policy("bfio", horizon=400, objective="paper-literal", predictor="empirical", release=release)
+        policy.predictor = StepSurvival()
+        run = simulate(work, 4, 8, policy, dispatch="instant", entry="arrivals")
+        assert run.requests["queue_worker"].equals(oracle.requests["queue_worker"]), release
+    with pytest.raises(ConfigError, match="release"):
+        make_policy("bfio", predictor="empirical", release="median")
