@@ -53,18 +53,21 @@ def order_release(expected: np.ndarray, busy: np.ndarray, survival: np.ndarray, 
     earliest-expected slot takes the first order statistic); ``busy`` the busy
     slots; ``survival`` ``P(r_i > h)`` of the busy slots in row order, ``(busy,
     window + 1)``. Free slots stay 0."""
-    out = np.array(expected, dtype=np.int64, copy=True)
+    busy = np.asarray(busy, dtype=bool)
+    G, B = busy.shape
+    out = np.zeros((G, B), dtype=np.int64)
     rows = np.nonzero(busy)[0]
-    start = 0
-    for g in np.unique(rows).tolist():
-        n = int(np.count_nonzero(rows == g))
-        mine = survival[start:start + n]
-        start += n
-        gone = np.maximum.accumulate(n - mine.sum(axis=0))  # expected requests gone by offset h
-        at = np.searchsorted(gone, np.arange(n) + 0.5, side="left")  # W + 1 when never within the window
-        slots = np.flatnonzero(busy[g])
-        order = slots[np.argsort(out[g, slots], kind="stable")]
-        out[g, order] = np.maximum(1, np.minimum(at, window + 1))
+    running = np.bincount(rows, minlength=G)
+    still = np.zeros((G, window + 1))
+    np.add.at(still, rows, survival)
+    gone = np.maximum.accumulate(running[:, None] - still, axis=1)  # expected requests gone by offset h
+    # the k-th release: the first offset where gone >= k + 1/2 (gone is non-decreasing), W + 1 when none
+    at = (gone[:, None, :] < (np.arange(B) + 0.5)[None, :, None]).sum(axis=2)
+    # the busy slots of each worker by their own expected release (stable), the free ones last
+    order = np.argsort(np.where(busy, expected, np.iinfo(np.int64).max), axis=1, kind="stable")
+    rank = np.arange(B)[None, :] < running[:, None]  # the first running[g] of the order are busy
+    g_idx = np.broadcast_to(np.arange(G)[:, None], (G, B))
+    out[g_idx[rank], order[rank]] = np.maximum(1, at[rank])
     return out
 
 
