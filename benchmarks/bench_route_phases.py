@@ -60,6 +60,8 @@ from numba import njit
 
 import bfio.lookahead.tracked_loads as tl
 import bfio.policies.bfio as bfio_policy
+import bfio.solvers.call_view as call_view
+import bfio.solvers.central as central
 from bfio.pipeline.kernels_warmup import DEFAULT_SCENARIOS, warm as warm_kernels
 from bfio.policies.bfio_options import LOCAL_SEARCH_ROUNDS
 from bfio.simulator import simulate
@@ -168,7 +170,7 @@ def install():
 
     bfio_policy.BFIO.route = route
 
-    est0 = bfio_policy.BFIO._decode_estimate
+    est0 = call_view.CallView.decode_estimate
 
     def decode_estimate(self, workload):
         t0 = clock()
@@ -178,7 +180,7 @@ def install():
         REC.add("predictor", clock() - t0)
         return out
 
-    bfio_policy.BFIO._decode_estimate = decode_estimate
+    call_view.CallView.decode_estimate = decode_estimate
     ObjectiveTerms.for_call = _timed("predictor", ObjectiveTerms.for_call)
     # the tracker: events (completions, calendar) vs the window's read; loads() less both is its check
     tl.complete = _timed("loads events", tl.complete)
@@ -198,9 +200,9 @@ def install():
 
     tl.TrackedLoads.loads = loads
     tl.TrackedLoads.admitted = _timed("bookkeeping", tl.TrackedLoads.admitted)
-    bfio_policy.BFIO._place_sequential = _timed("bookkeeping", bfio_policy.BFIO._place_sequential)
+    central.CentralCall.place_sequential = _timed("bookkeeping", central.CentralCall.place_sequential)
 
-    drain0 = bfio_policy.plan_drain
+    drain0 = central.plan_drain
 
     def plan_drain(base, free, sizes, life, ages, pool, due_steps, weights, reserved, place_all):
         t0 = clock()
@@ -217,9 +219,9 @@ def install():
             REC.add("replay", clock() - r0)
         return out
 
-    bfio_policy.plan_drain = plan_drain
+    central.plan_drain = plan_drain
 
-    place0 = bfio_policy.place_terms
+    place0 = central.place_terms
 
     def place_terms(base, free, sizes, forced, U, terms, placement, max_rounds, shard_workers, step_s):
         t0 = clock()
@@ -249,7 +251,7 @@ def install():
         REC.add("replay", clock() - r0)
         return out
 
-    bfio_policy.place_terms = place_terms
+    central.place_terms = place_terms
 
 
 def summarize(calls: list[dict]) -> dict:

@@ -23,8 +23,7 @@ the terms through :class:`~bfio.solvers.objective.ObjectiveTerms`:
   and shard placements' numba kernels take. A term the kernels do not compute
   (``in_kernel = False``) is refused there by name; BF-IO's central path then
   lets the kernels choose *which* requests to admit and places them one at a
-  time by the candidate costs of every term (``policies/bfio.py``,
-  ``_place_sequential``);
+  time by the candidate costs of every term (:meth:`bfio.solvers.central.CentralCall.place_sequential`);
 - the MILP (:func:`bfio.solvers.model.build_milp`): a term linear in the
   assignment gives its costs of ``x_jg`` (:meth:`Term.linear_costs`); the exact
   backends refuse, with a :class:`~bfio.ground.errors.ConfigError` naming the term, a

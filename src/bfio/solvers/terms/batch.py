@@ -25,7 +25,7 @@ weighs it (BF-IO's ``step_terms: auto``, which passes the coefficients in the
 window); with the paper's step it never applies. Not linear in the assignment
 (a maximum): the exact backends refuse it by name, and the fast kernels do not
 compute it (the central path places the requests they chose by the candidate
-costs, ``policies/bfio.py`` ``_place_sequential``).
+costs, :meth:`bfio.solvers.central.CentralCall.place_sequential`).
 """
 
 from __future__ import annotations
