@@ -6,7 +6,7 @@ workers unraised) and on the due requests of a simulated run."""
 
 import numpy as np
 
-import bfio.policies.bfio as bfio_module
+import bfio.solvers.central as bfio_module
 from bfio.solvers.drain import _best_worker
 from bfio.simulator import simulate
 from bfio.solvers.fast import worker_costs
