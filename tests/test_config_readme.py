@@ -20,17 +20,33 @@ SCHEMAS = REPO / "workflow" / "schemas"
 README = REPO / "config" / "README.md"
 
 
-def pipeline_keys(config_schema: dict, theory_schema: dict) -> dict:
+def declared_sections() -> set[str]:
+    """The config sections whose schema a study declares in its own module
+    (:attr:`bfio.studies.registry.Study.schema`)."""
+    from bfio.studies.registry import studies
+
+    return {name for name, study in studies().items() if study.schema is not None}
+
+
+def pipeline_keys(config_schema: dict, theory_schema: dict, declared: set[str] | None = None) -> dict:
     """Every config key -> its schema default; ``theory.*`` from the theory schema
     (workflow/rules/theory.smk validates ``config["theory"]`` against it). The
     per-policy sections of ``policy_options`` (one per registered policy, derived
     from the option declarations) are documented once, as ``policy_options.<policy>``
-    and ``policy_options.<policy>.<option>``: a new policy needs no edit here."""
-    keys = {}
+    and ``policy_options.<policy>.<option>``: a new policy needs no edit here. So
+    are the sections a study declares in its module (``declared``, default
+    :func:`declared_sections`: ``<study>`` and ``<study>.<key>``; their keys' meanings
+    are the schema's descriptions, :func:`test_a_study_declared_section_describes_its_keys`):
+    a new study needs no edit here."""
+    declared = declared_sections() if declared is None else declared
+    keys = {"<study>": NO_DEFAULT, "<study>.<key>": NO_DEFAULT}  # rows for whichever study declares one
     for key, default in schema_keys(config_schema):
         if key.startswith("policy_options."):
             parts = key.split(".")
             key = ".".join(["policy_options", "<policy>", *(["<option>"] if len(parts) > 2 else [])])
+            default = NO_DEFAULT
+        elif key.split(".")[0] in declared:
+            key = "<study>" if "." not in key else "<study>.<key>"
             default = NO_DEFAULT
         keys[key] = default
     return {**keys, **dict(schema_keys(theory_schema, prefix="theory"))}
@@ -94,6 +110,40 @@ def test_readme_lists_every_schema_key_with_its_default():
                 "online.variants.<label>.policy", "extra_traces.<name>.path", "theory.energy.power[].gamma"):
         assert key in keys
     assert problems(keys, readme_rows(README.read_text())) == []
+
+
+def undescribed_keys(section: str, schema: dict) -> list[str]:
+    """The keys of config section ``section`` whose schema node has no ``description``
+    (a ``$ref`` to a shared definition is described where it is defined)."""
+    out = []
+
+    def walk(node: dict, key: str) -> None:
+        if "$ref" in node:
+            return
+        if not node.get("description"):
+            out.append(key)
+        for name, sub in node.get("properties", {}).items():
+            walk(sub, f"{key}.{name}")
+        items = node.get("items")
+        for name, sub in (items.get("properties", {}) if isinstance(items, dict) else {}).items():
+            walk(sub, f"{key}[].{name}")
+
+    walk(schema["properties"][section], section)
+    return out
+
+
+def test_a_study_declared_section_describes_its_keys():
+    """A section a study declares in its module (``Study.schema``) has no rows in
+    config/README.md (``<study>.<key>`` stands for them): its keys describe themselves."""
+    config, _ = _schemas()
+    for section in declared_sections():
+        assert undescribed_keys(section, config) == [], section
+    config["properties"]["mine"] = {"type": "object", "description": "a study's section",
+                                    "properties": {"rows": {"type": "array", "items": {"type": "string"}},
+                                                   "load": {"type": "number", "description": "the load"}}}
+    assert undescribed_keys("mine", config) == ["mine.rows"]
+    assert not any(k.startswith("mine") for k in pipeline_keys(config, {}, declared={"mine"}))
+    assert "mine.rows" in pipeline_keys(config, {}, declared=set())
 
 
 def _add_key(config, theory):
