@@ -13,19 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bfio.pipeline.config_readme import NO_DEFAULT, render, schema_keys
+from bfio.pipeline.config_readme import NO_DEFAULT, render, schema_keys, study_sections
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "workflow" / "schemas"
 README = REPO / "config" / "README.md"
-
-
-def declared_sections() -> set[str]:
-    """The config sections whose schema a study declares in its own module
-    (:attr:`bfio.studies.registry.Study.schema`)."""
-    from bfio.studies.registry import studies
-
-    return {name for name, study in studies().items() if study.schema is not None}
 
 
 def pipeline_keys(config_schema: dict, theory_schema: dict, declared: set[str] | None = None) -> dict:
@@ -35,10 +27,10 @@ def pipeline_keys(config_schema: dict, theory_schema: dict, declared: set[str] |
     from the option declarations) are documented once, as ``policy_options.<policy>``
     and ``policy_options.<policy>.<option>``: a new policy needs no edit here. So
     are the sections a study declares in its module (``declared``, default
-    :func:`declared_sections`: ``<study>`` and ``<study>.<key>``; their keys' meanings
+    :func:`~bfio.pipeline.config_readme.study_sections`: ``<study>`` and ``<study>.<key>``; their keys' meanings
     are the schema's descriptions, :func:`test_a_study_declared_section_describes_its_keys`):
     a new study needs no edit here."""
-    declared = declared_sections() if declared is None else declared
+    declared = study_sections() if declared is None else declared
     keys = {"<study>": NO_DEFAULT, "<study>.<key>": NO_DEFAULT}  # rows for whichever study declares one
     for key, default in schema_keys(config_schema):
         if key.startswith("policy_options."):
@@ -136,7 +128,7 @@ def test_a_study_declared_section_describes_its_keys():
     """A section a study declares in its module (``Study.schema``) has no rows in
     config/README.md (``<study>.<key>`` stands for them): its keys describe themselves."""
     config, _ = _schemas()
-    for section in declared_sections():
+    for section in study_sections():
         assert undescribed_keys(section, config) == [], section
     config["properties"]["mine"] = {"type": "object", "description": "a study's section",
                                     "properties": {"rows": {"type": "array", "items": {"type": "string"}},
