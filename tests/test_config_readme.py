@@ -285,3 +285,15 @@ def test_paper_bfio_options_are_the_config_bfio_section():
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     assert config["bfio"] == PAPER_BFIO_OPTIONS
+
+
+def test_the_derived_rows_leave_out_a_section_a_study_declares(monkeypatch):
+    """``declared_rows`` writes no row inside a section a study declares (its
+    ``<study>.<key>`` row stands for them), e.g. its settings' ``slots`` marker."""
+    from bfio.pipeline import config_readme
+
+    schema = config_readme.validated_schema()
+    assert any(k.startswith("prefix_study.") for k in config_readme.declared_rows(schema))
+    monkeypatch.setattr(config_readme, "study_sections", lambda: {"prefix_study"})
+    rows = config_readme.declared_rows(schema)
+    assert rows and not any(k.startswith("prefix_study.") for k in rows)
