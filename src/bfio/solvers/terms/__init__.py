@@ -50,8 +50,9 @@ Today that is more than one place: ``kernel_arrays`` returns the pair ``(life,
 weights)``, which every caller unpacks and passes on by position
 (:func:`~bfio.solvers.fast.solve_fast_terms` down to ``fast/fill.py``'s four
 ``_life_cost`` calls, :func:`~bfio.solvers.heap.solve_heap_terms`,
-:func:`~bfio.solvers.shards.solve_sharded_terms`, ``policies/bfio.py``'s drain
-path and ``policies/drain.py``, whose ``_best_worker`` writes the cost again);
+:func:`~bfio.solvers.shards.solve_sharded_terms`, the drain path of
+``solvers/central.py`` and ``solvers/drain.py``, whose ``_best_worker`` writes
+the cost again);
 the local search's exchange deltas (``fast/local_search.py``) and the
 minimizers ``_pivots`` and the heap's ``_key`` are the imbalance's alone (a cost
 that depends on the request or the worker breaks their exactness).
