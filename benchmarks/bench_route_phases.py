@@ -66,7 +66,8 @@ from bfio.pipeline.kernels_warmup import DEFAULT_SCENARIOS, warm as warm_kernels
 from bfio.policies.bfio_options import LOCAL_SEARCH_ROUNDS
 from bfio.simulator import simulate
 from bfio.solvers import placement as placement_mod
-from bfio.solvers.heap import _heapify, _key, _waiting_tree
+from bfio.solvers.fast.costs import cumulative_weights
+from bfio.solvers.heap import _heapify, _key, _waiting_tree, heavy_light
 from bfio.solvers.shards import DEFAULT_SHARD_WORKERS, solve_sharded_terms
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.touched import solver_loads, touched_workers, waiting_order
@@ -84,22 +85,8 @@ clock = time.perf_counter
 def _initial_keys(P, E, G, w):
     """The heap's initial keys of every touched worker and its heapify (``_solve_heap``'s set-up)."""
     H1 = w.shape[0]
-    W = 0.0
-    for h in range(H1):
-        W += w[h]
-    nh = 0
-    for h in range(H1):
-        if G * w[h] >= W:
-            nh += 1
-    heavy = np.empty(nh, dtype=np.int64)
-    light = np.empty(H1 - nh, dtype=np.int64)
-    a = 0
-    for h in range(H1):
-        if G * w[h] >= W:
-            heavy[a] = h
-            a += 1
-        else:
-            light[h - a] = h
+    W = cumulative_weights(w)[0][H1]
+    heavy, light = heavy_light(w, G, W)
     cbuf = np.empty(H1, dtype=np.float64)
     ibuf = np.empty(H1, dtype=np.int64)
     nT = P.shape[0]
