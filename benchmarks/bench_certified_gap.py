@@ -6,15 +6,15 @@ Settings: BurstGPT as in ``bench_scaling.py`` (``N = 1,500 G``, ``B = 72``, seed
 oracle predictor), ``make_policy("bfio")`` with every default (``placement: auto``,
 ``admission: drain:100``, ``H = 20``, discount 0.6, predicted lifetimes).
 
-What is captured. Under ``drain:N`` a call is two steps (``BFIO._route_drain``):
-:func:`bfio.policies.drain.plan_drain` seats the requests it reserved workers for,
-then the placement (``BFIO._place``, ``auto``) solves Eq. (IO) on the rest: the
+What is captured. Under ``drain:N`` a call is two steps (``CentralCall._route_drain``, :mod:`bfio.solvers.central`):
+:func:`bfio.solvers.drain.plan_drain` seats the requests it reserved workers for,
+then the placement (``CentralCall._place``, ``auto``) solves Eq. (IO) on the rest: the
 loads with drain's seats (``base_k``), the free slots left, the other waiting
 requests, and ``U_rest``. That sub-problem is the objective ``auto`` minimizes,
 with every term it has (no extra term with the paper's step; the fast window
 ``0..H_eff = 13`` and weights ``0.6^h``), and ``J`` of the sub-problem's
 assignment is ``J`` of the whole call (drain's seats are in ``base_k``). The
-benchmark wraps the policy's ``_place`` to record it (the policy's own
+benchmark wraps the call's ``_place`` to record it (the policy's own
 ``capture_instances`` refuses ``drain``, whose first step an instance cannot
 describe). Kept: every ``--every``-th placement call after the first ``--skip``,
 ``--calls`` of them (default 20, placement calls 100, 120, ..., 480, so the
@@ -71,7 +71,7 @@ def capture(G: int, calls: int, every: int, skip: int) -> list:
     w = draw_workload(t.prefill, t.decode, PER_WORKER * G, SEED)
     policy = make_policy("bfio", seed=SEED)
     kept, count = [], [0]
-    place = policy._place
+    place = policy._central._place
 
     def recording(base, free, sizes, forced, U, terms, step_s):
         assign = place(base, free, sizes, forced, U, terms, step_s)
@@ -88,7 +88,7 @@ def capture(G: int, calls: int, every: int, skip: int) -> list:
                 raise _Enough
         return assign
 
-    policy._place = recording
+    policy._central._place = recording
     try:
         simulate(w, G, SLOTS, policy, seed=SEED, show_progress=False)
     except _Enough:

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-import bfio.policies.bfio as bfio_policy
+import bfio.solvers.central as central
 from bfio.simulator import simulate
 from bfio.solvers.fast import solve_fast
 from bfio.solvers.instance import Instance
@@ -82,7 +82,7 @@ def main():
             gaps.append((jc - jw) / abs(jw))
         return cutoff
 
-    bfio_policy.BFIO._route_fast = per_call
+    central.CentralCall._route_fast = per_call
     simulate(w, args.workers, SLOTS, "bfio", seed=args.seed, policy_options=opts, show_progress=False)
     g = np.asarray(gaps)
     print(f"{args.trace}, N = {args.requests:,}, G = {args.workers}, B = {SLOTS}, H = {H}, delta = {delta:g}: "

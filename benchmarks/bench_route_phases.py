@@ -60,11 +60,14 @@ from numba import njit
 
 import bfio.lookahead.tracked_loads as tl
 import bfio.policies.bfio as bfio_policy
+import bfio.solvers.call_view as call_view
+import bfio.solvers.central as central
 from bfio.pipeline.kernels_warmup import DEFAULT_SCENARIOS, warm as warm_kernels
 from bfio.policies.bfio_options import LOCAL_SEARCH_ROUNDS
 from bfio.simulator import simulate
 from bfio.solvers import placement as placement_mod
-from bfio.solvers.heap import _heapify, _key, _waiting_tree
+from bfio.solvers.fast.costs import cumulative_weights
+from bfio.solvers.heap import _heapify, _key, _waiting_tree, heavy_light
 from bfio.solvers.shards import DEFAULT_SHARD_WORKERS, solve_sharded_terms
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.touched import solver_loads, touched_workers, waiting_order
@@ -82,22 +85,8 @@ clock = time.perf_counter
 def _initial_keys(P, E, G, w):
     """The heap's initial keys of every touched worker and its heapify (``_solve_heap``'s set-up)."""
     H1 = w.shape[0]
-    W = 0.0
-    for h in range(H1):
-        W += w[h]
-    nh = 0
-    for h in range(H1):
-        if G * w[h] >= W:
-            nh += 1
-    heavy = np.empty(nh, dtype=np.int64)
-    light = np.empty(H1 - nh, dtype=np.int64)
-    a = 0
-    for h in range(H1):
-        if G * w[h] >= W:
-            heavy[a] = h
-            a += 1
-        else:
-            light[h - a] = h
+    W = cumulative_weights(w)[0][H1]
+    heavy, light = heavy_light(w, G, W)
     cbuf = np.empty(H1, dtype=np.float64)
     ibuf = np.empty(H1, dtype=np.int64)
     nT = P.shape[0]
@@ -168,7 +157,7 @@ def install():
 
     bfio_policy.BFIO.route = route
 
-    est0 = bfio_policy.BFIO._decode_estimate
+    est0 = call_view.CallView.decode_estimate
 
     def decode_estimate(self, workload):
         t0 = clock()
@@ -178,7 +167,7 @@ def install():
         REC.add("predictor", clock() - t0)
         return out
 
-    bfio_policy.BFIO._decode_estimate = decode_estimate
+    call_view.CallView.decode_estimate = decode_estimate
     ObjectiveTerms.for_call = _timed("predictor", ObjectiveTerms.for_call)
     # the tracker: events (completions, calendar) vs the window's read; loads() less both is its check
     tl.complete = _timed("loads events", tl.complete)
@@ -198,9 +187,9 @@ def install():
 
     tl.TrackedLoads.loads = loads
     tl.TrackedLoads.admitted = _timed("bookkeeping", tl.TrackedLoads.admitted)
-    bfio_policy.BFIO._place_sequential = _timed("bookkeeping", bfio_policy.BFIO._place_sequential)
+    central.CentralCall.place_sequential = _timed("bookkeeping", central.CentralCall.place_sequential)
 
-    drain0 = bfio_policy.plan_drain
+    drain0 = central.plan_drain
 
     def plan_drain(base, free, sizes, life, ages, pool, due_steps, weights, reserved, place_all):
         t0 = clock()
@@ -217,9 +206,9 @@ def install():
             REC.add("replay", clock() - r0)
         return out
 
-    bfio_policy.plan_drain = plan_drain
+    central.plan_drain = plan_drain
 
-    place0 = bfio_policy.place_terms
+    place0 = central.place_terms
 
     def place_terms(base, free, sizes, forced, U, terms, placement, max_rounds, shard_workers, step_s):
         t0 = clock()
@@ -249,7 +238,7 @@ def install():
         REC.add("replay", clock() - r0)
         return out
 
-    bfio_policy.place_terms = place_terms
+    central.place_terms = place_terms
 
 
 def summarize(calls: list[dict]) -> dict:

@@ -164,14 +164,14 @@ def test_new_request_lifetimes_are_kept_per_estimate_and_follow_a_new_one(new_re
     def expect(est, window, n):
         return np.maximum(1, est) if new_requests == "predicted" else np.full(n, window + 1)
 
-    a = p._new_lifetimes(e1, 10, 4)
-    assert p._new_lifetimes(e1, 10, 4) is a
+    a = p._call_view.new_lifetimes(e1, 10, 4)
+    assert p._call_view.new_lifetimes(e1, 10, 4) is a
     np.testing.assert_array_equal(a, expect(e1, 10, 4))
-    np.testing.assert_array_equal(p._new_lifetimes(e2, 10, 4), expect(e2, 10, 4))
-    np.testing.assert_array_equal(p._new_lifetimes(e2, 4, 4), expect(e2, 4, 4))
-    np.testing.assert_array_equal(p._new_lifetimes(e2[:3], 4, 3), expect(e2[:3], 4, 3))
+    np.testing.assert_array_equal(p._call_view.new_lifetimes(e2, 10, 4), expect(e2, 10, 4))
+    np.testing.assert_array_equal(p._call_view.new_lifetimes(e2, 4, 4), expect(e2, 4, 4))
+    np.testing.assert_array_equal(p._call_view.new_lifetimes(e2[:3], 4, 3), expect(e2[:3], 4, 3))
     with pytest.raises(ValueError):
-        p._new_lifetimes(e2, 4, 4)[0] = 99
+        p._call_view.new_lifetimes(e2, 4, 4)[0] = 99
 
 
 def test_oracle_estimate_is_a_read_only_view():
@@ -189,4 +189,4 @@ def test_oracle_estimate_is_a_read_only_view():
     policy = make_policy("bfio")
     w = Workload(np.full(40, 100), np.arange(1, 41))
     simulate(w, 2, 4, policy, show_progress=False)
-    assert not policy._decode_estimate(w).flags.writeable
+    assert not policy._call_view.decode_estimate(w).flags.writeable

@@ -13,24 +13,32 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bfio.pipeline.config_readme import NO_DEFAULT, render, schema_keys
+from bfio.pipeline.config_readme import NO_DEFAULT, render, schema_keys, study_sections
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "workflow" / "schemas"
 README = REPO / "config" / "README.md"
 
 
-def pipeline_keys(config_schema: dict, theory_schema: dict) -> dict:
+def pipeline_keys(config_schema: dict, theory_schema: dict, declared: set[str] | None = None) -> dict:
     """Every config key -> its schema default; ``theory.*`` from the theory schema
     (workflow/rules/theory.smk validates ``config["theory"]`` against it). The
     per-policy sections of ``policy_options`` (one per registered policy, derived
     from the option declarations) are documented once, as ``policy_options.<policy>``
-    and ``policy_options.<policy>.<option>``: a new policy needs no edit here."""
-    keys = {}
+    and ``policy_options.<policy>.<option>``: a new policy needs no edit here. So
+    are the sections a study declares in its module (``declared``, default
+    :func:`~bfio.pipeline.config_readme.study_sections`: ``<study>`` and ``<study>.<key>``; their keys' meanings
+    are the schema's descriptions, :func:`test_a_study_declared_section_describes_its_keys`):
+    a new study needs no edit here."""
+    declared = study_sections() if declared is None else declared
+    keys = {"<study>": NO_DEFAULT, "<study>.<key>": NO_DEFAULT}  # rows for whichever study declares one
     for key, default in schema_keys(config_schema):
         if key.startswith("policy_options."):
             parts = key.split(".")
             key = ".".join(["policy_options", "<policy>", *(["<option>"] if len(parts) > 2 else [])])
+            default = NO_DEFAULT
+        elif key.split(".")[0] in declared:
+            key = "<study>" if "." not in key else "<study>.<key>"
             default = NO_DEFAULT
         keys[key] = default
     return {**keys, **dict(schema_keys(theory_schema, prefix="theory"))}
@@ -94,6 +102,40 @@ def test_readme_lists_every_schema_key_with_its_default():
                 "online.variants.<label>.policy", "extra_traces.<name>.path", "theory.energy.power[].gamma"):
         assert key in keys
     assert problems(keys, readme_rows(README.read_text())) == []
+
+
+def undescribed_keys(section: str, schema: dict) -> list[str]:
+    """The keys of config section ``section`` whose schema node has no ``description``
+    (a ``$ref`` to a shared definition is described where it is defined)."""
+    out = []
+
+    def walk(node: dict, key: str) -> None:
+        if "$ref" in node:
+            return
+        if not node.get("description"):
+            out.append(key)
+        for name, sub in node.get("properties", {}).items():
+            walk(sub, f"{key}.{name}")
+        items = node.get("items")
+        for name, sub in (items.get("properties", {}) if isinstance(items, dict) else {}).items():
+            walk(sub, f"{key}[].{name}")
+
+    walk(schema["properties"][section], section)
+    return out
+
+
+def test_a_study_declared_section_describes_its_keys():
+    """A section a study declares in its module (``Study.schema``) has no rows in
+    config/README.md (``<study>.<key>`` stands for them): its keys describe themselves."""
+    config, _ = _schemas()
+    for section in study_sections():
+        assert undescribed_keys(section, config) == [], section
+    config["properties"]["mine"] = {"type": "object", "description": "a study's section",
+                                    "properties": {"rows": {"type": "array", "items": {"type": "string"}},
+                                                   "load": {"type": "number", "description": "the load"}}}
+    assert undescribed_keys("mine", config) == ["mine.rows"]
+    assert not any(k.startswith("mine") for k in pipeline_keys(config, {}, declared={"mine"}))
+    assert "mine.rows" in pipeline_keys(config, {}, declared=set())
 
 
 def _add_key(config, theory):
@@ -243,3 +285,15 @@ def test_paper_bfio_options_are_the_config_bfio_section():
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     assert config["bfio"] == PAPER_BFIO_OPTIONS
+
+
+def test_the_derived_rows_leave_out_a_section_a_study_declares(monkeypatch):
+    """``declared_rows`` writes no row inside a section a study declares (its
+    ``<study>.<key>`` row stands for them), e.g. its settings' ``slots`` marker."""
+    from bfio.pipeline import config_readme
+
+    schema = config_readme.validated_schema()
+    assert any(k.startswith("prefix_study.") for k in config_readme.declared_rows(schema))
+    monkeypatch.setattr(config_readme, "study_sections", lambda: {"prefix_study"})
+    rows = config_readme.declared_rows(schema)
+    assert rows and not any(k.startswith("prefix_study.") for k in rows)

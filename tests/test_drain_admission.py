@@ -1,4 +1,4 @@
-"""Admission ``drain:N`` of BF-IO (:mod:`bfio.policies.drain`): the invariants of
+"""Admission ``drain:N`` of BF-IO (:mod:`bfio.solvers.drain`): the invariants of
 :func:`plan_drain` on random inputs, the placement cost (:func:`bfio.solvers.fast.worker_costs`) against its formula,
 and the rule in the simulator (bounded waits where ``free`` starves, every
 request served, deterministic, refused where it cannot apply)."""
@@ -8,7 +8,7 @@ import pytest
 
 from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
-from bfio.policies.drain import plan_drain
+from bfio.solvers.drain import plan_drain
 from bfio.solvers.fast import worker_costs
 from bfio.simulator import simulate
 from bfio.lookahead.admission import parse_admission
@@ -392,7 +392,7 @@ def test_a_request_past_2n_waits_only_while_no_slot_is_free(monkeypatch, starvin
     """The deadline: after every call of a run, a request that waited 2N steps and is still
     waiting means no worker had a free slot left for it (a congested pool can make it wait
     longer than 2N, as aging:N's requests wait longer than N when slots are short)."""
-    import bfio.policies.bfio as bfio_module
+    import bfio.solvers.central as bfio_module
 
     w, _, _ = starving
     real_plan = bfio_module.plan_drain
@@ -421,9 +421,9 @@ def test_drain_is_deterministic(starving):
 
 
 def test_the_policy_keeps_reservations_across_calls_and_admits_exactly_u(monkeypatch):
-    """BFIO._route_drain hands plan_drain one reservation map for the whole run (each call
+    """CentralCall._route_drain hands plan_drain one reservation map for the whole run (each call
     sees what the last left), keeps its placements, and admits U = min(|R_wait|, sum cap)."""
-    import bfio.policies.bfio as bfio_module
+    import bfio.solvers.central as bfio_module
 
     calls = []
     real_plan = bfio_module.plan_drain
@@ -436,7 +436,7 @@ def test_the_policy_keeps_reservations_across_calls_and_admits_exactly_u(monkeyp
                       "due_steps": due_steps})
         return pre, b, f
 
-    real_route = bfio_module.BFIO._route_drain
+    real_route = bfio_module.CentralCall._route_drain
     outs = []
 
     def route(self, *args):
@@ -445,7 +445,7 @@ def test_the_policy_keeps_reservations_across_calls_and_admits_exactly_u(monkeyp
         return out
 
     monkeypatch.setattr(bfio_module, "plan_drain", plan)
-    monkeypatch.setattr(bfio_module.BFIO, "_route_drain", route)
+    monkeypatch.setattr(bfio_module.CentralCall, "_route_drain", route)
     w = starving_workload(800, seed=6)
     r = _run(w, "drain:5", G=2, S=3)
     assert _completed(r, len(w))

@@ -1,4 +1,4 @@
-"""drain:N's best-worker search (:func:`bfio.policies.drain._best_worker`, issue 40)
+"""drain:N's best-worker search (:func:`bfio.solvers.drain._best_worker`, issue 40)
 picks the worker the full scan picked: the argmin, first on ties, of
 :func:`bfio.solvers.fast.worker_costs` over the allowed workers, on random
 calls with ties made on purpose (repeated rows, requests that fit several
@@ -6,8 +6,8 @@ workers unraised) and on the due requests of a simulated run."""
 
 import numpy as np
 
-import bfio.policies.bfio as bfio_module
-from bfio.policies.drain import _best_worker
+import bfio.solvers.central as bfio_module
+from bfio.solvers.drain import _best_worker
 from bfio.simulator import simulate
 from bfio.solvers.fast import worker_costs
 from bfio.workloads.workload import Workload

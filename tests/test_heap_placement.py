@@ -12,7 +12,7 @@ from bfio.simulator import simulate
 from bfio.solvers import PLACEMENTS
 from bfio.solvers.random_instances import random_instance
 from bfio.solvers.fast import persisting, solve_fast
-from bfio.solvers.heap import solve_heap
+from bfio.solvers.heap import heavy_light, solve_heap
 from bfio.workloads.workload import Workload
 
 
@@ -132,3 +132,15 @@ def test_placement_option_from_the_registry():
         make_policy("bfio", placement="lpt")
     with pytest.raises(ConfigError, match="placement"):
         make_policy("bfio", placement="heap", solver="highs")
+
+
+@pytest.mark.parametrize("G, weights", [(8, np.ones(5)), (5, np.ones(5)), (2, np.ones(5)), (3, 0.6 ** np.arange(12)),
+                                        (64, 0.6 ** np.arange(12)), (1, np.array([1.0]))])
+def test_heap_offsets_split_heavy_and_light(G, weights):
+    """heavy_light: the offsets whose weight alone reaches W / G, the others, each ascending
+    (what _solve_heap's keys and bench_route_phases' replay read)."""
+    W = float(sum(weights))
+    heavy, light = heavy_light(weights, G, W)
+    assert heavy.tolist() == [h for h in range(weights.size) if G * weights[h] >= W]
+    assert light.tolist() == [h for h in range(weights.size) if G * weights[h] < W]
+    assert sorted(heavy.tolist() + light.tolist()) == list(range(weights.size))

@@ -275,11 +275,11 @@ def test_central_bfio_places_its_admitted_requests_with_the_cache_term():
                             prefill=CacheView(st, grid, np.zeros(2, dtype=np.int64), 1.005e-7))
 
     base = np.zeros((2, window + 1))
-    moved = policy._place_sequential(state([0], [4, 4]), np.array([0]), base, w.decode, window)
+    moved = policy._central.place_sequential(state([0], [4, 4]), np.array([0]), base, w.decode, window)
     assert moved.tolist() == [1]
-    kept = policy._place_sequential(state([1, 2], [4, 4]), np.array([0, 1]), base, w.decode, window)
+    kept = policy._central.place_sequential(state([1, 2], [4, 4]), np.array([0, 1]), base, w.decode, window)
     assert sorted(kept.tolist()) == [0, 1]
-    full = policy._place_sequential(state([0], [4, 0]), np.array([0]), base, w.decode, window)
+    full = policy._central.place_sequential(state([0], [4, 0]), np.array([0]), base, w.decode, window)
     assert full.tolist() == [0]  # rank 1 holds the prefix but has no free slot
 
 
@@ -287,7 +287,7 @@ def test_central_bfio_with_caches_completes_and_finds_more_hits_than_without_the
     """GRPO rollouts (shared group prompts) under central BF-IO: every prompt token is
     counted once, and the cache term's placement finds more prefix hits than the
     cache-blind placement of the same admissions."""
-    from bfio.policies.bfio import BFIO
+    from bfio.solvers.central import CentralCall
 
     r = _grpo_rollouts(groups=4, think=2.0)
     model = PrefillModel(chunk_tokens=2048, token_s=1e-4, cache_blocks=100_000)
@@ -295,10 +295,10 @@ def test_central_bfio_with_caches_completes_and_finds_more_hits_than_without_the
     res = simulate(r.workload, 4, 16, "bfio", **kw)
     q = res.requests
     assert res.metrics["prefill_tokens_computed"] + int(q["cached_tokens"].sum()) == int(r.workload.prefill.sum())
-    original = BFIO._place_sequential
+    original = CentralCall.place_sequential
     try:
-        BFIO._place_sequential = lambda self, state, assign, *a: assign  # the solver's placement alone
+        CentralCall.place_sequential = lambda self, state, assign, *a: assign  # the solver's placement alone
         blind = simulate(r.workload, 4, 16, "bfio", **kw)
     finally:
-        BFIO._place_sequential = original
+        CentralCall.place_sequential = original
     assert res.metrics["cache_hit_rate"] > blind.metrics["cache_hit_rate"]

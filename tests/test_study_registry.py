@@ -143,3 +143,32 @@ def test_a_study_fills_its_section_schema_from_its_registries():
     assert props["starvation"]["properties"]["cost_metric"]["enum"] == list(COST_METRICS)
     filled = [n for n, s in studies().items() if s.schema_enums is not None]
     assert set(filled) >= {"predictor_study", "starvation"}
+
+
+def test_a_study_that_declares_its_runs_has_them_run_with_its_setting_named():
+    """``Study.runs``: the registry hands the declared runs to the batch runner it is
+    given (the pipeline's: bfio.runs.runner.run_batch) and names the setting first."""
+    import pandas as pd
+
+    def declared(name, setting, section, seeds, slots, defaults):
+        return [(setting["trace"], row, seed) for row in section["rows"] for seed in seeds]
+
+    def batch(runs, frames, show_progress, log):
+        assert list(frames) == ["burstgpt"] and show_progress is False
+        return pd.DataFrame({"row": [r[1] for r in runs], "seed": [r[2] for r in runs]})
+
+    study = Study(name="mine", description="mine", runs=declared, tabulate=print)
+    out = study.run_setting(batch, "g4", {"trace": "burstgpt"}, {"rows": ["fcfs", "jsq"]}, [1, 2], 8, None, {})
+    assert list(out.columns) == ["setting", "row", "seed"] and len(out) == 4 and set(out["setting"]) == {"g4"}
+    with pytest.raises(TypeError, match="not both"):
+        Study(name="mine", description="mine", runs=declared, simulate=declared, tabulate=print)
+    with pytest.raises(TypeError, match="needs simulate"):
+        Study(name="mine", description="mine", tabulate=print)
+
+
+def test_a_one_module_study_keeps_its_module_a_simulation_trigger():
+    one = Study(name="mine", description="mine", generic=False, modules=("studies/mine.py", "engine/x.py"),
+                table_modules=("studies/mine.py", "studies/mine_more.py"))
+    assert one.table_only_modules() == ("studies/mine_more.py",)
+    online = studies()["online"]
+    assert online.table_only_modules() == online.table_modules  # the studies before: apart, as before

@@ -84,7 +84,7 @@ def test_a_state_it_did_not_produce_is_rebuilt_from_the_slots():
     policy.reset(3, 4)
     n = 40
     w = Workload(rng.integers(1, 50, n), rng.integers(1, 30, n))
-    est = policy._decode_estimate(w)
+    est = policy._call_view.decode_estimate(w)
     for step in (5, 9, 2):  # not increasing: a fresh run each time
         slot_request = np.full((3, 4), -1, dtype=np.int64)
         ids = rng.choice(n, 7, replace=False)
@@ -97,7 +97,7 @@ def test_a_state_it_did_not_produce_is_rebuilt_from_the_slots():
         state = RoutingState(step=step, clock=0.0, workers=3, slots=4, pool=pool, free=4 - active, loads=loads,
                              active=active, workload=w, slot_request=slot_request, generated=generated,
                              enter_step=np.zeros(n, dtype=np.int64))
-        tracker = policy._tracked(state, est, 10)
+        tracker = policy._central._tracked(state, est, 10)
         got = tracker.loads(state, est)
         assert np.array_equal(got, predicted_loads(slot_request, w.prefill, generated, est, 10))
     assert tracker.rebuilds >= 1

@@ -33,9 +33,10 @@ def _alternatives(names):
 
 def study_sim_code(study):
     """Rerun trigger of a study's simulations: the simulator and the study's
-    modules, without its table and figure code (and any figure module)."""
+    modules, without its table and figure code (and any figure module); a module
+    that declares runs and tabulates both (one-module study) stays a trigger."""
     return code_fingerprint([*SIMULATION_SOURCES, *study.modules],
-                            exclude=["figures", "runs/tables.py", *study.table_modules, *study.figure_modules])
+                            exclude=["figures", "runs/tables.py", *study.table_only_modules(), *study.figure_modules])
 
 
 def study_table_code(study):

@@ -38,6 +38,8 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, LogFormatter, NullFormatter
 import numpy as np
 
+from bfio.ground.student_t import t_quantile
+from bfio.lookahead.discount import effective_horizon
 from bfio.figures.checks import MAX_SERIES, crowded_panels, non_gray_artists, panel_series, text_overlaps
 
 # The palette and the series registry (bfio.figures.series), read here and by every figure through
@@ -120,7 +122,6 @@ def interval(frame, metric: str, factor: float = 1.0, nonneg: bool = True):
     over the seeds (read back from the t interval), none with one seed; for a
     non-negative quantity the lower end is clipped at 0. ``kind`` is a set of
     what was drawn (``'ci'``, ``'sd'``, ``'clipped'``) for :func:`interval_note`."""
-    from bfio.ground.student_t import t_quantile
 
     mean = frame[f"{metric}_mean"].to_numpy(dtype=float) / factor
     lo = frame[f"{metric}_ci_lo"].to_numpy(dtype=float) / factor
@@ -163,7 +164,6 @@ def reach_of(discount: float) -> int:
     """How many offsets the objective with ``discount`` weighs at all (the fast
     solver's cut-off): :func:`bfio.lookahead.discount.effective_horizon` of an
     unbounded H."""
-    from bfio.lookahead.discount import effective_horizon
 
     return effective_horizon(10**9, discount)
 

@@ -24,6 +24,7 @@ import pandas as pd
 from bfio.figures.style import figure, plain_log_ticks, router, scale_for, setting_of
 from bfio.lookahead.run_keys import paper_row_spec
 from bfio.runs.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, row_label
+from bfio.studies.online_summary import ONLINE_METRICS, record_label
 
 #: inches per bar (labels of 8 pt need about 0.2)
 BAR_HEIGHT_IN = 0.26
@@ -211,7 +212,6 @@ def plot_online(online: pd.DataFrame, rows, metric: str = "e2e_s_p99", title: st
     one panel per setting: against the offered load where a setting has
     several loads, else as bars. Mean over seeds with the 95% interval (none
     below :data:`~bfio.runs.tables.MIN_INTERVAL_SEEDS` seeds, never below zero)."""
-    from bfio.studies.online_summary import ONLINE_METRICS, record_label
 
     rows = list(rows)[:MAX_SERIES]
     data = online[online["row"].isin(rows)]

@@ -3,7 +3,7 @@
 
 ``free`` is the integer program (IO) of Section 4 as stated; ``fifo`` admits the
 oldest; ``aging:N`` admits first the requests that waited ``N`` steps or more;
-``drain:N`` (:mod:`bfio.policies.drain`) reserves workers for them. What a rule
+``drain:N`` (:mod:`bfio.solvers.drain`) reserves workers for them. What a rule
 forces at one routing call is :func:`bfio.solvers.instance.forced_mask`.
 
 Split from the solver's instance (issue 42) so that what only names a rule (the
@@ -19,7 +19,7 @@ from bfio.ground.errors import ConfigError
 
 #: The admission rules (BF-IO option ``admission``): the registry of their names. The
 #: modes of :data:`STEPPED_ADMISSIONS` take a number of steps ``N`` (``aging:200``);
-#: ``drain`` is :mod:`bfio.policies.drain`'s.
+#: ``drain`` is :mod:`bfio.solvers.drain`'s.
 ADMISSIONS = ("free", "fifo", "aging", "drain")
 STEPPED_ADMISSIONS = ("aging", "drain")
 #: A rule as text: ``free``, ``fifo`` or ``<mode>:<N>`` (N >= 1, ASCII digits).

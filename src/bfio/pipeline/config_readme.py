@@ -23,6 +23,7 @@ from bfio.pipeline.config import _registry_enums
 from bfio.policies import policy_class
 from bfio.ground.options import Registry, declared
 from bfio.engine.run_parameters import SECTIONS, parameter
+from bfio.studies.registry import studies
 
 #: A schema key without a default.
 NO_DEFAULT = object()
@@ -132,14 +133,25 @@ def _policy_row(key: str, option) -> str:
     return _cells(key, option, default, option.doc or option.help)
 
 
+def study_sections() -> set[str]:
+    """The config sections whose schema a study declares in its own module
+    (:attr:`bfio.studies.registry.Study.schema`): config/README.md documents them
+    by the rows ``<study>`` and ``<study>.<key>`` (the schema's descriptions), not key by key."""
+    return {name for name, study in studies().items() if study.schema is not None}
+
+
 def declared_rows(schema: dict) -> dict[str, str]:
     """README key -> its row, for every key of the validated ``schema`` (the schema as
-    :func:`bfio.pipeline.config._registry_enums` fills it in) that a run parameter declares."""
+    :func:`bfio.pipeline.config._registry_enums` fills it in) that a run parameter declares,
+    outside the sections a study declares (:func:`study_sections`)."""
     rows, top = {}, schema.get("properties", {})
     if "bfio" in top:  # BF-IO's options (bfio.pipeline.config._registry_enums fills the section from them)
         for option in declared(policy_class("bfio")):
             rows[f"bfio.{option.name}"] = _policy_row(f"bfio.{option.name}", option)
+    own = study_sections()
     for key, node in schema_nodes(schema):
+        if key.split(".")[0].removesuffix("[]") in own:
+            continue
         if "x-parameter" in node:
             rows[key] = _row(key, parameter(node["x-parameter"]), node, top)
         if "x-parameters" in node:
@@ -219,7 +231,7 @@ def main(argv=None) -> int:
     return 0
 
 
-__all__ = ["NO_DEFAULT", "render", "schema_nodes", "schema_keys", "value_words", "declared_rows", "regenerate",
+__all__ = ["NO_DEFAULT", "render", "schema_nodes", "schema_keys", "value_words", "study_sections", "declared_rows", "regenerate",
            "validated_schema", "main"]
 
 if __name__ == "__main__":

@@ -333,7 +333,7 @@ def summary_view(summary: pd.DataFrame, metric: str) -> View:
     """An experiment summary's ``metric`` per row and G in the chart's units
     (:func:`bfio.figures.summary_bars.metric_scale`): the reference seed's value
     and the mean [95% CI] over seeds."""
-    from bfio.figures.summary_bars import metric_scale
+    from bfio.figures.summary_bars import metric_scale  # local: matplotlib only when a chart is asked for
 
     if f"{metric}_mean" not in summary:
         known = [m for m in METRIC_INFO if f"{m}_mean" in summary]

@@ -6,9 +6,8 @@ predictor, and the queued-request moves and running-request migrations of issue 
 (:meth:`InstantBinding.plan_moves`, :meth:`InstantBinding.plan_migrations`).
 
 A mixin of :class:`~bfio.policies.bfio.BFIO`: it reads the policy's objective
-(``_objective``), predictor, ``report_interval`` and the helpers shared with the
-central path (``_expected``, ``_decode_estimate``, ``_new_lifetimes``, ``_lifetimes_of``,
-``_step_costs``, ``_running_counts``, ``_survival``, ``_window``).
+(``_objective``), predictor, ``report_interval`` and the predictions it shares with the
+central path (``_call_view``, a :class:`~bfio.solvers.call_view.CallView`).
 """
 
 from __future__ import annotations
@@ -81,18 +80,18 @@ class InstantBinding:
         their running requests free; new requests live their predicted length
         (``new_requests: predicted``) or the whole window (``persist``). Every
         predictor (issue 44): a probabilistic one gives the running requests'
-        expected loads (:meth:`_expected`, as on the central path) and each slot's
-        expected release (:meth:`_expected_release`)."""
+        expected loads (``CallView.expected``, as on the central path) and each
+        slot's expected release (:meth:`_expected_release`)."""
         t0 = run_clock()
         state, queues = self._view(state)
         base, release, lifetimes = self._predicted(state)
-        step = self._step_costs(state)
-        counts = None if step is None else self._running_counts(state, self._objective.window)
+        step = self._call_view.step_costs(state)
+        counts = None if step is None else self._call_view.running_counts(state, self._objective.window)
         loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes, counts)
         requests = np.asarray(requests)
         # e.g. the prefix-cache term (issue 32), the calibrated step's per-request term
-        terms = self._objective.with_terms(*call_terms(state, requests, self._window(state, lambda: counts,
-                                                                                     lifetimes)))
+        window = self._call_view.window(state, lambda: counts, lifetimes)
+        terms = self._objective.with_terms(*call_terms(state, requests, window))
         out = bind(loads, release, requests, state.workload.prefill, lifetimes, terms)
         if self._report is not None:  # its own bindings join the report's queues until the next report
             for i, g in zip(requests.tolist(), np.asarray(out).tolist()):
@@ -103,13 +102,13 @@ class InstantBinding:
     def _expected_release(self, state: DispatchState, window: int) -> np.ndarray:
         """Per slot ``(G, B)``, the offset at which a probabilistic predictor expects its
         running request to free it: the expected remaining steps within the window,
-        ``E[min(r_i, W + 1)] = sum_h P(r_i > h)`` (``P(r_i > h)``: :meth:`_survival`);
+        ``E[min(r_i, W + 1)] = sum_h P(r_i > h)`` (``P(r_i > h)``: ``CallView.survival``);
         at least 1 (as ``r_i``), 0 for a free slot. With option ``release: order``
         the worker's busy slots free at the order statistics instead
         (:func:`order_release`)."""
         sr = state.slot_request
         out = np.zeros(sr.shape, dtype=np.int64)
-        survival = self._survival(state, window)
+        survival = self._call_view.survival(state, window)
         out[sr >= 0] = np.maximum(1, np.rint(survival.sum(axis=1)))
         if self._release() == "order":
             return order_release(out, sr >= 0, survival, window)
@@ -127,18 +126,18 @@ class InstantBinding:
         window ``(G, H_eff + 1)``, per worker its slots' release offsets (a sorted row,
         a valid heap for :mod:`bfio.solvers.dispatch`) and every request's lifetime as
         a new request. Every predictor (issue 44): a probabilistic one gives the
-        expected loads (:meth:`_expected`, as on the central path) and each slot's
-        expected release (:meth:`_expected_release`). ``window``: another window than
+        expected loads (``CallView.expected``, as on the central path) and each
+        slot's expected release (:meth:`_expected_release`). ``window``: another window than
         the objective's (a migration's, :meth:`plan_migrations`); ``slots``: the
         release offsets as the ``(G, B)`` array of the slots instead of the heaps."""
         own = window is None
         window = self._objective.window if own else int(window)
         sr = state.slot_request
         if self.predictor.probabilistic:  # expected loads, as the central path reads them (issue 44)
-            base, est = self._expected(state, window)
+            base, est = self._call_view.expected(state, window)
             remaining = self._expected_release(state, window)
         else:
-            est = self._decode_estimate(state.workload)
+            est = self._call_view.decode_estimate(state.workload)
             base = predicted_loads(sr, state.workload.prefill, state.generated, est, window)
             busy = sr >= 0
             ids = np.where(busy, sr, 0)
@@ -147,9 +146,9 @@ class InstantBinding:
         release = remaining if slots else np.sort(remaining, axis=1).tolist()  # a sorted row is a valid heap
         n = len(state.workload)
         if own:
-            return base, release, self._new_lifetimes(est, window, n)
-        # not kept (_new_lifetimes keeps the objective's window's, which dispatch reads every call)
-        return base, release, self._lifetimes_of(est, window, n)
+            return base, release, self._call_view.new_lifetimes(est, window, n)
+        # not kept (CallView.new_lifetimes keeps the objective's window's, which dispatch reads every call)
+        return base, release, self._call_view.lifetimes_of(est, window, n)
 
     def plan_moves(self, state: DispatchState, movable: np.ndarray, budget: int) -> list[tuple[int, int]]:
         """Queued requests to move between worker queues (issue 45, ``queue_moves =

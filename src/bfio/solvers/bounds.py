@@ -58,6 +58,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from bfio.ground.errors import ConfigError
+from bfio.solvers import trivial_bound
+from bfio.solvers.highs import quiet_highs
+from bfio.solvers.model import lifetime_groups
+
 
 @dataclass
 class Bound:
@@ -107,7 +112,6 @@ def safe_lagrangian(lp: dict, dual: np.ndarray) -> float:
 def relaxation(inst) -> dict:
     """The aggregated LP relaxation of the module docstring as ``{c, A, lo, hi, l, u, offset}``."""
     G, H1, n, U = inst.workers, inst.horizon + 1, inst.waiting, inst.admissible
-    from bfio.solvers.model import lifetime_groups
 
     touched = np.flatnonzero(inst.free > 0)
     nT = touched.size
@@ -204,8 +208,6 @@ IPM_TOLERANCE = 1e-6
 
 
 def check_lp_solver(value) -> str:
-    from bfio.ground.errors import ConfigError
-
     if value not in LP_SOLVERS:
         raise ConfigError(f"lp_solver: expected {' | '.join(LP_SOLVERS)}, got {value!r}")
     return value
@@ -218,9 +220,7 @@ def lp_bound(inst, time_limit_s: float = 60.0, details: bool = False, lp_solver:
     floating point, so at HiGHS's duals whether or not it finished: the interior
     point's, without crossover, are as good). At least :func:`~bfio.solvers.trivial_bound`.
     ``lp_solver``: :data:`LP_SOLVERS`. ``details``: return a :class:`Bound`."""
-    from bfio.solvers import trivial_bound
-    from bfio.solvers.highs import quiet_highs
-    import highspy
+    import highspy  # local: as in bfio.solvers.highs (a missing highspy is an error of the call)
 
     t0 = time.perf_counter()
     triv = trivial_bound(inst)

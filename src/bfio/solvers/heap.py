@@ -133,6 +133,28 @@ def _add(P, E, t, s, lf, H1):
 
 
 @kernel
+def heavy_light(w, G, W):
+    """``(heavy, light)``: the offsets ``h`` whose weight alone reaches ``W / G``
+    (``G w_h >= W``, ``W = sum_h w_h``) and the others, each ascending: the split
+    :func:`_key` reads, made once per :func:`_solve_heap` call."""
+    H1 = w.shape[0]
+    nh = 0
+    for h in range(H1):
+        if G * w[h] >= W:
+            nh += 1
+    heavy = np.empty(nh, dtype=np.int64)
+    light = np.empty(H1 - nh, dtype=np.int64)
+    a = 0
+    for h in range(H1):
+        if G * w[h] >= W:
+            heavy[a] = h
+            a += 1
+        else:
+            light[h - a] = h
+    return heavy, light
+
+
+@kernel
 def _key(P, E, t, G, w, W, heavy, light, cbuf, ibuf):
     """Heap key of touched worker ``t``: its *pivot*, the size ``s`` that minimizes
     the change of ``J`` when a persisting request joins it,
@@ -307,19 +329,7 @@ def _solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes):
     W = cw[H1]
     cbuf = np.empty(H1, dtype=np.float64)
     ibuf = np.empty(H1, dtype=np.int64)
-    nh = 0
-    for h in range(H1):
-        if G * w[h] >= W:
-            nh += 1
-    heavy = np.empty(nh, dtype=np.int64)  # offsets whose weight alone reaches W / G (_key)
-    light = np.empty(H1 - nh, dtype=np.int64)
-    a = 0
-    for h in range(H1):
-        if G * w[h] >= W:
-            heavy[a] = h
-            a += 1
-        else:
-            light[h - a] = h
+    heavy, light = heavy_light(w, G, W)
     cres = np.empty(H1, dtype=np.float64)
     # keys and rises in float64, as the loads: exact for integer loads below 2^53
     tw, P, capl, _, E = touched_workers(base, free)

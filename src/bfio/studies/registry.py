@@ -178,7 +178,12 @@ class Study:
     settings; ``defaults``: the config's per-policy options,
     :func:`bfio.runs.run.policy_defaults`), with keyword ``prior={setting name:
     runs}`` when the study declares :attr:`needs` and ``prepared=<JSON object>``
-    when it declares :attr:`prepare`. ``tabulate``/``table`` and
+    when it declares :attr:`prepare`. A study whose setting is one batch of runs
+    declares them instead, ``runs(setting_name, setting, section, seeds, slots,
+    defaults) -> [RunSpec]`` (same keywords): the pipeline runs them
+    (:meth:`run_setting`), so its module need not import the simulator and may hold
+    its table function too (a study of one module, a figure and a config section).
+    ``tabulate``/``table`` and
     ``plot``/``figure``/``caption``: its first (or only) table and figure
     (:class:`Table`, :class:`Figure`); ``tables`` and ``figures``: more of them.
     ``extras(runs, section, settings) -> {name: JSON object}`` gives the files
@@ -201,8 +206,9 @@ class Study:
     name a product file); ``sim_keys``: the keys of the
     section the simulations (and the preparatory stage) read.
 
-    ``schema``: the JSON schema of the config section (a plugin's; the built-in
-    studies' sections are in ``workflow/schemas/config.schema.yaml``).
+    ``schema``: the JSON schema of the config section, every key with a
+    ``description`` (config/README.md's ``<study>.<key>`` row stands for them; the
+    sections of the studies before issue 43 are in ``workflow/schemas/config.schema.yaml``).
     ``validate(section, config)``: cross-checks of the section run when the config
     loads (when the study has settings). ``modules``, ``table_modules``,
     ``figure_modules``: the package modules (relative to ``src/bfio``) whose code
@@ -216,6 +222,7 @@ class Study:
     figure: str | None = None
     caption: str = ""
     simulate: Callable | None = None
+    runs: Callable | None = None
     tabulate: Callable | None = None
     plot: Callable | str | None = None
     extras: Callable | None = None
@@ -278,13 +285,34 @@ class Study:
             missing = [file for _, file in kw if file not in files]
             if missing:
                 raise TypeError(f"study {self.name}: {what} reads {missing}, not products of the study")
-        if self.generic and not (self.simulate and tables):
-            raise TypeError(f"study {self.name}: a generic study needs simulate and a table (tabulate)")
+        if self.simulate is not None and self.runs is not None:
+            raise TypeError(f"study {self.name}: declare its runs (runs) or simulate them (simulate), not both")
+        if self.generic and not ((self.simulate or self.runs) and tables):
+            raise TypeError(f"study {self.name}: a generic study needs simulate (or runs) and a table (tabulate)")
         names = {t.name for t in tables}
         for f in figures:
             if f.table is not None and f.table not in names:
                 raise TypeError(f"study {self.name}: figure {f.name} reads table {f.table!r}, not one of its "
                                 f"tables ({', '.join(sorted(names)) or 'none'})")
+
+    def table_only_modules(self) -> tuple[str, ...]:
+        """Its :attr:`table_modules` that are not also :attr:`modules` (a study of one
+        module declares its runs and tabulates in it): what the rerun trigger of its
+        simulations leaves out, with its figure modules."""
+        return tuple(m for m in self.table_modules if m not in self.modules)
+
+    def run_setting(self, batch: Callable, setting_name: str, setting: dict, section: dict, seeds, slots: int,
+                    frame, defaults: dict, log=None, **extra):
+        """One setting's runs table: :attr:`simulate`'s, or the :class:`~bfio.runs.run.RunSpec`
+        list :attr:`runs` declares, run by ``batch`` (:func:`bfio.runs.runner.run_batch`,
+        handed in: the registry does not import the simulator) with the setting's name
+        as a first column ``setting``. ``extra``: ``prior=``, ``prepared=``."""
+        if self.simulate is not None:
+            return self.simulate(setting_name, setting, section, seeds, slots, frame, defaults, log, **extra)
+        out = batch(self.runs(setting_name, setting, section, seeds, slots, defaults, **extra),
+                    {setting["trace"]: frame}, show_progress=False, log=log)
+        out.insert(0, "setting", setting_name)
+        return out
 
     def draw(self, table):
         """The study's first figure of ``table`` (its plot imported now if named by path)."""

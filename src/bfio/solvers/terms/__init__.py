@@ -23,8 +23,7 @@ the terms through :class:`~bfio.solvers.objective.ObjectiveTerms`:
   and shard placements' numba kernels take. A term the kernels do not compute
   (``in_kernel = False``) is refused there by name; BF-IO's central path then
   lets the kernels choose *which* requests to admit and places them one at a
-  time by the candidate costs of every term (``policies/bfio.py``,
-  ``_place_sequential``);
+  time by the candidate costs of every term (:meth:`bfio.solvers.central.CentralCall.place_sequential`);
 - the MILP (:func:`bfio.solvers.model.build_milp`): a term linear in the
   assignment gives its costs of ``x_jg`` (:meth:`Term.linear_costs`); the exact
   backends refuse, with a :class:`~bfio.ground.errors.ConfigError` naming the term, a
@@ -41,12 +40,22 @@ How to add a term
 2. that factory appended to :data:`CALL_TERMS` (this file).
 
 With these two files the term counts in ``J``, in instant dispatch, in the
-central path's placement and in the exact backends (or they refuse it by name).
-For the fast kernels to weigh it while they choose which requests to admit, its
-kernel: set ``in_kernel = True``, add its arrays to
+central path's placement and in the exact backends (or they refuse it by name;
+counted with a throwaway linear term, issue 43: 2 files). For the fast kernels
+to weigh it while they choose which requests to admit, its kernel: set
+``in_kernel = True``, add its arrays to
 :meth:`ObjectiveTerms.kernel_arrays <bfio.solvers.objective.ObjectiveTerms.kernel_arrays>`
-and its cost to the kernel's cost function :func:`bfio.solvers.fast.costs._life_cost`
-(``_pivots`` and the heap's ``_key`` are its minimizers).
+and its cost to the kernel's cost function :func:`bfio.solvers.fast.costs._life_cost`.
+Today that is more than one place: ``kernel_arrays`` returns the pair ``(life,
+weights)``, which every caller unpacks and passes on by position
+(:func:`~bfio.solvers.fast.solve_fast_terms` down to ``fast/fill.py``'s four
+``_life_cost`` calls, :func:`~bfio.solvers.heap.solve_heap_terms`,
+:func:`~bfio.solvers.shards.solve_sharded_terms`, the drain path of
+``solvers/central.py`` and ``solvers/drain.py``, whose ``_best_worker`` writes
+the cost again);
+the local search's exchange deltas (``fast/local_search.py``) and the
+minimizers ``_pivots`` and the heap's ``_key`` are the imbalance's alone (a cost
+that depends on the request or the worker breaks their exactness).
 """
 
 from __future__ import annotations

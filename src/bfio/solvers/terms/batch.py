@@ -25,7 +25,7 @@ weighs it (BF-IO's ``step_terms: auto``, which passes the coefficients in the
 window); with the paper's step it never applies. Not linear in the assignment
 (a maximum): the exact backends refuse it by name, and the fast kernels do not
 compute it (the central path places the requests they chose by the candidate
-costs, ``policies/bfio.py`` ``_place_sequential``).
+costs, :meth:`bfio.solvers.central.CentralCall.place_sequential`).
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ class BatchTerm(Term):
         """Per worker, the change of ``w sum_h w_h [G max_g n_g(h) - sum_g n_g(h)]`` when
         the ``k``-th request joins it (:func:`~bfio.solvers.objective.imbalance_candidate_costs`
         on the counts)."""
+        # local: bfio.solvers.objective imports this package (its Term base) as it loads
         from bfio.solvers.objective import imbalance_candidate_costs, imbalance_objective
 
         self._live = self.live(k, entry)
@@ -106,7 +107,7 @@ class BatchTerm(Term):
     def value(self, loads: np.ndarray, assign: np.ndarray) -> float:
         """The term over the counts after the bindings made through it (:meth:`bound`);
         ``assign`` (indexed like :attr:`requests`) must be them."""
-        from bfio.solvers.objective import imbalance_objective
+        from bfio.solvers.objective import imbalance_objective  # local: as in candidate_costs
 
         self._check()
         made = dict(self.bindings)

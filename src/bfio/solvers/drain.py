@@ -15,7 +15,7 @@ call still admits exactly ``U`` requests (the rule is work-conserving, as
 Eq. (IO)); the other workers and requests are placed by the solver as before.
 
 The rule needs the predicted loads of the call, so it applies to the fast
-solver's calls (:meth:`bfio.policies.bfio.BFIO._route_fast`).
+solver's calls (:class:`bfio.solvers.central.CentralCall`).
 """
 
 from __future__ import annotations
