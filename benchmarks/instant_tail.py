@@ -14,6 +14,11 @@ decode lengths; no study may use them):
   what knowing the arrivals' lengths is worth;
 - the oracle with ``new_requests: persist`` (an existing option): what knowing the
   running requests' remaining lengths is worth, without the arrivals'.
+
+Rows ``none``, ``empirical``, H = 0 (oracle) beside them. Measured on seeds 100-109
+(``docs/online.md``, "Why oracle-free instant BF-IO lost p99"): the arrivals' lengths
+add nothing measurable; the loss was the reading of a full worker's first slot
+release, which option ``release: order`` (``instant_gap.py``'s ``*_order`` rows) fixes.
 """
 
 from __future__ import annotations
