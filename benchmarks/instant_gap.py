@@ -102,6 +102,8 @@ CANDIDATES = {
     "bfio_h0_instant_ps": {"policy": "bfio", "horizon": 0, "predictor": "prompt_survival"},
     "bfio_h40_instant_ps_order": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
                                   "release": "order"},
+    "bfio_h40_instant_ps_order_r10": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
+                                      "release": "order", "report_interval": 10},
     "bfio_h40_instant_emp_order": {"policy": "bfio", "horizon": 40, "predictor": "empirical", "release": "order"},
     "bfio_h40_instant_geo_order": {"policy": "bfio", "horizon": 40, "predictor": "geometric", "release": "order"},
 }
