@@ -225,3 +225,19 @@ def test_release_order_binds_a_step_survival_where_the_oracle_does():
         assert run.requests["queue_worker"].equals(oracle.requests["queue_worker"]), release
     with pytest.raises(ConfigError, match="release"):
         make_policy("bfio", predictor="empirical", release="median")
+
+
+def test_options_of_instant_dispatch_only_are_refused_with_a_central_pool(capsys):
+    """``release`` and ``report_interval`` change only instant dispatch: a central run
+    with either set is refused naming it (library and CLI), not run with it ignored."""
+    from bfio.cli import main
+    from bfio.ground.errors import ConfigError
+
+    w = _workload(n=40, rate=100.0)
+    for opts, name in (({"predictor": "empirical", "release": "order"}, "release"), ({"report_interval": 5},
+                                                                                     "report_interval")):
+        with pytest.raises(ConfigError, match=f"^{name}: "):
+            simulate(w, 2, 4, "bfio", policy_options=opts, show_progress=False)
+    assert main(["simulate", "--trace", "burstgpt", "--requests", "40", "--workers", "2", "--policy", "bfio",
+                 "--predictor", "empirical", "--release", "order"]) != 0
+    assert "--release: only valid with --dispatch instant" in capsys.readouterr().err

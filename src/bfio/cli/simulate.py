@@ -245,9 +245,10 @@ def policy_options(args) -> dict:
     if pooled and args.dispatch == "instant":
         raise ConfigError(f"{options[pooled[0]].flag}: only valid with --dispatch central (got --dispatch "
                           f"instant); {args.policy}'s instant dispatch has FIFO queues and its own binding rule")
-    if "report_interval" in given and args.dispatch != "instant":
-        raise ConfigError(f"--report-interval: only valid with --dispatch instant (got --dispatch {args.dispatch}); "
-                          "a central pool has no per-worker load reports")
+    queued = [n for n in getattr(cls, "instant_only_options", ("report_interval",)) if n in given]
+    if queued and args.dispatch != "instant":
+        raise ConfigError(f"{options[queued[0]].flag}: only valid with --dispatch instant (got --dispatch "
+                          f"{args.dispatch}); a central pool has no per-worker load reports or queues")
     return given
 
 

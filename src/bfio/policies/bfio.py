@@ -100,6 +100,9 @@ class BFIO(InstantBinding, Policy):
     #: options of the central pool's integer program only: with instant dispatch the
     #: queues are FIFO and the binding rule is bfio.solvers.dispatch's (refused there)
     central_only_options = ("admission", "solver", "on_solver_error", "time_limit_s", "shard_workers", "placement")
+    #: options of instant dispatch only (per-worker reports, queue releases): a central pool
+    #: reads the exact state and has no queues, so a value other than the default is refused
+    instant_only_options = ("report_interval", "release")
     #: the call's predictions, shared by both dispatch forms (built in __init__)
     _call_view: CallView
     #: the central pool's routing call: every phase after the options (built in __init__)
@@ -160,6 +163,8 @@ class BFIO(InstantBinding, Policy):
                                     local_search_rounds=LOCAL_SEARCH_ROUNDS, time_limit_s=self.time_limit_s,
                                     on_solver_error=self.on_solver_error)
         self.capture = None  # optional callable(Instance) -> None, see capture_instances()
+        self._instant_only_set = [o.name for o in self.options if o.name in self.instant_only_options
+                                  and self.option_values[o.name] != o.default]
         self.reset(0, 0)
 
     # -- configuration ----------------------------------------------------------------
@@ -208,9 +213,7 @@ class BFIO(InstantBinding, Policy):
     def route(self, state: RoutingState) -> np.ndarray:
         """The central pool's call: :class:`bfio.solvers.central.CentralCall` (its phases),
         timed; an exact backend's progress line on stderr."""
-        if self.report_interval:
-            raise ConfigError("report_interval: lagged load reports are modelled for dispatch 'instant'; a central "
-                              "pool reads the exact state")
+        self._refuse_instant_only()
         if state.admissible == 0:
             return np.full(state.pool.shape[0], -1, dtype=np.int64)
         t0 = run_clock()
@@ -219,6 +222,14 @@ class BFIO(InstantBinding, Policy):
         if self._exact_progress is not None:  # an exact backend: point predictors only (__init__)
             self._exact_progress.record(self._times[-1], step=state.step, extra=self._central.exact_summary)
         return assign
+
+    def _refuse_instant_only(self) -> None:
+        """A central routing call with an option of instant dispatch only
+        (:attr:`instant_only_options`) set: a :class:`ConfigError` naming it."""
+        if self._instant_only_set:
+            name = self._instant_only_set[0]
+            raise ConfigError(f"{name}: {self.option_values[name]!r} is an option of dispatch 'instant' (per-worker "
+                              "reports and queues); a central pool reads the exact state")
 
     def stats(self) -> dict:
         t = np.asarray(self._times)
