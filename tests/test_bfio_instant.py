@@ -90,22 +90,34 @@ def test_instant_bfio_reads_the_expected_loads_of_a_probabilistic_predictor(monk
     from bfio.policies import make_policy
     from bfio.predictors import OraclePredictor
 
-    class StepSurvival(OraclePredictor):
-        """The oracle's knowledge given as expected loads (``q_i(h) in {0, 1}``)."""
+    work, oracle = _oracle_bindings()
+    policy = make_policy("bfio", horizon=400, objective="paper-literal")  # the window holds every r_i
+    policy.predictor = _step_survival(OraclePredictor)()
+    stepped = simulate(work, 4, 8, policy, dispatch="instant", entry="arrivals")
+    assert stepped.requests["queue_worker"].equals(oracle)
 
+
+def _step_survival(base):
+    """``base`` (a predictor class) giving the oracle's knowledge as expected loads
+    (``q_i(h) in {0, 1}``: a step at the true length), probabilistic."""
+
+    class StepSurvival(base):
         probabilistic = True
 
         def expected_loads(self, state, horizon):
             return predicted_loads(state.slot_request, state.workload.prefill, state.generated,
                                    state.workload.decode, horizon)
 
+    return StepSurvival
+
+
+def _oracle_bindings():
+    """A workload and the queue each request is bound to by instant BF-IO with the
+    oracle, its window holding every remaining length (``H = 400``)."""
     work = _workload(n=800, rate=500.0)
     oracle = simulate(work, 4, 8, "bfio", dispatch="instant", entry="arrivals",
                       policy_options={"horizon": 400, "objective": "paper-literal"})
-    policy = make_policy("bfio", horizon=400, objective="paper-literal")  # the window holds every r_i
-    policy.predictor = StepSurvival()
-    stepped = simulate(work, 4, 8, policy, dispatch="instant", entry="arrivals")
-    assert stepped.requests["queue_worker"].equals(oracle.requests["queue_worker"])
+    return work, oracle.requests["queue_worker"]
 
 
 
@@ -210,19 +222,12 @@ def test_release_order_binds_a_step_survival_where_the_oracle_does():
     from bfio.policies import make_policy
     from bfio.predictors import EmpiricalPredictor
 
-    class StepSurvival(EmpiricalPredictor):
-        def expected_loads(self, state, horizon):
-            return predicted_loads(state.slot_request, state.workload.prefill, state.generated,
-                                   state.workload.decode, horizon)
-
-    work = _workload(n=800, rate=500.0)
-    oracle = simulate(work, 4, 8, "bfio", dispatch="instant", entry="arrivals",
-                      policy_options={"horizon": 400, "objective": "paper-literal"})
+    work, oracle = _oracle_bindings()
     for release in ("order", "expected"):
         policy = make_policy("bfio", horizon=400, objective="paper-literal", predictor="empirical", release=release)
-        policy.predictor = StepSurvival()
+        policy.predictor = _step_survival(EmpiricalPredictor)()
         run = simulate(work, 4, 8, policy, dispatch="instant", entry="arrivals")
-        assert run.requests["queue_worker"].equals(oracle.requests["queue_worker"]), release
+        assert run.requests["queue_worker"].equals(oracle), release
     with pytest.raises(ConfigError, match="release"):
         make_policy("bfio", predictor="empirical", release="median")
 
