@@ -198,6 +198,43 @@ def _dispatch(kv, gbps, cost_weight=1.0):
     return d
 
 
+def _cached_dispatch(kv):
+    """:func:`_dispatch`'s ranks and requests with prefix caches (blocks of 10,000 tokens)
+    and a slow link (1 Gb/s: a transfer never pays); request 0 has generated 5 tokens."""
+    work = Workload(np.array([20_000, 880_000, 100_000]), np.array([100, 100, 100]),
+                    blocks=PrefixBlocks.from_lists([[1, 2], list(range(100, 188)), list(range(200, 210))], 10_000))
+    st = ClusterState.empty(work, 2, 4)
+    prefill = Prefill(PrefillModel(cache_blocks=1000), work, 2, 4)
+    opts = {"kv": kv} if kv == "recompute" else {"kv": kv, "transfer_gbps": 1.0}
+    d = InstantDispatch(st, make_policy("bfio", horizon=20), prefill, 1e-7, migration="bfio", migration_options=opts)
+    for i, g in enumerate((0, 0, 1)):
+        d._append(i, g)
+    d.queued = 3
+    d.admit()
+    prefill.left[:], prefill.reserve[:] = 0, 0
+    st.loads[:] = [900_000, 100_000]
+    st.generated[0] = 5
+    prefill.caches[0].insert(work.blocks.blocks_of(0))  # its own rank caches its prompt
+    return d, st, prefill
+
+
+@pytest.mark.parametrize("kv", ["recompute", "choose"])
+def test_the_screen_reads_the_destinations_cache_not_a_hit_it_assumes(kv):
+    """A running request whose prompt no other rank caches recomputes it whole
+    anywhere it goes (20,005 tokens at 1e-4 s, against a gain of at most ``G sum_h w_h
+    (s_i + tau_i + h)`` ~ 1e5 token-steps): it is no candidate and takes no
+    evaluation (the screen assumed a hit of all but its last prompt token: 6 tokens,
+    1.2e4 token-steps). Once rank 1 caches its prompt, its floor is those 6 tokens'."""
+    d, st, prefill = _cached_dispatch(kv)
+    m = d.migration
+    scale = 2 * 1e-4 / 1e-7  # cost_weight G token_s / t_l
+    assert not m.candidates(d)[0]
+    assert m.floors[0] == pytest.approx(scale * (20_000 + 5), rel=1e-12)  # its own rank's cache left out
+    prefill.caches[1].insert(st.workload.blocks.blocks_of(0))
+    assert m.candidates(d)[0]
+    assert m.floors[0] == pytest.approx(scale * (1 + 5), rel=1e-12)  # the last prompt token and its output
+
+
 @pytest.mark.parametrize("gbps, way", [(400.0, "transfer"), (1.0, "recompute")])
 def test_choose_takes_the_cheaper_way_per_destination(gbps, way):
     """20,000 tokens: recomputed 2 s at 1e-4 s a token; sent over 400 Gb/s 0.21 s (less

@@ -346,9 +346,31 @@ class BfioMigration(Migration):
             sent = None if self.transfer is None or self.prefill is None else \
                 self.prefill.sent_tokens(ids, st.generated).astype(np.float64)
             floor = self.floor(dispatch, sizes, st.generated[ids].astype(np.float64), sent)
+            bound = self.policy.migration_bound(sizes, st.workers, self.options["horizon"])
+            floor = self.cached(dispatch, ids, sizes, sent, bound, floor)
             self.floors[ids] = floor  # the planner's bound before the call's first migration
-            out[ids] = self.policy.migration_bound(sizes, st.workers, self.options["horizon"]) > floor
+            out[ids] = bound > floor
         return out
+
+    def cached(self, dispatch, ids: np.ndarray, sizes: np.ndarray, sent: np.ndarray | None, bound: np.ndarray,
+               floor: np.ndarray) -> np.ndarray:
+        """:meth:`floor` with prefix caches read where they decide: the floor assumes a
+        recompute hits its whole prompt on some rank; a request that passes the screen
+        only by that assumption (its bound above that floor, not above a transfer's)
+        gets the recompute's cost on the rank that caches most of its prompt, its own
+        left out (:meth:`bfio.sim.migration_kv.KvWay.cached_floor`), so a request no
+        rank's cache makes cheap takes no evaluation from one that may pay."""
+        kv = self.kv
+        if kv.mode == "transfer" or self.prefill.caches is None:
+            return floor
+        scale = self.options["cost_weight"] * dispatch.state.workers / float(self.token_latency_s)
+        sent_floor = kv.transfer_floor(dispatch, sizes, sent, float(self.token_latency_s))
+        sent_floor = np.where(np.isinf(sent_floor), np.inf, scale * sent_floor)  # no transfer: inf, not 0 x inf
+        check = (bound > floor) & ~(bound > sent_floor)
+        if check.any():
+            floor = floor.copy()
+            floor[check] = np.minimum(scale * kv.cached_floor(ids[check]), sent_floor[check])
+        return floor
 
     def quiet(self) -> bool:
         """With ``recompute``, no running request may pay (:meth:`candidates`) and nothing

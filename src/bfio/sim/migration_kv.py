@@ -96,18 +96,43 @@ class KvWay:
                     t_l: float) -> np.ndarray:
         """A lower bound of the seconds the barrier waits for each running request's KV
         (sizes ``size``, generated ``generated``, tokens a transfer sends ``sent``,
-        ``None``: ``size``) over the destinations (:meth:`bfio.sim.migration.BfioMigration.floor`)."""
+        ``None``: ``size``) over the destinations (:meth:`bfio.sim.migration.BfioMigration.floor`):
+        the smaller of :meth:`recompute_floor` and :meth:`transfer_floor`."""
+        return np.minimum(self.recompute_floor(size, generated), self.transfer_floor(dispatch, size, sent, t_l))
+
+    def recompute_floor(self, size: np.ndarray, generated: np.ndarray | None) -> np.ndarray:
+        """A recompute's seconds at least (``inf`` with ``transfer``): its ``size`` tokens at
+        ``token_s``, or with prefix caches ``generated + 1`` (a hit on some rank may
+        spare all its prompt but the last token; :meth:`cached_floor` reads the
+        ranks' caches)."""
+        if self.mode == "transfer":
+            return np.full(np.shape(size), np.inf)
+        cached = self.prefill.caches is not None
+        return ((generated + 1.0) if cached else size) * float(self.prefill.model.token_s)
+
+    def transfer_floor(self, dispatch, size: np.ndarray, sent: np.ndarray | None, t_l: float) -> np.ndarray:
+        """A transfer's charge at least (``inf`` with ``recompute``): ``max(0, X_i -
+        t_l (M - m) - max_g pending_g)`` (:meth:`bfio.sim.migration.BfioMigration.floor`)."""
+        if self.transfer is None:
+            return np.full(np.shape(size), np.inf)
         st = dispatch.state
-        stall = np.full(np.shape(size), np.inf)
-        if self.mode != "transfer":
-            cached = self.prefill.caches is not None
-            stall = ((generated + 1.0) if cached else size) * float(self.prefill.model.token_s)
-        if self.transfer is not None:
-            slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
-                float(self.transfer.pending.max())
-            x = self.transfer.seconds_of(size if sent is None else sent)
-            stall = np.minimum(stall, np.maximum(0.0, x - slack))
-        return stall
+        slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + float(self.transfer.pending.max())
+        x = self.transfer.seconds_of(size if sent is None else sent)
+        return np.maximum(0.0, x - slack)
+
+    def cached_floor(self, ids: np.ndarray) -> np.ndarray:
+        """Per running request of ``ids``, a recompute's seconds on the rank that would
+        compute the fewest of its tokens, its own rank left out (a migration leaves
+        it): :meth:`bfio.engine.prefill.Prefill.resume_tokens`, the formula the planner's
+        cost and the simulator's charge read, at ``token_s``. Exact where
+        :meth:`recompute_floor` assumes a hit: what the ranks' caches hold now."""
+        generated, worker_of = self.state.generated, self.state.worker_of
+        out = np.empty(ids.shape[0])
+        for k, i in enumerate(ids.tolist()):
+            tokens = self.prefill.resume_tokens(i, int(generated[i])).astype(np.float64)
+            tokens[worker_of[i]] = np.inf
+            out[k] = tokens.min()
+        return out * float(self.prefill.model.token_s)
 
     def cost_model(self, t_l: float, w: float) -> MigrationCost:
         """:meth:`bfio.sim.migration.BfioMigration.cost_model` (its docstring): the
