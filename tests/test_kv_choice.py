@@ -30,7 +30,7 @@ LINK = {"transfer_gbps": 8.0, "kv_bytes_per_token": 1000}
 CHUNK = 512
 
 
-def _seated(coef=None, blocks=None, cache_blocks=None):
+def _seated(coef=None, blocks=None, cache_blocks=None, kv="transfer"):
     """Two ranks of four slots with ROLL's rule (``kv: transfer`` over :data:`LINK`) and
     the prefill model: rank 0 runs request 0 (prompt 5,000, prefilled, 10 tokens out),
     request 1 (prompt 2,000, nothing computed) and request 3 (prompt 1,000, prefilled,
@@ -39,7 +39,7 @@ def _seated(coef=None, blocks=None, cache_blocks=None):
     st = ClusterState.empty(work, 2, 4, coef)
     prefill = Prefill(PrefillModel(chunk_tokens=CHUNK, token_s=1e-4, cache_blocks=cache_blocks), work, 2, 4)
     d = InstantDispatch(st, make_policy("jsq_requests"), prefill, 1e-7, migration="roll",
-                        migration_options={"kv": "transfer", "threshold": 10, "freeze_s": 3.0, **LINK})
+                        migration_options={"kv": kv, "threshold": 10, "freeze_s": 3.0, **LINK})
     for i, g in enumerate((0, 0, 1, 0)):
         d._append(i, g)
     d.queued = 4
@@ -64,6 +64,21 @@ def test_a_transferred_request_is_resident_on_arrival_and_computes_nothing():
     m = d.migration.metrics()
     assert m["migration_transfers"] == 1 and m["migration_transfer_tokens"] == 1040
     assert "migration_recomputed_tokens" not in m
+
+
+@pytest.mark.parametrize("kv", ["transfer", "recompute"])
+def test_a_request_that_computed_nothing_moves_free_neither_sent_nor_recomputed(kv):
+    """Request 1 is seated with its prompt still all to compute (no cache): it holds no
+    KV, so its migration sends nothing and recomputes nothing (its prompt is computed
+    on its new rank, as it would have been on its old one): counted free, not as a
+    transfer of 0 tokens or a recompute."""
+    d, st, prefill = _seated(kv=kv)
+    d.migration.migrate(d, 1, 1)
+    assert d.admit() == 1 and st.worker_of[1] == 1 and prefill.left[1] == 2000
+    m = d.migration.metrics()
+    assert m["migrations"] == m["migration_free"] == 1
+    assert m.get("migration_transfers", 0) == m.get("migration_transfer_tokens", 0) == 0
+    assert m.get("migration_recomputes", 0) == m.get("migration_recomputed_tokens", 0) == 0
 
 
 def test_a_request_still_in_its_prefill_sends_what_it_computed_and_the_destination_computes_the_rest():
@@ -287,11 +302,12 @@ def test_choose_in_a_whole_run_counts_both_ways(gbps, way):
                    migration_options={"kv": "choose", "cost_weight": 1e-9, "transfer_gbps": gbps, "evaluations": 4,
                                       "per_rank": 2}, **KW)
     m = res.metrics
-    assert m["migrations"] > 0 and m["migration_recomputes"] + m["migration_transfers"] == m["migrations"]
+    ways = m["migration_recomputes"] + m["migration_transfers"]
+    assert m["migrations"] > 0 and ways + m["migration_free"] == m["migrations"]
     if way == "transfer":
-        assert m["migration_transfers"] == m["migrations"] and m["migration_recomputed_tokens"] == 0
-    else:  # a request that had computed nothing ties (both ways compute its prompt there): sent, 0 tokens
-        assert m["migration_recomputes"] > 0 and m["migration_transfer_tokens"] == 0
+        assert m["migration_transfers"] == ways and m["migration_recomputed_tokens"] == 0
+    else:  # a request that had computed nothing ties (both ways compute its prompt there): free, 0 tokens
+        assert m["migration_recomputes"] > 0 and m["migration_transfers"] == m["migration_transfer_tokens"] == 0
     assert res.requests["finish_s"].notna().all() and res.series["active"].sum() == work.decode.sum()
 
 

@@ -18,6 +18,11 @@ that costs BF-IO's planner, and the counts.
   prefix-cache hit stays its first admission's (:mod:`bfio.engine.prefill_resume`).
   Counted: ``migration_transfers``, ``migration_transfer_tokens``,
   ``migration_transfer_s``, ``migration_transfer_wait_s`` (what the barrier waited).
+- A migrated request that held no KV when it left (seated, nothing of its prompt
+  computed or cached: it had still all its prefill to do) is neither: nothing is
+  sent or recomputed, its prompt is computed on its new rank as it would have
+  been on its old one. Counted: ``migration_free``, not among the recomputes or
+  the transfers.
 - ``choose`` (rule ``bfio`` with the prefill model; refused by name otherwise:
   ROLL's rule weighs no cost, and without the prefill model there is no
   recompute to weigh): BF-IO's planner costs each migration both ways in its
@@ -63,14 +68,18 @@ class KvWay:
             prefill.track_resumes()
         self.sent = np.zeros(N, dtype=bool)
         self.sent_tokens = np.zeros(N, dtype=np.int64)
+        self.held = np.zeros(N, dtype=bool)  # per request, whether it held KV when it last left
         self.recomputes = 0
         self.recomputed_tokens = 0
+        self.free = 0
 
     def left(self, dispatch, i: int, dst: int, sent: bool | None) -> None:
         """Running request ``i`` leaves for rank ``dst``'s queue
         (:meth:`bfio.sim.dispatch.InstantDispatch.migrate`), its KV sent (``sent``;
         ``None``: the rule's way, ``transfer`` or ``recompute``)."""
         sent = self.mode == "transfer" if sent is None else bool(sent)
+        self.held[i] = self.prefill is None or \
+            int(self.prefill.sent_tokens(np.array([i]), self.state.generated)[0]) > 0
         self.sent_tokens[i] = dispatch.migrate(i, dst, sent)
         self.sent[i] = sent
 
@@ -80,12 +89,13 @@ class KvWay:
         the prefill model :meth:`bfio.engine.prefill.Prefill.admitted` has made it so; without
         it its generated tokens join the ``s_i`` it was seated with) and its transfer
         is charged to its rank's next step."""
-        sent = self.sent[back]
-        again = back[~sent]
+        sent, held = self.sent[back], self.held[back]
+        self.free += int((~held).sum())
+        again = back[~sent & held]
         if again.size:
             self.recomputes += int(again.shape[0])
             self.recomputed_tokens += int(self.prefill.left[again].sum())
-        got = back[sent]
+        got = back[sent & held]
         if got.size:
             ranks = state.worker_of[got]
             if self.prefill is None:
@@ -162,7 +172,7 @@ class KvWay:
                              token_latency_s=t_l, sent_tokens=sent, transfer_fixed=rest, choose=self.mode == "choose")
 
     def metrics(self) -> dict:
-        out = {}
+        out = {"migration_free": int(self.free)}
         if self.mode != "transfer":
             out["migration_recomputes"] = int(self.recomputes)
             out["migration_recomputed_tokens"] = int(self.recomputed_tokens)
