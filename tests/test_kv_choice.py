@@ -213,6 +213,47 @@ def _dispatch(kv, gbps, cost_weight=1.0):
     return d
 
 
+def test_prefill_cost_is_the_steps_prefill_share_by_hand():
+    """:func:`bfio.engine.step_time.prefill_cost`: with the paper's prefill ``token_s`` a
+    token; with a calibrated vector ``a_p T + a_p2 (q C^2 + r^2)`` for ``q`` full chunks of
+    ``C`` and a rest ``r``; 0 at 0 tokens."""
+    from bfio.engine.step_time import prefill_cost, prefill_vector
+
+    tokens = np.array([0.0, 1.0, 2048.0, 5000.0])
+    out = prefill_cost(prefill_vector(None, 1e-4), tokens, 2048.0, np.empty(4))
+    assert out == pytest.approx(tokens * 1e-4, rel=1e-12)
+    vec = np.array([7.0, 3.0, 5.0, 2e-5, 1e-9, 11.0, 13.0])  # alpha, a_kv, a_n, beta, comm: not read
+    out = prefill_cost(vec, tokens, 2048.0, np.empty(4))
+    expect = [0.0, 2e-5 + 1e-9, 2e-5 * 2048 + 1e-9 * 2048 ** 2, 2e-5 * 5000 + 1e-9 * (2 * 2048 ** 2 + 904 ** 2)]
+    assert out == pytest.approx(expect, rel=1e-12)
+
+
+def test_the_recompute_cost_reads_the_calibrated_steps_prefill(data_dir, monkeypatch):
+    """With the calibrated step the planner prices a recompute as the step charges its
+    chunks (``a_p`` a token, ``a_p2`` a chunk's square; ``t_l = a_kv``), not at the
+    prefill model's ``token_s``: request 0 (20,000 prompt tokens, 5 generated) recomputes
+    20,005 tokens on rank 1, 9 chunks of 2,048 and 1,573."""
+    from bfio.step_model import StepModel
+
+    monkeypatch.setenv("BFIO_DATA_DIR", str(data_dir))
+    c = StepModel("calibrated").coefficients(data_dir)
+    work = Workload(np.array([20_000, 880_000, 100_000]), np.array([100, 100, 100]))
+    st = ClusterState.empty(work, 2, 4, c)
+    prefill = Prefill(PrefillModel(chunk_tokens=2048), work, 2, 4)
+    d = InstantDispatch(st, make_policy("bfio", horizon=20), prefill, c.a_kv, migration="bfio",
+                        migration_options={"kv": "recompute"})
+    for i, g in enumerate((0, 0, 1)):
+        d._append(i, g)
+    d.queued = 3
+    d.admit()
+    prefill.left[:], prefill.reserve[:] = 0, 0
+    st.generated[0] = 5
+    d.migration.token_latency_s = c.a_kv
+    cost = d.migration.cost(0, np.array([[880_000.0], [100_000.0]]), [])
+    seconds = c.a_p * 20_005 + c.a_p2 * (9 * 2048 ** 2 + 1573 ** 2)
+    assert cost[1] == pytest.approx(2 * seconds / c.a_kv, rel=1e-12)  # cost_weight G seconds / t_l
+
+
 def _cached_dispatch(kv):
     """:func:`_dispatch`'s ranks and requests with prefix caches (blocks of 10,000 tokens)
     and a slow link (1 Gb/s: a transfer never pays); request 0 has generated 5 tokens."""

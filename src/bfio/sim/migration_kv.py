@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bfio.engine.step_time import prefill_cost, prefill_vector
 from bfio.sim.state import ClusterState
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer
 from bfio.solvers.migration_plan import MigrationCost
@@ -66,6 +67,8 @@ class KvWay:
                 prefill.track_received()
         if self.mode != "transfer" and prefill is not None:
             prefill.track_resumes()
+        #: the run's step as it prices a rank's prefill tokens (:func:`prefill_cost`)
+        self.prefill_coef = None if prefill is None else prefill_vector(state.step_costs, prefill.model.token_s)
         self.sent = np.zeros(N, dtype=bool)
         self.sent_tokens = np.zeros(N, dtype=np.int64)
         self.held = np.zeros(N, dtype=bool)  # per request, whether it held KV when it last left
@@ -112,13 +115,13 @@ class KvWay:
 
     def recompute_floor(self, size: np.ndarray, generated: np.ndarray | None) -> np.ndarray:
         """A recompute's seconds at least (``inf`` with ``transfer``): its ``size`` tokens at
-        ``token_s``, or with prefix caches ``generated + 1`` (a hit on some rank may
+        :meth:`prefill_seconds`, or with prefix caches ``generated + 1`` (a hit on some rank may
         spare all its prompt but the last token; :meth:`cached_floor` reads the
         ranks' caches)."""
         if self.mode == "transfer":
             return np.full(np.shape(size), np.inf)
         cached = self.prefill.caches is not None
-        return ((generated + 1.0) if cached else size) * float(self.prefill.model.token_s)
+        return self.prefill_seconds((generated + 1.0) if cached else size)
 
     def transfer_floor(self, dispatch, size: np.ndarray, sent: np.ndarray | None, t_l: float) -> np.ndarray:
         """A transfer's charge at least (``inf`` with ``recompute``): ``max(0, X_i -
@@ -134,7 +137,7 @@ class KvWay:
         """Per running request of ``ids``, a recompute's seconds on the rank that would
         compute the fewest of its tokens, its own rank left out (a migration leaves
         it): :meth:`bfio.engine.prefill.Prefill.resume_tokens`, the formula the planner's
-        cost and the simulator's charge read, at ``token_s``. Exact where
+        cost and the simulator's charge read, at :meth:`prefill_seconds`. Exact where
         :meth:`recompute_floor` assumes a hit: what the ranks' caches hold now."""
         generated, worker_of = self.state.generated, self.state.worker_of
         out = np.empty(ids.shape[0])
@@ -142,7 +145,20 @@ class KvWay:
             tokens = self.prefill.resume_tokens(i, int(generated[i])).astype(np.float64)
             tokens[worker_of[i]] = np.inf
             out[k] = tokens.min()
-        return out * float(self.prefill.model.token_s)
+        return self.prefill_seconds(out)
+
+    def prefill_seconds(self, tokens) -> np.ndarray:
+        """The seconds computing ``tokens`` (per entry, any shape) prompt tokens of one
+        request adds to its rank's share of the steps, as the run's step charges them
+        (:func:`bfio.engine.step_time.prefill_cost`: the paper's ``token_s`` a token, or
+        the calibrated step's ``a_p`` a token and ``a_p2`` a chunk's square, chunks of
+        the prefill model's ``request_chunk``): a recompute's cost, and the prefill a
+        transferred request has left."""
+        t = np.array(tokens, dtype=np.float64)
+        flat = np.ascontiguousarray(t.reshape(-1))
+        out = np.empty_like(flat)
+        prefill_cost(self.prefill_coef, flat, float(self.prefill.model.request_chunk), out)
+        return out.reshape(t.shape)
 
     def cost_model(self, t_l: float, w: float) -> MigrationCost:
         """:meth:`bfio.sim.migration.BfioMigration.cost_model` (its docstring): the
@@ -150,23 +166,23 @@ class KvWay:
         whether the planner chooses between them."""
         G, fixed, sent = self.state.workers, None, None
         if self.mode != "transfer":
-            prefill, generated, token_s = self.prefill, self.state.generated, float(self.prefill.model.token_s)
+            prefill, generated, seconds = self.prefill, self.state.generated, self.prefill_seconds
 
             def fixed(ids: np.ndarray) -> np.ndarray:
                 tokens = np.array([prefill.resume_tokens(int(i), int(generated[i])) for i in ids], dtype=np.float64)
-                return w * G * (tokens.reshape(len(ids), G) * token_s) / t_l
+                return w * G * seconds(tokens.reshape(len(ids), G)) / t_l
 
             if self.mode == "recompute":
                 return MigrationCost(fixed=fixed)
         rest = None
         if self.prefill is not None:
-            prefill, generated, token_s = self.prefill, self.state.generated, float(self.prefill.model.token_s)
+            prefill, generated, seconds = self.prefill, self.state.generated, self.prefill_seconds
 
             def sent(ids: np.ndarray) -> np.ndarray:
                 return prefill.sent_tokens(np.asarray(ids, dtype=np.int64), generated).astype(np.float64)
 
             def rest(ids: np.ndarray) -> np.ndarray:
-                return w * G * (prefill.left[np.asarray(ids, dtype=np.int64)] * token_s) / t_l
+                return w * G * seconds(prefill.left[np.asarray(ids, dtype=np.int64)]) / t_l
 
         return MigrationCost(fixed=fixed, seconds=self.transfer.seconds_of, pending=self.transfer.pending, weight=w,
                              token_latency_s=t_l, sent_tokens=sent, transfer_fixed=rest, choose=self.mode == "choose")
