@@ -450,7 +450,8 @@ class BfioMigration(Migration):
         """:meth:`cost` and, per destination, whether the planner would send the KV
         (:func:`bfio.solvers.migration_plan.kv_choices`)."""
         held = self.state.workload.prefill + self.state.generated
-        out, sent = kv_choices(self.cost_model(), np.array([i]), held, loads[:, 0], planned)
+        out, sent = kv_choices(self.cost_model(), np.array([i]), held, loads[:, 0], planned,
+                               sources=self.state.worker_of[[i]])
         return out[0], sent[0]
 
 
