@@ -280,6 +280,39 @@ def test_the_recompute_cost_reads_the_calibrated_steps_prefill(data_dir, monkeyp
     assert cost[1] == pytest.approx(2 * seconds / c.a_kv, rel=1e-12)  # cost_weight G seconds / t_l
 
 
+def _never_dispatch(cost_weight):
+    """BF-IO's migrations with ``recompute`` under a calibrated step whose prefill is
+    all quadratic (``a_p`` 0, ``a_p2`` 1e-9, ``t_l = a_kv`` 1e-7) in chunks of 100: a
+    chunk's cost grows faster than its tokens, so a request of 141 tokens (a chunk and
+    41) costs less a token than one of 90."""
+    from bfio.step_model.fit import StepCoefficients
+
+    c = StepCoefficients(alpha=0.0, a_kv=1e-7, a_n=0.0, a_p=0.0, a_p2=1e-9, beta=0.0, comm=0.0)
+    work = Workload(np.array([90, 141]), np.array([50, 50]))
+    st = ClusterState.empty(work, 2, 4, c)
+    prefill = Prefill(PrefillModel(chunk_tokens=100), work, 2, 4)
+    return InstantDispatch(st, make_policy("bfio", horizon=20), prefill, 1e-7, migration="bfio",
+                           migration_options={"kv": "recompute", "cost_weight": cost_weight})
+
+
+@pytest.mark.parametrize("cost_weight", [1.0, 2.0, 3.0, 1000.0])
+def test_never_holds_only_where_no_size_can_pass_the_screen(cost_weight):
+    """:meth:`BfioMigration.never` says no request can ever pay only when the screen
+    (bound above floor) fails at every size; at ``cost_weight`` 3 the screen fails at the
+    smallest prompt (90) and grows faster there than the bound, yet passes at 141: not
+    never (a two-point test at the smallest prompt would have said never); at 1000 never."""
+    d = _never_dispatch(cost_weight)
+    m = d.migration
+    m.token_latency_s = 1e-7
+    sizes = np.arange(90.0, 2000.0)
+    passes = m.policy.migration_bound(sizes, 2, 0) > m.floor(d, sizes)
+    assert not (m.never(d) and passes.any())
+    if cost_weight == 3.0:
+        assert not passes[0] and passes[141 - 90] and not m.never(d)
+    if cost_weight == 1000.0:  # every token costs more than the bound gains: never
+        assert m.never(d)
+
+
 def _cached_dispatch(kv):
     """:func:`_dispatch`'s ranks and requests with prefix caches (blocks of 10,000 tokens)
     and a slow link (1 Gb/s: a transfer never pays); request 0 has generated 5 tokens."""

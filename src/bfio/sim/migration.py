@@ -90,10 +90,13 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   max_g L_g - sum_g L_g)`` are the rank-seconds a step idles, ``G x stall``
   those of a barrier that waits ``stall``), ``stall`` the transfer's charge on
   the next step beyond the destination's slack (:mod:`bfio.sim.transfer`, with
-  the transfers already pending and planned in the call) or the recompute's
-  ``token_s`` per token its readmission on ``d`` computes: its prompt less
-  ``d``'s cached prefix, and its generated tokens (:meth:`bfio.engine.prefill.Prefill.resume_tokens`,
-  the formula the simulator charges); with ``kv: choose`` the cheaper of the two
+  the transfers already pending and planned in the call) or the seconds the
+  run's step charges for the tokens its readmission on ``d`` computes
+  (:meth:`bfio.sim.migration_kv.KvWay.prefill_seconds`: the paper's ``token_s`` a
+  token, the calibrated step's ``a_p`` a token and ``a_p2`` a chunk's square): its
+  prompt less ``d``'s cached prefix, and its generated tokens
+  (:meth:`bfio.engine.prefill.Prefill.resume_tokens`, the formula the simulator
+  charges); with ``kv: choose`` the cheaper of the two
   per destination, and that way for its KV (:mod:`bfio.sim.migration_kv`,
   :func:`bfio.solvers.migration_plan.kv_cost`). It migrates to the rank of the largest positive
   net gain that would seat it at once (a running request is not put to wait);
@@ -385,21 +388,24 @@ class BfioMigration(Migration):
 
     def never(self, dispatch) -> bool:
         """With ``recompute``, whether no request of the workload can ever pay: the
-        screen of :meth:`candidates` is linear in a request's size and does not read
-        the loads, so when it falls with the size and fails at the workload's
-        smallest prompt it fails for every running request (a size is its prompt
-        and what it has generated); with prefix caches a hit can spare all but the
-        generated tokens, so never. Decided once."""
+        screen of :meth:`candidates` compares a bound linear in a request's size with
+        a floor that does not read the loads and grows by at least its first token's
+        cost with every token (the step's prefill cost of ``T`` tokens,
+        :meth:`bfio.sim.migration_kv.KvWay.prefill_seconds`: ``token_s T``, or the
+        calibrated ``a_p T + a_p2 (q C^2 + r^2)``, whose every increment is at least
+        ``a_p + a_p2``), so when the bound grows no faster than that and the screen
+        fails at the workload's smallest prompt it fails for every running request (a
+        size is its prompt and what it has generated); with prefix caches a hit can
+        spare all but the generated tokens, so never. Decided once."""
         if self._never is None:
             self._never = False
             if self.transfer is None and self.prefill.caches is None:
                 st = dispatch.state
                 self.token_latency_s = dispatch.token_latency_s
                 p = float(st.workload.prefill.min())
-                sizes = np.array([p, p + 1.0])
-                margin = self.policy.migration_bound(sizes, st.workers, self.options["horizon"]) - \
-                    self.floor(dispatch, sizes)
-                self._never = bool(margin[0] <= 0.0 and margin[1] <= margin[0])
+                bound = self.policy.migration_bound(np.array([p, p + 1.0]), st.workers, self.options["horizon"])
+                floor = self.floor(dispatch, np.array([p, 0.0, 1.0]))
+                self._never = bool(bound[0] <= floor[0] and bound[1] - bound[0] <= floor[2] - floor[1])
         return self._never
 
     def floor(self, dispatch, size: np.ndarray, generated: np.ndarray | None = None,
@@ -427,14 +433,17 @@ class BfioMigration(Migration):
         resident token of the slowest rank). ``recompute``: per destination the tokens
         its readmission there computes (:meth:`bfio.engine.prefill.Prefill.resume_tokens`: its
         prompt less that rank's cached prefix, and its generated tokens; the formula
-        the simulator charges) at ``token_s`` each (the barrier waits for them when no
-        other rank prefills). ``transfer``: the charge of :mod:`bfio.sim.transfer` on the
+        the simulator charges) at the seconds the run's step charges for them
+        (:meth:`bfio.sim.migration_kv.KvWay.prefill_seconds`; the barrier waits for them
+        when no other rank prefills). ``transfer``: the charge of :mod:`bfio.sim.transfer` on the
         next step, ``max(0, max_g (share_g + X_g) - max_g share_g)`` with the request's
         ``X_i`` (of its resident tokens with the prefill model,
         :meth:`bfio.engine.prefill.Prefill.sent_tokens`) added to the destination's pending
         transfers and the call's earlier migrations, less what those already cost;
         shares ``t_l Lhat_g(0)`` of the predicted loads without it, its tokens on the
-        destination (:func:`bfio.solvers.migration_plan._transfer_costs`). ``choose``:
+        destination, plus with the calibrated step each rank's ``rank_cost(0, n_g, P_g)``
+        (:func:`bfio.sim.transfer.share_offsets`: the step's own share ``rank_cost(L_g,
+        n_g, P_g)``; :func:`bfio.solvers.migration_plan._transfer_costs`). ``choose``:
         per destination the cheaper of the two, and that way for its KV
         (:func:`bfio.solvers.migration_plan.kv_cost`)."""
         return self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]))

@@ -26,9 +26,9 @@ that costs BF-IO's planner, and the counts.
 - ``choose`` (rule ``bfio`` with the prefill model; refused by name otherwise:
   ROLL's rule weighs no cost, and without the prefill model there is no
   recompute to weigh): BF-IO's planner costs each migration both ways in its
-  objective's units (:meth:`KvWay.cost_model`: a recompute's tokens through the
-  prefill model at ``token_s``, a transfer's seconds beyond the destination's
-  slack) and takes the cheaper, per migrated request and destination
+  objective's units (:meth:`KvWay.cost_model`: a recompute's tokens at the seconds
+  the run's step charges for them, :meth:`KvWay.prefill_seconds`, a transfer's
+  seconds beyond the destination's slack) and takes the cheaper, per migrated request and destination
   (:func:`bfio.solvers.migration_plan.kv_cost`, ties to the transfer); counted as
   both ways are.
 """
