@@ -149,32 +149,6 @@ def test_the_calibrated_step_with_prefill_charges_a_transfer_beyond_the_rank_cos
     assert after == before + 1
 
 
-def test_the_transfer_cost_reads_the_calibrated_ranks_shares(data_dir, monkeypatch):
-    """With the calibrated step the planner's transfer cost reads each rank's share as the
-    step charges it, ``rank_cost(L_g, n_g, P_g)`` (:mod:`bfio.sim.transfer`), not ``t_l
-    L_g``: request 3 (1,040 tokens) leaves rank 0 (then ``L`` 5,010, one request
-    decoding, request 1's chunk of 512 prefilling) for rank 1 (``L`` 1,005 + 1,040, two
-    decoding), its KV over 1e9 bytes a second at 100,000 bytes a token (0.104 s)."""
-    from bfio.sim.transfer import KvTransfer
-    from bfio.step_model import StepModel
-
-    monkeypatch.setenv("BFIO_DATA_DIR", str(data_dir))
-    c = StepModel("calibrated").coefficients(data_dir)
-    d, st, prefill = _seated(coef=c)
-    kv = d.migration.kv
-    kv.transfer = KvTransfer(2, 8.0, 100_000)
-    held = st.workload.prefill + st.generated
-    cost, sent = kv_choices(kv.cost_model(c.a_kv, 1.0), np.array([3]), held, np.array([5010.0, 1005.0]),
-                            sources=np.array([0]))
-    share = np.array([c.alpha + c.a_kv * 5010 + c.a_n * 1 + c.a_p * CHUNK + c.a_p2 * CHUNK ** 2,
-                      c.alpha + c.a_kv * 2045 + c.a_n * 2])
-    x = 1040 * 100_000 / 1e9
-    stall = max(0.0, max(share[0], share[1] + x) - share.max())
-    old = max(0.0, max(c.a_kv * 5010, c.a_kv * 2045 + x) - c.a_kv * 5010)  # shares t_l L_g
-    assert stall > 0 and abs(stall - old) > 1e-3 * old
-    assert cost[0, 1] == pytest.approx(2 * stall / c.a_kv, rel=1e-9) and sent[0, 1]
-
-
 def _workload(n=300, rate=3.0, seed=5, prompt=30_000):
     rng = np.random.default_rng(seed)
     w = Workload(rng.integers(100, prompt, n), rng.integers(1, 200, n))

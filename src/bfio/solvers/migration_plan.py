@@ -57,11 +57,7 @@ class MigrationCost:
     the prefill model the prompt tokens it has still to compute, there as they
     would be here; ``None``: 0). ``choose``: the cost is the cheaper of the fixed
     part (a recompute) and the transfer (its fixed part and the link), not their
-    sum (:func:`kv_cost`). ``share_offsets`` ``(3, G)``: what each rank's share of the
-    step holds beyond ``t_l L_g``, on the migrated request's source (row 0), on any
-    other rank (row 1) and on its destination (row 2) (the calibrated step's
-    ``rank_cost(0, n_g, P_g)`` with the request counted where it decodes,
-    :meth:`bfio.sim.transfer.share_offsets`; ``None``: 0, the paper's step)."""
+    sum (:func:`kv_cost`)."""
 
     fixed: Callable[[np.ndarray], np.ndarray] | None = None
     seconds: Callable[[np.ndarray], np.ndarray] | None = None
@@ -71,7 +67,6 @@ class MigrationCost:
     sent_tokens: Callable[[np.ndarray], np.ndarray] | None = None
     transfer_fixed: Callable[[np.ndarray], np.ndarray] | None = None
     choose: bool = False
-    share_offsets: np.ndarray | None = None
 
     @property
     def sends(self) -> bool:
@@ -95,12 +90,11 @@ def kv_cost(recompute, transfer, choose, sends):
 
 
 @helper
-def _transfer_costs(now_loads, size, x, pending, weight, t_l, offsets, src, out):
+def _transfer_costs(now_loads, size, x, pending, weight, t_l, out):
     """``out[d] += weight G stall_d / t_l``: the seconds ``stall_d`` the next step's
     barrier waits for a transfer of ``x`` seconds to rank ``d`` beyond what it waits
-    for the ``pending`` ones (per rank), shares ``t_l L_g + offsets[row, g]`` of the
-    loads ``now_loads`` (offset 0, without the request) with its ``size`` tokens on
-    ``d`` (``row`` 0 on its source ``src``, 2 on ``d``, else 1: :class:`MigrationCost`):
+    for the ``pending`` ones (per rank), shares ``t_l L_g`` of the loads
+    ``now_loads`` (offset 0, without the request) with its ``size`` tokens on ``d``:
     ``max(0, max_g (share_g + X_g) - max_g share_g)`` with and without it
     (:meth:`bfio.sim.transfer.KvTransfer.charge`). Invariant: ``out[d]`` grows by at
     least 0."""
@@ -110,8 +104,7 @@ def _transfer_costs(now_loads, size, x, pending, weight, t_l, offsets, src, out)
         busy = -np.inf
         full = -np.inf
         for g in range(G):
-            row = 2 if g == d else (0 if g == src else 1)
-            share = t_l * (now_loads[g] + (size if g == d else 0.0)) + offsets[row, g]
+            share = t_l * (now_loads[g] + (size if g == d else 0.0))
             if share > top:
                 top = share
             v = share + pending[g]
@@ -160,7 +153,7 @@ def candidate_order(held, remaining, movable, c0, c1, per_rank):
 
 @kernel
 def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, counts, w, budget, floor, use_floor,
-          fixed, rest, transfer, choose, sends, x, pending, weight, t_l, offsets, out_i, out_d, out_s):
+          fixed, rest, transfer, choose, sends, x, pending, weight, t_l, out_i, out_d, out_s):
     """The planner's loop (:func:`plan_migrations`): ``base`` ``(G, W + 1)`` and the
     slots' release offsets ``remaining`` ``(G, B)`` before the queues, updated with
     each migration; rank ``g``'s ``t``-th candidate is slot ``cand[g, t]``
@@ -231,7 +224,7 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
         for k in range(G):
             tcost[k] = rest[g, t]
         if transfer:
-            _transfer_costs(without[:, 0], size, x[g, t], pending, weight, t_l, offsets, g, tcost)
+            _transfer_costs(without[:, 0], size, x[g, t], pending, weight, t_l, tcost)
         for k in range(G):
             cost[k], sent[k] = kv_cost(fixed[g, t, k], tcost[k], choose, sends)
         d = -1
@@ -354,26 +347,18 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
               np.ascontiguousarray(w, dtype=np.float64), int(budget),
               _NO_FLOOR if floor is None else np.asarray(floor, dtype=np.float64), floor is not None, fixed,
               rest, transfer, bool(cost.choose), cost.sends, x, pending, float(cost.weight), float(cost.token_latency_s),
-              _offsets(cost, G), out_i, out_d, out_s)
+              out_i, out_d, out_s)
     return [(int(out_i[k]), int(out_d[k]), bool(out_s[k])) for k in range(n)]
 
 
-def _offsets(cost: MigrationCost, G: int) -> np.ndarray:
-    """``cost.share_offsets`` as the kernels read it (``(3, G)``; zeros when ``None``)."""
-    if cost.share_offsets is None:
-        return np.zeros((3, G))
-    return np.ascontiguousarray(cost.share_offsets, dtype=np.float64)
-
-
 def kv_choices(cost: MigrationCost, ids: np.ndarray, held: np.ndarray, loads0: np.ndarray,
-               planned=(), sources: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+               planned=()) -> tuple[np.ndarray, np.ndarray]:
     """``(n, G)`` twice: what migrating each of ``ids`` (``held[i] = s_i + tau_i``)
     costs per destination when the ranks' loads at offset 0 are ``loads0`` (without
     it) and the call has planned ``planned`` (``(request, worker)``, or ``(request,
     worker, sent)``: a transfer pending unless ``sent`` is false), and whether its
     KV is sent: the planner's own :func:`_transfer_costs` and :func:`kv_cost`, for
-    tests and reports. ``sources``: per request its rank (``None``: none is, every
-    rank other than the destination reads row 1 of ``cost.share_offsets``)."""
+    tests and reports."""
     ids = np.asarray(ids, dtype=np.int64)
     G = loads0.shape[0]
     fixed = np.zeros((ids.shape[0], G)) if cost.fixed is None else np.array(cost.fixed(ids), dtype=np.float64)
@@ -389,11 +374,9 @@ def kv_choices(cost: MigrationCost, ids: np.ndarray, held: np.ndarray, loads0: n
         for p in planned:
             if len(p) < 3 or p[2]:
                 pending[p[1]] += seconds(p[0])
-        offsets = _offsets(cost, G)
         for k in range(ids.shape[0]):
-            src = -1 if sources is None else int(sources[k])
             _transfer_costs(np.asarray(loads0, dtype=np.float64), float(held[ids[k]]), seconds(ids[k]), pending,
-                            float(cost.weight), float(cost.token_latency_s), offsets, src, trans[k])
+                            float(cost.weight), float(cost.token_latency_s), trans[k])
     out, sent = np.zeros_like(fixed), np.zeros(fixed.shape, dtype=bool)
     for k in range(ids.shape[0]):
         for d in range(G):
