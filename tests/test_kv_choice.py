@@ -287,6 +287,54 @@ def test_never_holds_only_where_no_size_can_pass_the_screen(cost_weight):
         assert m.never(d)
 
 
+@pytest.mark.parametrize("kv_tokens, rooms", [(8000, [5500.0, 5000.0, np.inf]), (2800, [300.0, -np.inf, np.inf])])
+def test_seat_room_is_what_admission_would_leave_behind_the_queue(kv_tokens, rooms):
+    """:func:`bfio.sim.migration_kv.seat_room` by hand: rank 0 runs request 0 (2,500
+    tokens to hold), rank 1 runs request 2 (1,000) with request 1 (2,000) queued, rank 2
+    is idle. With 8,000 KV tokens a rank: 5,500 left on rank 0, 5,000 on rank 1 once
+    request 1 is seated, any on the idle rank. With 2,800: 300 on rank 0; request 1
+    waits for memory on rank 1 (nothing behind it is seated: -inf)."""
+    from bfio.sim.migration_kv import seat_room
+
+    work = Workload(np.array([2500, 2000, 1000, 1000]), np.full(4, 100))
+    st = ClusterState.empty(work, 3, 4)
+    prefill = Prefill(PrefillModel(chunk_tokens=CHUNK, kv_tokens=kv_tokens), work, 3, 4)
+    d = InstantDispatch(st, make_policy("jsq_requests"), prefill, 1e-7)
+    for i, g in ((0, 0), (2, 1)):
+        d._append(i, g)
+    d.queued = 2
+    assert d.admit() == 2
+    d._append(1, 1)
+    d.queued = 1
+    room, growth = seat_room(d)
+    assert growth == 0.0 and room.tolist() == rooms
+
+
+def test_the_planner_migrates_only_where_the_request_fits_in_kv_memory():
+    """A destination with a free slot but less KV room than the request's ``s_i + tau_i``
+    would keep it waiting: no migration there (``MigrationCost.room``)."""
+    from bfio.solvers.migration_plan import plan_migrations
+    from bfio.solvers.objective import ObjectiveTerms
+
+    H = 10
+    terms = ObjectiveTerms.build(H, 1.0, "persist", fast=True)
+    h = np.arange(H + 1)
+    base = np.zeros((2, H + 1))
+    base[0] = 2 * np.where(h < 50, 1000 + h, 0)
+    slots = np.array([[0, 1, -1], [-1, -1, -1]])
+    remaining = np.array([[50, 50, 0], [0, 0, 0]])
+    held = np.array([[1000, 1000, 0], [0, 0, 0]])
+    queues = (np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    none = np.zeros(0, dtype=np.int64)
+
+    def plan(room):
+        cost = MigrationCost(fixed=lambda ids: np.zeros((len(ids), 2)), room=np.array([np.inf, room]))
+        return plan_migrations(base.copy(), remaining, queues, none, none, slots, held, slots >= 0, terms, cost, 1, 2)
+
+    assert plan(999.0) == [] and plan(-np.inf) == []
+    assert plan(1000.0) == [(0, 1, False)] and plan(np.inf) == [(0, 1, False)]
+
+
 def _cached_dispatch(kv):
     """:func:`_dispatch`'s ranks and requests with prefix caches (blocks of 10,000 tokens)
     and a slow link (1 Gb/s: a transfer never pays); request 0 has generated 5 tokens."""

@@ -99,7 +99,8 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   charges); with ``kv: choose`` the cheaper of the two
   per destination, and that way for its KV (:mod:`bfio.sim.migration_kv`,
   :func:`bfio.solvers.migration_plan.kv_cost`). It migrates to the rank of the largest positive
-  net gain that would seat it at once (a running request is not put to wait);
+  net gain that would seat it at once, in a free slot and within its KV memory
+  (a running request is not put to wait; :func:`bfio.sim.migration_kv.seat_room`);
   a request migrates at most once. A screen that predicts nothing comes first:
   a migration lowers ``J`` by at most ``G sum_h w_h (s_i + tau_i + h)``, so a
   request whose cost's lower bound (:meth:`BfioMigration.floor`) is above that
@@ -122,9 +123,11 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from bfio.sim.migration_kv import KV_DEFAULTS, KvWay
+from bfio.sim.migration_kv import KV_DEFAULTS, KvWay, seat_room
 from bfio.sim.moves import BFIO_EVALUATIONS
 from bfio.sim.state import ClusterState, FirstStarts
 from bfio.solvers.migration_plan import MigrationCost, kv_choices
@@ -448,7 +451,11 @@ class BfioMigration(Migration):
         seated at once waits for KV memory, ``docs/architecture.md``). ``choose``:
         per destination the cheaper of the two, and that way for its KV
         (:func:`bfio.solvers.migration_plan.kv_cost`)."""
-        return self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]))
+        cost = self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]))
+        if self.dispatch is None:
+            return cost
+        room, growth = seat_room(self.dispatch)
+        return replace(cost, room=room, growth=growth)
 
     def cost(self, i: int, loads: np.ndarray, planned: list[tuple]) -> np.ndarray:
         """Per destination rank, what migrating running request ``i`` costs the planner

@@ -49,6 +49,33 @@ KV_DEFAULTS = {"kv": "recompute", "transfer_gbps": DEFAULT_TRANSFER_GBPS,
                "kv_bytes_per_token": DEFAULT_KV_BYTES_PER_TOKEN}
 
 
+def seat_room(dispatch) -> tuple[np.ndarray, float]:
+    """Per rank, the KV tokens a request joining the tail of its queue may take and
+    still be seated at once, as admission seats (:func:`bfio.engine.kernels.admit_queues`,
+    :meth:`bfio.sim.dispatch.InstantDispatch.admission_memory`: the queued requests
+    ahead take theirs first, each seated request keeps ``growth`` more, an idle rank
+    seats anything): ``inf`` on a rank idle with an empty queue or without a KV bound,
+    ``-inf`` where a queued request already waits for memory; and ``growth``. BF-IO's
+    planner migrates a request only where it is seated at once (issue 45): a rank with
+    a free slot and no room would keep it waiting, its KV charged when it is seated."""
+    st = dispatch.state
+    if not dispatch.kv_cap:
+        return np.full(st.workers, np.inf), 0.0
+    committed, need, growth = dispatch.admission_memory()
+    cap = float(dispatch.kv_cap)
+    room = np.empty(st.workers)
+    for g in range(st.workers):
+        c, active, blocked = float(committed[g]), int(st.active[g]), False
+        for j in dispatch.queue(g):
+            if active > 0 and c + need[j] + growth > cap:
+                blocked = True
+                break
+            c += float(need[j] + growth)
+            active += 1
+        room[g] = -np.inf if blocked else (np.inf if active == 0 else cap - c - growth)
+    return room, float(growth)
+
+
 class KvWay:
     """The KV's way of one run's migrations: ``transfer`` (a
     :class:`~bfio.sim.transfer.KvTransfer`, or ``None`` with ``recompute``), per

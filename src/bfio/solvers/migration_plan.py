@@ -57,7 +57,11 @@ class MigrationCost:
     the prefill model the prompt tokens it has still to compute, there as they
     would be here; ``None``: 0). ``choose``: the cost is the cheaper of the fixed
     part (a recompute) and the transfer (its fixed part and the link), not their
-    sum (:func:`kv_cost`)."""
+    sum (:func:`kv_cost`). ``room`` ``(G,)``: per rank the KV tokens a request joining
+    its queue may take and be seated at once (:func:`bfio.sim.migration_kv.seat_room`;
+    ``None``: no bound), each seated request keeping ``growth`` more: a migration's
+    destination must hold its ``s_i + tau_i`` (the planner's seat check reads slots
+    and KV memory, as admission does)."""
 
     fixed: Callable[[np.ndarray], np.ndarray] | None = None
     seconds: Callable[[np.ndarray], np.ndarray] | None = None
@@ -67,6 +71,8 @@ class MigrationCost:
     sent_tokens: Callable[[np.ndarray], np.ndarray] | None = None
     transfer_fixed: Callable[[np.ndarray], np.ndarray] | None = None
     choose: bool = False
+    room: np.ndarray | None = None
+    growth: float = 0.0
 
     @property
     def sends(self) -> bool:
@@ -153,14 +159,15 @@ def candidate_order(held, remaining, movable, c0, c1, per_rank):
 
 @kernel
 def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, counts, w, budget, floor, use_floor,
-          fixed, rest, transfer, choose, sends, x, pending, weight, t_l, out_i, out_d, out_s):
+          fixed, rest, transfer, choose, sends, x, pending, weight, t_l, room, growth, out_i, out_d, out_s):
     """The planner's loop (:func:`plan_migrations`): ``base`` ``(G, W + 1)`` and the
     slots' release offsets ``remaining`` ``(G, B)`` before the queues, updated with
     each migration; rank ``g``'s ``t``-th candidate is slot ``cand[g, t]``
     (request ``slots[g, cand[g, t]]``, its fixed cost ``fixed[g, t]`` per
     destination, a transfer's fixed part ``rest[g, t]`` and its seconds ``x[g, t]``;
     ``pending`` updated with the
-    planned transfers; :func:`kv_cost` of the two, ``choose``/``sends``). Returns
+    planned transfers; a destination must have a free slot at once and ``room`` for
+    the request's ``held`` tokens, ``room`` moved with each migration (``growth``); :func:`kv_cost` of the two, ``choose``/``sends``). Returns
     the number of migrations written to ``out_i``, ``out_d`` and ``out_s`` (its KV
     sent). Invariant: each evaluation sees the loads with every earlier migration
     of the call applied, and the pending transfers of those whose KV is sent."""
@@ -230,7 +237,7 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
         d = -1
         top = -np.inf
         for k in range(G):
-            if k != g and entry[k] == 0:
+            if k != g and entry[k] == 0 and room[k] >= size:
                 net = stay - J[k] - cost[k]
                 if d < 0 or net > top:
                     d, top = k, net
@@ -245,6 +252,8 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
         _replace_min(rel[d], r)
         rel[g] = row_rel
         loads[:] = without
+        room[d] -= size + growth
+        room[g] += size + growth
         stay = J[d]
         if transfer and sent[d]:
             pending[d] += x[g, t]
@@ -347,6 +356,7 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
               np.ascontiguousarray(w, dtype=np.float64), int(budget),
               _NO_FLOOR if floor is None else np.asarray(floor, dtype=np.float64), floor is not None, fixed,
               rest, transfer, bool(cost.choose), cost.sends, x, pending, float(cost.weight), float(cost.token_latency_s),
+              np.full(G, np.inf) if cost.room is None else np.array(cost.room, dtype=np.float64), float(cost.growth),
               out_i, out_d, out_s)
     return [(int(out_i[k]), int(out_d[k]), bool(out_s[k])) for k in range(n)]
 
