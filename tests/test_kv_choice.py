@@ -149,6 +149,32 @@ def test_the_calibrated_step_with_prefill_charges_a_transfer_beyond_the_rank_cos
     assert after == before + 1
 
 
+def test_the_transfer_cost_reads_the_calibrated_ranks_shares(data_dir, monkeypatch):
+    """With the calibrated step the planner's transfer cost reads each rank's share as the
+    step charges it, ``rank_cost(L_g, n_g, P_g)`` (:mod:`bfio.sim.transfer`), not ``t_l
+    L_g``: request 3 (1,040 tokens) leaves rank 0 (then ``L`` 5,010, one request
+    decoding, request 1's chunk of 512 prefilling) for rank 1 (``L`` 1,005 + 1,040, two
+    decoding), its KV over 1e9 bytes a second at 100,000 bytes a token (0.104 s)."""
+    from bfio.sim.transfer import KvTransfer
+    from bfio.step_model import StepModel
+
+    monkeypatch.setenv("BFIO_DATA_DIR", str(data_dir))
+    c = StepModel("calibrated").coefficients(data_dir)
+    d, st, prefill = _seated(coef=c)
+    kv = d.migration.kv
+    kv.transfer = KvTransfer(2, 8.0, 100_000)
+    held = st.workload.prefill + st.generated
+    cost, sent = kv_choices(kv.cost_model(c.a_kv, 1.0), np.array([3]), held, np.array([5010.0, 1005.0]),
+                            sources=np.array([0]))
+    share = np.array([c.alpha + c.a_kv * 5010 + c.a_n * 1 + c.a_p * CHUNK + c.a_p2 * CHUNK ** 2,
+                      c.alpha + c.a_kv * 2045 + c.a_n * 2])
+    x = 1040 * 100_000 / 1e9
+    stall = max(0.0, max(share[0], share[1] + x) - share.max())
+    old = max(0.0, max(c.a_kv * 5010, c.a_kv * 2045 + x) - c.a_kv * 5010)  # shares t_l L_g
+    assert stall > 0 and abs(stall - old) > 1e-3 * old
+    assert cost[0, 1] == pytest.approx(2 * stall / c.a_kv, rel=1e-9) and sent[0, 1]
+
+
 def _workload(n=300, rate=3.0, seed=5, prompt=30_000):
     rng = np.random.default_rng(seed)
     w = Workload(rng.integers(100, prompt, n), rng.integers(1, 200, n))
@@ -333,6 +359,37 @@ def test_the_planner_migrates_only_where_the_request_fits_in_kv_memory():
 
     assert plan(999.0) == [] and plan(-np.inf) == []
     assert plan(1000.0) == [(0, 1, False)] and plan(np.inf) == [(0, 1, False)]
+
+
+def test_a_transfers_shares_read_the_resident_loads_the_step_reads():
+    """``MigrationCost.share_loads``: the shares of the transfer's charge are the ranks'
+    resident tokens (the next step's, moved with the call's migrations), not the
+    predicted loads at offset 0. Rank 0 runs two requests of 1,000 tokens; a transfer
+    of one takes 0.05 s. Predicted, rank 0 without it holds 1,000 and rank 1 (with it)
+    1,000: no slack, the barrier waits 0.05 s (1e6 token-steps): no migration. With
+    rank 0 resident at 1e6 tokens (0.1 s of share) the transfer hides in rank 1's
+    slack: it migrates, its KV sent."""
+    from bfio.solvers.migration_plan import plan_migrations
+    from bfio.solvers.objective import ObjectiveTerms
+
+    H = 10
+    terms = ObjectiveTerms.build(H, 1.0, "persist", fast=True)
+    h = np.arange(H + 1)
+    base = np.zeros((2, H + 1))
+    base[0] = 2 * np.where(h < 50, 1000 + h, 0)
+    slots = np.array([[0, 1, -1], [-1, -1, -1]])
+    remaining = np.array([[50, 50, 0], [0, 0, 0]])
+    held = np.array([[1000, 1000, 0], [0, 0, 0]])
+    queues = (np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    none = np.zeros(0, dtype=np.int64)
+
+    def plan(share_loads):
+        cost = MigrationCost(seconds=lambda t: t * 5e-5, pending=np.zeros(2), token_latency_s=1e-7,
+                             share_loads=share_loads)
+        return plan_migrations(base.copy(), remaining, queues, none, none, slots, held, slots >= 0, terms, cost, 1, 2)
+
+    assert plan(None) == [] and plan(np.array([2000.0, 0.0])) == []
+    assert plan(np.array([1e6, 0.0])) == [(0, 1, True)]
 
 
 def _cached_dispatch(kv):

@@ -443,12 +443,12 @@ class BfioMigration(Migration):
         ``X_i`` (of its resident tokens with the prefill model,
         :meth:`bfio.engine.prefill.Prefill.sent_tokens`) added to the destination's pending
         transfers and the call's earlier migrations, less what those already cost;
-        shares ``t_l Lhat_g(0)`` of the predicted loads without it, its tokens on the
-        destination (:func:`bfio.solvers.migration_plan._transfer_costs`; with the
-        calibrated step an approximation of its ``rank_cost(L_g, n_g, P_g)``: the
-        step's own shares, tried in issue 45, show the slack of a rank behind another's
-        prefill chunk, which is gone when a migrated request the planner takes to be
-        seated at once waits for KV memory, ``docs/architecture.md``). ``choose``:
+        each rank's share as the next step reads it (:meth:`bfio.sim.transfer.TransferEngine.shares`):
+        ``t_l L_g`` of its resident tokens without the request (its tokens on the
+        destination; moved with the call's earlier migrations), plus with the
+        calibrated step ``rank_cost(0, n_g, P_g)`` (:func:`bfio.sim.transfer.share_offsets`:
+        the step's ``rank_cost(L_g, n_g, P_g)``, the request counted off its source and
+        on its destination; :func:`bfio.solvers.migration_plan._transfer_costs`). ``choose``:
         per destination the cheaper of the two, and that way for its KV
         (:func:`bfio.solvers.migration_plan.kv_cost`)."""
         cost = self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]))
@@ -468,7 +468,8 @@ class BfioMigration(Migration):
         """:meth:`cost` and, per destination, whether the planner would send the KV
         (:func:`bfio.solvers.migration_plan.kv_choices`)."""
         held = self.state.workload.prefill + self.state.generated
-        out, sent = kv_choices(self.cost_model(), np.array([i]), held, loads[:, 0], planned)
+        out, sent = kv_choices(self.cost_model(), np.array([i]), held, loads[:, 0], planned,
+                               sources=self.state.worker_of[[i]])
         return out[0], sent[0]
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from bfio.engine.step_time import prefill_cost, prefill_vector
 from bfio.sim.state import ClusterState
-from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer
+from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer, share_offsets
 from bfio.solvers.migration_plan import MigrationCost
 
 #: how a migrated request's KV reaches its new rank (module docstring)
@@ -94,8 +94,10 @@ class KvWay:
                 prefill.track_received()
         if self.mode != "transfer" and prefill is not None:
             prefill.track_resumes()
-        #: the run's step as it prices a rank's prefill tokens (:func:`prefill_cost`)
+        #: the run's step as it prices a rank's prefill tokens (:func:`prefill_cost`), and its
+        #: calibrated coefficients (empty: the paper's step; a transfer's shares, :func:`share_offsets`)
         self.prefill_coef = None if prefill is None else prefill_vector(state.step_costs, prefill.model.token_s)
+        self.step_coef = np.zeros(0) if state.step_costs is None else np.asarray(state.step_costs.array())
         self.sent = np.zeros(N, dtype=bool)
         self.sent_tokens = np.zeros(N, dtype=np.int64)
         self.held = np.zeros(N, dtype=bool)  # per request, whether it held KV when it last left
@@ -152,11 +154,15 @@ class KvWay:
 
     def transfer_floor(self, dispatch, size: np.ndarray, sent: np.ndarray | None, t_l: float) -> np.ndarray:
         """A transfer's charge at least (``inf`` with ``recompute``): ``max(0, X_i -
-        t_l (M - m) - max_g pending_g)`` (:meth:`bfio.sim.migration.BfioMigration.floor`)."""
+        t_l (M - m) - spread - max_g pending_g)`` (:meth:`bfio.sim.migration.BfioMigration.floor`;
+        ``spread`` the range of the shares' parts beyond ``t_l L_g``, :func:`share_offsets`,
+        0 with the paper's step)."""
         if self.transfer is None:
             return np.full(np.shape(size), np.inf)
         st = dispatch.state
-        slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + float(self.transfer.pending.max())
+        offsets = self.share_offsets()
+        slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
+            float(offsets.max() - offsets.min()) + float(self.transfer.pending.max())
         x = self.transfer.seconds_of(size if sent is None else sent)
         return np.maximum(0.0, x - slack)
 
@@ -212,7 +218,12 @@ class KvWay:
                 return w * G * seconds(prefill.left[np.asarray(ids, dtype=np.int64)]) / t_l
 
         return MigrationCost(fixed=fixed, seconds=self.transfer.seconds_of, pending=self.transfer.pending, weight=w,
-                             token_latency_s=t_l, sent_tokens=sent, transfer_fixed=rest, choose=self.mode == "choose")
+                             token_latency_s=t_l, sent_tokens=sent, transfer_fixed=rest, choose=self.mode == "choose",
+                             share_offsets=self.share_offsets(), share_loads=self.state.loads.astype(np.float64))
+
+    def share_offsets(self) -> np.ndarray:
+        """The ranks' shares of the coming step beyond ``t_l L_g`` (:func:`bfio.sim.transfer.share_offsets`)."""
+        return share_offsets(self.step_coef, self.prefill, self.state)
 
     def metrics(self) -> dict:
         out = {"migration_free": int(self.free)}
