@@ -169,6 +169,34 @@ def candidate_order(held, remaining, movable, c0, c1, per_rank):
     return out, counts
 
 
+@helper
+def _shares_without(res, without, use_share, g, size, out):
+    """``out``: the loads a transfer's shares read with the request (``size`` tokens) off
+    its rank ``g``: the resident loads ``res`` less it (``use_share``), else the predicted
+    loads at offset 0 ``without[:, 0]`` (already without it). Invariant: ``out[k] =
+    res[k]`` or ``without[k, 0]`` for every ``k != g``."""
+    for k in range(out.shape[0]):
+        out[k] = res[k] if use_share else without[k, 0]
+    if use_share:
+        out[g] -= size
+
+
+@helper
+def _best_destination(g, entry, room, size, stay, J, cost):
+    """``(d, net)``: among the ranks other than ``g`` that would seat the request at once
+    (``entry[k] == 0``: a free slot; ``room[k] >= size``: its KV fits) the one of the
+    largest net gain ``stay - J[k] - cost[k]`` (ties: the first); ``d = -1`` when none
+    does. Invariant: ``d != g``."""
+    d = -1
+    top = -np.inf
+    for k in range(J.shape[0]):
+        if k != g and entry[k] == 0 and room[k] >= size:
+            net = stay - J[k] - cost[k]
+            if d < 0 or net > top:
+                d, top = k, net
+    return d, top
+
+
 @kernel
 def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, counts, w, budget, floor, use_floor,
           fixed, rest, transfer, choose, sends, x, pending, weight, t_l, room, growth, offsets, share0, use_share,
@@ -247,20 +275,11 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
         for k in range(G):
             tcost[k] = rest[g, t]
         if transfer:
-            for k in range(G):
-                resw[k] = res[k] if use_share else without[k, 0]
-            if use_share:
-                resw[g] -= size
+            _shares_without(res, without, use_share, g, size, resw)
             _transfer_costs(resw, size, x[g, t], pending, weight, t_l, offsets, g, tcost)
         for k in range(G):
             cost[k], sent[k] = kv_cost(fixed[g, t, k], tcost[k], choose, sends)
-        d = -1
-        top = -np.inf
-        for k in range(G):
-            if k != g and entry[k] == 0 and room[k] >= size:
-                net = stay - J[k] - cost[k]
-                if d < 0 or net > top:
-                    d, top = k, net
+        d, top = _best_destination(g, entry, room, size, stay, J, cost)
         if d < 0 or not top > TOLERANCE * max(1.0, abs(stay)):
             continue
         for h in range(W1):
