@@ -12,7 +12,7 @@ G = 8, B = 72, 2,000 Poisson requests at 0.9 of the regime's capacity
 (:func:`bfio.engine.capacity.trace_capacity`), instant dispatch, BF-IO ``H`` = 20 with
 the prompt-survival predictor (the study's ``bfio_h20_instant_ps``).
 
-    python benchmarks/kv_choice.py [OUT_CSV]
+    python benchmarks/kv_choice.py [OUT_CSV] [--reported]
 
 Per trace and KV way the rule's ``cost_weight`` and evaluations (:data:`GRID`) are
 chosen on the tuning seeds 100-109 (the highest mean throughput), then every row
@@ -21,7 +21,9 @@ throughput (tok/s), p99 TTFT, p99 decode TPOT and p99 end-to-end latency,
 migrations per 1,000 requests and the tokens recomputed and transferred; per
 comparison the paired per-seed change (%) with its 95% t-interval over the five
 seeds. ``OUT_CSV`` (optional) gets one line per run. Traces by their registry
-names under ``$BFIO_DATA_DIR``. About 1,300 s of CPU (400 runs).
+names under ``$BFIO_DATA_DIR``. About 1,300 s of CPU (400 runs). ``--reported``: no
+tuning, the report phase alone with the forms chosen when the script was added
+(:data:`REPORTED_FORMS`; about 110 s of CPU, 40 runs), to re-measure a change.
 
 Measured when this script was added (``docs/architecture.md``, "Migrating
 running requests"): ``recompute`` never migrates (every form; its runs are the
@@ -57,6 +59,10 @@ KV = ("recompute", "transfer", "choose")
 #: the rule's forms tried on the tuning seeds: the cost's weight, and 1 evaluation a
 #: call (1 a rank) or 4 (2 a rank)
 GRID = tuple({"cost_weight": w, "evaluations": e, "per_rank": min(e, 2)} for e in (1, 4) for w in (1.0, 4.0, 16.0))
+#: the forms the tuning chose when this script was added (every KV way on a trace: the
+#: transfer's; recompute never migrated in any form)
+REPORTED_FORMS = {"longbench_v1": {"cost_weight": 16.0, "evaluations": 4, "per_rank": 2},
+                  "burstgpt": {"cost_weight": 1.0, "evaluations": 1, "per_rank": 1}}
 KEEP = {"throughput_run": "tok/s", "ttft_s_p99": "p99 TTFT s", "tpot_decode_s_p99": "p99 TPOT s",
         "e2e_s_p99": "p99 e2e s", "migrations": "migrations", "migration_recomputed_tokens": "recomputed tok",
         "migration_transfer_tokens": "transferred tok", "migration_transfer_wait_s": "barrier wait s"}
@@ -83,14 +89,14 @@ def paired(report: pd.DataFrame, a: str, b: str, col: str) -> str:
     return f"{d.mean():+.1f}% [{d.mean() - half:+.1f}, {d.mean() + half:+.1f}]"
 
 
-def main(out: str | None = None) -> None:
+def main(out: str | None = None, reported: bool = False) -> None:
     c = STEP.coefficients()
     rows = []
     for trace in TRACES:
         frame = load_trace(trace).to_frame()
         rate = LOAD * trace_capacity(frame, G, B, coefficients=c, prefill_model=PREFILL).requests_per_s
-        chosen = {"none": {}}
-        for kv in KV:
+        chosen = {"none": {}, **({kv: REPORTED_FORMS[trace] for kv in KV} if reported else {})}
+        for kv in KV if not reported else ():
             tune = pd.DataFrame([run(frame, trace, rate, seed, kv, form) for form in GRID for seed in TUNE_SEEDS])
             by = tune.groupby("form", sort=False)[["throughput_run", "migrations"]].mean()
             print(f"{trace} {kv}: tuning (seeds 100-109; {rate:.4g} req/s = {LOAD} x capacity)")
@@ -120,4 +126,5 @@ def main(out: str | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:2])
+    args = [a for a in sys.argv[1:] if a != "--reported"]
+    main(*args[:1], reported="--reported" in sys.argv[1:])

@@ -239,6 +239,32 @@ def test_a_recompute_costs_only_what_the_destination_has_not_cached_and_is_charg
     assert d.migration.recomputed_tokens == prefill.left[0] == tokens[1]
 
 
+def test_the_planners_probes_are_the_caches_now(monkeypatch):
+    """A whole run with prefix caches (GRPO groups) and BF-IO's migrations: every probe
+    the planner reads (its hits kept while a rank's cache is unchanged) is a fresh
+    walk of every rank's cache at that moment."""
+    from bfio.engine.prefill import Prefill
+    from bfio.workloads.sessions import session_requests
+
+    rng = np.random.default_rng(4)
+    s, o = rng.integers(500, 8000, 48), rng.integers(5, 120, 48)
+    work = session_requests(s, o, sessions=6, turns=2, seed=4, think_time_s=0.2, block_tokens=64,
+                            group_size=4).workload
+    real, seen = Prefill._probed_hits, []
+
+    def probed(self, i):
+        out = real(self, i)
+        fresh = [self._prefix_hit(i, g, lookup=False) for g in range(len(self.caches))]
+        assert out.tolist() == fresh
+        seen.append(i)
+        return out
+
+    monkeypatch.setattr(Prefill, "_probed_hits", probed)
+    simulate(work, 4, 4, "bfio", policy_options={"horizon": 20}, prefill=PrefillModel(cache_blocks=40),
+             migration="bfio", migration_options={"kv": "recompute", "cost_weight": 0.0}, **KW)
+    assert len(seen) > len(set(seen)) > 10  # requests probed again, after caches changed or not
+
+
 def test_a_run_recomputes_what_the_planner_costed():
     """A whole run with prefix caches (GRPO groups): every migration's recompute, as the
     planner costs it when it migrates, is what the simulator charged."""

@@ -215,7 +215,8 @@ def test_migrated_requests_finish_once_with_all_their_tokens(monkeypatch, option
         return n
 
     def migrate(self, i, dst, sent):
-        migrated.append((i, int(self.state.worker_of[i]), dst, int(self.state.generated[i])))
+        held = self.prefill is None or self.prefill.sent_tokens(np.array([i]), self.state.generated)[0] > 0
+        migrated.append((i, int(self.state.worker_of[i]), dst, int(self.state.generated[i]), held))
         starts.setdefault(i, self.state.start[i])
         return original_migrate(self, i, dst, sent)
 
@@ -224,7 +225,7 @@ def test_migrated_requests_finish_once_with_all_their_tokens(monkeypatch, option
     work = _workload(rate=20.0)
     res = simulate(work, 4, 8, "round_robin", migration="roll", migration_options=options, prefill=prefill, **KW)
     r, m = res.requests, res.metrics
-    assert sum(t > 0 for *_, t in migrated) >= 5  # requests that had generated tokens moved
+    assert sum(t > 0 for *_, t, _ in migrated) >= 5  # requests that had generated tokens moved
     assert checked and migrated and m["migrations"] == len(migrated) == r["migrations"].sum()
     assert m["migrated_requests"] == (r["migrations"] > 0).sum() and m["migration_interruptions"] > 0
     assert r["finish_s"].notna().all() and len(set(res.series.index)) == res.steps
@@ -233,9 +234,13 @@ def test_migrated_requests_finish_once_with_all_their_tokens(monkeypatch, option
     moved = r.loc[r["migrations"] > 0]
     assert moved["start_s"].to_dict() == starts  # its start is its first admission's
     assert (moved["start_s"] >= moved["arrival_s"]).all() and (moved["finish_s"] > moved["start_s"]).all()
+    free = [i for i, *_, held in migrated if not held]  # it held no KV: nothing recomputed (migration_kv)
+    assert m["migration_free"] == len(free)
     if "kv" not in options:  # what was recomputed: each migrated request's prompt and output so far
-        assert m["migration_recomputed_tokens"] == sum(work.prefill[i] + t for i, _, _, t in migrated)
-        assert m["recomputed_tokens"] == m["migration_recomputed_tokens"]
+        assert m["migration_recomputed_tokens"] == sum(work.prefill[i] + t for i, _, _, t, held in migrated if held)
+        assert m["migration_recomputes"] + m["migration_free"] == m["migrations"]
+        # the prefill model counts a free one's prompt, computed on its new rank, among its recomputed tokens
+        assert m["recomputed_tokens"] == m["migration_recomputed_tokens"] + int(work.prefill[free].sum())
     assert res.config["migration"] == "roll" and res.config["migration_options"]["kv"] == options.get("kv",
                                                                                                         "recompute")
 

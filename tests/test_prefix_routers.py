@@ -189,6 +189,37 @@ def test_the_study_section_is_checked_when_the_config_loads():
             validate_config(cfg, schema)
 
 
+def test_a_variant_row_runs_with_its_actions_and_an_unknown_label_is_refused():
+    """``prefix_study.variants`` (issue 45: BF-IO with actions on the prefix-cache
+    settings): a listed label runs its policy with its actions after binding; a
+    label that is neither a policy nor a variant is refused by its key."""
+    import copy
+
+    import yaml
+
+    from bfio.pipeline.config import validate_config
+    from bfio.studies.prefix_study import prefix_runs
+
+    variants = {"bfio_actions": {"policy": "bfio", "horizon": 10, "queue_moves": "bfio", "migration": "bfio",
+                                 "migration_options": {"kv": "choose", "cost_weight": 4.0}}}
+    section = {"routers": ["vllm_dp", "bfio_actions"], "horizon": 10, "variants": variants,
+               "prefill": {"chunk_tokens": 1024, "token_s": 1e-4, "kv_tokens_per_rank": 50_000}}
+    setting = {"name": "m", "workload": "trace", "trace": "mooncake", "requests": 50, "workers": 2}
+    plain, acting = prefix_runs(setting, section, [1], 8)
+    assert (plain.migration, plain.queue_moves) == ("none", "none")
+    assert (acting.policy, acting.queue_moves, acting.migration) == ("bfio", "bfio", "bfio")
+    assert dict(acting.migration_options) == {"kv": "choose", "cost_weight": 4.0}
+    assert dict(acting.options)["horizon"] == 10
+    base = yaml.safe_load(open("config/smoke.yaml"))
+    cfg = copy.deepcopy(base)
+    cfg["prefix_study"].update({"routers": ["vllm_dp", "bfio_actions"], "variants": variants})
+    validate_config(cfg, "workflow/schemas/config.schema.yaml")
+    cfg = copy.deepcopy(base)
+    cfg["prefix_study"].update({"routers": ["vllm_dp", "bfio_nothing"], "variants": variants})
+    with pytest.raises(ConfigError, match=r"prefix_study\.routers\.1"):
+        validate_config(cfg, "workflow/schemas/config.schema.yaml")
+
+
 def test_group_pinning_counts_ranks_of_later_turns():
     from bfio.studies.prefix_study import group_pinning
 

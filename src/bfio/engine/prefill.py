@@ -317,6 +317,7 @@ class Prefill(Resumes):
                                   "with a hash column, e.g. mooncake, or bfio.workloads.sessions); set cache_blocks: null")
             self.blocks = workload.blocks
             self.caches = [PrefixCache(model.cache_blocks) for _ in range(workers)]
+        self._probes: dict = {}  # per probed request: the caches' versions, its hits, its cached tokens
 
     @property
     def admissions(self) -> int:
@@ -359,6 +360,25 @@ class Prefill(Resumes):
         cache, blocks = self.caches[g], self.blocks.blocks_of(i)
         hit = cache.match(blocks) if lookup else cache.probe(blocks)
         return cached_tokens(hit, self.blocks.block_tokens, self.prefill[i]) if hit else 0
+
+    def _probed_hits(self, i: int) -> np.ndarray:
+        """Per rank, :meth:`_prefix_hit`'s probe of request ``i``'s prompt (0 without
+        caches), its hashes read once and each rank probed again only when its cache
+        changed since this request's last probe there (:attr:`PrefixCache.version`; a
+        migration planner's cost, issue 45, probes the running requests every call)."""
+        if self.caches is None:
+            return np.zeros(self.reserve.shape[0], dtype=np.int64)
+        versions = [cache.version for cache in self.caches]
+        seen = self._probes.get(i)
+        if seen is None or seen[0] != versions:
+            b, prompt = self.blocks, int(self.prefill[i])
+            seq = b.hashes[b.offsets[i]:b.offsets[i + 1]].tolist()
+            hits = [cache.leading(seq) if seen is None or seen[0][g] != versions[g] else seen[1][g]
+                    for g, cache in enumerate(self.caches)]
+            cached = np.array([cached_tokens(h, b.block_tokens, prompt) if h else 0 for h in hits], dtype=np.int64)
+            cached.flags.writeable = False  # handed out again while the caches are unchanged
+            seen = self._probes[i] = (versions, hits, cached)
+        return seen[2]
 
     def committed(self, loads: np.ndarray) -> np.ndarray:
         """Per rank, the KV tokens its running requests hold or will hold once their

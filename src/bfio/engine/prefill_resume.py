@@ -124,11 +124,10 @@ class Resumes:
         """Per rank, the tokens request ``i`` (running, ``generated`` tokens so far) would
         compute if it were taken out of its slot now and seated there (a migration's
         recompute, issue 45, :mod:`bfio.sim.migration`): :func:`resumed_tokens` of its
-        prompt less that rank's cached prefix (probed) and its generated tokens, what
+        prompt less that rank's cached prefix (probed,
+        :meth:`bfio.engine.prefill.Prefill._probed_hits`) and its generated tokens, what
         :meth:`_readmitted` charges when it is seated."""
-        G = len(self.caches) if self.caches is not None else self.reserve.shape[0]
-        cached = np.array([self._prefix_hit(i, g, lookup=False) for g in range(G)], dtype=np.int64)
-        return resumed_tokens(self.prefill[i], cached, generated)
+        return resumed_tokens(self.prefill[i], self._probed_hits(i), generated)
 
     def sent_tokens(self, ids: np.ndarray, generated: np.ndarray) -> np.ndarray:
         """Per request of ``ids`` (running; ``generated`` per request), the KV tokens a

@@ -232,6 +232,9 @@ class PrefixCache:
     def __init__(self, capacity: int):
         self._capacity = _positive_int(capacity, "capacity")
         self._lru: OrderedDict[int, None] = OrderedDict()  # least recently used first
+        #: how often the cached blocks changed (a block added or evicted): a probe's
+        #: result holds while it is unchanged (a migration planner's, :meth:`leading`)
+        self.version = 0
         #: blocks looked up by :meth:`match`
         self.lookups = 0
         #: of those, blocks found (the matched leading run)
@@ -270,9 +273,15 @@ class PrefixCache:
         """The number of leading blocks of ``hashes`` in the cache, as :meth:`match`
         but counting nothing (a router's look at a rank's cache, e.g. tpu-inference's
         ``PROBE_COMPUTED_BLOCKS``, is not a lookup by the engine)."""
+        return self.leading(_as_hash_list(hashes))
+
+    def leading(self, seq: list[int]) -> int:
+        """:meth:`probe` of a list of int hashes, unchecked (a request's own hashes from
+        :class:`PrefixBlocks`, read once for every rank's cache: a planner's probes)."""
+        lru = self._lru
         n = 0
-        for h in _as_hash_list(hashes):
-            if h not in self._lru:
+        for h in seq:
+            if h not in lru:
                 break
             n += 1
         return n
@@ -282,11 +291,14 @@ class PrefixCache:
         the rest (first block most recent), then evict least recently used
         blocks beyond the capacity."""
         lru = self._lru
+        n = len(lru)
         for h in reversed(_as_hash_list(hashes)):
             if h in lru:
                 lru.move_to_end(h)
             else:
                 lru[h] = None
+        if len(lru) != n:
+            self.version += 1  # blocks added (evictions follow only additions)
         while len(lru) > self._capacity:
             lru.popitem(last=False)
 
@@ -301,6 +313,7 @@ class PrefixCache:
         """Empty the cache and reset the counters."""
         self._lru.clear()
         self.lookups = self.hits = 0
+        self.version += 1
 
 
 def _as_hash_list(hashes) -> list[int]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from bfio.ground.jit import kernel
 
 #: indices into the coefficient vector
@@ -28,6 +30,38 @@ def rank_cost(coef, load, n, p):
     """One rank's share of a step: ``alpha + a_kv L + a_n n + a_p P + a_p2 P^2``
     (every coefficient >= 0: monotone in ``L``, ``n`` and ``P``)."""
     return coef[K_ALPHA] + coef[K_KV] * load + coef[K_N] * n + coef[K_P] * p + coef[K_P2] * p * p
+
+
+@kernel
+def prefill_cost(coef, tokens, chunk, out):
+    """``out[k]``: the seconds the steps that compute ``tokens[k]`` prompt tokens of one
+    request (at most ``chunk`` a step, alone on its rank) add to that rank's share,
+    read from :func:`rank_cost`: ``q (rank_cost(0, 0, C) - rank_cost(0, 0, 0)) +
+    rank_cost(0, 0, r) - rank_cost(0, 0, 0)``, ``q, r = divmod(tokens[k], C)``; with the
+    calibrated coefficients ``a_p T + a_p2 (q C^2 + r^2)``, with the paper's prefill
+    (``a_p = token_s``, the rest 0: :func:`prefill_vector`) ``token_s T``. A migration's
+    recompute cost (issue 45, :mod:`bfio.sim.migration_kv`). Invariant: 0 at 0 tokens,
+    non-decreasing in the tokens."""
+    base = rank_cost(coef, 0.0, 0.0, 0.0)
+    full = rank_cost(coef, 0.0, 0.0, float(chunk)) - base
+    for k in range(tokens.shape[0]):
+        t = max(tokens[k], 0.0)
+        q = math.floor(t / chunk)
+        r = t - q * chunk
+        out[k] = q * full + (rank_cost(coef, 0.0, 0.0, r) - base)
+    return out
+
+
+def prefill_vector(coefficients, token_s: float) -> np.ndarray:
+    """The coefficient vector whose :func:`rank_cost` prices a rank's prefill tokens as
+    the run's step does: the calibrated coefficients (``StepCoefficients.array()``), or
+    with the paper's step (``None``) ``a_p = token_s``, every other entry 0 (its prefill
+    phase ``token_s max_g P_g``)."""
+    if coefficients is not None:
+        return np.asarray(coefficients.array(), dtype=np.float64)
+    vec = np.zeros(N_COEF)
+    vec[K_P] = float(token_s)
+    return vec
 
 
 @kernel

@@ -337,11 +337,7 @@ class InstantDispatch:
         if self.queued == 0:
             return 0
         st = self.state
-        if self.preemption is None:
-            committed = self.prefill.committed(st.loads) if self.kv_cap else self._no_memory
-            need, growth = (self.prefill.need(st.workload.prefill) if self.kv_cap else st.workload.prefill), 0
-        else:
-            committed, need, growth = self.preemption.admission_memory(st), self.preemption.need(st.workload), 1
+        committed, need, growth = self.admission_memory()
         head, closed = self.head, None
         if self.pause is not None:  # a paused rank's queue is hidden from the kernel
             closed = self.pause.closed(st)
@@ -354,6 +350,16 @@ class InstantDispatch:
         if n:
             self._seated(self._admitted[:n])
         return n
+
+    def admission_memory(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """What admission reads of the KV bound (:func:`bfio.engine.kernels.admit_queues`):
+        per rank the KV tokens taken, per request the tokens its admission takes, and
+        the room each seated request keeps for its next token (1 with preemption)."""
+        st = self.state
+        if self.preemption is None:
+            committed = self.prefill.committed(st.loads) if self.kv_cap else self._no_memory
+            return committed, (self.prefill.need(st.workload.prefill) if self.kv_cap else st.workload.prefill), 0
+        return self.preemption.admission_memory(st), self.preemption.need(st.workload), 1
 
     def _seated(self, admitted: np.ndarray) -> None:
         """Requests ``admitted`` took slots now, in this order: their start, the queue

@@ -90,13 +90,17 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
   max_g L_g - sum_g L_g)`` are the rank-seconds a step idles, ``G x stall``
   those of a barrier that waits ``stall``), ``stall`` the transfer's charge on
   the next step beyond the destination's slack (:mod:`bfio.sim.transfer`, with
-  the transfers already pending and planned in the call) or the recompute's
-  ``token_s`` per token its readmission on ``d`` computes: its prompt less
-  ``d``'s cached prefix, and its generated tokens (:meth:`bfio.engine.prefill.Prefill.resume_tokens`,
-  the formula the simulator charges); with ``kv: choose`` the cheaper of the two
+  the transfers already pending and planned in the call) or the seconds the
+  run's step charges for the tokens its readmission on ``d`` computes
+  (:meth:`bfio.sim.migration_kv.KvWay.prefill_seconds`: the paper's ``token_s`` a
+  token, the calibrated step's ``a_p`` a token and ``a_p2`` a chunk's square): its
+  prompt less ``d``'s cached prefix, and its generated tokens
+  (:meth:`bfio.engine.prefill.Prefill.resume_tokens`, the formula the simulator
+  charges); with ``kv: choose`` the cheaper of the two
   per destination, and that way for its KV (:mod:`bfio.sim.migration_kv`,
   :func:`bfio.solvers.migration_plan.kv_cost`). It migrates to the rank of the largest positive
-  net gain that would seat it at once (a running request is not put to wait);
+  net gain that would seat it at once, in a free slot and within its KV memory
+  (a running request is not put to wait; :func:`bfio.sim.migration_kv.seat_room`);
   a request migrates at most once. A screen that predicts nothing comes first:
   a migration lowers ``J`` by at most ``G sum_h w_h (s_i + tau_i + h)``, so a
   request whose cost's lower bound (:meth:`BfioMigration.floor`) is above that
@@ -119,9 +123,11 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from bfio.sim.migration_kv import KV_DEFAULTS, KvWay
+from bfio.sim.migration_kv import KV_DEFAULTS, KvWay, seat_room
 from bfio.sim.moves import BFIO_EVALUATIONS
 from bfio.sim.state import ClusterState, FirstStarts
 from bfio.solvers.migration_plan import MigrationCost, kv_choices
@@ -346,9 +352,31 @@ class BfioMigration(Migration):
             sent = None if self.transfer is None or self.prefill is None else \
                 self.prefill.sent_tokens(ids, st.generated).astype(np.float64)
             floor = self.floor(dispatch, sizes, st.generated[ids].astype(np.float64), sent)
+            bound = self.policy.migration_bound(sizes, st.workers, self.options["horizon"])
+            floor = self.cached(dispatch, ids, sizes, sent, bound, floor)
             self.floors[ids] = floor  # the planner's bound before the call's first migration
-            out[ids] = self.policy.migration_bound(sizes, st.workers, self.options["horizon"]) > floor
+            out[ids] = bound > floor
         return out
+
+    def cached(self, dispatch, ids: np.ndarray, sizes: np.ndarray, sent: np.ndarray | None, bound: np.ndarray,
+               floor: np.ndarray) -> np.ndarray:
+        """:meth:`floor` with prefix caches read where they decide: the floor assumes a
+        recompute hits its whole prompt on some rank; a request that passes the screen
+        only by that assumption (its bound above that floor, not above a transfer's)
+        gets the recompute's cost on the rank that caches most of its prompt, its own
+        left out (:meth:`bfio.sim.migration_kv.KvWay.cached_floor`), so a request no
+        rank's cache makes cheap takes no evaluation from one that may pay."""
+        kv = self.kv
+        if kv.mode == "transfer" or self.prefill.caches is None:
+            return floor
+        scale = self.options["cost_weight"] * dispatch.state.workers / float(self.token_latency_s)
+        sent_floor = kv.transfer_floor(dispatch, sizes, sent, float(self.token_latency_s))
+        sent_floor = np.where(np.isinf(sent_floor), np.inf, scale * sent_floor)  # no transfer: inf, not 0 x inf
+        check = (bound > floor) & ~(bound > sent_floor)
+        if check.any():
+            floor = floor.copy()
+            floor[check] = np.minimum(scale * kv.cached_floor(ids[check]), sent_floor[check])
+        return floor
 
     def quiet(self) -> bool:
         """With ``recompute``, no running request may pay (:meth:`candidates`) and nothing
@@ -363,21 +391,24 @@ class BfioMigration(Migration):
 
     def never(self, dispatch) -> bool:
         """With ``recompute``, whether no request of the workload can ever pay: the
-        screen of :meth:`candidates` is linear in a request's size and does not read
-        the loads, so when it falls with the size and fails at the workload's
-        smallest prompt it fails for every running request (a size is its prompt
-        and what it has generated); with prefix caches a hit can spare all but the
-        generated tokens, so never. Decided once."""
+        screen of :meth:`candidates` compares a bound linear in a request's size with
+        a floor that does not read the loads and grows by at least its first token's
+        cost with every token (the step's prefill cost of ``T`` tokens,
+        :meth:`bfio.sim.migration_kv.KvWay.prefill_seconds`: ``token_s T``, or the
+        calibrated ``a_p T + a_p2 (q C^2 + r^2)``, whose every increment is at least
+        ``a_p + a_p2``), so when the bound grows no faster than that and the screen
+        fails at the workload's smallest prompt it fails for every running request (a
+        size is its prompt and what it has generated); with prefix caches a hit can
+        spare all but the generated tokens, so never. Decided once."""
         if self._never is None:
             self._never = False
             if self.transfer is None and self.prefill.caches is None:
                 st = dispatch.state
                 self.token_latency_s = dispatch.token_latency_s
                 p = float(st.workload.prefill.min())
-                sizes = np.array([p, p + 1.0])
-                margin = self.policy.migration_bound(sizes, st.workers, self.options["horizon"]) - \
-                    self.floor(dispatch, sizes)
-                self._never = bool(margin[0] <= 0.0 and margin[1] <= margin[0])
+                bound = self.policy.migration_bound(np.array([p, p + 1.0]), st.workers, self.options["horizon"])
+                floor = self.floor(dispatch, np.array([p, 0.0, 1.0]))
+                self._never = bool(bound[0] <= floor[0] and bound[1] - bound[0] <= floor[2] - floor[1])
         return self._never
 
     def floor(self, dispatch, size: np.ndarray, generated: np.ndarray | None = None,
@@ -405,17 +436,26 @@ class BfioMigration(Migration):
         resident token of the slowest rank). ``recompute``: per destination the tokens
         its readmission there computes (:meth:`bfio.engine.prefill.Prefill.resume_tokens`: its
         prompt less that rank's cached prefix, and its generated tokens; the formula
-        the simulator charges) at ``token_s`` each (the barrier waits for them when no
-        other rank prefills). ``transfer``: the charge of :mod:`bfio.sim.transfer` on the
+        the simulator charges) at the seconds the run's step charges for them
+        (:meth:`bfio.sim.migration_kv.KvWay.prefill_seconds`; the barrier waits for them
+        when no other rank prefills). ``transfer``: the charge of :mod:`bfio.sim.transfer` on the
         next step, ``max(0, max_g (share_g + X_g) - max_g share_g)`` with the request's
         ``X_i`` (of its resident tokens with the prefill model,
         :meth:`bfio.engine.prefill.Prefill.sent_tokens`) added to the destination's pending
         transfers and the call's earlier migrations, less what those already cost;
-        shares ``t_l Lhat_g(0)`` of the predicted loads without it, its tokens on the
-        destination (:func:`bfio.solvers.migration_plan._transfer_costs`). ``choose``:
+        each rank's share as the next step reads it (:meth:`bfio.sim.transfer.TransferEngine.shares`):
+        ``t_l L_g`` of its resident tokens without the request (its tokens on the
+        destination; moved with the call's earlier migrations), plus with the
+        calibrated step ``rank_cost(0, n_g, P_g)`` (:func:`bfio.sim.transfer.share_offsets`:
+        the step's ``rank_cost(L_g, n_g, P_g)``, the request counted off its source and
+        on its destination; :func:`bfio.solvers.migration_plan._transfer_costs`). ``choose``:
         per destination the cheaper of the two, and that way for its KV
         (:func:`bfio.solvers.migration_plan.kv_cost`)."""
-        return self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]))
+        cost = self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]))
+        if self.dispatch is None:
+            return cost
+        room, growth = seat_room(self.dispatch)
+        return replace(cost, room=room, growth=growth)
 
     def cost(self, i: int, loads: np.ndarray, planned: list[tuple]) -> np.ndarray:
         """Per destination rank, what migrating running request ``i`` costs the planner
@@ -428,7 +468,8 @@ class BfioMigration(Migration):
         """:meth:`cost` and, per destination, whether the planner would send the KV
         (:func:`bfio.solvers.migration_plan.kv_choices`)."""
         held = self.state.workload.prefill + self.state.generated
-        out, sent = kv_choices(self.cost_model(), np.array([i]), held, loads[:, 0], planned)
+        out, sent = kv_choices(self.cost_model(), np.array([i]), held, loads[:, 0], planned,
+                               sources=self.state.worker_of[[i]])
         return out[0], sent[0]
 
 

@@ -18,12 +18,17 @@ that costs BF-IO's planner, and the counts.
   prefix-cache hit stays its first admission's (:mod:`bfio.engine.prefill_resume`).
   Counted: ``migration_transfers``, ``migration_transfer_tokens``,
   ``migration_transfer_s``, ``migration_transfer_wait_s`` (what the barrier waited).
+- A migrated request that held no KV when it left (seated, nothing of its prompt
+  computed or cached: it had still all its prefill to do) is neither: nothing is
+  sent or recomputed, its prompt is computed on its new rank as it would have
+  been on its old one. Counted: ``migration_free``, not among the recomputes or
+  the transfers.
 - ``choose`` (rule ``bfio`` with the prefill model; refused by name otherwise:
   ROLL's rule weighs no cost, and without the prefill model there is no
   recompute to weigh): BF-IO's planner costs each migration both ways in its
-  objective's units (:meth:`KvWay.cost_model`: a recompute's tokens through the
-  prefill model at ``token_s``, a transfer's seconds beyond the destination's
-  slack) and takes the cheaper, per migrated request and destination
+  objective's units (:meth:`KvWay.cost_model`: a recompute's tokens at the seconds
+  the run's step charges for them, :meth:`KvWay.prefill_seconds`, a transfer's
+  seconds beyond the destination's slack) and takes the cheaper, per migrated request and destination
   (:func:`bfio.solvers.migration_plan.kv_cost`, ties to the transfer); counted as
   both ways are.
 """
@@ -32,8 +37,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from bfio.engine.step_time import prefill_cost, prefill_vector
 from bfio.sim.state import ClusterState
-from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer
+from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer, share_offsets
 from bfio.solvers.migration_plan import MigrationCost
 
 #: how a migrated request's KV reaches its new rank (module docstring)
@@ -41,6 +47,33 @@ KV_MODES = ("recompute", "transfer", "choose")
 #: the options of every migration rule: the KV's way and the link of ``transfer``
 KV_DEFAULTS = {"kv": "recompute", "transfer_gbps": DEFAULT_TRANSFER_GBPS,
                "kv_bytes_per_token": DEFAULT_KV_BYTES_PER_TOKEN}
+
+
+def seat_room(dispatch) -> tuple[np.ndarray, float]:
+    """Per rank, the KV tokens a request joining the tail of its queue may take and
+    still be seated at once, as admission seats (:func:`bfio.engine.kernels.admit_queues`,
+    :meth:`bfio.sim.dispatch.InstantDispatch.admission_memory`: the queued requests
+    ahead take theirs first, each seated request keeps ``growth`` more, an idle rank
+    seats anything): ``inf`` on a rank idle with an empty queue or without a KV bound,
+    ``-inf`` where a queued request already waits for memory; and ``growth``. BF-IO's
+    planner migrates a request only where it is seated at once (issue 45): a rank with
+    a free slot and no room would keep it waiting, its KV charged when it is seated."""
+    st = dispatch.state
+    if not dispatch.kv_cap:
+        return np.full(st.workers, np.inf), 0.0
+    committed, need, growth = dispatch.admission_memory()
+    cap = float(dispatch.kv_cap)
+    room = np.empty(st.workers)
+    for g in range(st.workers):
+        c, active, blocked = float(committed[g]), int(st.active[g]), False
+        for j in dispatch.queue(g):
+            if active > 0 and c + need[j] + growth > cap:
+                blocked = True
+                break
+            c += float(need[j] + growth)
+            active += 1
+        room[g] = -np.inf if blocked else (np.inf if active == 0 else cap - c - growth)
+    return room, float(growth)
 
 
 class KvWay:
@@ -61,16 +94,24 @@ class KvWay:
                 prefill.track_received()
         if self.mode != "transfer" and prefill is not None:
             prefill.track_resumes()
+        #: the run's step as it prices a rank's prefill tokens (:func:`prefill_cost`), and its
+        #: calibrated coefficients (empty: the paper's step; a transfer's shares, :func:`share_offsets`)
+        self.prefill_coef = None if prefill is None else prefill_vector(state.step_costs, prefill.model.token_s)
+        self.step_coef = np.zeros(0) if state.step_costs is None else np.asarray(state.step_costs.array())
         self.sent = np.zeros(N, dtype=bool)
         self.sent_tokens = np.zeros(N, dtype=np.int64)
+        self.held = np.zeros(N, dtype=bool)  # per request, whether it held KV when it last left
         self.recomputes = 0
         self.recomputed_tokens = 0
+        self.free = 0
 
     def left(self, dispatch, i: int, dst: int, sent: bool | None) -> None:
         """Running request ``i`` leaves for rank ``dst``'s queue
         (:meth:`bfio.sim.dispatch.InstantDispatch.migrate`), its KV sent (``sent``;
         ``None``: the rule's way, ``transfer`` or ``recompute``)."""
         sent = self.mode == "transfer" if sent is None else bool(sent)
+        self.held[i] = self.prefill is None or \
+            int(self.prefill.sent_tokens(np.array([i]), self.state.generated)[0]) > 0
         self.sent_tokens[i] = dispatch.migrate(i, dst, sent)
         self.sent[i] = sent
 
@@ -80,12 +121,13 @@ class KvWay:
         the prefill model :meth:`bfio.engine.prefill.Prefill.admitted` has made it so; without
         it its generated tokens join the ``s_i`` it was seated with) and its transfer
         is charged to its rank's next step."""
-        sent = self.sent[back]
-        again = back[~sent]
+        sent, held = self.sent[back], self.held[back]
+        self.free += int((~held).sum())
+        again = back[~sent & held]
         if again.size:
             self.recomputes += int(again.shape[0])
             self.recomputed_tokens += int(self.prefill.left[again].sum())
-        got = back[sent]
+        got = back[sent & held]
         if got.size:
             ranks = state.worker_of[got]
             if self.prefill is None:
@@ -96,18 +138,60 @@ class KvWay:
                     t_l: float) -> np.ndarray:
         """A lower bound of the seconds the barrier waits for each running request's KV
         (sizes ``size``, generated ``generated``, tokens a transfer sends ``sent``,
-        ``None``: ``size``) over the destinations (:meth:`bfio.sim.migration.BfioMigration.floor`)."""
+        ``None``: ``size``) over the destinations (:meth:`bfio.sim.migration.BfioMigration.floor`):
+        the smaller of :meth:`recompute_floor` and :meth:`transfer_floor`."""
+        return np.minimum(self.recompute_floor(size, generated), self.transfer_floor(dispatch, size, sent, t_l))
+
+    def recompute_floor(self, size: np.ndarray, generated: np.ndarray | None) -> np.ndarray:
+        """A recompute's seconds at least (``inf`` with ``transfer``): its ``size`` tokens at
+        :meth:`prefill_seconds`, or with prefix caches ``generated + 1`` (a hit on some rank may
+        spare all its prompt but the last token; :meth:`cached_floor` reads the
+        ranks' caches)."""
+        if self.mode == "transfer":
+            return np.full(np.shape(size), np.inf)
+        cached = self.prefill.caches is not None
+        return self.prefill_seconds((generated + 1.0) if cached else size)
+
+    def transfer_floor(self, dispatch, size: np.ndarray, sent: np.ndarray | None, t_l: float) -> np.ndarray:
+        """A transfer's charge at least (``inf`` with ``recompute``): ``max(0, X_i -
+        t_l (M - m) - spread - max_g pending_g)`` (:meth:`bfio.sim.migration.BfioMigration.floor`;
+        ``spread`` the range of the shares' parts beyond ``t_l L_g``, :func:`share_offsets`,
+        0 with the paper's step)."""
+        if self.transfer is None:
+            return np.full(np.shape(size), np.inf)
         st = dispatch.state
-        stall = np.full(np.shape(size), np.inf)
-        if self.mode != "transfer":
-            cached = self.prefill.caches is not None
-            stall = ((generated + 1.0) if cached else size) * float(self.prefill.model.token_s)
-        if self.transfer is not None:
-            slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
-                float(self.transfer.pending.max())
-            x = self.transfer.seconds_of(size if sent is None else sent)
-            stall = np.minimum(stall, np.maximum(0.0, x - slack))
-        return stall
+        offsets = self.share_offsets()
+        slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
+            float(offsets.max() - offsets.min()) + float(self.transfer.pending.max())
+        x = self.transfer.seconds_of(size if sent is None else sent)
+        return np.maximum(0.0, x - slack)
+
+    def cached_floor(self, ids: np.ndarray) -> np.ndarray:
+        """Per running request of ``ids``, a recompute's seconds on the rank that would
+        compute the fewest of its tokens, its own rank left out (a migration leaves
+        it): :meth:`bfio.engine.prefill.Prefill.resume_tokens`, the formula the planner's
+        cost and the simulator's charge read, at :meth:`prefill_seconds`. Exact where
+        :meth:`recompute_floor` assumes a hit: what the ranks' caches hold now."""
+        generated, worker_of = self.state.generated, self.state.worker_of
+        out = np.empty(ids.shape[0])
+        for k, i in enumerate(ids.tolist()):
+            tokens = self.prefill.resume_tokens(i, int(generated[i])).astype(np.float64)
+            tokens[worker_of[i]] = np.inf
+            out[k] = tokens.min()
+        return self.prefill_seconds(out)
+
+    def prefill_seconds(self, tokens) -> np.ndarray:
+        """The seconds computing ``tokens`` (per entry, any shape) prompt tokens of one
+        request adds to its rank's share of the steps, as the run's step charges them
+        (:func:`bfio.engine.step_time.prefill_cost`: the paper's ``token_s`` a token, or
+        the calibrated step's ``a_p`` a token and ``a_p2`` a chunk's square, chunks of
+        the prefill model's ``request_chunk``): a recompute's cost, and the prefill a
+        transferred request has left."""
+        t = np.array(tokens, dtype=np.float64)
+        flat = np.ascontiguousarray(t.reshape(-1))
+        out = np.empty_like(flat)
+        prefill_cost(self.prefill_coef, flat, float(self.prefill.model.request_chunk), out)
+        return out.reshape(t.shape)
 
     def cost_model(self, t_l: float, w: float) -> MigrationCost:
         """:meth:`bfio.sim.migration.BfioMigration.cost_model` (its docstring): the
@@ -115,29 +199,34 @@ class KvWay:
         whether the planner chooses between them."""
         G, fixed, sent = self.state.workers, None, None
         if self.mode != "transfer":
-            prefill, generated, token_s = self.prefill, self.state.generated, float(self.prefill.model.token_s)
+            prefill, generated, seconds = self.prefill, self.state.generated, self.prefill_seconds
 
             def fixed(ids: np.ndarray) -> np.ndarray:
                 tokens = np.array([prefill.resume_tokens(int(i), int(generated[i])) for i in ids], dtype=np.float64)
-                return w * G * (tokens.reshape(len(ids), G) * token_s) / t_l
+                return w * G * seconds(tokens.reshape(len(ids), G)) / t_l
 
             if self.mode == "recompute":
                 return MigrationCost(fixed=fixed)
         rest = None
         if self.prefill is not None:
-            prefill, generated, token_s = self.prefill, self.state.generated, float(self.prefill.model.token_s)
+            prefill, generated, seconds = self.prefill, self.state.generated, self.prefill_seconds
 
             def sent(ids: np.ndarray) -> np.ndarray:
                 return prefill.sent_tokens(np.asarray(ids, dtype=np.int64), generated).astype(np.float64)
 
             def rest(ids: np.ndarray) -> np.ndarray:
-                return w * G * (prefill.left[np.asarray(ids, dtype=np.int64)] * token_s) / t_l
+                return w * G * seconds(prefill.left[np.asarray(ids, dtype=np.int64)]) / t_l
 
         return MigrationCost(fixed=fixed, seconds=self.transfer.seconds_of, pending=self.transfer.pending, weight=w,
-                             token_latency_s=t_l, sent_tokens=sent, transfer_fixed=rest, choose=self.mode == "choose")
+                             token_latency_s=t_l, sent_tokens=sent, transfer_fixed=rest, choose=self.mode == "choose",
+                             share_offsets=self.share_offsets(), share_loads=self.state.loads.astype(np.float64))
+
+    def share_offsets(self) -> np.ndarray:
+        """The ranks' shares of the coming step beyond ``t_l L_g`` (:func:`bfio.sim.transfer.share_offsets`)."""
+        return share_offsets(self.step_coef, self.prefill, self.state)
 
     def metrics(self) -> dict:
-        out = {}
+        out = {"migration_free": int(self.free)}
         if self.mode != "transfer":
             out["migration_recomputes"] = int(self.recomputes)
             out["migration_recomputed_tokens"] = int(self.recomputed_tokens)

@@ -130,11 +130,7 @@ class TransferEngine:
         coef = self.inner.step_coef
         if coef.shape[0] == 0:
             return self.inner.t_l * state.loads.astype(np.float64)
-        prefill = getattr(self.inner, "prefill", None)
-        if prefill is None:
-            n, p = state.active, np.zeros(state.workers, dtype=np.int64)
-        else:
-            n, p = calibrated_batch(prefill, state.slot_request)
+        n, p = step_batch(getattr(self.inner, "prefill", None), state)
         return np.array([rank_cost(coef, state.loads[g], n[g], p[g]) for g in range(state.workers)])
 
     def _delay(self, state: ClusterState, before: int, extra: float) -> None:
@@ -154,6 +150,34 @@ class TransferEngine:
             first = prefill.first_token
             ended = ended[first[ended] == end]
             first[ended] += extra
+
+
+def step_batch(prefill, state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
+    """Per rank, the ``n_g`` decoding requests and ``P_g`` prefill tokens of the coming
+    step that a rank's calibrated share reads: without the prefill model every
+    running request decodes and nothing prefills, with it :func:`calibrated_batch`."""
+    if prefill is None:
+        return state.active, np.zeros(state.workers, dtype=np.int64)
+    return calibrated_batch(prefill, state.slot_request)
+
+
+def share_offsets(coef: np.ndarray, prefill, state: ClusterState) -> np.ndarray:
+    """``(3, G)``: per rank what its share of the coming step holds beyond ``t_l L_g``
+    (:meth:`TransferEngine.shares`: ``rank_cost(L_g, n_g, P_g) = a_kv L_g + rank_cost(0,
+    n_g, P_g)``, ``t_l = a_kv``), with one decoding request less (row 0: a migrated
+    request's source), as now (row 1) and one more (row 2: its destination); the
+    migrated request counted as decoding. Zeros with the paper's step (empty
+    ``coef``: its share is ``t_l L_g``). What BF-IO's planner adds to its transfer
+    cost's shares (:class:`bfio.solvers.migration_plan.MigrationCost`)."""
+    G = state.workers
+    out = np.zeros((3, G))
+    if coef.shape[0] == 0:
+        return out
+    n, p = step_batch(prefill, state)
+    for row, delta in enumerate((-1, 0, 1)):
+        for g in range(G):
+            out[row, g] = rank_cost(coef, 0.0, float(max(0, int(n[g]) + delta)), float(p[g]))
+    return out
 
 
 def calibrated_batch(prefill, slot_request: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

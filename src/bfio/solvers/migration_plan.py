@@ -57,7 +57,19 @@ class MigrationCost:
     the prefill model the prompt tokens it has still to compute, there as they
     would be here; ``None``: 0). ``choose``: the cost is the cheaper of the fixed
     part (a recompute) and the transfer (its fixed part and the link), not their
-    sum (:func:`kv_cost`)."""
+    sum (:func:`kv_cost`). ``room`` ``(G,)``: per rank the KV tokens a request joining
+    its queue may take and be seated at once (:func:`bfio.sim.migration_kv.seat_room`;
+    ``None``: no bound), each seated request keeping ``growth`` more: a migration's
+    destination must hold its ``s_i + tau_i`` (the planner's seat check reads slots
+    and KV memory, as admission does). ``share_offsets`` ``(3, G)``: what each rank's
+    share of the step holds beyond ``t_l L_g``, on the migrated request's source (row 0), on any
+    other rank (row 1) and on its destination (row 2) (the calibrated step's
+    ``rank_cost(0, n_g, P_g)`` with the request counted where it decodes,
+    :meth:`bfio.sim.transfer.share_offsets`; ``None``: 0, the paper's step).
+    ``share_loads`` ``(G,)``: the ranks' resident tokens the shares read, as the next
+    step reads them (:meth:`bfio.sim.transfer.TransferEngine.shares`; moved with the
+    call's planned migrations); ``None``: the predicted loads at offset 0 (a
+    hand-built cost: they count a queued prompt whole, which the step does not)."""
 
     fixed: Callable[[np.ndarray], np.ndarray] | None = None
     seconds: Callable[[np.ndarray], np.ndarray] | None = None
@@ -67,6 +79,10 @@ class MigrationCost:
     sent_tokens: Callable[[np.ndarray], np.ndarray] | None = None
     transfer_fixed: Callable[[np.ndarray], np.ndarray] | None = None
     choose: bool = False
+    room: np.ndarray | None = None
+    growth: float = 0.0
+    share_offsets: np.ndarray | None = None
+    share_loads: np.ndarray | None = None
 
     @property
     def sends(self) -> bool:
@@ -90,11 +106,12 @@ def kv_cost(recompute, transfer, choose, sends):
 
 
 @helper
-def _transfer_costs(now_loads, size, x, pending, weight, t_l, out):
+def _transfer_costs(now_loads, size, x, pending, weight, t_l, offsets, src, out):
     """``out[d] += weight G stall_d / t_l``: the seconds ``stall_d`` the next step's
     barrier waits for a transfer of ``x`` seconds to rank ``d`` beyond what it waits
-    for the ``pending`` ones (per rank), shares ``t_l L_g`` of the loads
-    ``now_loads`` (offset 0, without the request) with its ``size`` tokens on ``d``:
+    for the ``pending`` ones (per rank), shares ``t_l L_g + offsets[row, g]`` of the
+    loads ``now_loads`` (offset 0, without the request) with its ``size`` tokens on
+    ``d`` (``row`` 0 on its source ``src``, 2 on ``d``, else 1: :class:`MigrationCost`):
     ``max(0, max_g (share_g + X_g) - max_g share_g)`` with and without it
     (:meth:`bfio.sim.transfer.KvTransfer.charge`). Invariant: ``out[d]`` grows by at
     least 0."""
@@ -104,7 +121,8 @@ def _transfer_costs(now_loads, size, x, pending, weight, t_l, out):
         busy = -np.inf
         full = -np.inf
         for g in range(G):
-            share = t_l * (now_loads[g] + (size if g == d else 0.0))
+            row = 2 if g == d else (0 if g == src else 1)
+            share = t_l * (now_loads[g] + (size if g == d else 0.0)) + offsets[row, g]
             if share > top:
                 top = share
             v = share + pending[g]
@@ -151,16 +169,47 @@ def candidate_order(held, remaining, movable, c0, c1, per_rank):
     return out, counts
 
 
+@helper
+def _shares_without(res, without, use_share, g, size, out):
+    """``out``: the loads a transfer's shares read with the request (``size`` tokens) off
+    its rank ``g``: the resident loads ``res`` less it (``use_share``), else the predicted
+    loads at offset 0 ``without[:, 0]`` (already without it). Invariant: ``out[k] =
+    res[k]`` or ``without[k, 0]`` for every ``k != g``."""
+    for k in range(out.shape[0]):
+        out[k] = res[k] if use_share else without[k, 0]
+    if use_share:
+        out[g] -= size
+
+
+@helper
+def _best_destination(g, entry, room, size, stay, J, cost):
+    """``(d, net)``: among the ranks other than ``g`` that would seat the request at once
+    (``entry[k] == 0``: a free slot; ``room[k] >= size``: its KV fits) the one of the
+    largest net gain ``stay - J[k] - cost[k]`` (ties: the first); ``d = -1`` when none
+    does. Invariant: ``d != g``."""
+    d = -1
+    top = -np.inf
+    for k in range(J.shape[0]):
+        if k != g and entry[k] == 0 and room[k] >= size:
+            net = stay - J[k] - cost[k]
+            if d < 0 or net > top:
+                d, top = k, net
+    return d, top
+
+
 @kernel
 def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, counts, w, budget, floor, use_floor,
-          fixed, rest, transfer, choose, sends, x, pending, weight, t_l, out_i, out_d, out_s):
+          fixed, rest, transfer, choose, sends, x, pending, weight, t_l, room, growth, offsets, share0, use_share,
+          out_i, out_d, out_s):
     """The planner's loop (:func:`plan_migrations`): ``base`` ``(G, W + 1)`` and the
     slots' release offsets ``remaining`` ``(G, B)`` before the queues, updated with
     each migration; rank ``g``'s ``t``-th candidate is slot ``cand[g, t]``
     (request ``slots[g, cand[g, t]]``, its fixed cost ``fixed[g, t]`` per
     destination, a transfer's fixed part ``rest[g, t]`` and its seconds ``x[g, t]``;
     ``pending`` updated with the
-    planned transfers; :func:`kv_cost` of the two, ``choose``/``sends``). Returns
+    planned transfers; ``share0`` the loads a transfer's shares read when ``use_share``,
+    moved with each migration, else the predicted loads at offset 0; a destination must have a free slot at once and ``room`` for
+    the request's ``held`` tokens, ``room`` moved with each migration (``growth``); :func:`kv_cost` of the two, ``choose``/``sends``). Returns
     the number of migrations written to ``out_i``, ``out_d`` and ``out_s`` (its KV
     sent). Invariant: each evaluation sees the loads with every earlier migration
     of the call applied, and the pending transfers of those whose KV is sent."""
@@ -181,6 +230,8 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
     sent = np.zeros(G, dtype=np.bool_)
     tcost = np.empty(G)
     entry = np.empty(G, dtype=np.int64)
+    res = share0.copy()
+    resw = np.empty(G)
     n = 0
     for _ in range(budget):
         g = -1
@@ -224,16 +275,11 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
         for k in range(G):
             tcost[k] = rest[g, t]
         if transfer:
-            _transfer_costs(without[:, 0], size, x[g, t], pending, weight, t_l, tcost)
+            _shares_without(res, without, use_share, g, size, resw)
+            _transfer_costs(resw, size, x[g, t], pending, weight, t_l, offsets, g, tcost)
         for k in range(G):
             cost[k], sent[k] = kv_cost(fixed[g, t, k], tcost[k], choose, sends)
-        d = -1
-        top = -np.inf
-        for k in range(G):
-            if k != g and entry[k] == 0:
-                net = stay - J[k] - cost[k]
-                if d < 0 or net > top:
-                    d, top = k, net
+        d, top = _best_destination(g, entry, room, size, stay, J, cost)
         if d < 0 or not top > TOLERANCE * max(1.0, abs(stay)):
             continue
         for h in range(W1):
@@ -245,6 +291,11 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
         _replace_min(rel[d], r)
         rel[g] = row_rel
         loads[:] = without
+        room[d] -= size + growth
+        room[g] += size + growth
+        if use_share:
+            res[g] -= size
+            res[d] += size
         stay = J[d]
         if transfer and sent[d]:
             pending[d] += x[g, t]
@@ -347,18 +398,32 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
               np.ascontiguousarray(w, dtype=np.float64), int(budget),
               _NO_FLOOR if floor is None else np.asarray(floor, dtype=np.float64), floor is not None, fixed,
               rest, transfer, bool(cost.choose), cost.sends, x, pending, float(cost.weight), float(cost.token_latency_s),
-              out_i, out_d, out_s)
+              np.full(G, np.inf) if cost.room is None else np.array(cost.room, dtype=np.float64), float(cost.growth),
+              _offsets(cost, G), _share_loads(cost, G), cost.share_loads is not None, out_i, out_d, out_s)
     return [(int(out_i[k]), int(out_d[k]), bool(out_s[k])) for k in range(n)]
 
 
+def _share_loads(cost: MigrationCost, G: int) -> np.ndarray:
+    """``cost.share_loads`` as the kernel reads it (``(G,)``; zeros when ``None``, then unread)."""
+    return np.zeros(G) if cost.share_loads is None else np.array(cost.share_loads, dtype=np.float64)
+
+
+def _offsets(cost: MigrationCost, G: int) -> np.ndarray:
+    """``cost.share_offsets`` as the kernels read it (``(3, G)``; zeros when ``None``)."""
+    if cost.share_offsets is None:
+        return np.zeros((3, G))
+    return np.ascontiguousarray(cost.share_offsets, dtype=np.float64)
+
+
 def kv_choices(cost: MigrationCost, ids: np.ndarray, held: np.ndarray, loads0: np.ndarray,
-               planned=()) -> tuple[np.ndarray, np.ndarray]:
+               planned=(), sources: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(n, G)`` twice: what migrating each of ``ids`` (``held[i] = s_i + tau_i``)
     costs per destination when the ranks' loads at offset 0 are ``loads0`` (without
     it) and the call has planned ``planned`` (``(request, worker)``, or ``(request,
     worker, sent)``: a transfer pending unless ``sent`` is false), and whether its
     KV is sent: the planner's own :func:`_transfer_costs` and :func:`kv_cost`, for
-    tests and reports."""
+    tests and reports. ``sources``: per request its rank (``None``: none is, every
+    rank other than the destination reads row 1 of ``cost.share_offsets``)."""
     ids = np.asarray(ids, dtype=np.int64)
     G = loads0.shape[0]
     fixed = np.zeros((ids.shape[0], G)) if cost.fixed is None else np.array(cost.fixed(ids), dtype=np.float64)
@@ -374,9 +439,11 @@ def kv_choices(cost: MigrationCost, ids: np.ndarray, held: np.ndarray, loads0: n
         for p in planned:
             if len(p) < 3 or p[2]:
                 pending[p[1]] += seconds(p[0])
+        offsets = _offsets(cost, G)
         for k in range(ids.shape[0]):
+            src = -1 if sources is None else int(sources[k])
             _transfer_costs(np.asarray(loads0, dtype=np.float64), float(held[ids[k]]), seconds(ids[k]), pending,
-                            float(cost.weight), float(cost.token_latency_s), trans[k])
+                            float(cost.weight), float(cost.token_latency_s), offsets, src, trans[k])
     out, sent = np.zeros_like(fixed), np.zeros(fixed.shape, dtype=bool)
     for k in range(ids.shape[0]):
         for d in range(G):

@@ -65,7 +65,10 @@ def prefill_params(section: dict, block_tokens: int) -> tuple:
 
 
 def _variants(section: dict) -> dict:
-    return {"bfio": {"policy": "bfio", "horizon": int(section["horizon"])}}
+    """The rows' labels: ``bfio`` (BF-IO with horizon ``prefix_study.horizon``) and the
+    section's ``variants`` (``{policy, **options}`` and an instant row's actions after
+    binding, :func:`bfio.runs.run.variant_actions`; issue 45's BF-IO with actions)."""
+    return {"bfio": {"policy": "bfio", "horizon": int(section["horizon"])}, **(section.get("variants") or {})}
 
 
 def prefix_runs(setting: dict, section: dict, seeds, slots: int, defaults=None) -> list[RunSpec]:
@@ -179,8 +182,9 @@ _COMMON_KEYS = ("name", "description", "workload", "trace", "workers", "slots")
 def validate_section(section: dict, config: dict) -> None:
     """Every router is an instant-dispatch policy; every setting has its workload's
     keys; a replayed trace carries block hashes and arrival times."""
+    variants = _variants(section)
     for i, row in enumerate(section["routers"]):
-        policy = "bfio" if row == "bfio" else row
+        policy = variants[row]["policy"] if row in variants else row
         if policy not in available():
             raise ConfigError(f"config key 'prefix_study.routers.{i}': unknown policy '{row}' "
                               f"(available: {', '.join(available())})")
