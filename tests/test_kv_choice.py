@@ -336,9 +336,9 @@ def test_seat_room_is_what_admission_would_leave_behind_the_queue(kv_tokens, roo
     assert growth == 0.0 and room.tolist() == rooms
 
 
-def test_the_planner_migrates_only_where_the_request_fits_in_kv_memory():
-    """A destination with a free slot but less KV room than the request's ``s_i + tau_i``
-    would keep it waiting: no migration there (``MigrationCost.room``)."""
+def _plan_two_ranks(cost):
+    """One evaluation of the migration planner on two ranks: rank 0 runs two requests of
+    1,000 tokens with 50 steps left, rank 1 is empty (window 0..10, undiscounted)."""
     from bfio.solvers.migration_plan import plan_migrations
     from bfio.solvers.objective import ObjectiveTerms
 
@@ -352,10 +352,14 @@ def test_the_planner_migrates_only_where_the_request_fits_in_kv_memory():
     held = np.array([[1000, 1000, 0], [0, 0, 0]])
     queues = (np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int64))
     none = np.zeros(0, dtype=np.int64)
+    return plan_migrations(base, remaining, queues, none, none, slots, held, slots >= 0, terms, cost, 1, 2)
 
+
+def test_the_planner_migrates_only_where_the_request_fits_in_kv_memory():
+    """A destination with a free slot but less KV room than the request's ``s_i + tau_i``
+    would keep it waiting: no migration there (``MigrationCost.room``)."""
     def plan(room):
-        cost = MigrationCost(fixed=lambda ids: np.zeros((len(ids), 2)), room=np.array([np.inf, room]))
-        return plan_migrations(base.copy(), remaining, queues, none, none, slots, held, slots >= 0, terms, cost, 1, 2)
+        return _plan_two_ranks(MigrationCost(fixed=lambda ids: np.zeros((len(ids), 2)), room=np.array([np.inf, room])))
 
     assert plan(999.0) == [] and plan(-np.inf) == []
     assert plan(1000.0) == [(0, 1, False)] and plan(np.inf) == [(0, 1, False)]
@@ -369,24 +373,9 @@ def test_a_transfers_shares_read_the_resident_loads_the_step_reads():
     1,000: no slack, the barrier waits 0.05 s (1e6 token-steps): no migration. With
     rank 0 resident at 1e6 tokens (0.1 s of share) the transfer hides in rank 1's
     slack: it migrates, its KV sent."""
-    from bfio.solvers.migration_plan import plan_migrations
-    from bfio.solvers.objective import ObjectiveTerms
-
-    H = 10
-    terms = ObjectiveTerms.build(H, 1.0, "persist", fast=True)
-    h = np.arange(H + 1)
-    base = np.zeros((2, H + 1))
-    base[0] = 2 * np.where(h < 50, 1000 + h, 0)
-    slots = np.array([[0, 1, -1], [-1, -1, -1]])
-    remaining = np.array([[50, 50, 0], [0, 0, 0]])
-    held = np.array([[1000, 1000, 0], [0, 0, 0]])
-    queues = (np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    none = np.zeros(0, dtype=np.int64)
-
     def plan(share_loads):
-        cost = MigrationCost(seconds=lambda t: t * 5e-5, pending=np.zeros(2), token_latency_s=1e-7,
-                             share_loads=share_loads)
-        return plan_migrations(base.copy(), remaining, queues, none, none, slots, held, slots >= 0, terms, cost, 1, 2)
+        return _plan_two_ranks(MigrationCost(seconds=lambda t: t * 5e-5, pending=np.zeros(2), token_latency_s=1e-7,
+                                             share_loads=share_loads))
 
     assert plan(None) == [] and plan(np.array([2000.0, 0.0])) == []
     assert plan(np.array([1e6, 0.0])) == [(0, 1, True)]
@@ -447,24 +436,10 @@ def test_the_planner_records_its_choice_and_the_simulator_follows_it():
     """The planner's kernel returns each migration's way (``kv_cost``); a migration it
     sends adds to the pending transfers of the later evaluations, one it recomputes
     does not."""
-    from bfio.solvers.migration_plan import plan_migrations
-    from bfio.solvers.objective import ObjectiveTerms
-
-    H = 10
-    terms = ObjectiveTerms.build(H, 1.0, "persist", fast=True)
-    h = np.arange(H + 1)
-    base = np.zeros((2, H + 1))
-    base[0] = 2 * np.where(h < 50, 1000 + h, 0)
-    slots = np.array([[0, 1, -1], [-1, -1, -1]])
-    remaining = np.array([[50, 50, 0], [0, 0, 0]])
-    held = np.array([[1000, 1000, 0], [0, 0, 0]])
-    queues = (np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    none = np.zeros(0, dtype=np.int64)
-
     def plan(recompute, seconds_per_token):
-        cost = MigrationCost(fixed=lambda ids: np.full((len(ids), 2), recompute), seconds=lambda t: t * seconds_per_token,
-                             pending=np.zeros(2), weight=1.0, token_latency_s=1e-7, choose=True)
-        return plan_migrations(base.copy(), remaining, queues, none, none, slots, held, slots >= 0, terms, cost, 1, 2)
+        return _plan_two_ranks(MigrationCost(fixed=lambda ids: np.full((len(ids), 2), recompute),
+                                             seconds=lambda t: t * seconds_per_token, pending=np.zeros(2), weight=1.0,
+                                             token_latency_s=1e-7, choose=True))
 
     assert plan(1e6, 0.0) == [(0, 1, True)]  # the link is free
     assert plan(0.0, 1.0) == [(0, 1, False)]  # the link is slow, the recompute free
