@@ -371,7 +371,8 @@ class BfioMigration(Migration):
             return floor
         scale = self.options["cost_weight"] * dispatch.state.workers / float(self.token_latency_s)
         sent_floor = kv.transfer_floor(dispatch, sizes, sent, float(self.token_latency_s))
-        sent_floor = np.where(np.isinf(sent_floor), np.inf, scale * sent_floor)  # no transfer: inf, not 0 x inf
+        finite = ~np.isinf(sent_floor)  # no transfer: inf, not 0 x inf (not computed either: no warning)
+        sent_floor = np.where(finite, scale * np.where(finite, sent_floor, 0.0), np.inf)
         check = (bound > floor) & ~(bound > sent_floor)
         if check.any():
             floor = floor.copy()
