@@ -460,7 +460,7 @@ def _load() -> None:
     import importlib
     import pkgutil
 
-    import bfio.studies as package
+    import bfio.studies as package  # local: the package imports this module as it loads
 
     try:
         for mod in sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")):
