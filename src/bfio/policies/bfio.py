@@ -134,6 +134,10 @@ class BFIO(InstantBinding, Policy):
         self.shard_workers = v["shard_workers"]
         self.placement = v["placement"]
         self.report_interval = v["report_interval"]
+        # release: where its declaration says it applies (the probabilistic predictors: the run's
+        # identity names it only there), else expected (a point estimate keeps its own releases)
+        release = next(o for o in self.options if o.name == "release")
+        self.release = v["release"] if release.applies(v) else release.default
         self.step_terms = v["step_terms"]
         # an exact backend has no placement of its own: a placement given for it (but the greedy,
         # the paper's, which a config may set for every BF-IO row) would be ignored

@@ -19,7 +19,6 @@ import numpy as np
 from bfio.ground.jit import run_clock
 from bfio.policies.base import DispatchState
 from bfio.lookahead.profiles import predicted_loads
-from bfio.predictors import PROBABILISTIC
 from bfio.solvers.dispatch import bind, plan_moves, queue_profiles
 from bfio.solvers.migration_plan import MigrationCost, plan_migrations
 from bfio.solvers.move_plan import plan_moves as plan_moves_kernel
@@ -110,15 +109,9 @@ class InstantBinding:
         out = np.zeros(sr.shape, dtype=np.int64)
         survival = self._call_view.survival(state, window)
         out[sr >= 0] = np.maximum(1, np.rint(survival.sum(axis=1)))
-        if self._release() == "order":
+        if self.release == "order":
             return order_release(out, sr >= 0, survival, window)
         return out
-
-    def _release(self) -> str:
-        """Option ``release`` where it applies (:data:`bfio.predictors.PROBABILISTIC`'s
-        predictors, as its declaration says: the run's identity names it only there),
-        else ``expected`` (a point estimate read through its posterior keeps its own)."""
-        return self.option_values.get("release", "expected") if self.predictor.name in PROBABILISTIC else "expected"
 
     def _predicted(self, state: DispatchState, window: int | None = None,
                    slots: bool = False) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
