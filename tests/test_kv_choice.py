@@ -222,12 +222,21 @@ def _dispatch(kv, gbps, cost_weight=1.0):
     """BF-IO's migrations over two ranks with the prefill model: request 0 (20,000
     tokens, prefilled) runs on rank 0 beside request 1 (880,000), request 2 (100,000)
     on rank 1."""
-    work = Workload(np.array([20_000, 880_000, 100_000]), np.array([100, 100, 100]))
-    st = ClusterState.empty(work, 2, 4)
-    prefill = Prefill(PrefillModel(), work, 2, 4)
     opts = {"kv": kv, "cost_weight": cost_weight}
     if kv != "recompute":
         opts["transfer_gbps"] = gbps
+    d, _, _ = _bfio_seated(Workload(np.array([20_000, 880_000, 100_000]), np.array([100, 100, 100])),
+                           PrefillModel(), opts)
+    d.migration.token_latency_s = 1e-7
+    return d
+
+
+def _bfio_seated(work, model, opts):
+    """``work``'s requests 0 and 1 seated on rank 0 and request 2 on rank 1 (two ranks of
+    four slots, ``model``'s prefill done, loads 900,000 and 100,000) under BF-IO's
+    migrations with options ``opts``: the dispatch, its state and its prefill."""
+    st = ClusterState.empty(work, 2, 4)
+    prefill = Prefill(model, work, 2, 4)
     d = InstantDispatch(st, make_policy("bfio", horizon=20), prefill, 1e-7, migration="bfio", migration_options=opts)
     for i, g in enumerate((0, 0, 1)):
         d._append(i, g)
@@ -235,8 +244,7 @@ def _dispatch(kv, gbps, cost_weight=1.0):
     d.admit()
     prefill.left[:], prefill.reserve[:] = 0, 0
     st.loads[:] = [900_000, 100_000]
-    d.migration.token_latency_s = 1e-7
-    return d
+    return d, st, prefill
 
 
 def test_prefill_cost_is_the_steps_prefill_share_by_hand():
@@ -386,16 +394,8 @@ def _cached_dispatch(kv):
     and a slow link (1 Gb/s: a transfer never pays); request 0 has generated 5 tokens."""
     work = Workload(np.array([20_000, 880_000, 100_000]), np.array([100, 100, 100]),
                     blocks=PrefixBlocks.from_lists([[1, 2], list(range(100, 188)), list(range(200, 210))], 10_000))
-    st = ClusterState.empty(work, 2, 4)
-    prefill = Prefill(PrefillModel(cache_blocks=1000), work, 2, 4)
     opts = {"kv": kv} if kv == "recompute" else {"kv": kv, "transfer_gbps": 1.0}
-    d = InstantDispatch(st, make_policy("bfio", horizon=20), prefill, 1e-7, migration="bfio", migration_options=opts)
-    for i, g in enumerate((0, 0, 1)):
-        d._append(i, g)
-    d.queued = 3
-    d.admit()
-    prefill.left[:], prefill.reserve[:] = 0, 0
-    st.loads[:] = [900_000, 100_000]
+    d, st, prefill = _bfio_seated(work, PrefillModel(cache_blocks=1000), opts)
     st.generated[0] = 5
     prefill.caches[0].insert(work.blocks.blocks_of(0))  # its own rank caches its prompt
     return d, st, prefill
