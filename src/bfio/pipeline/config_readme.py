@@ -231,8 +231,8 @@ def main(argv=None) -> int:
     return 0
 
 
-__all__ = ["NO_DEFAULT", "render", "schema_nodes", "schema_keys", "value_words", "study_sections", "declared_rows", "regenerate",
-           "validated_schema", "main"]
+__all__ = ["NO_DEFAULT", "render", "schema_nodes", "schema_keys", "value_words", "study_sections", "declared_rows",
+           "regenerate", "validated_schema", "main"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
