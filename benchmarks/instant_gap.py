@@ -62,6 +62,9 @@ oracle-free instant BF-IO lost p99"; ``benchmarks/instant_tail.py``): with optio
 ``release: order`` (row ``bfio_h40_instant_ps_order``, chosen on seeds 100-109: -0.3
 [-2.3, +1.7] / -1.9 [-3.1, -0.6]%) seeds 42, 1-29 give +0.6 [-0.2, +1.3] / -0.5 [-1.1, +0.1]%,
 and at 0.8 seeds 1-89 (``--seeds 30-89`` added) +0.2 [-0.3, +0.7]% (the oracle +0.6 [+0.2, +1.0]%).
+``release: order`` is BF-IO's default since 2026-12-07: the ``*_ps*`` rows without
+``release`` measured before that date read ``expected``, row ``bfio_h40_instant_ps_expected``
+now; the ``*_order`` rows are the default's.
 
 ``table --metric throughput_run`` compares with the highest router (:data:`HIGHER_BETTER`),
 + still meaning BF-IO worse.
@@ -106,6 +109,8 @@ CANDIDATES = {
                                       "release": "order", "report_interval": 10},
     "bfio_h40_instant_emp_order": {"policy": "bfio", "horizon": 40, "predictor": "empirical", "release": "order"},
     "bfio_h40_instant_geo_order": {"policy": "bfio", "horizon": 40, "predictor": "geometric", "release": "order"},
+    "bfio_h40_instant_ps_expected": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
+                                     "release": "expected"},
 }
 #: rows that are a run's reference, not a router (:data:`bfio.sim.pooled.REFERENCES`):
 #: ``balanced`` is the router-independent floor of the step (the imbalance removed,

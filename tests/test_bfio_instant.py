@@ -239,10 +239,10 @@ def test_options_of_instant_dispatch_only_are_refused_with_a_central_pool(capsys
     from bfio.ground.errors import ConfigError
 
     w = _workload(n=40, rate=100.0)
-    for opts, name in (({"predictor": "empirical", "release": "order"}, "release"), ({"report_interval": 5},
+    for opts, name in (({"predictor": "empirical", "release": "expected"}, "release"), ({"report_interval": 5},
                                                                                      "report_interval")):
         with pytest.raises(ConfigError, match=f"^{name}: "):
             simulate(w, 2, 4, "bfio", policy_options=opts, show_progress=False)
     assert main(["simulate", "--trace", "burstgpt", "--requests", "40", "--workers", "2", "--policy", "bfio",
-                 "--predictor", "empirical", "--release", "order"]) != 0
+                 "--predictor", "empirical", "--release", "expected"]) != 0
     assert "--release: only valid with --dispatch instant" in capsys.readouterr().err

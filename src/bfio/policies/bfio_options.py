@@ -145,7 +145,7 @@ OPTIONS = (
            doc="With the calibrated step model (`docs/step_model.md`): `auto` adds the step's per-request term to "
            "BF-IO's objective (a decoding request weighs `(a_n + beta) / a_kv` KV tokens per step, "
            "`bfio.solvers.terms.batch`); `off` balances KV tokens alone. No effect with the paper's step."),
-    Option("release", str, "expected",
+    Option("release", str, "order",
            "instant dispatch with a probabilistic predictor: when a busy slot frees for the queue: expected (each "
            "slot at its own request's expected remaining steps) | order (a worker's k-th slot frees when the "
            "expected number of its requests gone reaches k - 1/2: the order statistics, exact for a point "
