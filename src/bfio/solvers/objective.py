@@ -40,10 +40,12 @@ model) and bound to a call's waiting requests by :meth:`ObjectiveTerms.for_call`
 (their decode estimates ``o_hat_j``). Its consumers:
 
 - the fast path, :func:`bfio.solvers.fast.solve_fast_terms`,
-  :func:`bfio.solvers.heap.solve_heap_terms` and
-  :func:`bfio.solvers.shards.solve_sharded_terms`: the numba kernels receive
-  the terms' arrays from :meth:`ObjectiveTerms.kernel_arrays` (lifetimes and
-  weights, the one place where the object becomes kernel arguments);
+  :func:`bfio.solvers.heap.solve_heap_terms`,
+  :func:`bfio.solvers.shards.solve_sharded_terms` and ``drain:N``
+  (:func:`bfio.solvers.drain.plan_drain`): the numba kernels receive the terms as
+  ONE argument from :meth:`ObjectiveTerms.kernel_terms` (a
+  :class:`~bfio.solvers.terms.kernel.KernelTerms`: lifetimes, weights, the other
+  kernel terms' worker costs; the one place where the object becomes a kernel argument);
 - the exact backends, through the instance: :func:`bfio.solvers.instance.instance_of_call`
   builds the :class:`~bfio.solvers.instance.Instance` of a call from the terms,
   and :attr:`Instance.terms <bfio.solvers.instance.Instance.terms>` gives them
@@ -61,8 +63,8 @@ prefix-cache term). Every consumer reads all of them through
 :class:`ObjectiveTerms`: the value of ``J`` (:meth:`~ObjectiveTerms.evaluate`),
 a candidate's cost (:meth:`~ObjectiveTerms.candidate_costs`, instant dispatch
 and the central path's sequential placement), the kernel arrays
-(:meth:`~ObjectiveTerms.kernel_arrays`, which refuse a term the kernels do not
-compute, by name) and the MILP (:meth:`~ObjectiveTerms.milp_costs`, with
+(:meth:`~ObjectiveTerms.kernel_terms`, which refuse by name a term the kernels do not
+compute or whose cost their shortcuts cannot weigh exactly) and the MILP (:meth:`~ObjectiveTerms.milp_costs`, with
 :meth:`~ObjectiveTerms.check_solver` refusing, by name, a term an exact backend
 cannot express).
 
@@ -71,11 +73,9 @@ How to add a term
 
 A new term is its own module in :mod:`bfio.solvers.terms` plus its factory in
 :data:`bfio.solvers.terms.CALL_TERMS` (that package's docstring, "How to add a
-term"); nothing here changes. For the fast kernels to weigh it while they
-choose the admitted requests, also its kernel: its arrays in
-:meth:`ObjectiveTerms.kernel_arrays` and its cost in the kernel's cost function
-:func:`bfio.solvers.fast.costs._life_cost` (``_pivots`` and the heap's ``_key`` are
-its minimizers and follow it).
+term"); nothing here changes, also for a term the fast kernels weigh (its worker
+costs, :meth:`bfio.solvers.terms.Term.kernel_worker_costs`, summed by
+:meth:`ObjectiveTerms.kernel_terms` into the kernels' one argument).
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ def imbalance_candidate_costs(loads: np.ndarray, add: np.ndarray, weights: np.nd
 class ImbalanceTerm(Term):
     """The discounted imbalance of Eq. (IO), ``sum_h w_h [G max_g Lhat_g(h) -
     sum_g Lhat_g(h)]`` (Section 4): the first term of ``J``. Its kernel is the fast
-    path's (:func:`bfio.solvers.fast.costs._life_cost`, the heap's ``_key``); its MILP
+    path's (the imbalance's part of :func:`bfio.solvers.terms.kernel.candidate_cost`,
+    minimized by ``_pivots`` and the heap's ``_key``); its MILP
     is the aggregated model of :mod:`bfio.solvers.model` itself."""
 
     weights: np.ndarray

@@ -224,5 +224,5 @@ def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> 
                             inst.admissible, terms, int(max_rounds))
 
 
-__all__ = ["PERSIST", "solve_fast", "place_fast", "solve_fast_terms", "fast_assign", "persisting", "size_order", "cumulative_weights",
-           "worker_costs"]
+__all__ = ["PERSIST", "solve_fast", "place_fast", "solve_fast_terms", "fast_assign", "persisting", "size_order",
+           "cumulative_weights", "worker_costs"]

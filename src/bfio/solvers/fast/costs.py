@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.ground.jit import helper as _helper, kernel
-from bfio.solvers.terms.kernel import KernelTerms, _volume, candidate_cost, cumulative_weights
+from bfio.solvers.terms.kernel import KernelTerms, candidate_cost, cumulative_weights
 
 # Helpers (``bfio.ground.jit.helper``) take arrays but never allocate, so they are compiled
 # without the runtime's reference counting (numba's ``_nrt`` target option): a helper

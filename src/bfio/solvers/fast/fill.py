@@ -288,7 +288,8 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
             if bounds and same:  # only candidates were taken: an exact bound
                 # its best slot now holds the next waiting request on the same side
                 # (:func:`~bfio.solvers.fast.waiting._next_waiting`, the same one for every such worker), which costs
-                # at least minus its volume (equality when it fits); every other slot at
+                # at least its floor, minus its volume plus the worker's terms (candidate_floor; equality
+                # when it fits); every other slot at
                 # least its cached cost (a taken candidate's replacement lies farther from
                 # the pivot), i.e. bsec. Written out here: as a call (even inlined) the
                 # whole fill took twice as long (measured on captured G = 256 calls)
