@@ -66,7 +66,7 @@ from bfio.pipeline.kernels_warmup import DEFAULT_SCENARIOS, warm as warm_kernels
 from bfio.policies.bfio_options import LOCAL_SEARCH_ROUNDS
 from bfio.simulator import simulate
 from bfio.solvers import placement as placement_mod
-from bfio.solvers.fast.costs import cumulative_weights
+from bfio.solvers.terms.kernel import cumulative_weights
 from bfio.solvers.heap import _heapify, _key, _waiting_tree, heavy_light
 from bfio.solvers.shards import DEFAULT_SHARD_WORKERS, solve_sharded_terms
 from bfio.solvers.objective import ObjectiveTerms
@@ -191,9 +191,9 @@ def install():
 
     drain0 = central.plan_drain
 
-    def plan_drain(base, free, sizes, life, ages, pool, due_steps, weights, reserved, place_all):
+    def plan_drain(base, free, sizes, kt, ages, pool, due_steps, reserved, place_all):
         t0 = clock()
-        out = drain0(base, free, sizes, life, ages, pool, due_steps, weights, reserved, place_all)
+        out = drain0(base, free, sizes, kt, ages, pool, due_steps, reserved, place_all)
         dt = clock() - t0
         REC.add("drain", dt)
         if (ages >= due_steps).any():  # its set-up: the loads' float copy and the envelope
@@ -222,7 +222,7 @@ def install():
         REC.add(f"work {chosen}", float(U) * float(np.count_nonzero(free)))
         REC.add("auto work", float(U) * float(np.count_nonzero(free)))  # auto's inputs: its choice at any constant
         REC.add("auto step", float(step_s))
-        life, w = terms.kernel_arrays(base, sizes.shape[0])
+        w = terms.kernel_terms(base, sizes.shape[0]).w
         t1 = clock()  # the set-up, replayed on the same inputs
         b = solver_loads(base)
         tw, P, capl, _, E = touched_workers(b, free)

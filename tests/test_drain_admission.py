@@ -8,7 +8,8 @@ import pytest
 
 from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
-from bfio.solvers.drain import plan_drain
+from bfio.solvers.drain import plan_drain as plan_drain_terms
+from bfio.solvers.terms.kernel import imbalance_only
 from bfio.solvers.fast import worker_costs
 from bfio.simulator import simulate
 from bfio.lookahead.admission import parse_admission
@@ -16,6 +17,13 @@ from bfio.workloads.workload import Workload
 
 N_DUE = 20  # drain:N of the simulation tests
 HORIZON = 10
+
+
+def plan_drain(base, free, sizes, life, ages, pool, N, weights, reserved, place_all):
+    """:func:`bfio.solvers.drain.plan_drain` under the imbalance alone (its kernel terms
+    from the lifetimes and weights, :func:`bfio.solvers.terms.kernel.imbalance_only`)."""
+    kt = imbalance_only(life, weights, np.shape(base)[0])
+    return plan_drain_terms(base, free, sizes, kt, ages, pool, N, reserved, place_all)
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -313,7 +321,7 @@ def test_a_worker_freed_by_a_placement_can_be_reserved_again_in_the_call():
 
 def test_worker_costs_is_the_formula():
     """The cost drain:N minimizes when it picks a worker (bfio.solvers.fast.worker_costs,
-    the fast solver's _life_cost per row): G sum_{h<l} w_h max(0, s - c_g(h)) less the
+    the kernels' candidate_cost per row): G sum_{h<l} w_h max(0, s - c_g(h)) less the
     weighted volume sum_{h<l} w_h (s + h)."""
     rng = np.random.default_rng(9)
     for _ in range(200):
@@ -398,8 +406,8 @@ def test_a_request_past_2n_waits_only_while_no_slot_is_free(monkeypatch, starvin
     real_plan = bfio_module.plan_drain
     seen = {"late_waiting": 0, "calls": 0}
 
-    def plan(base, free, sizes, life, ages, pool, due_steps, weights, reserved, place_all):
-        pre, b, f = real_plan(base, free, sizes, life, ages, pool, due_steps, weights, reserved, place_all)
+    def plan(base, free, sizes, kt, ages, pool, due_steps, reserved, place_all):
+        pre, b, f = real_plan(base, free, sizes, kt, ages, pool, due_steps, reserved, place_all)
         seen["calls"] += 1
         if ((pre < 0) & (ages >= 2 * due_steps)).any():
             seen["late_waiting"] += 1
@@ -428,9 +436,9 @@ def test_the_policy_keeps_reservations_across_calls_and_admits_exactly_u(monkeyp
     calls = []
     real_plan = bfio_module.plan_drain
 
-    def plan(base, free, sizes, life, ages, pool, due_steps, weights, reserved, place_all):
+    def plan(base, free, sizes, kt, ages, pool, due_steps, reserved, place_all):
         entry = dict(reserved)
-        pre, b, f = real_plan(base, free, sizes, life, ages, pool, due_steps, weights, reserved, place_all)
+        pre, b, f = real_plan(base, free, sizes, kt, ages, pool, due_steps, reserved, place_all)
         calls.append({"entry": entry, "exit": dict(reserved), "map": id(reserved), "pre": pre.copy(),
                       "U": min(sizes.shape[0], int(np.sum(free))), "place_all": place_all, "n": sizes.shape[0],
                       "due_steps": due_steps})

@@ -7,10 +7,17 @@ workers unraised) and on the due requests of a simulated run."""
 import numpy as np
 
 import bfio.solvers.central as bfio_module
-from bfio.solvers.drain import _best_worker
+from bfio.solvers.drain import _best_worker as _best_worker_terms
 from bfio.simulator import simulate
 from bfio.solvers.fast import worker_costs
+from bfio.solvers.terms.kernel import imbalance_only
 from bfio.workloads.workload import Workload
+
+
+def _best_worker(base, E, s, lf, G, w, skip, room):
+    """:func:`bfio.solvers.drain._best_worker` under the imbalance alone (weights ``w``)."""
+    kt = imbalance_only(np.empty(0, dtype=np.int64), w, base.shape[0])
+    return _best_worker_terms(base, E, s, lf, -1, G, kt, skip, room, np.empty(base.shape[1]))
 
 
 def _reference(base, E, s, lf, G, w, skip, room):
@@ -56,7 +63,8 @@ def test_best_worker_on_the_due_requests_of_a_run(monkeypatch):
     seen = {"due": 0}
     real = bfio_module.plan_drain
 
-    def plan(base, free, sizes, life, ages, pool, due_steps, weights, reserved, place_all):
+    def plan(base, free, sizes, kt, ages, pool, due_steps, reserved, place_all):
+        life, weights = kt.life, kt.w
         b = np.asarray(base, dtype=np.float64)
         E = b.max(axis=0)
         G = b.shape[0]
@@ -69,7 +77,7 @@ def test_best_worker_on_the_due_requests_of_a_run(monkeypatch):
                 args = (b, E, int(sizes[k]), lf, G, np.asarray(weights, dtype=np.float64), taken, room)
                 assert _best_worker(*args) == _reference(*args)
             seen["due"] += 1
-        return real(base, free, sizes, life, ages, pool, due_steps, weights, reserved, place_all)
+        return real(base, free, sizes, kt, ages, pool, due_steps, reserved, place_all)
 
     monkeypatch.setattr(bfio_module, "plan_drain", plan)
     rng = np.random.default_rng(3)

@@ -9,6 +9,7 @@ import pytest
 
 from bfio.simulator import simulate
 from bfio.solvers import heap
+from bfio.solvers.terms.kernel import imbalance_only
 from bfio.workloads.workload import Workload
 from heap_upsize_reference import reference_solve_heap
 
@@ -31,12 +32,12 @@ def _random_call(rng):
     if forced.sum() > U:
         forced[:] = False
     w = np.ascontiguousarray(rng.choice([1.0, 0.6]) ** np.arange(H1))
-    return base, free, sizes, life, forced, max(U, 1), w
+    return base, free, sizes, forced, max(U, 1), imbalance_only(life, w, G)
 
 
-def _both(base, free, sizes, life, forced, U, w, passes=heap.UPSIZE_PASSES):
-    new = heap._solve_heap(base, free, sizes, life, forced, U, w, passes)
-    old = reference_solve_heap(base, free, sizes, life, forced, U, w, passes)
+def _both(base, free, sizes, forced, U, kt, passes=heap.UPSIZE_PASSES):
+    new = heap._solve_heap(base, free, sizes, forced, U, kt, passes)
+    old = reference_solve_heap(base, free, sizes, forced, U, kt, passes)
     return new, old
 
 

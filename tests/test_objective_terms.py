@@ -117,7 +117,7 @@ def test_an_exact_backend_refuses_a_term_it_cannot_express_by_name(solver):
 def test_the_fast_kernels_refuse_a_term_without_its_kernel_by_name():
     terms = ObjectiveTerms.build(3).with_terms(AffinityTerm(np.zeros((2, 2))))
     with pytest.raises(ValueError, match="objective term 'affinity' has no kernel"):
-        terms.kernel_arrays(np.zeros((2, 4)), 2)
+        terms.kernel_terms(np.zeros((2, 4)), 2)
 
 
 def test_the_prefix_cache_term_is_refused_by_an_exact_backend_by_name():

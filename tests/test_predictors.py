@@ -12,6 +12,7 @@ from bfio.policies import make_policy
 from bfio.predictors import PREDICTORS, EmpiricalPredictor, GeometricPredictor, make_predictor
 from bfio.simulator import simulate
 from bfio.solvers.fast import _solve_fast, persisting, solve_fast
+from bfio.solvers.terms.kernel import imbalance_only
 from bfio.solvers.instance import Instance
 from bfio.lookahead.profiles import expected_loads, predicted_loads
 from bfio.workloads.workload import Workload
@@ -164,7 +165,9 @@ def test_fast_solver_on_float64_loads_places_as_integer_arithmetic_does():
         forced = inst.forced()
         life = persisting(n) if k % 3 else rng.integers(1, H + 3, n)
         args = (inst.free, sizes, life, forced, inst.admissible, 4, inst.weights)
-        integer = _solve_fast(np.ascontiguousarray(inst.base, dtype=np.int64), *args)
+        kt = imbalance_only(life, inst.weights, G)
+        integer = _solve_fast(np.ascontiguousarray(inst.base, dtype=np.int64), inst.free, sizes, forced,
+                              inst.admissible, 4, kt)
         assert np.array_equal(solve_fast(inst.base, *args), integer)
         assert np.array_equal(solve_fast(inst.base.astype(float), *args), integer)
         frac = inst.base + rng.random(inst.base.shape)

@@ -12,9 +12,10 @@ state; the call reads its predictions from the policy's
 3. the admission rule: ``drain:N`` (:mod:`bfio.solvers.drain`) places the requests it
    reserved workers for, ``aging:N``/``fifo`` force requests in (:func:`~bfio.solvers.instance.forced_mask`);
 4. the placement (:func:`~bfio.solvers.placement.place_terms`: greedy, heap or ``auto``);
-5. the call's other terms of ``J`` (:func:`bfio.solvers.terms.call_terms`: the
-   prefix-cache term, the calibrated step's), by which the admitted requests are
-   placed again one at a time (:meth:`CentralCall.place_sequential`).
+5. the call's other terms of ``J`` (:func:`bfio.solvers.terms.call_terms`): those the
+   kernels weigh (``in_kernel``, :mod:`bfio.solvers.terms.kernel`) enter phases 3 and 4
+   with the call's terms; by the others (the prefix-cache term, the calibrated step's)
+   the admitted requests are placed again one at a time (:meth:`CentralCall.place_sequential`).
 
 With an exact backend (or a capture of instances) the call is one Eq. (IO)
 instance over all ``H + 1`` offsets solved by :func:`bfio.solvers.solve`.
@@ -102,6 +103,9 @@ class CentralCall:
         ages = state.step - state.enter_step[state.pool]
         free = np.asarray(state.free, dtype=np.int64)
         terms = view.objective.for_call(est, state.pool)  # the waiting requests' lifetimes
+        kernel = [term for term in call_terms(state, state.pool, view.window(state)) if term.in_kernel]
+        if kernel:  # the call's terms the kernels weigh (bfio.solvers.terms.kernel)
+            terms = terms.with_terms(*kernel)
         step_s = state.mean_step_s  # placement auto: the router's time budget (the greedy before a step)
         if self.admission_mode == "drain":
             assign = self._route_drain(base, free, sizes, ages, state.pool, U, terms, step_s)
@@ -124,9 +128,10 @@ class CentralCall:
         (:func:`bfio.solvers.terms.call_terms`; the prefix-cache term, issue 32): the
         requests the solver admitted (its choice of *which* to admit stands) are
         placed again one at a time, oldest first, each on the worker with a free slot
-        where ``J`` with every term (:meth:`~bfio.solvers.objective.ObjectiveTerms.candidate_costs`)
-        is smallest, as instant dispatch binds an arrival (:func:`~bfio.solvers.dispatch.bind`).
-        Without such terms ``assign`` stands."""
+        where ``J`` with every term (:meth:`~bfio.solvers.objective.ObjectiveTerms.candidate_costs`;
+        the kernel terms too) is smallest, as instant dispatch binds an arrival
+        (:func:`~bfio.solvers.dispatch.bind`). Without such terms (none, or only terms the
+        kernels weighed, ``in_kernel``) ``assign`` stands."""
         picked = np.flatnonzero(assign >= 0)
         if picked.size == 0:
             return assign
@@ -137,7 +142,7 @@ class CentralCall:
         lifetimes = None if view.step_costs(state) is None else view.new_lifetimes(est, window, len(state.workload))
         extra = call_terms(state, requests, view.window(state, lambda: view.running_counts(state, window),
                                                         lifetimes))
-        if not extra:
+        if all(term.in_kernel for term in extra):
             return assign
         if lifetimes is None:
             lifetimes = view.new_lifetimes(est, window, len(state.workload))
@@ -159,9 +164,8 @@ class CentralCall:
         """Admission ``drain:N`` (:mod:`bfio.solvers.drain`): its placements first, then
         the solver on the other requests and the free slots left."""
         n = sizes.shape[0]
-        life, weights = terms.kernel_arrays(base, n)
-        pre, base_k, free_k = plan_drain(base, free, sizes, life, ages, pool, self.aging_steps,
-                                         np.asarray(weights, dtype=float), self._reserved, U == n)
+        pre, base_k, free_k = plan_drain(base, free, sizes, terms.kernel_terms(base, n), ages, pool,
+                                         self.aging_steps, self._reserved, U == n)
         self.forced += int(((pre >= 0) & (ages >= self.aging_steps)).sum())
         rest = np.flatnonzero(pre < 0)
         U_rest = U - (n - rest.size)

@@ -3,8 +3,9 @@
 ``aging:N`` admits a request that waited ``N`` steps at once, wherever the
 placement puts it: a long prompt that BF-IO kept back because it fits nowhere
 raises the envelope by nearly its whole size. ``drain:N`` instead gives such a
-request a worker: the one where it raises ``J`` least (the fast solver's cost of
-a placement, :func:`bfio.solvers.fast.costs.worker_costs`), reserved for it. Until the request is
+request a worker: the one where it raises ``J`` least (the kernels' one cost of a
+placement, :func:`bfio.solvers.terms.kernel.candidate_cost`, every kernel term of the
+call), reserved for it. Until the request is
 placed, the reserved worker's free slots take the smallest waiting requests
 only, so its load falls as its running requests finish; the request is placed
 as soon as it fits there without raising the envelope at any offset of its
@@ -23,53 +24,50 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.ground.jit import kernel
-from bfio.solvers.fast.costs import _volume, cumulative_weights
+from bfio.solvers.terms.kernel import KernelTerms, candidate_cost, candidate_floor
 
 
 @kernel
-def _best_worker(base, E, s, lf, G, w, skip, room):
-    """The worker where a request (size ``s``, ``lf`` offsets) raises ``J`` least
-    (:func:`bfio.solvers.fast.costs.worker_costs`; the first on ties), among those not in
-    ``skip`` with ``room[g] > 0`` (the free slots, or ones for any worker); -1 if none.
-    ``room`` is an array, not a flag: one compiled specialization serves both uses.
+def _best_worker(base, E, s, lf, k, G, kt, skip, room, crow):
+    """The worker where request ``k`` (size ``s``, ``lf`` offsets) raises ``J`` least by
+    :func:`~bfio.solvers.terms.kernel.candidate_cost` (every kernel term of the call
+    ``kt``; the first on ties), among those not in ``skip`` with ``room[g] > 0`` (the
+    free slots, or ones for any worker); -1 if none. ``room`` is an array, not a flag:
+    one compiled specialization serves both uses; ``crow`` is scratch for a worker's
+    headroom ``c(h) = E[h] - base[g, h] - h``.
 
-    The same costs, term for term, as ``worker_costs`` on ``C[g, h] = E[h] - base[g, h] - h``
-    (so the same worker), without building ``C`` and stopping early (issue 40): a
-    worker's sum of non-negative terms only grows, so its scan stops once its cost
-    cannot be below the best so far; and no cost is below ``-volume`` (nothing raised),
-    so the scan of the workers ends at the first worker that reaches it.
-    ``O(G lf)`` at worst, ``O(g* lf)`` when worker ``g*`` takes the request unraised."""
-    cw, cwh = cumulative_weights(w)
-    vol = _volume(s, lf, cw, cwh)
-    floor = G * 0.0 - vol  # the cost of a worker where the request raises nothing
+    Stopping early (issue 40), exactly: a worker's scan stops once its cost cannot be
+    below the best so far (``candidate_cost``'s ``cap``); and, when no kernel term depends
+    on the worker, no cost is below the request's floor (minus its volume: nothing raised,
+    :func:`~bfio.solvers.terms.kernel.candidate_floor`), so the scan of the workers ends at
+    the first worker that reaches it. ``O(G lf)`` at worst, ``O(g* lf)`` when worker
+    ``g*`` takes the request unraised."""
     best = np.inf
     arg = -1
     for g in range(base.shape[0]):
         if skip[g] or room[g] == 0:
             continue
-        tot = 0.0
         for h in range(lf):
-            d = s - (E[h] - base[g, h] - h)
-            if d > 0:
-                tot += w[h] * d
-                if G * tot - vol >= best:
-                    break
-        cost = G * tot - vol
+            crow[h] = E[h] - base[g, h] - h
+        cost = candidate_cost(kt, crow, s, lf, k, g, G, best)
         if cost < best:
             best = cost
             arg = g
-            if best == floor:
+            if not kt.worker_dependent and best == candidate_floor(kt, s, lf, g):
                 break
     return arg
 
 
 @kernel
-def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_all):
+def _drain_core(base, free, sizes, ages, due, resv, due_steps, kt, place_all):
     """:func:`plan_drain`'s placements on ``base`` (float64) and ``free`` (both
     modified in place); ``due`` the due positions, oldest first, ``resv[i]`` the
-    worker reserved for ``due[i]`` (-1: none; updated in place). Returns ``pre``."""
+    worker reserved for ``due[i]`` (-1: none; updated in place); ``kt`` the call's kernel
+    terms (worker costs indexed by worker). Returns ``pre``."""
     G, H1 = base.shape
     n = sizes.shape[0]
+    life = kt.life
+    crow = np.empty(H1)  # scratch of _best_worker
     pre = np.full(n, -1, dtype=np.int64)
     E = np.zeros(H1)
     for g in range(G):
@@ -89,7 +87,7 @@ def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_al
         late = ages[k] >= 2 * due_steps
         g = resv[i]
         if g < 0:
-            g = _best_worker(base, E, s, lf, G, w, taken, anywhere)
+            g = _best_worker(base, E, s, lf, k, G, kt, taken, anywhere, crow)
             if g >= 0:
                 resv[i] = g
                 taken[g] = True
@@ -101,9 +99,9 @@ def _drain_core(base, free, sizes, life, ages, due, resv, due_steps, w, place_al
                 continue
             # the deadline: the worker with a free slot where it raises J least, one that
             # no other request holds if there is such a worker
-            target = _best_worker(base, E, s, lf, G, w, taken, free)
+            target = _best_worker(base, E, s, lf, k, G, kt, taken, free, crow)
             if target < 0:
-                target = _best_worker(base, E, s, lf, G, w, nothing, free)
+                target = _best_worker(base, E, s, lf, k, G, kt, nothing, free, crow)
             if target < 0:
                 continue  # no free slot anywhere: the next call
         fits = True
@@ -165,8 +163,8 @@ def _smallest_waiting(sizes, ages, pre, due_steps, m):
     return out[:cnt]
 
 
-def plan_drain(base: np.ndarray, free: np.ndarray, sizes: np.ndarray, life: np.ndarray, ages: np.ndarray,
-               pool: np.ndarray, due_steps: int, weights: np.ndarray, reserved: dict[int, int],
+def plan_drain(base: np.ndarray, free: np.ndarray, sizes: np.ndarray, kt: KernelTerms, ages: np.ndarray,
+               pool: np.ndarray, due_steps: int, reserved: dict[int, int],
                place_all: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The placements ``drain:N`` makes before the solver: returns ``(pre, base,
     free)``, ``pre[k]`` the worker of waiting request ``k`` (or -1: the solver
@@ -189,9 +187,8 @@ def plan_drain(base: np.ndarray, free: np.ndarray, sizes: np.ndarray, life: np.n
     resv = np.array([reserved.get(r, -1) for r in ids], dtype=np.int64)
     base = base.astype(np.float64)  # a copy: the solver's loads with these placements
     free = np.array(free, dtype=np.int64)
-    pre = _drain_core(base, free, np.asarray(sizes, dtype=np.int64), np.asarray(life, dtype=np.int64),
-                      np.asarray(ages, dtype=np.int64), due, resv, int(due_steps),
-                      np.ascontiguousarray(weights, dtype=np.float64), bool(place_all))
+    pre = _drain_core(base, free, np.asarray(sizes, dtype=np.int64), np.asarray(ages, dtype=np.int64), due, resv,
+                      int(due_steps), kt, bool(place_all))
     reserved.clear()
     reserved.update({r: int(g) for r, g in zip(ids, resv.tolist()) if g >= 0})
     return pre, base, free

@@ -51,7 +51,7 @@ from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.fenwick import bit_build as _bit_build
 from bfio.solvers.fenwick import bit_kth as _bit_kth
 from bfio.solvers.fenwick import bit_prefix as _bit_prefix
-from bfio.solvers.fast.costs import _life_cost, cumulative_weights
+from bfio.solvers.terms.kernel import candidate_cost, for_workers, imbalance_only
 from bfio.solvers.touched import solver_loads, touched_workers, waiting_order
 
 
@@ -300,33 +300,47 @@ def _upsize(P, at, sizes, life, forced, order, ss, E, bit, rank):
 
 
 def solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes=UPSIZE_PASSES):
+    """:func:`place_heap` under the imbalance alone: lifetimes ``life`` and offset weights
+    ``weights`` (:func:`~bfio.solvers.terms.kernel.imbalance_only`); the same result."""
+    kt = imbalance_only(life, weights, np.shape(base)[0])
+    return place_heap(base, free, sizes, forced, U, kt, upsize_passes)
+
+
+def place_heap(base, free, sizes, forced, U, kt, upsize_passes=UPSIZE_PASSES):
     """Place exactly ``U`` waiting requests (every ``forced`` one among them) on
     workers with free slots, at most ``free[g]`` per worker; returns request ->
     worker (or -1) and the number of stale keys refreshed (lazy upper bounds).
 
     ``base`` is the ``(G, H_eff + 1)`` predicted loads of the active requests
     (integer or float; the kernel :func:`_solve_heap` takes them as float64,
-    :func:`bfio.solvers.touched.solver_loads`, exact for integer loads), ``life[j]``
+    :func:`bfio.solvers.touched.solver_loads`, exact for integer loads); ``kt`` the
+    call's kernel terms (:class:`~bfio.solvers.terms.kernel.KernelTerms`), ``kt.life[j]``
     the offsets at which request ``j`` adds ``s_j + h`` once admitted.
     Invariants kept at every placement: the assignment is feasible, the heap
     holds exactly the touched workers with a free slot left, and every heap key
     is the worker's key under the current envelope (rebuilt after any raise).
+
+    The keys (:func:`_key`) order the workers by the imbalance alone: a kernel term
+    whose cost depends on the worker (``kt.worker_dependent``) breaks them, and
+    :meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_terms` refuses such a term for
+    the heap by name (``placement: auto`` runs the greedy then,
+    :func:`bfio.solvers.placement.place_terms`).
     """
-    return _solve_heap(solver_loads(base), free, sizes, life, forced, U, weights, upsize_passes)
+    return _solve_heap(solver_loads(base), free, sizes, forced, U, kt, upsize_passes)
 
 
 @kernel
-def _solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes):
-    """The kernel of :func:`solve_heap` (its docstring), on float64 loads ``base``
+def _solve_heap(base, free, sizes, forced, U, kt, upsize_passes):
+    """The kernel of :func:`place_heap` (its docstring), on float64 loads ``base``
     (invariant: :func:`~bfio.solvers.touched.solver_loads`)."""
     G, H1 = base.shape
     n = sizes.shape[0]
     assign = np.full(n, -1, dtype=np.int64)
     if U <= 0 or n == 0:
         return assign, 0
-    w = weights
-    cw, cwh = cumulative_weights(w)  # cw[l] = sum_{h<l} w_h, cwh[l] = sum_{h<l} w_h h
-    W = cw[H1]
+    life = kt.life
+    w = kt.w
+    W = kt.cw[H1]  # cw[l] = sum_{h<l} w_h
     cbuf = np.empty(H1, dtype=np.float64)
     ibuf = np.empty(H1, dtype=np.int64)
     heavy, light = heavy_light(w, G, W)
@@ -334,6 +348,7 @@ def _solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes):
     # keys and rises in float64, as the loads: exact for integer loads below 2^53
     tw, P, capl, _, E = touched_workers(base, free)
     nT = tw.shape[0]
+    kt = for_workers(kt, tw)  # the terms' worker costs indexed like the touched workers
     # waiting requests by size ascending (oldest last among equal sizes: taken first)
     order = waiting_order(sizes)
     ss = np.empty(n, dtype=np.float64)
@@ -406,9 +421,11 @@ def _solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes):
                 lmin = life[order[lo]]
                 for h in range(H1):
                     cres[h] = E[h] - P[t, h] - h - ((capl[t] - 1) * (smin + h) if h < lmin else 0.0)
-                # (integer sizes, as the greedy's costs: the same specialization of _life_cost)
-                if _life_cost(cres, sizes[order[q]], min(life[order[q]], H1), G, w, cw, cwh) < \
-                        _life_cost(cres, sizes[order[p]], min(life[order[p]], H1), G, w, cw, cwh):
+                # (integer sizes, as the greedy's costs: the same specialization of candidate_cost)
+                jq = order[q]
+                jp = order[p]
+                if candidate_cost(kt, cres, sizes[jq], min(life[jq], H1), jq, t, G, np.inf) < \
+                        candidate_cost(kt, cres, sizes[jp], min(life[jp], H1), jp, t, G, np.inf):
                     p = q
             j = order[p]
         _take(left, right, p)
@@ -438,13 +455,13 @@ def _solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes):
 
 
 def solve_heap_terms(base, free, sizes, forced, U, terms, upsize_passes=UPSIZE_PASSES):
-    """:func:`solve_heap` with the objective's terms of the routing call, a
-    :class:`~bfio.solvers.objective.ObjectiveTerms` (Eq. (IO), Section 4): the
-    lifetimes and offset weights come from
-    :meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_arrays`, and ``base``
-    spans its offsets ``0..terms.window`` (``H_eff``). Same result: ``(assign, refreshed)``."""
-    life, weights = terms.kernel_arrays(base, sizes.shape[0])
-    return solve_heap(base, free, sizes, life, forced, U, weights, upsize_passes)
+    """:func:`place_heap` with the objective's terms of the routing call, a
+    :class:`~bfio.solvers.objective.ObjectiveTerms` (Eq. (IO), Section 4), as the
+    kernels take them (:meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_terms` for
+    the heap: a term that depends on the worker is refused by name); ``base`` spans its
+    offsets ``0..terms.window`` (``H_eff``). Same result: ``(assign, refreshed)``."""
+    kt = terms.kernel_terms(base, sizes.shape[0], placement="heap")
+    return place_heap(base, free, sizes, forced, U, kt, upsize_passes)
 
 
 def heap_assign(inst) -> np.ndarray:
@@ -456,4 +473,4 @@ def heap_assign(inst) -> np.ndarray:
                             inst.forced(), inst.admissible, terms)[0]
 
 
-__all__ = ["solve_heap", "solve_heap_terms", "heap_assign"]
+__all__ = ["solve_heap", "place_heap", "solve_heap_terms", "heap_assign"]

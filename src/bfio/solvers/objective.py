@@ -40,10 +40,12 @@ model) and bound to a call's waiting requests by :meth:`ObjectiveTerms.for_call`
 (their decode estimates ``o_hat_j``). Its consumers:
 
 - the fast path, :func:`bfio.solvers.fast.solve_fast_terms`,
-  :func:`bfio.solvers.heap.solve_heap_terms` and
-  :func:`bfio.solvers.shards.solve_sharded_terms`: the numba kernels receive
-  the terms' arrays from :meth:`ObjectiveTerms.kernel_arrays` (lifetimes and
-  weights, the one place where the object becomes kernel arguments);
+  :func:`bfio.solvers.heap.solve_heap_terms`,
+  :func:`bfio.solvers.shards.solve_sharded_terms` and ``drain:N``
+  (:func:`bfio.solvers.drain.plan_drain`): the numba kernels receive the terms as
+  ONE argument from :meth:`ObjectiveTerms.kernel_terms` (a
+  :class:`~bfio.solvers.terms.kernel.KernelTerms`: lifetimes, weights, the other
+  kernel terms' worker costs; the one place where the object becomes a kernel argument);
 - the exact backends, through the instance: :func:`bfio.solvers.instance.instance_of_call`
   builds the :class:`~bfio.solvers.instance.Instance` of a call from the terms,
   and :attr:`Instance.terms <bfio.solvers.instance.Instance.terms>` gives them
@@ -61,8 +63,8 @@ prefix-cache term). Every consumer reads all of them through
 :class:`ObjectiveTerms`: the value of ``J`` (:meth:`~ObjectiveTerms.evaluate`),
 a candidate's cost (:meth:`~ObjectiveTerms.candidate_costs`, instant dispatch
 and the central path's sequential placement), the kernel arrays
-(:meth:`~ObjectiveTerms.kernel_arrays`, which refuse a term the kernels do not
-compute, by name) and the MILP (:meth:`~ObjectiveTerms.milp_costs`, with
+(:meth:`~ObjectiveTerms.kernel_terms`, which refuse by name a term the kernels do not
+compute or whose cost their shortcuts cannot weigh exactly) and the MILP (:meth:`~ObjectiveTerms.milp_costs`, with
 :meth:`~ObjectiveTerms.check_solver` refusing, by name, a term an exact backend
 cannot express).
 
@@ -71,11 +73,9 @@ How to add a term
 
 A new term is its own module in :mod:`bfio.solvers.terms` plus its factory in
 :data:`bfio.solvers.terms.CALL_TERMS` (that package's docstring, "How to add a
-term"); nothing here changes. For the fast kernels to weigh it while they
-choose the admitted requests, also its kernel: its arrays in
-:meth:`ObjectiveTerms.kernel_arrays` and its cost in the kernel's cost function
-:func:`bfio.solvers.fast.costs._life_cost` (``_pivots`` and the heap's ``_key`` are
-its minimizers and follow it).
+term"); nothing here changes, also for a term the fast kernels weigh (its worker
+costs, :meth:`bfio.solvers.terms.Term.kernel_worker_costs`, summed by
+:meth:`ObjectiveTerms.kernel_terms` into the kernels' one argument).
 """
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ import numpy as np
 from bfio.lookahead.discount import UNDISCOUNTED, check_discount, check_new_requests, effective_horizon, offset_weights
 from bfio.ground.errors import ConfigError
 from bfio.solvers.terms.base import Term
+from bfio.solvers.terms.kernel import KernelTerms, imbalance_only, with_worker_costs
 
 
 def request_profiles(sizes: np.ndarray, lifetimes: np.ndarray | None, horizon: int) -> np.ndarray:
@@ -139,7 +140,8 @@ def imbalance_candidate_costs(loads: np.ndarray, add: np.ndarray, weights: np.nd
 class ImbalanceTerm(Term):
     """The discounted imbalance of Eq. (IO), ``sum_h w_h [G max_g Lhat_g(h) -
     sum_g Lhat_g(h)]`` (Section 4): the first term of ``J``. Its kernel is the fast
-    path's (:func:`bfio.solvers.fast.costs._life_cost`, the heap's ``_key``); its MILP
+    path's (the imbalance's part of :func:`bfio.solvers.terms.kernel.candidate_cost`,
+    minimized by ``_pivots`` and the heap's ``_key``); its MILP
     is the aggregated model of :mod:`bfio.solvers.model` itself."""
 
     weights: np.ndarray
@@ -323,26 +325,56 @@ class ObjectiveTerms:
             out = out + term.linear_costs(workers)
         return out
 
-    def kernel_arrays(self, base: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(life, weights)``, the terms as the numba kernels take them
-        (:func:`bfio.solvers.fast.solve_fast`, :func:`bfio.solvers.heap.solve_heap`):
-        ``life[j]`` the lifetimes of the ``n`` waiting requests (:data:`PERSIST`
-        when they persist) and the offset weights; ``base`` (the active
-        requests' loads) must span exactly the offsets ``0..window``."""
+    @property
+    def worker_dependent(self) -> bool:
+        """True when a kernel term's cost depends on the worker (the heap's keys are not
+        exact for it: :meth:`kernel_terms` refuses it for the heap, ``auto`` runs the greedy)."""
+        return any(term.in_kernel and not term.worker_independent for term in self.extra)
+
+    def kernel_terms(self, base: np.ndarray, n: int, placement: str = "greedy") -> KernelTerms:
+        """The terms as the numba kernels take them, ONE argument
+        (:class:`~bfio.solvers.terms.kernel.KernelTerms`; :func:`bfio.solvers.fast.place_fast`,
+        :func:`bfio.solvers.heap.place_heap`, :func:`bfio.solvers.drain.plan_drain`): the
+        lifetimes of the ``n`` waiting requests (:data:`PERSIST` when they persist), the
+        offset weights and the kernel terms' costs per worker, summed
+        (:meth:`~bfio.solvers.terms.Term.kernel_worker_costs`); ``base`` (the active
+        requests' loads) must span exactly the offsets ``0..window``.
+
+        Refused by name (``ValueError``): a term the kernels do not weigh (``in_kernel =
+        False``; the central path places by its candidate costs instead), a kernel term
+        whose cost depends on the request (``request_independent = False``: ``_pivots``,
+        the heap's largest-that-fits and the local search's replacements choose a request
+        by its size alone), and, for ``placement = "heap"``, a kernel term whose cost
+        depends on the worker (the heap's ``_key``, :attr:`worker_dependent`)."""
         for term in self.extra:
             if not term.in_kernel:
                 raise ValueError(f"objective term {term.name!r} has no kernel (bfio.solvers.terms, "
                                  "'How to add a term'): the fast kernels cannot weigh it")
+            if not term.request_independent:
+                raise ValueError(f"objective term {term.name!r} depends on the request: the fast kernels' "
+                                 "shortcuts (_pivots, the heap's largest-that-fits, the local search's "
+                                 "replacements) choose a request by its size alone")
+            if placement == "heap" and not term.worker_independent:
+                raise ValueError(f"objective term {term.name!r} depends on the worker: the heap's keys "
+                                 "order the workers by the imbalance alone; use placement 'greedy'")
         if base.shape[-1] != self.window + 1:
             raise ValueError(f"loads over {base.shape[-1]} offsets, the objective's terms are over "
                              f"0..{self.window} ({self.window + 1})")
         if self.lifetimes is None:
             if self.new_requests != "persist":
                 raise ValueError("new_requests='predicted': bind the terms to the call first (for_call)")
-            return persisting(n), self.weights
-        if self.lifetimes.shape[0] != n:
+            life = persisting(n)
+        elif self.lifetimes.shape[0] != n:
             raise ValueError(f"{self.lifetimes.shape[0]} lifetimes for {n} waiting requests")
-        return self.lifetimes, self.weights
+        else:
+            life = self.lifetimes
+        G = base.shape[0]
+        if not self.extra:
+            return imbalance_only(life, self.weights, G)
+        worker_cost = np.zeros(G, dtype=np.float64)
+        for term in self.extra:
+            worker_cost = worker_cost + np.asarray(term.kernel_worker_costs(G), dtype=np.float64)
+        return with_worker_costs(life, self.weights, worker_cost, self.worker_dependent)
 
 
 __all__ = ["PERSIST", "request_profiles", "imbalance_objective", "imbalance_candidate_costs", "persisting", "ImbalanceTerm",

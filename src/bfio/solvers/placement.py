@@ -58,8 +58,14 @@ def place_terms(base, free, sizes, forced, U, terms, placement, max_rounds, shar
     ``(assign, refreshed)``: request -> worker (or -1) and the heap's key refreshes
     (0 for the greedy). ``terms`` is the call's
     :class:`~bfio.solvers.objective.ObjectiveTerms`, ``base`` the active loads over
-    its offsets ``0..terms.window``."""
-    if resolve_placement(placement, free, U, step_s) == "heap":
+    its offsets ``0..terms.window``. ``auto`` runs the greedy when a kernel term depends
+    on the worker (:attr:`ObjectiveTerms.worker_dependent
+    <bfio.solvers.objective.ObjectiveTerms.worker_dependent>`: the heap's keys are not
+    exact for it, and ``heap`` refuses it by name)."""
+    chosen = resolve_placement(placement, free, U, step_s)
+    if chosen == "heap" and placement == "auto" and terms.worker_dependent:
+        chosen = "greedy"
+    if chosen == "heap":
         assign, refreshed = solve_heap_terms(base, free, sizes, forced, U, terms)
         return assign, int(refreshed)
     return solve_sharded_terms(base, free, sizes, forced, U, terms, max_rounds, shard_workers), 0

@@ -13,7 +13,7 @@ split, as a hierarchical router would:
 2. the waiting requests are dealt the same way in order of size, the ones that
    must be admitted first (every shard gets a like share of each);
 3. each shard admits its share of ``U`` (in proportion to its free slots, and
-   at least the requests it must admit) with :func:`solve_fast` on the whole
+   at least the requests it must admit) with :func:`~bfio.solvers.fast.place_fast` on the whole
    cluster's loads: the other workers, including the shards placed before it,
    enter its objective through the fixed envelope, so Eq. (IO)'s ``J`` is the
    one every shard lowers;
@@ -34,8 +34,9 @@ import numpy as np
 
 from bfio.ground.errors import ConfigError
 from bfio.ground.jit import kernel
-from bfio.solvers.fast import solve_fast
+from bfio.solvers.fast import place_fast
 from bfio.solvers.objective import request_profiles
+from bfio.solvers.terms.kernel import imbalance_only
 from bfio.solvers.touched import solver_loads
 
 DEFAULT_SHARD_WORKERS = 256  # the paper's largest cluster (Table 1) is never split
@@ -87,14 +88,24 @@ def shares(U: int, free: np.ndarray, forced: np.ndarray, room: np.ndarray) -> np
 
 
 def solve_sharded(base, free, sizes, life, forced, U, max_rounds, weights, shard_workers=DEFAULT_SHARD_WORKERS):
-    """:func:`solve_fast`, split into shards of at most ``shard_workers`` workers with
-    free slots when there are more (module docstring); same arguments and result."""
-    base = solver_loads(base)  # the loads the shards add placements to, as solve_fast takes them
+    """:func:`place_sharded` under the imbalance alone: lifetimes ``life`` and offset
+    weights ``weights`` (:func:`~bfio.solvers.terms.kernel.imbalance_only`); the same result."""
+    kt = imbalance_only(life, weights, np.shape(base)[0])
+    return place_sharded(base, free, sizes, forced, U, max_rounds, kt, shard_workers)
+
+
+def place_sharded(base, free, sizes, forced, U, max_rounds, kt, shard_workers=DEFAULT_SHARD_WORKERS):
+    """:func:`~bfio.solvers.fast.place_fast`, split into shards of at most ``shard_workers``
+    workers with free slots when there are more (module docstring); same arguments and
+    result. Each shard's call takes the call's kernel terms ``kt`` for its requests
+    (:meth:`~bfio.solvers.terms.kernel.KernelTerms.requests`; the worker costs stay the
+    whole cluster's)."""
+    base = solver_loads(base)  # the loads the shards add placements to, as place_fast takes them
     free = np.asarray(free, dtype=np.int64)
     open_ = np.flatnonzero(free > 0)
     k = -(-open_.shape[0] // shard_workers) if shard_workers > 0 else 1
     if k <= 1 or U <= 0:
-        return solve_fast(base, free, sizes, life, forced, U, max_rounds, weights)
+        return place_fast(base, free, sizes, forced, U, max_rounds, kt)
     G, H1 = base.shape
     n = sizes.shape[0]
     wshard = np.full(G, -1, dtype=np.int64)
@@ -106,15 +117,15 @@ def solve_sharded(base, free, sizes, life, forced, U, max_rounds, weights, shard
     room = np.minimum(sfree, np.bincount(rshard, minlength=k))
     u = shares(U, sfree, sforced, room)
     if u is None:
-        return solve_fast(base, free, sizes, life, forced, U, max_rounds, weights)
+        return place_fast(base, free, sizes, forced, U, max_rounds, kt)
     loads = np.array(base, copy=True)
     assign = np.full(n, -1, dtype=np.int64)
 
     def place(workers_free, idx, count):
-        a = solve_fast(loads, workers_free, sizes[idx], life[idx], forced[idx], count, max_rounds, weights)
+        a = place_fast(loads, workers_free, sizes[idx], forced[idx], count, max_rounds, kt.requests(idx))
         got = np.flatnonzero(a >= 0)
         assign[idx[got]] = a[got]
-        scatter_rows(loads, a[got], request_profiles(sizes[idx[got]], life[idx[got]], H1 - 1).astype(loads.dtype))
+        scatter_rows(loads, a[got], request_profiles(sizes[idx[got]], kt.life[idx[got]], H1 - 1).astype(loads.dtype))
 
     for s in range(k):
         if u[s] > 0:
@@ -126,13 +137,12 @@ def solve_sharded(base, free, sizes, life, forced, U, max_rounds, weights, shard
 
 
 def solve_sharded_terms(base, free, sizes, forced, U, terms, max_rounds=4, shard_workers=DEFAULT_SHARD_WORKERS):
-    """:func:`solve_sharded` with the objective's terms of the routing call, a
-    :class:`~bfio.solvers.objective.ObjectiveTerms` (Eq. (IO), Section 4): the
-    lifetimes and offset weights come from
-    :meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_arrays`, and ``base``
-    spans its offsets ``0..terms.window`` (``H_eff``). Same result."""
-    life, weights = terms.kernel_arrays(base, sizes.shape[0])
-    return solve_sharded(base, free, sizes, life, forced, U, max_rounds, weights, shard_workers)
+    """:func:`place_sharded` with the objective's terms of the routing call, a
+    :class:`~bfio.solvers.objective.ObjectiveTerms` (Eq. (IO), Section 4), as the
+    kernels take them (:meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_terms`);
+    ``base`` spans its offsets ``0..terms.window`` (``H_eff``)."""
+    return place_sharded(base, free, sizes, forced, U, max_rounds, terms.kernel_terms(base, sizes.shape[0]),
+                         shard_workers)
 
 
-__all__ = ["DEFAULT_SHARD_WORKERS", "check_shard_workers", "solve_sharded", "solve_sharded_terms"]
+__all__ = ["DEFAULT_SHARD_WORKERS", "check_shard_workers", "solve_sharded", "place_sharded", "solve_sharded_terms"]

@@ -43,11 +43,15 @@ candidate's cost uses its own lifetime. With a single group ``l = H + 1`` and
 unit weights every step is the persisting, undiscounted algorithm, operation
 for operation.
 
-The lifetimes and the weights are the routing call's objective terms
-(:class:`bfio.solvers.objective.ObjectiveTerms`, handed over by
-:func:`solve_fast_terms`); the cost of one placement is :func:`~bfio.solvers.fast.costs._life_cost`, the
-kernel's cost function (where a new term of ``J`` goes: the objective module's
-"How to add a term").
+The lifetimes, the weights and the other terms' costs are the routing call's
+objective terms as ONE argument, a :class:`~bfio.solvers.terms.kernel.KernelTerms`
+(:meth:`bfio.solvers.objective.ObjectiveTerms.kernel_terms`, handed over by
+:func:`solve_fast_terms`); the cost of one placement is
+:func:`~bfio.solvers.terms.kernel.candidate_cost`, the kernels' one cost function
+(where a new term of ``J`` goes: :mod:`bfio.solvers.terms`, "How to add a term").
+``delta_g(s)`` above is its imbalance's part; a kernel term adds a cost of the
+worker, which moves no pivot, and the phases stay exact for it as their
+docstrings say (phase 1 costs every worker, phase 3's moves add it).
 
 ``base`` may be integer (point predictors: ``oracle``, ``noisy``, ``none``) or
 float (expected loads of the ``empirical``/``geometric`` predictors); the
@@ -61,17 +65,21 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.ground.jit import kernel
-from bfio.solvers.fast.costs import _bucket, cumulative_weights, worker_costs
+from bfio.solvers.fast.costs import _bucket, worker_costs
 from bfio.solvers.fast.fill import _fill
 from bfio.solvers.fast.local_search import _local_search
 from bfio.solvers.fast.place import _place_forced
 from bfio.solvers.fenwick import bit_add as _bit_add
 from bfio.solvers.objective import PERSIST, persisting
+from bfio.solvers.terms.kernel import cumulative_weights, for_workers, imbalance_only
 from bfio.solvers.touched import solver_loads, touched_workers, waiting_order
 
 
 def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, **options):
-    """Heuristic solution of Eq. (IO); returns request -> worker (or -1).
+    """Heuristic solution of Eq. (IO) under the imbalance alone; returns request ->
+    worker (or -1): :func:`place_fast` with the :class:`~bfio.solvers.terms.kernel.KernelTerms`
+    of lifetimes ``life`` and offset weights ``weights``
+    (:func:`~bfio.solvers.terms.kernel.imbalance_only`).
 
     ``base`` is ``(G, H + 1)`` ``Lhat_g(h)`` of the active requests, integer
     (point predictors) or float (expected loads of the probabilistic
@@ -84,7 +92,16 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, **option
     offset weight ``delta^h`` of :func:`bfio.lookahead.discount.offset_weights`
     (invariant: ``weights[0] = 1 >= weights[h] > 0``; the move pruning of the
     local search uses it). Costs are float64; with unit weights and integer
-    loads they are exact integers. ``options`` (each ``True`` unless given):
+    loads they are exact integers. ``options`` as :func:`place_fast`."""
+    kt = imbalance_only(life, weights, np.shape(base)[0])
+    return place_fast(base, free, sizes, forced, U, max_rounds, kt, **options)
+
+
+def place_fast(base, free, sizes, forced, U, max_rounds, kt, **options):
+    """Heuristic solution of Eq. (IO) with every kernel term of the routing call, ``kt``
+    (:class:`~bfio.solvers.terms.kernel.KernelTerms`: the lifetimes, the offset weights,
+    the other terms' costs); returns request -> worker (or -1); ``base`` and ``forced``
+    as :func:`solve_fast`. ``options`` (each ``True`` unless given):
     ``spread`` (the tie-break :func:`~bfio.solvers.fast.place._prefer`),
     ``reuse=False`` turns off phase 2's cached evaluations (same result,
     slower), ``bounds=False`` brings every stale worker up to date at every step
@@ -94,23 +111,25 @@ def solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, **option
     :func:`~bfio.solvers.fast.fill._fill`,
     :func:`~bfio.solvers.fast.local_search._local_search`.
     """
-    return _solve_fast(solver_loads(base), free, sizes, life, forced, U, max_rounds, weights, **options)
+    return _solve_fast(solver_loads(base), free, sizes, forced, U, max_rounds, kt, **options)
 
 
 @kernel
-def _solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=True, reuse=True, bounds=True):
-    """The kernel of :func:`solve_fast` (its docstring), on float64 loads
+def _solve_fast(base, free, sizes, forced, U, max_rounds, kt, spread=True, reuse=True, bounds=True):
+    """The kernel of :func:`place_fast` (its docstring), on float64 loads
     ``base`` (invariant: :func:`~bfio.solvers.touched.solver_loads`)."""
     G, H1 = base.shape
     n = sizes.shape[0]
     assign = np.full(n, -1, dtype=np.int64)
     if U <= 0 or n == 0:
         return assign
-    wt = weights
-    cw, cwh = cumulative_weights(wt)
-    # touched workers (free slots) and the fixed envelope of the others
+    life = kt.life
+    cw = kt.cw
+    # touched workers (free slots) and the fixed envelope of the others; the terms'
+    # worker costs indexed like them
     tw, P, capl, Mo, E = touched_workers(base, free)
     nT = tw.shape[0]
+    kt = for_workers(kt, tw)
     lf = np.empty(n, dtype=np.int64)
     for j in range(n):
         lv = life[j]
@@ -167,12 +186,12 @@ def _solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, spread=
     if tol > 0.25:
         tol = 0.25
 
-    placed = _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U, wt, spread)
+    placed = _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U, G, kt, spread)
     if placed < U:
         _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, glist, taken, bit, at, placed, U,
-              G, wt, cw, cwh, spread, reuse, bounds)
+              G, kt, spread, reuse, bounds)
     _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, gkey, glist, taken, bit, at,
-                  max_rounds, G, wt, cw, cwh, tol)
+                  max_rounds, G, kt, tol)
     for j in range(n):
         if at[j] >= 0:
             assign[j] = tw[at[j]]
@@ -187,13 +206,11 @@ def size_order(sizes: np.ndarray) -> np.ndarray:
 
 
 def solve_fast_terms(base, free, sizes, forced, U, terms, max_rounds: int = 4, **options) -> np.ndarray:
-    """:func:`solve_fast` with the objective's terms of the routing call, a
-    :class:`~bfio.solvers.objective.ObjectiveTerms` (Eq. (IO), Section 4): the
-    lifetimes and offset weights come from
-    :meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_arrays`, and ``base``
-    spans its offsets ``0..terms.window``. Same result; ``options`` as :func:`solve_fast`."""
-    life, weights = terms.kernel_arrays(base, sizes.shape[0])
-    return solve_fast(base, free, sizes, life, forced, U, max_rounds, weights, **options)
+    """:func:`place_fast` with the objective's terms of the routing call, a
+    :class:`~bfio.solvers.objective.ObjectiveTerms` (Eq. (IO), Section 4), as the
+    kernels take them (:meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_terms`);
+    ``base`` spans its offsets ``0..terms.window``. ``options`` as :func:`place_fast`."""
+    return place_fast(base, free, sizes, forced, U, max_rounds, terms.kernel_terms(base, sizes.shape[0]), **options)
 
 
 def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> np.ndarray:
@@ -207,5 +224,5 @@ def fast_assign(inst, max_rounds: int = 4, forced: np.ndarray | None = None) -> 
                             inst.admissible, terms, int(max_rounds))
 
 
-__all__ = ["PERSIST", "solve_fast", "solve_fast_terms", "fast_assign", "persisting", "size_order", "cumulative_weights",
-           "worker_costs"]
+__all__ = ["PERSIST", "solve_fast", "place_fast", "solve_fast_terms", "fast_assign", "persisting", "size_order",
+           "cumulative_weights", "worker_costs"]

@@ -2,8 +2,9 @@
 
 Adding a request of size ``s`` and lifetime ``l`` to a worker with headroom
 ``c(h) = E(h) - Lhat(h) - h`` changes ``J`` by
-``G sum_{h<l} w_h max(0, s - c(h)) - sum_{h<l} w_h (s + h)`` (:func:`_life_cost`,
-the kernel's cost function), convex and piecewise linear in ``s``, smallest at
+``G sum_{h<l} w_h max(0, s - c(h)) - sum_{h<l} w_h (s + h)``, the imbalance's part of
+a candidate's cost (:func:`bfio.solvers.terms.kernel.candidate_cost`, the kernels' one
+cost function, which adds the other kernel terms' part), convex and piecewise linear in ``s``, smallest at
 the weighted quantile of ``c(0..l-1)`` (:func:`_pivots`). Requests are grouped
 by lifetime for the candidate searches (:func:`_bucket`). The weights are the
 offset weights ``w_h = delta^h`` of :func:`bfio.lookahead.discount.offset_weights`.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.ground.jit import helper as _helper, kernel
+from bfio.solvers.terms.kernel import KernelTerms, candidate_cost, cumulative_weights
 
 # Helpers (``bfio.ground.jit.helper``) take arrays but never allocate, so they are compiled
 # without the runtime's reference counting (numba's ``_nrt`` target option): a helper
@@ -37,49 +39,16 @@ def _prefix_headroom(E, P, t, pm):
         pm[t, h] = m
 
 
-@_helper
-def _volume(s, l, cw, cwh):
-    """Weighted volume ``sum_{h<l} w_h (s + h)`` a request adds to ``sum_g Lhat_g``."""
-    return s * cw[l] + cwh[l]
-
-
-@_helper
-def _life_cost(c, s, l, G, w, cw, cwh):
-    """Change of ``J`` when a request of size ``s`` and lifetime ``l`` joins a worker
-    with headroom ``c``: ``G sum_{h<l} w_h max(0, s - c(h)) - sum_{h<l} w_h (s + h)``
-    (``cw[l] = sum_{h<l} w_h``, ``cwh[l] = sum_{h<l} w_h h``). For ``l = H + 1`` and
-    unit weights this is ``delta(s) - H (H + 1) / 2`` (a constant shift).
-    The kernel's cost function: a new term of ``J`` is added here and in
-    :class:`bfio.solvers.objective.ObjectiveTerms` (its module docstring, "How to add a term")."""
-    tot = 0.0
-    for h in range(l):
-        d = s - c[h]
-        if d > 0:
-            tot += w[h] * d
-    return G * tot - _volume(s, l, cw, cwh)
-
-
-@kernel
-def cumulative_weights(w):
-    """``(cw, cwh)`` with ``cw[l] = sum_{h<l} w_h`` and ``cwh[l] = sum_{h<l} w_h h``
-    (``l = 0..len(w)``): the prefix sums :func:`_life_cost` and :func:`_volume` read."""
-    H1 = w.shape[0]
-    cw = np.zeros(H1 + 1, dtype=np.float64)
-    cwh = np.zeros(H1 + 1, dtype=np.float64)
-    for h in range(H1):
-        cw[h + 1] = cw[h] + w[h]
-        cwh[h + 1] = cwh[h] + w[h] * h
-    return cw, cwh
-
-
 @kernel
 def worker_costs(C, s, l, G, w):
-    """:func:`_life_cost` of one request (size ``s``, lifetime ``l <= len(w)``) on every
-    row of headrooms ``C`` (``C[g, h] = c_g(h)``): the change of ``J`` on each worker."""
+    """:func:`~bfio.solvers.terms.kernel.candidate_cost` of one request (size ``s``,
+    lifetime ``l <= len(w)``) on every row of headrooms ``C`` (``C[g, h] = c_g(h)``) under
+    the imbalance alone (offset weights ``w``): the change of ``J`` on each worker."""
     cw, cwh = cumulative_weights(w)
+    kt = KernelTerms(np.empty(0, dtype=np.int64), w, cw, cwh, np.zeros(C.shape[0]), False)
     out = np.empty(C.shape[0])
     for g in range(C.shape[0]):
-        out[g] = _life_cost(C[g], s, l, G, w, cw, cwh)
+        out[g] = candidate_cost(kt, C[g], s, l, -1, g, G, np.inf)
     return out
 
 

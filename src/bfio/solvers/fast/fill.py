@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.ground.jit import helper as _helper, kernel
-from bfio.solvers.fast.costs import _life_cost, _pivots, _volume
+from bfio.solvers.fast.costs import _pivots
 from bfio.solvers.fast.place import _place, _prefer
+from bfio.solvers.terms.kernel import candidate_cost, candidate_floor
 from bfio.solvers.fast.waiting import _cand_gt, _cand_le, _find_left, _find_right, _next_waiting, _take_position
 
 # Helpers (``bfio.ground.jit.helper``) take arrays but never allocate, so they are compiled
@@ -24,19 +25,19 @@ from bfio.solvers.fast.waiting import _cand_gt, _cand_le, _find_left, _find_righ
 
 @_helper
 def _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order, ssorted, lp, rp, gstart, gkey,
-              glist, G, wt, cw, cwh, idx):
+              glist, G, kt, idx):
     """Worker ``t``'s candidates from scratch: its reserved headroom
     ``c(h) = E(h) - P_t(h) - h - r (s_min + h) [h < l_min]`` (``r`` further free
     slots keep room for copies of the smallest waiting request), each group's
     pivot (:func:`~bfio.solvers.fast.costs._pivots`), and the two waiting requests around it with their
-    costs (:func:`~bfio.solvers.fast.costs._life_cost`)."""
+    costs (:func:`~bfio.solvers.terms.kernel.candidate_cost`)."""
     H1 = P.shape[1]
     ng = glist.shape[0]
     r = capl[t] - 1
     c = cc[t]
     for h in range(H1):
         c[h] = E[h] - P[t, h] - h - (r * (smin + h) if h < lmin else 0)
-    _pivots(c, G, wt, cw, glist, ng, cpiv, t, idx)
+    _pivots(c, G, kt.w, kt.cw, glist, ng, cpiv, t, idx)
     for g2 in range(ng):
         k = gkey[g2]
         for side in range(2):
@@ -47,11 +48,11 @@ def _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order
             cpos[t, g2, side] = p
             if p >= 0:
                 jj = order[p]
-                ccost[t, g2, side] = _life_cost(c, sizes[jj], lf[jj], G, wt, cw, cwh)
+                ccost[t, g2, side] = candidate_cost(kt, c, sizes[jj], lf[jj], jj, t, G, np.inf)
 
 
 @_helper
-def _requery(t, cc, cpos, ccost, taken, sizes, lf, order, lp, rp, gstart, gkey, G, wt, cw, cwh):
+def _requery(t, cc, cpos, ccost, taken, sizes, lf, order, lp, rp, gstart, gkey, G, kt):
     """Replace worker ``t``'s candidates that were taken since its evaluation by
     the next waiting request on the same side of the same pivot. Exact while
     ``c`` and the pivots are unchanged: the waiting set only shrinks in phase 2,
@@ -68,7 +69,7 @@ def _requery(t, cc, cpos, ccost, taken, sizes, lf, order, lp, rp, gstart, gkey, 
             cpos[t, g2, side] = p
             if p >= 0:
                 jj = order[p]
-                ccost[t, g2, side] = _life_cost(cc[t], sizes[jj], lf[jj], G, wt, cw, cwh)
+                ccost[t, g2, side] = candidate_cost(kt, cc[t], sizes[jj], lf[jj], jj, t, G, np.inf)
 
 
 @_helper
@@ -111,7 +112,7 @@ def _select(t, cpos, ccost, sizes, lf, order, bestj, bestd, bsec, bslot):
 
 @_helper
 def _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, taken, sizes, lf, order, ssorted, lp,
-             rp, gstart, gkey, glist, G, wt, cw, cwh, idx):
+             rp, gstart, gkey, glist, G, kt, idx):
     """Bring worker ``t``'s cached evaluation up to date after its reserved
     headroom ``c`` may have changed (it received a request, the envelope rose,
     or ``s_min`` moved). Exactly what :func:`_evaluate` would give now: ``c`` and
@@ -128,12 +129,12 @@ def _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, tak
         if first == H1 and newc[h] != cc[t, h]:
             first = h
     if first == H1:
-        _requery(t, cc, cpos, ccost, taken, sizes, lf, order, lp, rp, gstart, gkey, G, wt, cw, cwh)
+        _requery(t, cc, cpos, ccost, taken, sizes, lf, order, lp, rp, gstart, gkey, G, kt)
         return
     c = cc[t]
     for h in range(first, H1):
         c[h] = newc[h]
-    _pivots(c, G, wt, cw, glist, ng, newpiv, 0, idx)
+    _pivots(c, G, kt.w, kt.cw, glist, ng, newpiv, 0, idx)
     for g2 in range(ng):
         k = gkey[g2]
         moved = newpiv[0, g2] != cpiv[t, g2]
@@ -151,10 +152,10 @@ def _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, tak
                 cpos[t, g2, side] = p
                 if p >= 0:
                     jj = order[p]
-                    ccost[t, g2, side] = _life_cost(c, sizes[jj], lf[jj], G, wt, cw, cwh)
+                    ccost[t, g2, side] = candidate_cost(kt, c, sizes[jj], lf[jj], jj, t, G, np.inf)
             elif p >= 0 and lf[order[p]] > first:
                 jj = order[p]
-                ccost[t, g2, side] = _life_cost(c, sizes[jj], lf[jj], G, wt, cw, cwh)
+                ccost[t, g2, side] = candidate_cost(kt, c, sizes[jj], lf[jj], jj, t, G, np.inf)
 
 
 @_helper
@@ -189,7 +190,7 @@ def _reservation_relief(smin, lmin, s2, l2, wt):
 
 @kernel
 def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, glist, taken, bit, at, placed, U,
-          G, wt, cw, cwh, spread, reuse, bounds):
+          G, kt, spread, reuse, bounds):
     """Phase 2: fill the remaining slots one at a time, each time with the
     (worker, request) pair of most negative ``delta`` over every worker's
     candidates (ties: :func:`_before`). Returns the number placed (``U``).
@@ -252,6 +253,7 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
     newpiv = np.empty((1, ng), dtype=P.dtype)
     idx = np.empty(H1, dtype=np.int64)  # scratch of _pivots
     phi = 0.0
+    wt = kt.w
     for h in range(H1):
         phi += wt[h] * E[h]
     psi = 0.0
@@ -265,7 +267,7 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
         j0 = sorder[sp]
         if sizes[j0] != smin or lf[j0] != lmin:
             if lmin >= 0:
-                psi += _reservation_relief(smin, lmin, sizes[j0], lf[j0], wt)
+                psi += _reservation_relief(smin, lmin, sizes[j0], lf[j0], kt.w)
             smin = sizes[j0]
             lmin = lf[j0]
             ver += 1
@@ -286,7 +288,8 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
             if bounds and same:  # only candidates were taken: an exact bound
                 # its best slot now holds the next waiting request on the same side
                 # (:func:`~bfio.solvers.fast.waiting._next_waiting`, the same one for every such worker), which costs
-                # at least minus its volume (equality when it fits); every other slot at
+                # at least its floor, minus its volume plus the worker's terms (candidate_floor; equality
+                # when it fits); every other slot at
                 # least its cached cost (a taken candidate's replacement lies farther from
                 # the pivot), i.e. bsec. Written out here: as a call (even inlined) the
                 # whole fill took twice as long (measured on captured G = 256 calls)
@@ -302,7 +305,7 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
                 b = bsec[t]
                 if ok:
                     jj = order[p]
-                    v = -_volume(sizes[jj], lf[jj], cw, cwh)
+                    v = candidate_floor(kt, sizes[jj], lf[jj], t)
                     if v < b:
                         b = v
                 bound[t] = b
@@ -341,13 +344,12 @@ def _fill(P, E, capl, sizes, lf, sorder, order, ssorted, rank, gstart, gkey, gli
                 continue  # an equal bound that loses the tie-break
             if not fresh[t] or not reuse:
                 _evaluate(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, sizes, lf, order, ssorted, lp, rp,
-                          gstart, gkey, glist, G, wt, cw, cwh, idx)
+                          gstart, gkey, glist, G, kt, idx)
             elif not dirty[t] and phit[t] == phi and (sver[t] == ver or capl[t] == 1):
-                _requery(t, cc, cpos, ccost, taken, sizes, lf, order, lp, rp, gstart, gkey, G,
-                         wt, cw, cwh)
+                _requery(t, cc, cpos, ccost, taken, sizes, lf, order, lp, rp, gstart, gkey, G, kt)
             else:
                 _refresh(t, P, E, capl, smin, lmin, cc, cpiv, cpos, ccost, newc, newpiv, taken, sizes, lf,
-                         order, ssorted, lp, rp, gstart, gkey, glist, G, wt, cw, cwh, idx)
+                         order, ssorted, lp, rp, gstart, gkey, glist, G, kt, idx)
             _select(t, cpos, ccost, sizes, lf, order, bestj, bestd, bsec, bslot)
             fresh[t] = True
             dirty[t] = False

@@ -11,22 +11,35 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.ground.jit import kernel
-from bfio.solvers.fast.costs import _pivots, _volume, _w
+from bfio.solvers.fast.costs import _pivots, _w
 from bfio.solvers.fast.envelope import _column_scan, _excl1, _excl2, _update_worker
 from bfio.solvers.fast.waiting import _grp_gt, _grp_le, _lower
 from bfio.solvers.fenwick import bit_add as _bit_add
+from bfio.solvers.terms.kernel import _volume
 from bfio.solvers.touched import ascending_order
 
 
 @kernel
 def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, gkey, glist, taken, bit, at,
-                  max_rounds, G, wt, cw, cwh, tol):
+                  max_rounds, G, kt, tol):
     """Phase 3: local search to a local optimum, at most ``max_rounds`` rounds:
     (a) replace an admitted request by a waiting one (free admission only),
     (b) move or swap admitted requests of the workers that set the envelope.
-    Invariant: every accepted change lowers ``J`` by more than ``tol`` and keeps
-    the assignment feasible (slots per worker, ``U`` admitted, forced kept)."""
+    Invariant: every accepted change lowers ``J`` (every kernel term, ``kt``) by more
+    than ``tol`` and keeps the assignment feasible (slots per worker, ``U`` admitted,
+    forced kept).
+
+    The deltas are the imbalance's (the envelope's top three), exact for the other
+    kernel terms as follows: a replacement and a swap keep each worker's number of
+    requests, so a term whose cost depends on the worker alone
+    (:attr:`~bfio.solvers.terms.kernel.KernelTerms.worker_cost`; the kernels admit no
+    other) cancels in them; a move adds ``worker_cost[t2] - worker_cost[t]`` (in the
+    deltas' units, ``J / G``). The pruning bounds are the imbalance's: with such a term
+    they may skip an improving move (a heuristic's loss), never accept a worsening one."""
     nT, H1 = P.shape
+    wt = kt.w
+    cw = kt.cw
+    cwh = kt.cwh
     n = sizes.shape[0]
     ng = glist.shape[0]
     piv = np.empty((1, max(ng, 1)), dtype=P.dtype)
@@ -190,6 +203,8 @@ def _local_search(P, Mo, capl, sizes, lf, forced, order, ssorted, rank, gstart, 
                         m = o if o > v1 else v1
                         m = m if m > v2 else v2
                         d += wt[h] * (m - tv[0, h])
+                    if kt.worker_dependent:
+                        d += (kt.worker_cost[t2] - kt.worker_cost[t]) / G
                     if d < best_d:
                         best_d = d
                         best_kind = 1

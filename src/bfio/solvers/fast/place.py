@@ -12,6 +12,7 @@ import numpy as np
 from bfio.ground.jit import helper as _helper, kernel
 from bfio.solvers.fast.costs import _prefix_headroom
 from bfio.solvers.fenwick import bit_add as _bit_add
+from bfio.solvers.terms.kernel import candidate_cost
 
 # Helpers (``bfio.ground.jit.helper``) take arrays but never allocate, so they are compiled
 # without the runtime's reference counting (numba's ``_nrt`` target option): a helper
@@ -50,14 +51,45 @@ def _place(P, E, capl, taken, bit, at, rank, sizes, lf, j, t):
     return nr
 
 
+@_helper
+def _cheapest_worker(P, E, capl, s, l, j, G, kt, spread, crow):
+    """The generic path of phase 1 (a kernel term that depends on the worker,
+    ``kt.worker_dependent``): the touched worker with a free slot where request ``j``
+    (size ``s``, lifetime ``l``) costs least by
+    :func:`~bfio.solvers.terms.kernel.candidate_cost` (every term of ``J``), ties by
+    :func:`_prefer` then the lower index; ``crow`` is scratch for the headroom.
+    Invariant: exact per candidate (each worker's cost computed in full)."""
+    nT = P.shape[0]
+    best = -1
+    bc = np.inf
+    for t in range(nT):
+        if capl[t] == 0:
+            continue
+        for h in range(l):
+            crow[h] = E[h] - P[t, h] - h
+        cost = candidate_cost(kt, crow, s, l, j, t, G, np.inf)
+        if best < 0 or cost < bc or (cost == bc and _prefer(capl, P, t, best, spread)):
+            best = t
+            bc = cost
+    return best
+
+
 @kernel
-def _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U, wt, spread):
+def _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U, G, kt, spread):
     """Phase 1: the requests that must be admitted, largest first, each on the
     worker where it raises the envelope least (best fit among the workers where
     it fits: ``s <= pm[t, l - 1]``, the prefix minimum of ``c_t(h) = E(h) - P_t(h) - h``).
     Returns the number placed (at most ``U``). Invariant: no worker receives
-    more than its free slots."""
+    more than its free slots.
+
+    Best fit is the imbalance's shortcut: among the workers where the request fits its
+    cost is minus its volume on each, and where none fits it is the weighted raise. A
+    kernel term that depends on the worker (``kt.worker_dependent``) breaks it: each
+    request then goes where :func:`~bfio.solvers.terms.kernel.candidate_cost` is least
+    (:func:`_cheapest_worker`, the generic path)."""
     nT, H1 = P.shape
+    wt = kt.w
+    crow = np.empty(H1, dtype=P.dtype)
     n = sizes.shape[0]
     nf = 0
     for j in range(n):
@@ -76,10 +108,13 @@ def _place_forced(P, E, capl, sizes, lf, forced, sorder, taken, bit, at, rank, U
         s = sizes[j]
         l = lf[j]
         best = -1
-        for t in range(nT):
-            if capl[t] > 0 and pm[t, l - 1] >= s:
-                if best < 0 or (_prefer(capl, P, t, best, spread) if spread else pm[t, l - 1] < pm[best, l - 1]):
-                    best = t
+        if kt.worker_dependent:
+            best = _cheapest_worker(P, E, capl, s, l, j, G, kt, spread, crow)
+        else:
+            for t in range(nT):
+                if capl[t] > 0 and pm[t, l - 1] >= s:
+                    if best < 0 or (_prefer(capl, P, t, best, spread) if spread else pm[t, l - 1] < pm[best, l - 1]):
+                        best = t
         if best < 0:
             fd = 0.0
             for t in range(nT):

@@ -18,12 +18,15 @@ the terms through :class:`~bfio.solvers.objective.ObjectiveTerms`:
   when one request joins each worker, what instant dispatch
   (:func:`bfio.solvers.dispatch.bind`) minimizes, the sum of each term's
   :meth:`Term.candidate_costs`;
-- the kernel arrays (:meth:`ObjectiveTerms.kernel_arrays
-  <bfio.solvers.objective.ObjectiveTerms.kernel_arrays>`): what the fast, heap
-  and shard placements' numba kernels take. A term the kernels do not compute
-  (``in_kernel = False``) is refused there by name; BF-IO's central path then
-  lets the kernels choose *which* requests to admit and places them one at a
-  time by the candidate costs of every term (:meth:`bfio.solvers.central.CentralCall.place_sequential`);
+- the kernel terms (:meth:`ObjectiveTerms.kernel_terms
+  <bfio.solvers.objective.ObjectiveTerms.kernel_terms>`): ONE argument,
+  :class:`~bfio.solvers.terms.kernel.KernelTerms`, that the fast, heap, shard and
+  drain placements' numba kernels take, and ONE candidate cost,
+  :func:`~bfio.solvers.terms.kernel.candidate_cost`, that they all call. A term the
+  kernels do not weigh (``in_kernel = False``) is refused there by name; BF-IO's
+  central path then lets the kernels choose *which* requests to admit and places
+  them one at a time by the candidate costs of every term
+  (:meth:`bfio.solvers.central.CentralCall.place_sequential`);
 - the MILP (:func:`bfio.solvers.model.build_milp`): a term linear in the
   assignment gives its costs of ``x_jg`` (:meth:`Term.linear_costs`); the exact
   backends refuse, with a :class:`~bfio.ground.errors.ConfigError` naming the term, a
@@ -41,21 +44,33 @@ How to add a term
 
 With these two files the term counts in ``J``, in instant dispatch, in the
 central path's placement and in the exact backends (or they refuse it by name;
-counted with a throwaway linear term, issue 43: 2 files). For the fast kernels
-to weigh it while they choose which requests to admit, its kernel: set
-``in_kernel = True``, add its arrays to
-:meth:`ObjectiveTerms.kernel_arrays <bfio.solvers.objective.ObjectiveTerms.kernel_arrays>`
-and its cost to the kernel's cost function :func:`bfio.solvers.fast.costs._life_cost`.
-Today that is more than one place: ``kernel_arrays`` returns the pair ``(life,
-weights)``, which every caller unpacks and passes on by position
-(:func:`~bfio.solvers.fast.solve_fast_terms` down to ``fast/fill.py``'s four
-``_life_cost`` calls, :func:`~bfio.solvers.heap.solve_heap_terms`,
-:func:`~bfio.solvers.shards.solve_sharded_terms`, the drain path of
-``solvers/central.py`` and ``solvers/drain.py``, whose ``_best_worker`` writes
-the cost again);
-the local search's exchange deltas (``fast/local_search.py``) and the
-minimizers ``_pivots`` and the heap's ``_key`` are the imbalance's alone (a cost
-that depends on the request or the worker breaks their exactness).
+counted with a throwaway linear term, issue 43: 2 files).
+
+For the fast kernels to weigh it while they choose which requests to admit and
+where: ``in_kernel = True``, ``request_independent = True`` and
+:meth:`Term.kernel_worker_costs` (its cost of a placement on each worker, a
+constant of the call), still in its own module: the kernels receive the sum of the
+kernel terms' worker costs in :class:`~bfio.solvers.terms.kernel.KernelTerms` and
+:func:`~bfio.solvers.terms.kernel.candidate_cost` adds it to every candidate's
+cost (counted with a throwaway per-worker penalty run through the central path,
+issue 43: its module and ``CALL_TERMS``, 2 files). The shortcuts that minimize the
+imbalance alone stay, and a term declares what they need:
+
+- ``request_independent`` (the cost does not depend on the request): the greedy's
+  ``_pivots``, the heap's largest-that-fits and the local search's replacements
+  choose a request by its size alone; a kernel term without it is refused by name
+  (:meth:`~bfio.solvers.objective.ObjectiveTerms.kernel_terms`);
+- ``worker_independent`` (nor on the worker): without it the heap's ``_key``
+  (the workers by the imbalance's pivot) is not exact, so ``placement: heap``
+  refuses the term by name and ``auto`` runs the greedy; the greedy stays exact by
+  its generic paths (its forced phase costs every worker with ``candidate_cost``,
+  its fill costs every candidate with it, its moves add the worker costs; a per-worker
+  constant moves no pivot and cancels in swaps and replacements).
+
+A kernel term of another shape (a cost of the request, or of the placements before
+it) needs a field of :class:`~bfio.solvers.terms.kernel.KernelTerms`, its part in
+:func:`~bfio.solvers.terms.kernel.candidate_cost` (that one file) and a generic
+path for the shortcuts above, not built: today it is refused by name.
 """
 
 from __future__ import annotations

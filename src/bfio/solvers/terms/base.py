@@ -39,8 +39,19 @@ class Term:
 
     #: the term's name, as errors and docs give it
     name: str = ""
-    #: True when the fast path's numba kernels compute this term
+    #: True when the fast path's numba kernels weigh this term (its costs per worker,
+    #: :meth:`kernel_worker_costs`, enter :func:`bfio.solvers.terms.kernel.candidate_cost`)
     in_kernel: bool = False
+    #: True when the term's cost of placing a request does not depend on the request
+    #: (``c_jg = b_g``): what the kernels' shortcuts that choose a request by its size
+    #: alone need to stay exact (the greedy's ``_pivots``, the heap's largest-that-fits,
+    #: the local search's replacements); the kernels refuse a term without it, by name
+    request_independent: bool = False
+    #: True when the term's cost does not depend on the worker either (a constant per
+    #: request: it changes no placement); without it the heap's ``_key`` (the workers by
+    #: the imbalance's pivot alone) is not exact and the heap refuses the term by name,
+    #: while the greedy stays exact (its phases' docstrings, :mod:`bfio.solvers.fast`)
+    worker_independent: bool = False
     #: True when the term is linear in the assignment (:meth:`linear_costs`): the
     #: exact backends' MILP holds it; they refuse a run with a term that is not
     linear: bool = False
@@ -58,6 +69,12 @@ class Term:
     def value(self, loads: np.ndarray, assign: np.ndarray):
         """This term's part of ``J`` for ``assign`` (request -> worker or -1) with
         predicted loads ``loads``."""
+        raise NotImplementedError
+
+    def kernel_worker_costs(self, workers: int) -> np.ndarray:
+        """``(G,)`` this term's cost of placing any waiting request on worker ``g``, for a
+        term with ``in_kernel = True`` (constant over the call: linear in the assignment
+        and independent of the request), what the kernels add to a candidate's cost."""
         raise NotImplementedError
 
     def linear_costs(self, workers: int) -> np.ndarray:
