@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bfio.engine.kernels import queue_room
 from bfio.engine.step_time import prefill_cost, prefill_vector
 from bfio.sim.state import ClusterState
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer, share_offsets
@@ -57,22 +58,15 @@ def seat_room(dispatch) -> tuple[np.ndarray, float]:
     seats anything): ``inf`` on a rank idle with an empty queue or without a KV bound,
     ``-inf`` where a queued request already waits for memory; and ``growth``. BF-IO's
     planner migrates a request only where it is seated at once (issue 45): a rank with
-    a free slot and no room would keep it waiting, its KV charged when it is seated."""
+    a free slot and no room would keep it waiting, its KV charged when it is seated.
+    The walk and the rule are admission's own (:func:`bfio.engine.kernels.queue_room`,
+    :func:`bfio.engine.kernels.kv_admits`)."""
     st = dispatch.state
     if not dispatch.kv_cap:
         return np.full(st.workers, np.inf), 0.0
     committed, need, growth = dispatch.admission_memory()
-    cap = float(dispatch.kv_cap)
-    room = np.empty(st.workers)
-    for g in range(st.workers):
-        c, active, blocked = float(committed[g]), int(st.active[g]), False
-        for j in dispatch.queue(g):
-            if active > 0 and c + need[j] + growth > cap:
-                blocked = True
-                break
-            c += float(need[j] + growth)
-            active += 1
-        room[g] = -np.inf if blocked else (np.inf if active == 0 else cap - c - growth)
+    room = queue_room(dispatch.head, dispatch.next, st.active, np.asarray(committed, dtype=np.float64), need,
+                      float(growth), float(dispatch.kv_cap), np.empty(st.workers))
     return room, float(growth)
 
 
