@@ -129,12 +129,15 @@ class KvWay:
             self.transfer.arrive(ranks, self.sent_tokens[got])
 
     def stall_floor(self, dispatch, size: np.ndarray, generated: np.ndarray | None, sent: np.ndarray | None,
-                    t_l: float) -> np.ndarray:
+                    t_l: float, transfer: np.ndarray | None = None) -> np.ndarray:
         """A lower bound of the seconds the barrier waits for each running request's KV
         (sizes ``size``, generated ``generated``, tokens a transfer sends ``sent``,
         ``None``: ``size``) over the destinations (:meth:`bfio.sim.migration.BfioMigration.floor`):
-        the smaller of :meth:`recompute_floor` and :meth:`transfer_floor`."""
-        return np.minimum(self.recompute_floor(size, generated), self.transfer_floor(dispatch, size, sent, t_l))
+        the smaller of :meth:`recompute_floor` and :meth:`transfer_floor` (``transfer``:
+        the latter already computed in this state, else computed here)."""
+        if transfer is None:
+            transfer = self.transfer_floor(dispatch, size, sent, t_l)
+        return np.minimum(self.recompute_floor(size, generated), transfer)
 
     def recompute_floor(self, size: np.ndarray, generated: np.ndarray | None) -> np.ndarray:
         """A recompute's seconds at least (``inf`` with ``transfer``): its ``size`` tokens at
@@ -146,15 +149,18 @@ class KvWay:
         cached = self.prefill.caches is not None
         return self.prefill_seconds((generated + 1.0) if cached else size)
 
-    def transfer_floor(self, dispatch, size: np.ndarray, sent: np.ndarray | None, t_l: float) -> np.ndarray:
+    def transfer_floor(self, dispatch, size: np.ndarray, sent: np.ndarray | None, t_l: float,
+                       offsets: np.ndarray | None = None) -> np.ndarray:
         """A transfer's charge at least (``inf`` with ``recompute``): ``max(0, X_i -
         t_l (M - m) - spread - max_g pending_g)`` (:meth:`bfio.sim.migration.BfioMigration.floor`;
         ``spread`` the range of the shares' parts beyond ``t_l L_g``, :func:`share_offsets`,
-        0 with the paper's step)."""
+        0 with the paper's step; ``offsets``: those parts already computed in this state,
+        else computed here)."""
         if self.transfer is None:
             return np.full(np.shape(size), np.inf)
         st = dispatch.state
-        offsets = self.share_offsets()
+        if offsets is None:
+            offsets = self.share_offsets()
         slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
             float(offsets.max() - offsets.min()) + float(self.transfer.pending.max())
         x = self.transfer.seconds_of(size if sent is None else sent)
@@ -187,10 +193,11 @@ class KvWay:
         prefill_cost(self.prefill_coef, flat, float(self.prefill.model.request_chunk), out)
         return out.reshape(t.shape)
 
-    def cost_model(self, t_l: float, w: float) -> MigrationCost:
+    def cost_model(self, t_l: float, w: float, offsets: np.ndarray | None = None) -> MigrationCost:
         """:meth:`bfio.sim.migration.BfioMigration.cost_model` (its docstring): the
         recompute's fixed part, the transfer's link and the tokens it sends, and
-        whether the planner chooses between them."""
+        whether the planner chooses between them (``offsets``: :meth:`share_offsets`
+        already computed in this state, else computed here)."""
         G, fixed, sent = self.state.workers, None, None
         if self.mode != "transfer":
             prefill, generated, seconds = self.prefill, self.state.generated, self.prefill_seconds
@@ -213,7 +220,8 @@ class KvWay:
 
         return MigrationCost(fixed=fixed, seconds=self.transfer.seconds_of, pending=self.transfer.pending, weight=w,
                              token_latency_s=t_l, sent_tokens=sent, transfer_fixed=rest, choose=self.mode == "choose",
-                             share_offsets=self.share_offsets(), share_loads=self.state.loads.astype(np.float64))
+                             share_offsets=self.share_offsets() if offsets is None else offsets,
+                             share_loads=self.state.loads.astype(np.float64))
 
     def share_offsets(self) -> np.ndarray:
         """The ranks' shares of the coming step beyond ``t_l L_g`` (:func:`bfio.sim.transfer.share_offsets`)."""
