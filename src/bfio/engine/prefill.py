@@ -361,14 +361,22 @@ class Prefill(Resumes):
         hit = cache.match(blocks) if lookup else cache.probe(blocks)
         return cached_tokens(hit, self.blocks.block_tokens, self.prefill[i]) if hit else 0
 
-    def _probed_hits(self, i: int) -> np.ndarray:
+    def cache_versions(self) -> list[int] | None:
+        """Per rank, its prefix cache's :attr:`PrefixCache.version` now (``None`` without
+        caches): what :meth:`_probed_hits` compares with a request's last probe."""
+        return None if self.caches is None else [cache.version for cache in self.caches]
+
+    def _probed_hits(self, i: int, versions: list[int] | None = None) -> np.ndarray:
         """Per rank, :meth:`_prefix_hit`'s probe of request ``i``'s prompt (0 without
         caches), its hashes read once and each rank probed again only when its cache
         changed since this request's last probe there (:attr:`PrefixCache.version`; a
-        migration planner's cost, issue 45, probes the running requests every call)."""
+        migration planner's cost, issue 45, probes the running requests every call).
+        ``versions``: :meth:`cache_versions`, read once for many requests while the
+        caches are unchanged (``None``: read here)."""
         if self.caches is None:
             return np.zeros(self.reserve.shape[0], dtype=np.int64)
-        versions = [cache.version for cache in self.caches]
+        if versions is None:
+            versions = self.cache_versions()
         seen = self._probes.get(i)
         if seen is None or seen[0] != versions:
             b, prompt = self.blocks, int(self.prefill[i])

@@ -172,13 +172,9 @@ class KvWay:
         it): :meth:`bfio.engine.prefill.Prefill.resume_tokens`, the formula the planner's
         cost and the simulator's charge read, at :meth:`prefill_seconds`. Exact where
         :meth:`recompute_floor` assumes a hit: what the ranks' caches hold now."""
-        generated, worker_of = self.state.generated, self.state.worker_of
-        out = np.empty(ids.shape[0])
-        for k, i in enumerate(ids.tolist()):
-            tokens = self.prefill.resume_tokens(i, int(generated[i])).astype(np.float64)
-            tokens[worker_of[i]] = np.inf
-            out[k] = tokens.min()
-        return self.prefill_seconds(out)
+        tokens = self.prefill.resume_tokens_of(ids, self.state.generated).astype(np.float64)
+        tokens[np.arange(ids.shape[0]), self.state.worker_of[ids]] = np.inf
+        return self.prefill_seconds(tokens.min(axis=1))
 
     def prefill_seconds(self, tokens) -> np.ndarray:
         """The seconds computing ``tokens`` (per entry, any shape) prompt tokens of one
@@ -203,7 +199,7 @@ class KvWay:
             prefill, generated, seconds = self.prefill, self.state.generated, self.prefill_seconds
 
             def fixed(ids: np.ndarray) -> np.ndarray:
-                tokens = np.array([prefill.resume_tokens(int(i), int(generated[i])) for i in ids], dtype=np.float64)
+                tokens = prefill.resume_tokens_of(ids, generated).astype(np.float64)
                 return w * G * seconds(tokens.reshape(len(ids), G)) / t_l
 
             if self.mode == "recompute":
