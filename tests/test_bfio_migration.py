@@ -252,8 +252,8 @@ def test_the_planners_probes_are_the_caches_now(monkeypatch):
                             group_size=4).workload
     real, seen = Prefill._probed_hits, []
 
-    def probed(self, i):
-        out = real(self, i)
+    def probed(self, i, versions=None):
+        out = real(self, i, versions)
         fresh = [self._prefix_hit(i, g, lookup=False) for g in range(len(self.caches))]
         assert out.tolist() == fresh
         seen.append(i)

@@ -344,6 +344,54 @@ def test_seat_room_is_what_admission_would_leave_behind_the_queue(kv_tokens, roo
     assert growth == 0.0 and room.tolist() == rooms
 
 
+def _seat_room_dispatch(prompts, seated, queued, kv_tokens, G=3, B=16):
+    """A dispatch whose ranks ran admission on the requests ``seated`` (``(request, rank)``
+    pairs, some of which may wait for memory) and then hold ``queued`` at their queues'
+    tails."""
+    work = Workload(np.asarray(prompts), np.full(len(prompts), 100))
+    st = ClusterState.empty(work, G, B)
+    prefill = Prefill(PrefillModel(chunk_tokens=CHUNK, kv_tokens=kv_tokens), work, G, B)
+    d = InstantDispatch(st, make_policy("jsq_requests"), prefill, 1e-7)
+    for part in (seated, queued):
+        for i, g in part:
+            d._append(i, g)
+        d.queued += len(part)
+        if part is seated:
+            d.admit()
+    return d
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_seat_room_is_the_size_admission_seats_at_the_tail(seed):
+    """:func:`bfio.sim.migration_kv.seat_room` against admission itself, on random ranks
+    (requests seated, some waiting for memory, more queued): a request joining a rank's
+    tail is seated by the next admission (slots to spare) exactly when its tokens are
+    at most that rank's room (tried at the room and one token either side, and on a
+    rank with no room or any room)."""
+    from bfio.sim.migration_kv import seat_room
+
+    rng = np.random.default_rng(seed)
+    G, n = 3, int(rng.integers(2, 12))
+    prompts = rng.integers(200, 3000, n).tolist()
+    ranks = rng.integers(0, G, n)
+    cut = int(rng.integers(0, n + 1))
+    seated = [(i, int(ranks[i])) for i in range(cut)]
+    queued = [(i, int(ranks[i])) for i in range(cut, n)]
+    kv = int(rng.integers(3000, 9000))
+    room, growth = seat_room(_seat_room_dispatch(prompts, seated, queued, kv))
+    assert growth == 0.0
+    tried = 0
+    for g in range(G):
+        sizes = [50, kv] if np.isinf(room[g]) else [int(room[g]) - 1, int(room[g]), int(room[g]) + 1]
+        for size in (s for s in sizes if 0 < s <= kv):
+            d = _seat_room_dispatch(prompts + [size], seated, queued + [(n, g)], kv)
+            d.admit()
+            assert (d.state.worker_of[n] == g and (d.state.slot_request == n).any()) == (size <= room[g]), \
+                (g, size, room[g])
+            tried += 1
+    assert tried > 0
+
+
 def _plan_two_ranks(cost):
     """One evaluation of the migration planner on two ranks: rank 0 runs two requests of
     1,000 tokens with 50 steps left, rank 1 is empty (window 0..10, undiscounted)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.ground.jit import kernel
+from bfio.ground.jit import helper, kernel
 from bfio.ground.power import worker_power
 from bfio.engine.step_time import N_COEF, balanced_dt, lockstep_dt
 
@@ -137,6 +137,16 @@ def enqueue(requests, workers, prefill, q_head, q_tail, q_next, q_len, q_tokens)
         q_tokens[g] += prefill[i]
 
 
+@helper
+def kv_admits(active, committed, need, growth, kv_cap):
+    """The KV bound of admission (``kv_cap > 0``): whether a worker with ``active``
+    seated requests and ``committed`` KV tokens taken seats a queue head whose
+    admission takes ``need`` tokens plus ``growth``: an idle worker seats anything,
+    else only within ``kv_cap``. Invariant: the one memory rule of admission
+    (:func:`admit_queues`) and of a migration's seat check (:func:`queue_room`)."""
+    return active == 0 or committed + need + growth <= kv_cap
+
+
 @kernel
 def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill, loads, active,
                  worker_of, out, kv_cap, committed, need, growth):
@@ -146,14 +156,15 @@ def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill,
     prompt and generated tokens) plus ``growth`` (with preemption: room for its
     next token, 1; else 0) would take the worker's KV tokens ``committed[g]``
     beyond ``kv_cap`` (an idle worker seats it anyway; ``committed`` gains each
-    seated ``need[i] + growth``). Admitted ids are written to ``out``; returns how many."""
+    seated ``need[i] + growth``; :func:`kv_admits`). Admitted ids are written to
+    ``out``; returns how many."""
     G, B = slot_request.shape
     n = 0
     for g in range(G):
         while active[g] < B and q_head[g] >= 0:
             i = q_head[g]
             if kv_cap > 0:
-                if active[g] > 0 and committed[g] + need[i] + growth > kv_cap:
+                if not kv_admits(active[g], committed[g], need[i], growth, kv_cap):
                     break  # the head waits for KV memory (FIFO: nothing behind it overtakes)
                 committed[g] += need[i] + growth
             q_head[g] = q_next[i]
@@ -165,6 +176,36 @@ def admit_queues(slot_request, q_head, q_tail, q_next, q_len, q_tokens, prefill,
             out[n] = i
             n += 1
     return n
+
+
+@kernel
+def queue_room(q_head, q_next, active, committed, need, growth, kv_cap, room):
+    """``room[g]``: the KV tokens a request joining the tail of worker ``g``'s queue may
+    take and still be seated at once by :func:`admit_queues`' memory rule
+    (:func:`kv_admits`, ``kv_cap > 0``), every request queued ahead of it seated
+    first (slots aside): ``committed[g]`` plus each queued ``need[j] + growth``, less
+    ``growth`` for its own next token; ``inf`` where the worker would still be idle
+    (none seated, none queued: it seats anything), ``-inf`` where a queued request
+    waits for memory (FIFO: nothing behind it is seated). Invariant: a request of
+    ``need`` tokens joining the tail passes :func:`kv_admits` after the queue iff
+    ``need <= room[g]``."""
+    for g in range(room.shape[0]):
+        c, n, blocked = committed[g], active[g], False
+        j = q_head[g]
+        while j >= 0:
+            if not kv_admits(n, c, need[j], growth, kv_cap):
+                blocked = True
+                break
+            c += need[j] + growth
+            n += 1
+            j = q_next[j]
+        if blocked:
+            room[g] = -np.inf
+        elif n == 0:
+            room[g] = np.inf
+        else:
+            room[g] = kv_cap - c - growth
+    return room
 
 
 # -- runs of steps without a routing decision (the step loop's fast path) -----------------

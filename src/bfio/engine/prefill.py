@@ -317,7 +317,7 @@ class Prefill(Resumes):
                                   "with a hash column, e.g. mooncake, or bfio.workloads.sessions); set cache_blocks: null")
             self.blocks = workload.blocks
             self.caches = [PrefixCache(model.cache_blocks) for _ in range(workers)]
-        self._probes: dict = {}  # per probed request: the caches' versions, its hits, its cached tokens
+        self._probes: dict = {}  # per probed request: the caches' versions, its hits, its cached tokens, its hashes
 
     @property
     def admissions(self) -> int:
@@ -361,24 +361,39 @@ class Prefill(Resumes):
         hit = cache.match(blocks) if lookup else cache.probe(blocks)
         return cached_tokens(hit, self.blocks.block_tokens, self.prefill[i]) if hit else 0
 
-    def _probed_hits(self, i: int) -> np.ndarray:
+    def cache_versions(self) -> list[int] | None:
+        """Per rank, its prefix cache's :attr:`PrefixCache.version` now (``None`` without
+        caches): what :meth:`_probed_hits` compares with a request's last probe."""
+        return None if self.caches is None else [cache.version for cache in self.caches]
+
+    def _probed_hits(self, i: int, versions: list[int] | None = None) -> np.ndarray:
         """Per rank, :meth:`_prefix_hit`'s probe of request ``i``'s prompt (0 without
         caches), its hashes read once and each rank probed again only when its cache
         changed since this request's last probe there (:attr:`PrefixCache.version`; a
-        migration planner's cost, issue 45, probes the running requests every call)."""
+        migration planner's cost, issue 45, probes the running requests every call).
+        ``versions``: :meth:`cache_versions`, read once for many requests while the
+        caches are unchanged (``None``: read here)."""
         if self.caches is None:
             return np.zeros(self.reserve.shape[0], dtype=np.int64)
-        versions = [cache.version for cache in self.caches]
+        if versions is None:
+            versions = self.cache_versions()
         seen = self._probes.get(i)
-        if seen is None or seen[0] != versions:
-            b, prompt = self.blocks, int(self.prefill[i])
+        if seen is None:
+            b = self.blocks
             seq = b.hashes[b.offsets[i]:b.offsets[i + 1]].tolist()
-            hits = [cache.leading(seq) if seen is None or seen[0][g] != versions[g] else seen[1][g]
-                    for g, cache in enumerate(self.caches)]
-            cached = np.array([cached_tokens(h, b.block_tokens, prompt) if h else 0 for h in hits], dtype=np.int64)
-            cached.flags.writeable = False  # handed out again while the caches are unchanged
-            seen = self._probes[i] = (versions, hits, cached)
-        return seen[2]
+            hits = [cache.leading(seq) for cache in self.caches]
+        elif seen[0] != versions:
+            seq, hits = seen[3], list(seen[1])
+            for g, cache in enumerate(self.caches):
+                if seen[0][g] != versions[g]:
+                    hits[g] = cache.leading(seq)
+        else:
+            return seen[2]
+        bt, prompt = self.blocks.block_tokens, int(self.prefill[i])
+        cached = np.array([cached_tokens(h, bt, prompt) if h else 0 for h in hits], dtype=np.int64)
+        cached.flags.writeable = False  # handed out again while the caches are unchanged
+        self._probes[i] = (versions, hits, cached, seq)
+        return cached
 
     def committed(self, loads: np.ndarray) -> np.ndarray:
         """Per rank, the KV tokens its running requests hold or will hold once their

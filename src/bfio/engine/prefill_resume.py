@@ -129,6 +129,17 @@ class Resumes:
         :meth:`_readmitted` charges when it is seated."""
         return resumed_tokens(self.prefill[i], self._probed_hits(i), generated)
 
+    def resume_tokens_of(self, ids: np.ndarray, generated: np.ndarray) -> np.ndarray:
+        """:meth:`resume_tokens` of each running request of ``ids`` (``generated`` per
+        request), ``(n, G)``: the caches' versions read once (a probe changes no
+        cache), each request's probe as :meth:`resume_tokens` reads it."""
+        ids = np.asarray(ids, dtype=np.int64)
+        versions = self.cache_versions()
+        hits = np.zeros((ids.shape[0], self.reserve.shape[0]), dtype=np.int64)
+        for k, i in enumerate(ids.tolist()):
+            hits[k] = self._probed_hits(i, versions)
+        return resumed_tokens(self.prefill[ids][:, None], hits, generated[ids][:, None])
+
     def sent_tokens(self, ids: np.ndarray, generated: np.ndarray) -> np.ndarray:
         """Per request of ``ids`` (running; ``generated`` per request), the KV tokens a
         transfer would send now: its resident ones, ``s_i + tau_i - left_i``. The one

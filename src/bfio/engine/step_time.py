@@ -33,6 +33,16 @@ def rank_cost(coef, load, n, p):
 
 
 @kernel
+def rank_costs(coef, loads, n, p, out):
+    """``out[g] = rank_cost(coef, loads[g], n[g], p[g])`` for every rank ``g``: the ranks'
+    shares of a step in one call (a transfer's charge, :mod:`bfio.sim.transfer`).
+    Invariant: entry by entry the scalar :func:`rank_cost`, so the same floats."""
+    for g in range(out.shape[0]):
+        out[g] = rank_cost(coef, loads[g], n[g], p[g])
+    return out
+
+
+@kernel
 def prefill_cost(coef, tokens, chunk, out):
     """``out[k]``: the seconds the steps that compute ``tokens[k]`` prompt tokens of one
     request (at most ``chunk`` a step, alone on its rank) add to that rank's share,

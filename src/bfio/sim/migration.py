@@ -319,7 +319,9 @@ class BfioMigration(Migration):
             moves = self.policy.plan_moves(dispatch.dispatch_state(), movable, BFIO_EVALUATIONS)
             for i, dst in moves:
                 self.requeue(dispatch, int(i), int(dst))
-        movable = self.candidates(dispatch) if not self.never(dispatch) else None
+        # the ranks' shares beyond t_l L_g, read by the screen and the cost: once a call
+        offsets = self.kv.share_offsets() if self.transfer is not None else None
+        movable = self.candidates(dispatch, offsets) if not self.never(dispatch) else None
         if movable is not None and ok is not None:
             movable &= ok
         plan = []
@@ -327,7 +329,8 @@ class BfioMigration(Migration):
         if movable is None or not movable.any():
             self.closed = (st.step, st.clock)  # nothing may pay in this state (quiet)
         else:
-            plan = self.policy.plan_migrations(dispatch.dispatch_state(), movable, self.cost_model(), o["evaluations"],
+            plan = self.policy.plan_migrations(dispatch.dispatch_state(), movable, self.cost_model(offsets),
+                                               o["evaluations"],
                                                o["per_rank"], o["horizon"], self.floors)
         if not plan and not moves:
             return 0
@@ -337,11 +340,12 @@ class BfioMigration(Migration):
             self.migrate(dispatch, i, dst, sent)
         return len(plan) + len(moves)
 
-    def candidates(self, dispatch) -> np.ndarray:
+    def candidates(self, dispatch, offsets: np.ndarray | None = None) -> np.ndarray:
         """Per request, whether it runs, has not migrated yet (a request migrates at most
         once) and may pay: the most its migration can lower ``J``
         (:meth:`bfio.policies.bfio.BFIO.migration_bound`) exceeds :meth:`floor`, a lower
-        bound of its cost."""
+        bound of its cost (``offsets``: the call's
+        :meth:`bfio.sim.migration_kv.KvWay.share_offsets`, else computed here)."""
         st = dispatch.state
         self.token_latency_s = dispatch.token_latency_s
         ids = st.slot_request[st.slot_request >= 0]
@@ -351,26 +355,28 @@ class BfioMigration(Migration):
             sizes = (st.workload.prefill[ids] + st.generated[ids]).astype(np.float64)
             sent = None if self.transfer is None or self.prefill is None else \
                 self.prefill.sent_tokens(ids, st.generated).astype(np.float64)
-            floor = self.floor(dispatch, sizes, st.generated[ids].astype(np.float64), sent)
+            transfer = self.kv.transfer_floor(dispatch, sizes, sent, float(self.token_latency_s), offsets)
+            floor = self.floor(dispatch, sizes, st.generated[ids].astype(np.float64), sent, transfer)
             bound = self.policy.migration_bound(sizes, st.workers, self.options["horizon"])
-            floor = self.cached(dispatch, ids, sizes, sent, bound, floor)
+            floor = self.cached(dispatch, ids, bound, floor, transfer)
             self.floors[ids] = floor  # the planner's bound before the call's first migration
             out[ids] = bound > floor
         return out
 
-    def cached(self, dispatch, ids: np.ndarray, sizes: np.ndarray, sent: np.ndarray | None, bound: np.ndarray,
-               floor: np.ndarray) -> np.ndarray:
+    def cached(self, dispatch, ids: np.ndarray, bound: np.ndarray, floor: np.ndarray,
+               transfer: np.ndarray) -> np.ndarray:
         """:meth:`floor` with prefix caches read where they decide: the floor assumes a
         recompute hits its whole prompt on some rank; a request that passes the screen
         only by that assumption (its bound above that floor, not above a transfer's)
         gets the recompute's cost on the rank that caches most of its prompt, its own
         left out (:meth:`bfio.sim.migration_kv.KvWay.cached_floor`), so a request no
-        rank's cache makes cheap takes no evaluation from one that may pay."""
+        rank's cache makes cheap takes no evaluation from one that may pay. ``transfer``:
+        per request the transfer's floor (:meth:`bfio.sim.migration_kv.KvWay.transfer_floor`)."""
         kv = self.kv
         if kv.mode == "transfer" or self.prefill.caches is None:
             return floor
         scale = self.options["cost_weight"] * dispatch.state.workers / float(self.token_latency_s)
-        sent_floor = kv.transfer_floor(dispatch, sizes, sent, float(self.token_latency_s))
+        sent_floor = transfer
         finite = ~np.isinf(sent_floor)  # no transfer: inf, not 0 x inf (not computed either: no warning)
         sent_floor = np.where(finite, scale * np.where(finite, sent_floor, 0.0), np.inf)
         check = (bound > floor) & ~(bound > sent_floor)
@@ -413,7 +419,7 @@ class BfioMigration(Migration):
         return self._never
 
     def floor(self, dispatch, size: np.ndarray, generated: np.ndarray | None = None,
-              sent: np.ndarray | None = None) -> np.ndarray:
+              sent: np.ndarray | None = None, transfer: np.ndarray | None = None) -> np.ndarray:
         """A lower bound of :meth:`cost` over the destinations of each running request
         of sizes ``size`` (``s_i + tau_i``; ``generated``: its ``tau_i``), from the state
         alone: ``recompute`` its cost, or with prefix caches that of ``tau_i + 1`` tokens
@@ -424,11 +430,12 @@ class BfioMigration(Migration):
         ``Lhat_g(0)``), ``m`` the smallest rank's load (a lower bound), so no
         destination's slack behind the slowest rank exceeds ``t_l (M - m)`` (``X_i`` of
         the tokens it sends, ``sent``, else ``size``); ``choose`` the smaller of the two
-        (:meth:`bfio.sim.migration_kv.KvWay.stall_floor`)."""
+        (:meth:`bfio.sim.migration_kv.KvWay.stall_floor`; ``transfer``: its transfer part
+        already computed in this state)."""
         G, t_l, w = dispatch.state.workers, float(self.token_latency_s), self.options["cost_weight"]
-        return w * G * self.kv.stall_floor(dispatch, size, generated, sent, t_l) / t_l
+        return w * G * self.kv.stall_floor(dispatch, size, generated, sent, t_l, transfer) / t_l
 
-    def cost_model(self) -> MigrationCost:
+    def cost_model(self, offsets: np.ndarray | None = None) -> MigrationCost:
         """What migrating a running request costs the planner
         (:class:`~bfio.solvers.migration_plan.MigrationCost`), in ``J``'s units
         (token-steps): ``cost_weight x G x stall / t_l``, ``stall`` the seconds every
@@ -451,8 +458,9 @@ class BfioMigration(Migration):
         the step's ``rank_cost(L_g, n_g, P_g)``, the request counted off its source and
         on its destination; :func:`bfio.solvers.migration_plan._transfer_costs`). ``choose``:
         per destination the cheaper of the two, and that way for its KV
-        (:func:`bfio.solvers.migration_plan.kv_cost`)."""
-        cost = self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]))
+        (:func:`bfio.solvers.migration_plan.kv_cost`). ``offsets``: the call's
+        :meth:`bfio.sim.migration_kv.KvWay.share_offsets`, else computed here."""
+        cost = self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]), offsets)
         if self.dispatch is None:
             return cost
         room, growth = seat_room(self.dispatch)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bfio.engine.kernels import queue_room
 from bfio.engine.step_time import prefill_cost, prefill_vector
 from bfio.sim.state import ClusterState
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer, share_offsets
@@ -57,22 +58,15 @@ def seat_room(dispatch) -> tuple[np.ndarray, float]:
     seats anything): ``inf`` on a rank idle with an empty queue or without a KV bound,
     ``-inf`` where a queued request already waits for memory; and ``growth``. BF-IO's
     planner migrates a request only where it is seated at once (issue 45): a rank with
-    a free slot and no room would keep it waiting, its KV charged when it is seated."""
+    a free slot and no room would keep it waiting, its KV charged when it is seated.
+    The walk and the rule are admission's own (:func:`bfio.engine.kernels.queue_room`,
+    :func:`bfio.engine.kernels.kv_admits`)."""
     st = dispatch.state
     if not dispatch.kv_cap:
         return np.full(st.workers, np.inf), 0.0
     committed, need, growth = dispatch.admission_memory()
-    cap = float(dispatch.kv_cap)
-    room = np.empty(st.workers)
-    for g in range(st.workers):
-        c, active, blocked = float(committed[g]), int(st.active[g]), False
-        for j in dispatch.queue(g):
-            if active > 0 and c + need[j] + growth > cap:
-                blocked = True
-                break
-            c += float(need[j] + growth)
-            active += 1
-        room[g] = -np.inf if blocked else (np.inf if active == 0 else cap - c - growth)
+    room = queue_room(dispatch.head, dispatch.next, st.active, np.asarray(committed, dtype=np.float64), need,
+                      float(growth), float(dispatch.kv_cap), np.empty(st.workers))
     return room, float(growth)
 
 
@@ -135,12 +129,15 @@ class KvWay:
             self.transfer.arrive(ranks, self.sent_tokens[got])
 
     def stall_floor(self, dispatch, size: np.ndarray, generated: np.ndarray | None, sent: np.ndarray | None,
-                    t_l: float) -> np.ndarray:
+                    t_l: float, transfer: np.ndarray | None = None) -> np.ndarray:
         """A lower bound of the seconds the barrier waits for each running request's KV
         (sizes ``size``, generated ``generated``, tokens a transfer sends ``sent``,
         ``None``: ``size``) over the destinations (:meth:`bfio.sim.migration.BfioMigration.floor`):
-        the smaller of :meth:`recompute_floor` and :meth:`transfer_floor`."""
-        return np.minimum(self.recompute_floor(size, generated), self.transfer_floor(dispatch, size, sent, t_l))
+        the smaller of :meth:`recompute_floor` and :meth:`transfer_floor` (``transfer``:
+        the latter already computed in this state, else computed here)."""
+        if transfer is None:
+            transfer = self.transfer_floor(dispatch, size, sent, t_l)
+        return np.minimum(self.recompute_floor(size, generated), transfer)
 
     def recompute_floor(self, size: np.ndarray, generated: np.ndarray | None) -> np.ndarray:
         """A recompute's seconds at least (``inf`` with ``transfer``): its ``size`` tokens at
@@ -152,15 +149,18 @@ class KvWay:
         cached = self.prefill.caches is not None
         return self.prefill_seconds((generated + 1.0) if cached else size)
 
-    def transfer_floor(self, dispatch, size: np.ndarray, sent: np.ndarray | None, t_l: float) -> np.ndarray:
+    def transfer_floor(self, dispatch, size: np.ndarray, sent: np.ndarray | None, t_l: float,
+                       offsets: np.ndarray | None = None) -> np.ndarray:
         """A transfer's charge at least (``inf`` with ``recompute``): ``max(0, X_i -
         t_l (M - m) - spread - max_g pending_g)`` (:meth:`bfio.sim.migration.BfioMigration.floor`;
         ``spread`` the range of the shares' parts beyond ``t_l L_g``, :func:`share_offsets`,
-        0 with the paper's step)."""
+        0 with the paper's step; ``offsets``: those parts already computed in this state,
+        else computed here)."""
         if self.transfer is None:
             return np.full(np.shape(size), np.inf)
         st = dispatch.state
-        offsets = self.share_offsets()
+        if offsets is None:
+            offsets = self.share_offsets()
         slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
             float(offsets.max() - offsets.min()) + float(self.transfer.pending.max())
         x = self.transfer.seconds_of(size if sent is None else sent)
@@ -172,13 +172,9 @@ class KvWay:
         it): :meth:`bfio.engine.prefill.Prefill.resume_tokens`, the formula the planner's
         cost and the simulator's charge read, at :meth:`prefill_seconds`. Exact where
         :meth:`recompute_floor` assumes a hit: what the ranks' caches hold now."""
-        generated, worker_of = self.state.generated, self.state.worker_of
-        out = np.empty(ids.shape[0])
-        for k, i in enumerate(ids.tolist()):
-            tokens = self.prefill.resume_tokens(i, int(generated[i])).astype(np.float64)
-            tokens[worker_of[i]] = np.inf
-            out[k] = tokens.min()
-        return self.prefill_seconds(out)
+        tokens = self.prefill.resume_tokens_of(ids, self.state.generated).astype(np.float64)
+        tokens[np.arange(ids.shape[0]), self.state.worker_of[ids]] = np.inf
+        return self.prefill_seconds(tokens.min(axis=1))
 
     def prefill_seconds(self, tokens) -> np.ndarray:
         """The seconds computing ``tokens`` (per entry, any shape) prompt tokens of one
@@ -193,16 +189,17 @@ class KvWay:
         prefill_cost(self.prefill_coef, flat, float(self.prefill.model.request_chunk), out)
         return out.reshape(t.shape)
 
-    def cost_model(self, t_l: float, w: float) -> MigrationCost:
+    def cost_model(self, t_l: float, w: float, offsets: np.ndarray | None = None) -> MigrationCost:
         """:meth:`bfio.sim.migration.BfioMigration.cost_model` (its docstring): the
         recompute's fixed part, the transfer's link and the tokens it sends, and
-        whether the planner chooses between them."""
+        whether the planner chooses between them (``offsets``: :meth:`share_offsets`
+        already computed in this state, else computed here)."""
         G, fixed, sent = self.state.workers, None, None
         if self.mode != "transfer":
             prefill, generated, seconds = self.prefill, self.state.generated, self.prefill_seconds
 
             def fixed(ids: np.ndarray) -> np.ndarray:
-                tokens = np.array([prefill.resume_tokens(int(i), int(generated[i])) for i in ids], dtype=np.float64)
+                tokens = prefill.resume_tokens_of(ids, generated).astype(np.float64)
                 return w * G * seconds(tokens.reshape(len(ids), G)) / t_l
 
             if self.mode == "recompute":
@@ -219,7 +216,8 @@ class KvWay:
 
         return MigrationCost(fixed=fixed, seconds=self.transfer.seconds_of, pending=self.transfer.pending, weight=w,
                              token_latency_s=t_l, sent_tokens=sent, transfer_fixed=rest, choose=self.mode == "choose",
-                             share_offsets=self.share_offsets(), share_loads=self.state.loads.astype(np.float64))
+                             share_offsets=self.share_offsets() if offsets is None else offsets,
+                             share_loads=self.state.loads.astype(np.float64))
 
     def share_offsets(self) -> np.ndarray:
         """The ranks' shares of the coming step beyond ``t_l L_g`` (:func:`bfio.sim.transfer.share_offsets`)."""

@@ -113,15 +113,18 @@ class RankPause:
     def entered(self, new: np.ndarray, state: ClusterState) -> None:
         """Requests ``new`` were bound to queues (rules that watch arrivals)."""
 
-    def pause_rank(self, g: int, steps: int, step: int, counted: bool = True) -> None:
-        """Rank ``g`` admits nothing in routing calls at steps ``step .. step + steps - 1``;
-        ``counted``: a pause of the metrics (else a rule's closing of a rank)."""
+    def pause_rank(self, g, steps: int, step: int, counted=True) -> None:
+        """Rank ``g`` (or each of the distinct ranks of an array ``g``) admits nothing in
+        routing calls at steps ``step .. step + steps - 1``; ``counted`` (for every rank
+        or per rank): a pause of the metrics (else a rule's closing of a rank)."""
+        g = np.atleast_1d(np.asarray(g, dtype=np.int64))
         end = step + int(steps)
-        self.until[g] = max(self.until[g], end)
-        if counted:
-            self.count += 1
-            self.rank_steps += max(0, end - max(int(self._counted_until[g]), step))
-            self._counted_until[g] = max(self._counted_until[g], end)
+        self.until[g] = np.maximum(self.until[g], end)
+        c = g[np.broadcast_to(np.asarray(counted, dtype=bool), g.shape)]
+        if c.size:
+            self.count += int(c.size)
+            self.rank_steps += int(np.maximum(0, end - np.maximum(self._counted_until[c], step)).sum())
+            self._counted_until[c] = np.maximum(self._counted_until[c], end)
 
     def closed(self, state: ClusterState) -> np.ndarray:
         """The ranks that admit nothing now (none while the whole cluster is idle)."""
@@ -213,21 +216,21 @@ class DyntraLbPause(RankPause):
         st = dispatch.state
         G, B = st.workers, st.slots
         sr = st.slot_request
-        rank, _ = np.nonzero(sr >= 0)
+        rank, _ = np.nonzero(sr >= 0)  # rank order
         ids = sr[sr >= 0]
         ids = ids[np.lexsort((self.order[ids], rank))]  # per rank (in rank order) its running ones, admission order
         n_run = np.bincount(rank, minlength=G).astype(np.int64)
-        running = np.split(ids, np.cumsum(n_run)[:-1])
+        starts = np.cumsum(n_run) - n_run  # rank g's running ones: ids[starts[g]:starts[g] + n_run[g]]
         qptr, qids = flat_queues(dispatch.head, dispatch.next, dispatch.length)
         n_wait = np.minimum(np.diff(qptr), 2 * B - n_run)  # each queue's first 2B - running
-        cands = [qids[qptr[g]:qptr[g] + n_wait[g]] for g in range(G)]
+        q_rank = np.repeat(np.arange(G), np.diff(qptr))
+        q_pos = np.arange(qids.shape[0]) - qptr[q_rank]
+        first = q_pos < n_wait[q_rank]  # the candidates: qids[qptr[g]:qptr[g] + n_wait[g]], rank order
         M = max(2 * B, 1)
         run_b, wait_b = np.zeros((G, M), np.int64), np.zeros((G, M), np.int64)
-        blocks = self._blocks(np.concatenate(running + cands), st)  # every rank's, in one pass
-        ends = np.cumsum(np.concatenate((n_run, n_wait)))
-        for g in range(G):
-            run_b[g, :n_run[g]] = blocks[ends[g] - n_run[g]:ends[g]]
-            wait_b[g, :n_wait[g]] = blocks[ends[G + g] - n_wait[g]:ends[G + g]]
+        blocks = self._blocks(np.concatenate((ids, qids[first])), st)  # every rank's, in one pass
+        run_b[rank, np.arange(ids.shape[0]) - starts[rank]] = blocks[:ids.shape[0]]
+        wait_b[q_rank[first], q_pos[first]] = blocks[ids.shape[0]:]
         K = 2 * DYNTRA_MAX_ITERS + M + 1
         out_b, in_b = np.zeros((G, K), np.int64), np.zeros((G, K), np.int64)
         n_out, n_in, freeze = np.zeros(G, np.int64), np.zeros(G, np.int64), np.zeros(G, np.bool_)
@@ -235,15 +238,15 @@ class DyntraLbPause(RankPause):
                      out_b, n_out, in_b, n_in, freeze)
         self.plans += 1
         admit = []
-        for g in range(G):
-            for i in _first_of_each(running[g], run_b[g, :n_run[g]], out_b[g, :n_out[g]]):
+        for g in np.flatnonzero((n_out > 0) | (~freeze & (n_in > 0))).tolist():  # a rank with nothing planned: none
+            for i in _first_of_each(ids[starts[g]:starts[g] + n_run[g]], run_b[g, :n_run[g]], out_b[g, :n_out[g]]):
                 dispatch.pause_request(i)
                 self.paused(i, st)
             if not freeze[g]:
-                admit.extend(_first_of_each(cands[g], wait_b[g, :n_wait[g]], in_b[g, :n_in[g]]))
+                admit.extend(_first_of_each(qids[qptr[g]:qptr[g] + n_wait[g]], wait_b[g, :n_wait[g]],
+                                            in_b[g, :n_in[g]]))
         n = dispatch.admit_ids(np.asarray(admit, dtype=np.int64))
-        for g in range(G):
-            self.pause_rank(g, 1, st.step, counted=bool(freeze[g]) and st.active[g] < B)
+        self.pause_rank(np.arange(G), 1, st.step, counted=freeze & (st.active < B))
         return n
 
     def metrics(self, state: ClusterState) -> dict:

@@ -52,7 +52,7 @@ import numpy as np
 from bfio.engine.kernels import S_CLOCK, S_DT, S_E_POST, S_E_PRE, S_PMEAN_POST, S_PMEAN_PRE
 from bfio.engine.prefill import allot_chunks
 from bfio.sim.state import ClusterState
-from bfio.engine.step_time import rank_cost
+from bfio.engine.step_time import rank_costs
 
 #: one 400 Gb/s link per rank (NDR InfiniBand / 400GbE, NVIDIA ConnectX-7)
 DEFAULT_TRANSFER_GBPS = 400.0
@@ -131,7 +131,8 @@ class TransferEngine:
         if coef.shape[0] == 0:
             return self.inner.t_l * state.loads.astype(np.float64)
         n, p = step_batch(getattr(self.inner, "prefill", None), state)
-        return np.array([rank_cost(coef, state.loads[g], n[g], p[g]) for g in range(state.workers)])
+        return rank_costs(coef, state.loads.astype(np.float64), n.astype(np.float64), p.astype(np.float64),
+                          np.empty(state.workers))
 
     def _delay(self, state: ClusterState, before: int, extra: float) -> None:
         """The last step lasted ``extra`` seconds more: its row (clock, ``dt``, energy at
@@ -174,9 +175,9 @@ def share_offsets(coef: np.ndarray, prefill, state: ClusterState) -> np.ndarray:
     if coef.shape[0] == 0:
         return out
     n, p = step_batch(prefill, state)
+    zero, p = np.zeros(G), p.astype(np.float64)
     for row, delta in enumerate((-1, 0, 1)):
-        for g in range(G):
-            out[row, g] = rank_cost(coef, 0.0, float(max(0, int(n[g]) + delta)), float(p[g]))
+        rank_costs(coef, zero, np.maximum(n.astype(np.int64) + delta, 0).astype(np.float64), p, out[row])
     return out
 
 
