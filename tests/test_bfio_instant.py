@@ -246,3 +246,47 @@ def test_options_of_instant_dispatch_only_are_refused_with_a_central_pool(capsys
     assert main(["simulate", "--trace", "burstgpt", "--requests", "40", "--workers", "2", "--policy", "bfio",
                  "--predictor", "empirical", "--release", "expected"]) != 0
     assert "--release: only valid with --dispatch instant" in capsys.readouterr().err
+
+
+
+def test_an_advanced_report_predicts_its_running_requests_as_the_exact_state_does(monkeypatch):
+    """``report_age: advance`` (issue 44, lagged reports): with the oracle, a report
+    ``d`` steps old, its predictions made over ``0..d + H`` and advanced by ``d``
+    (:func:`bfio.policies.bfio_instant.advance`), predicts the loads of the requests it
+    saw running exactly as the exact state does (those still running now, at their
+    tokens now); read as now (``read``) it does not. On a run, ``advance`` routes
+    otherwise than ``read`` (the default), deterministically."""
+    from dataclasses import replace
+
+    import bfio.policies.bfio_instant as instant
+    from bfio.policies import make_policy
+
+    checked = []
+    real_view = instant.InstantBinding._view
+
+    def view(self, state):
+        lagged, queues, age = real_view(self, state)
+        if age > 0:
+            W = self._objective.window
+            base, release, _ = self._predicted(lagged, W + age)
+            advanced, _, _ = instant.advance(base, release, None, age)
+            seen = np.isin(state.slot_request, lagged.slot_request[lagged.slot_request >= 0])
+            exact, _, _ = self._predicted(replace(state, slot_request=np.where(seen, state.slot_request, -1)))
+            stale, _, _ = self._predicted(lagged)
+            checked.append((np.array_equal(advanced, exact), np.array_equal(stale, exact)))
+        return lagged, queues, age
+
+    monkeypatch.setattr(instant.InstantBinding, "_view", view)
+    work = _workload(n=400, rate=60.0)
+    options = {"horizon": 10, "report_interval": 8, "report_age": "advance"}
+    run = simulate(work, 4, 8, make_policy("bfio", **options), dispatch="instant", entry="arrivals",
+                   show_progress=False)
+    assert len(checked) >= 50 and all(ok for ok, _ in checked)
+    assert not all(stale for _, stale in checked)
+    monkeypatch.undo()
+    again = simulate(work, 4, 8, "bfio", dispatch="instant", entry="arrivals", show_progress=False,
+                     policy_options=options)
+    read = simulate(work, 4, 8, "bfio", dispatch="instant", entry="arrivals", show_progress=False,
+                    policy_options={**options, "report_age": "read"})
+    assert again.requests["queue_worker"].equals(run.requests["queue_worker"])
+    assert not read.requests["queue_worker"].equals(run.requests["queue_worker"])

@@ -102,7 +102,7 @@ class BFIO(InstantBinding, Policy):
     central_only_options = ("admission", "solver", "on_solver_error", "time_limit_s", "shard_workers", "placement")
     #: options of instant dispatch only (per-worker reports, queue releases): a central pool
     #: reads the exact state and has no queues, so a value other than the default is refused
-    instant_only_options = ("report_interval", "release")
+    instant_only_options = ("report_interval", "release", "report_age")
     #: the call's predictions, shared by both dispatch forms (built in __init__)
     _call_view: CallView
     #: the central pool's routing call: every phase after the options (built in __init__)
@@ -138,6 +138,7 @@ class BFIO(InstantBinding, Policy):
         # identity names it only there), else expected (a point estimate keeps its own releases)
         release = next(o for o in self.options if o.name == "release")
         self.release = v["release"] if release.applies(v) else release.default
+        self.report_age = v["report_age"]
         self.step_terms = v["step_terms"]
         # an exact backend has no placement of its own: a placement given for it (but the greedy,
         # the paper's, which a config may set for every BF-IO row) would be ignored

@@ -69,6 +69,19 @@ def order_release(expected: np.ndarray, busy: np.ndarray, survival: np.ndarray, 
     return out
 
 
+def advance(loads: np.ndarray, release: list[list[int]], counts: np.ndarray | None,
+            age: int) -> tuple[np.ndarray, list[list[int]], np.ndarray | None]:
+    """Option ``report_age: advance``: the predictions of a report ``age`` steps old,
+    made over offsets ``0..age + H`` from the report's step (the running requests'
+    loads, the slots' releases and the queues' admissions, :func:`queue_profiles`),
+    read from now: the loads and counts at offsets ``age..age + H``, each release
+    offset less ``age`` (0, a free slot, where the report predicts it freed by now).
+    Invariant: a heap stays a heap (the shift is monotone) and ``age = 0`` returns
+    the predictions unchanged."""
+    shifted = [[max(0, e - age) for e in heap] for heap in release]
+    return loads[:, age:], shifted, None if counts is None else counts[:, age:]
+
+
 class InstantBinding:
     """Instant dispatch of :class:`~bfio.policies.bfio.BFIO` (module docstring)."""
 
@@ -82,11 +95,15 @@ class InstantBinding:
         expected loads (``CallView.expected``, as on the central path) and each
         slot's expected release (:meth:`_expected_release`)."""
         t0 = run_clock()
-        state, queues = self._view(state)
-        base, release, lifetimes = self._predicted(state)
+        state, queues, age = self._view(state)
+        age = age if self.report_age == "advance" else 0
+        span = self._objective.window + age  # a report age steps old: its offsets age..age + H are now's
+        base, release, lifetimes = self._predicted(state, span if age else None)
         step = self._call_view.step_costs(state)
-        counts = None if step is None else self._call_view.running_counts(state, self._objective.window)
+        counts = None if step is None else self._call_view.running_counts(state, span)
         loads, release = queue_profiles(base, release, queues, state.workload.prefill, lifetimes, counts)
+        if age:
+            loads, release, counts = advance(loads, release, counts, age)
         requests = np.asarray(requests)
         # e.g. the prefix-cache term (issue 32), the calibrated step's per-request term
         window = self._call_view.window(state, lambda: counts, lifetimes)
@@ -225,25 +242,28 @@ class InstantBinding:
         self._migration_times.append(run_clock() - t0)
         return out
 
-    def _view(self, state: DispatchState) -> tuple[DispatchState, list[list[int]]]:
-        """The state instant dispatch reads and each worker's queue (request ids,
-        FIFO): the exact ones, or with ``report_interval`` ``k >= 1`` the last
-        report (running requests, their generated tokens and the queues, copied at
-        the first call of each window of ``k`` steps, as
-        :class:`~bfio.policies.base.InstantPolicy` reports the production routers'
-        state) plus its own bindings since; completions, admissions and decode
-        growth stay invisible until the next report. The completed requests the
-        oracle-free predictors learn from are not lagged."""
+    def _view(self, state: DispatchState) -> tuple[DispatchState, list[list[int]], int]:
+        """The state instant dispatch reads, each worker's queue (request ids,
+        FIFO) and the age of what it reads in steps: the exact ones (age 0), or with
+        ``report_interval`` ``k >= 1`` the last report (running requests, their
+        generated tokens and the queues, copied at the first call of each window of
+        ``k`` steps, as :class:`~bfio.policies.base.InstantPolicy` reports the
+        production routers' state) plus its own bindings since, and the steps since
+        that copy; completions, admissions and decode growth stay invisible until
+        the next report (option ``report_age: advance`` predicts them from the
+        report, :meth:`dispatch`). The completed requests the oracle-free predictors
+        learn from are not lagged."""
         k = self.report_interval
         if k == 0:
-            return state, _queues(state)
+            return state, _queues(state), 0
         window = int(state.step) // k
         rep = self._report
         if rep is None or rep["window"] != window or rep["slot_request"].shape != state.slot_request.shape:
-            rep = self._report = {"window": window, "slot_request": np.array(state.slot_request, copy=True),
+            rep = self._report = {"window": window, "step": int(state.step),
+                                  "slot_request": np.array(state.slot_request, copy=True),
                                   "generated": np.array(state.generated, copy=True), "queues": _queues(state)}
         lagged = replace(state, slot_request=rep["slot_request"], generated=rep["generated"])
-        return lagged, [list(q) for q in rep["queues"]]
+        return lagged, [list(q) for q in rep["queues"]], int(state.step) - rep["step"]
 
 
-__all__ = ["InstantBinding", "order_release"]
+__all__ = ["InstantBinding", "advance", "order_release"]

@@ -33,6 +33,9 @@ STEP_TERMS = ("auto", "off")
 #: ``release``: how instant dispatch reads a probabilistic predictor's slot releases
 #: (:mod:`bfio.policies.bfio_instant`, :func:`~bfio.policies.bfio_instant.order_release`)
 RELEASES = ("expected", "order")
+#: ``report_age``: how instant dispatch reads a report ``d`` steps old (``report_interval``
+#: ``K >= 1``; :meth:`bfio.policies.bfio_instant.InstantBinding._predicted`)
+REPORT_AGES = ("read", "advance")
 
 
 def _remaining():
@@ -157,6 +160,16 @@ OPTIONS = (
            "expectations, not the expected least); `order`: the worker's k-th slot at the first offset where the "
            "expected number of its requests gone reaches k - 1/2 (what a point predictor's releases are)."),
     # instant dispatch on lagged reports (issue 44, "equal information"): the production routers' option
+    Option("report_age", str, "read",
+           "instant dispatch on lagged reports (report_interval K >= 1): read (the last report as the state now) "
+           "| advance (the report's predictions advanced by its age d: the window's loads, slot releases and "
+           "queue admissions are the report's at offsets d..d+H, as predicted from the report's step)",
+           choices=REPORT_AGES, identity="non-default",
+           doc="With instant dispatch on lagged reports (`report_interval` K >= 1): how BF-IO reads a report "
+           "`d` steps old. `read`: as the state now (what the production routers do); `advance`: its "
+           "predictions advanced by `d`, the window's loads, slot releases and queue admissions being those "
+           "predicted from the report's step at offsets `d..d+H` (the router knows the step; nothing else is "
+           "added). No effect with the exact state (K = 0)."),
     replace(REPORT_INTERVAL,
             doc="With instant dispatch (BF-IO bound at arrival): BF-IO reads the running requests and queues as "
             "reported every K steps plus its own bindings since, as the production routers' `report_interval` "
@@ -164,5 +177,5 @@ OPTIONS = (
 )
 
 
-__all__ = ["DEFAULT_HORIZON", "DEFAULT_PLACEMENT", "RELEASES",
+__all__ = ["DEFAULT_HORIZON", "DEFAULT_PLACEMENT", "RELEASES", "REPORT_AGES",
            "LOCAL_SEARCH_ROUNDS", "MAX_HORIZON", "OPTIONS", "STEP_TERMS"]
