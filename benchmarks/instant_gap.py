@@ -111,6 +111,11 @@ CANDIDATES = {
     "bfio_h40_instant_geo_order": {"policy": "bfio", "horizon": 40, "predictor": "geometric", "release": "order"},
     "bfio_h40_instant_ps_expected": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
                                      "release": "expected"},
+    "bfio_h40_instant_ps_r10_advance": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
+                                        "report_interval": 10, "report_age": "advance"},
+    "bfio_h40_instant_r10": {"policy": "bfio", "horizon": 40, "report_interval": 10},
+    "bfio_h40_instant_r10_advance": {"policy": "bfio", "horizon": 40, "report_interval": 10,
+                                     "report_age": "advance"},
 }
 #: rows that are a run's reference, not a router (:data:`bfio.sim.pooled.REFERENCES`):
 #: ``balanced`` is the router-independent floor of the step (the imbalance removed,
