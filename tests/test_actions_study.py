@@ -123,3 +123,26 @@ def test_the_figure_hatches_rows_with_actions_and_draws_the_bound():
     assert to_rgb(bfio[0].get_facecolor()) == to_rgb(COLOURS[SERIES["bfio"]["lookahead"].colour])
     assert any(np.allclose(line.get_xdata(), 18.0) for line in ax.get_lines())  # the balanced bound
     assert "G = 4" in ax.get_title() and "N = 100" in ax.get_title()
+
+
+def test_rows_differing_only_in_their_kv_way_have_their_own_labels():
+    """Two BF-IO rows whose migrations differ only in option ``kv`` (recompute by the
+    rules' default, ``choose`` declared) get different labels in the goodput table, each
+    naming its way; a row without migrations keeps its label; every KV mode has words."""
+    from bfio.policies.names import KV_WAY_LABELS
+    from bfio.sim.migration_kv import KV_MODES
+    from bfio.studies.goodput_summary import row_label, with_kv_ways
+
+    assert set(KV_WAY_LABELS) == set(KV_MODES)
+    variants = {"mig": {"policy": "bfio", "migration": "bfio"},
+                "mig_choose": {"policy": "bfio", "migration": "bfio", "migration_options": {"kv": "choose"}},
+                "moves": {"policy": "bfio", "queue_moves": "bfio"}}
+    base = {"setting": "s", "regime": "paper", "dispatch": "instant", "policy": "bfio", "report_interval": 0,
+            "horizon": 20, "predictor": "", "reference": "none"}
+    runs = pd.DataFrame([{**base, "row": "mig", "actions": json.dumps({"migration": "bfio"})},
+                         {**base, "row": "mig_choose", "actions": json.dumps({"migration": "bfio"})},
+                         {**base, "row": "moves", "actions": json.dumps({"queue_moves": "bfio"})}])
+    labels = [row_label(r) for r in with_kv_ways(runs, {"variants": variants}).to_dict("records")]
+    assert labels[0] != labels[1]
+    assert labels[0].endswith(KV_WAY_LABELS["recompute"]) and labels[1].endswith(KV_WAY_LABELS["choose"])
+    assert labels[2] == row_label(runs.iloc[2].to_dict())

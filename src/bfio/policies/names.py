@@ -78,11 +78,20 @@ ACTION_NAMES: dict[tuple[str, str], RouterName] = {
 }
 
 
+#: How a migrated request's KV reaches its new rank (option ``kv`` of every migration
+#: rule, the modes of :data:`bfio.sim.migration_kv.KV_MODES`), as a label says it.
+KV_WAY_LABELS = {"recompute": "(KV recomputed)", "transfer": "(KV sent)",
+                 "choose": "(KV recomputed or sent, the cheaper)"}
+
+
 def actions_label(actions: dict) -> str:
     """The words the actions ``{field: rule}`` add to a router's label (``''`` for none);
-    a rule without an entry in :data:`ACTION_NAMES` is named by its field and rule."""
+    a rule without an entry in :data:`ACTION_NAMES` is named by its field and rule; the
+    entry ``kv`` (a migration's KV way, :data:`KV_WAY_LABELS`) follows its migrations."""
     words = [ACTION_NAMES[(f, r)].label if (f, r) in ACTION_NAMES else f"+ {f} {r}"
-             for f, r in actions.items() if r and r != "none"]
+             for f, r in actions.items() if r and r != "none" and f != "kv"]
+    if actions.get("kv") and actions.get("migration", "none") != "none":
+        words.append(KV_WAY_LABELS.get(actions["kv"], f"(KV {actions['kv']})"))
     return " ".join(words)
 
 
@@ -92,4 +101,4 @@ def router_label(name: str) -> str:
     return entry.label if entry is not None else name
 
 
-__all__ = ["ACTION_NAMES", "RouterName", "ROUTER_NAMES", "actions_label", "router_label"]
+__all__ = ["ACTION_NAMES", "KV_WAY_LABELS", "RouterName", "ROUTER_NAMES", "actions_label", "router_label"]

@@ -18,6 +18,8 @@ from bfio.studies.report import fmt, markdown_table
 from bfio.policies.names import actions_label
 from bfio.studies.online_summary import policy_label
 from bfio.runs.tables import mean_ci
+from bfio.runs.run import variant_actions
+from bfio.sim.migration_kv import KV_DEFAULTS
 
 
 #: The columns that name one router's row of a section (its seeds are aggregated).
@@ -341,12 +343,33 @@ def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodpu
     return "\n".join(lines)
 
 
+def with_kv_ways(runs: pd.DataFrame, section: dict) -> pd.DataFrame:
+    """``runs`` with each migrating row's KV way (option ``kv`` of its migration rule,
+    as ``section['variants']`` declares it, else the rules' default) in its ``actions``
+    (key ``kv``), so that rows differing only in it are told apart
+    (:func:`bfio.policies.names.actions_label`)."""
+    if "actions" not in runs.columns:
+        return runs
+    variants = section.get("variants") or {}
+
+    def way(row: str, actions) -> object:
+        if not isinstance(actions, str) or not actions:
+            return actions
+        declared = json.loads(actions)
+        if declared.get("migration", "none") == "none":
+            return actions
+        options = dict(variant_actions(row, variants).get("migration_options", ()))
+        return json.dumps({**declared, "kv": options.get("kv", KV_DEFAULTS["kv"])}, sort_keys=True)
+    return runs.assign(actions=[way(r, a) for r, a in zip(runs["row"], runs["actions"])])
+
+
 def goodput_table(runs: pd.DataFrame, section: dict, settings: dict):
-    """The goodput table: the runs summarized (:func:`summarize_goodput`) and its Markdown."""
-    summary = summarize_goodput(runs)
+    """The goodput table: the runs summarized (:func:`summarize_goodput`; each
+    migration's KV way named, :func:`with_kv_ways`) and its Markdown."""
+    summary = summarize_goodput(with_kv_ways(runs, section))
     return summary, goodput_markdown(summary, settings, section["description"], rel_tol=section.get("rel_tol"))
 
 
 __all__ = ["BOUND", "REFERENCE_LABELS", "ROUTER", "SECTION", "SUBJECT", "goodput_markdown", "goodput_table",
-           "headroom_recovered", "is_reference", "row_label", "summarize_goodput", "with_bound"]
+           "headroom_recovered", "is_reference", "row_label", "summarize_goodput", "with_bound", "with_kv_ways"]
 
