@@ -58,10 +58,37 @@ class KernelTerms(NamedTuple):
         return self._replace(life=self.life[idx])
 
 
+#: what a routing call's terms share with the run's other calls, kept (a run's weights are
+#: one array, its worker count one number): ``id(w) -> (w, cw, cwh)`` and ``G -> zeros``;
+#: read-only arrays (no kernel writes a field of :class:`KernelTerms`)
+_PREFIX_SUMS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_NO_COSTS: dict[int, np.ndarray] = {}
+_KEPT = 64
+
+
+def _prefix_sums(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cumulative_weights` of ``w``, computed once per weights array (kept while
+    ``w`` is: the entry holds it, so its ``id`` is not reused)."""
+    kept = _PREFIX_SUMS.get(id(w))
+    if kept is not None and kept[0] is w:
+        return kept[1], kept[2]
+    if len(_PREFIX_SUMS) >= _KEPT:
+        _PREFIX_SUMS.clear()
+    cw, cwh = cumulative_weights(w)
+    _PREFIX_SUMS[id(w)] = (w, cw, cwh)
+    return cw, cwh
+
+
 def imbalance_only(life: np.ndarray, weights: np.ndarray, workers: int) -> KernelTerms:
     """The :class:`KernelTerms` of the imbalance of Eq. (IO) alone: lifetimes ``life``,
     offset weights ``weights`` (``weights[0] = 1 >= weights[h] > 0``), ``workers`` workers."""
-    return with_worker_costs(life, weights, np.zeros(int(workers), dtype=np.float64), False)
+    G = int(workers)
+    zeros = _NO_COSTS.get(G)
+    if zeros is None:
+        if len(_NO_COSTS) >= _KEPT:
+            _NO_COSTS.clear()
+        zeros = _NO_COSTS[G] = np.zeros(G, dtype=np.float64)
+    return with_worker_costs(life, weights, zeros, False)
 
 
 def with_worker_costs(life: np.ndarray, weights: np.ndarray, worker_cost: np.ndarray,
@@ -69,7 +96,7 @@ def with_worker_costs(life: np.ndarray, weights: np.ndarray, worker_cost: np.nda
     """The :class:`KernelTerms` of the imbalance plus terms whose costs per worker sum to
     ``worker_cost``."""
     w = np.ascontiguousarray(weights, dtype=np.float64)
-    cw, cwh = cumulative_weights(w)
+    cw, cwh = _prefix_sums(w)
     return KernelTerms(np.asarray(life, dtype=np.int64), w, cw, cwh,
                        np.ascontiguousarray(worker_cost, dtype=np.float64), bool(worker_dependent))
 
