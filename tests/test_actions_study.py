@@ -130,10 +130,10 @@ def test_rows_differing_only_in_their_kv_way_have_their_own_labels():
     rules' default, ``choose`` declared) get different labels in the goodput table, each
     naming its way; a row without migrations keeps its label; every KV mode has words."""
     from bfio.policies.names import KV_WAY_LABELS
-    from bfio.sim.migration_kv import KV_MODES
+    from bfio.sim.migration_kv import KV_DEFAULTS, KV_MODES
     from bfio.studies.goodput_summary import row_label, with_kv_ways
 
-    assert set(KV_WAY_LABELS) == set(KV_MODES)
+    assert set(KV_WAY_LABELS) == set(KV_MODES) and KV_DEFAULTS["kv"] == KV_MODES[0] == "recompute"
     variants = {"mig": {"policy": "bfio", "migration": "bfio"},
                 "mig_choose": {"policy": "bfio", "migration": "bfio", "migration_options": {"kv": "choose"}},
                 "moves": {"policy": "bfio", "queue_moves": "bfio"}}

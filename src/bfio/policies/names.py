@@ -79,9 +79,13 @@ ACTION_NAMES: dict[tuple[str, str], RouterName] = {
 
 
 #: How a migrated request's KV reaches its new rank (option ``kv`` of every migration
-#: rule, the modes of :data:`bfio.sim.migration_kv.KV_MODES`), as a label says it.
+#: rule; :mod:`bfio.sim.migration_kv` says what each does), as a label says it: the
+#: registry of the ways (:data:`bfio.sim.migration_kv.KV_MODES` reads it), the first the
+#: rules' default. Here, not in the simulator, so that a table job names them without it.
 KV_WAY_LABELS = {"recompute": "(KV recomputed)", "transfer": "(KV sent)",
                  "choose": "(KV recomputed or sent, the cheaper)"}
+#: the ways' names, the rules' default first
+KV_WAYS = tuple(KV_WAY_LABELS)
 
 
 def actions_label(actions: dict) -> str:
@@ -101,4 +105,4 @@ def router_label(name: str) -> str:
     return entry.label if entry is not None else name
 
 
-__all__ = ["ACTION_NAMES", "KV_WAY_LABELS", "RouterName", "ROUTER_NAMES", "actions_label", "router_label"]
+__all__ = ["ACTION_NAMES", "KV_WAYS", "KV_WAY_LABELS", "RouterName", "ROUTER_NAMES", "actions_label", "router_label"]

@@ -39,14 +39,16 @@ import numpy as np
 
 from bfio.engine.kernels import queue_room
 from bfio.engine.step_time import prefill_cost, prefill_vector
+from bfio.policies.names import KV_WAYS
 from bfio.sim.state import ClusterState
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer, share_offsets
 from bfio.solvers.migration_plan import MigrationCost
 
-#: how a migrated request's KV reaches its new rank (module docstring)
-KV_MODES = ("recompute", "transfer", "choose")
+#: how a migrated request's KV reaches its new rank (module docstring; the registry
+#: of their names is :data:`bfio.policies.names.KV_WAYS`, the default first)
+KV_MODES = KV_WAYS
 #: the options of every migration rule: the KV's way and the link of ``transfer``
-KV_DEFAULTS = {"kv": "recompute", "transfer_gbps": DEFAULT_TRANSFER_GBPS,
+KV_DEFAULTS = {"kv": KV_WAYS[0], "transfer_gbps": DEFAULT_TRANSFER_GBPS,
                "kv_bytes_per_token": DEFAULT_KV_BYTES_PER_TOKEN}
 
 

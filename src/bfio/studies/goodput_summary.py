@@ -15,11 +15,10 @@ import pandas as pd
 
 from bfio.ground.metrics import STEADY, WARMUP_SHARE
 from bfio.studies.report import fmt, markdown_table
-from bfio.policies.names import actions_label
+from bfio.policies.names import KV_WAYS, actions_label
 from bfio.studies.online_summary import policy_label
 from bfio.runs.tables import mean_ci
 from bfio.runs.run import variant_actions
-from bfio.sim.migration_kv import KV_DEFAULTS
 
 
 #: The columns that name one router's row of a section (its seeds are aggregated).
@@ -359,7 +358,7 @@ def with_kv_ways(runs: pd.DataFrame, section: dict) -> pd.DataFrame:
         if declared.get("migration", "none") == "none":
             return actions
         options = dict(variant_actions(row, variants).get("migration_options", ()))
-        return json.dumps({**declared, "kv": options.get("kv", KV_DEFAULTS["kv"])}, sort_keys=True)
+        return json.dumps({**declared, "kv": options.get("kv", KV_WAYS[0])}, sort_keys=True)
     return runs.assign(actions=[way(r, a) for r, a in zip(runs["row"], runs["actions"])])
 
 
