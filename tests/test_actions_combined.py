@@ -105,3 +105,26 @@ def test_the_actions_act_together():
                    migration_options={"kv": "transfer", "cost_weight": 0.0, "evaluations": 4, "per_rank": 2}, **KW)
     m = res.metrics
     assert m["queue_move_count"] > 0 and m["request_pauses"] > 0 and m["migrations"] > 0
+
+
+def test_eligibility_of_some_requests_is_that_of_every_request_read_at_them(monkeypatch):
+    """Migration.eligible_of (the screen's ids alone) agrees with Migration.eligible at
+    every routing call of a run where queue moves and pauses act."""
+    seen = []
+    original = Migration.eligible_of
+
+    def checked(self, dispatch, ids):
+        got = original(self, dispatch, ids)
+        every = self.eligible(dispatch)
+        assert (got is None) == (every is None)
+        if got is not None:
+            assert np.array_equal(got, every[ids])
+            seen.append(bool((~got).any()))
+        return got
+
+    monkeypatch.setattr(Migration, "eligible_of", checked)
+    work = _workload(200, 200.0, 11)
+    simulate(work, 4, 4, "bfio", policy_options={"horizon": 20}, queue_moves="sglang_balancer",
+             rank_pause="dyntra_lb", rank_pause_options={**STATIC, "bubble_threshold": 2.0}, migration="bfio",
+             migration_options={"kv": "transfer", "cost_weight": 0.0, "evaluations": 4, "per_rank": 2}, **KW)
+    assert seen and any(seen)  # some call screened out an ineligible running request

@@ -198,6 +198,18 @@ class Migration:
             ok &= pause.times == 0
         return ok
 
+    def eligible_of(self, dispatch, ids: np.ndarray) -> np.ndarray | None:
+        """:meth:`eligible` of requests ``ids`` alone (``None``: every request may be acted on)."""
+        moves, pause = dispatch.moves, dispatch.pause
+        if moves is None and pause is None:
+            return None
+        ok = np.ones(ids.shape[0], dtype=bool)
+        if moves is not None:
+            ok &= moves.moved_in[ids] != dispatch.calls
+        if pause is not None:
+            ok &= pause.times[ids] == 0
+        return ok
+
     def migrate(self, dispatch, i: int, dst: int, sent: bool | None = None) -> None:
         """Running request ``i`` moves to the tail of rank ``dst``'s queue (counted), its
         KV sent (``sent``; ``None``: the rule's ``kv``, ``transfer`` or ``recompute``)."""
@@ -313,17 +325,16 @@ class BfioMigration(Migration):
         if self.last is not None and not st.clock - self.last > o["freeze_s"]:
             return 0
         moves = []
-        ok = self.eligible(dispatch)
         if o["queued"] and dispatch.queued:  # free: a queued request holds no KV (bfio.sim.moves)
+            ok = self.eligible(dispatch)
             movable = ~self.away if ok is None else ~self.away & ok
             moves = self.policy.plan_moves(dispatch.dispatch_state(), movable, BFIO_EVALUATIONS)
             for i, dst in moves:
                 self.requeue(dispatch, int(i), int(dst))
         # the ranks' shares beyond t_l L_g, read by the screen and the cost: once a call
         offsets = self.kv.share_offsets() if self.transfer is not None else None
-        movable = self.candidates(dispatch, offsets) if not self.never(dispatch) else None
-        if movable is not None and ok is not None:
-            movable &= ok
+        # the screen of the eligible running requests alone (re-binding queued ones changes no eligibility)
+        movable = self.candidates(dispatch, offsets, eligible=True) if not self.never(dispatch) else None
         plan = []
         self.closed = None
         if movable is None or not movable.any():
@@ -340,16 +351,22 @@ class BfioMigration(Migration):
             self.migrate(dispatch, i, dst, sent)
         return len(plan) + len(moves)
 
-    def candidates(self, dispatch, offsets: np.ndarray | None = None) -> np.ndarray:
+    def candidates(self, dispatch, offsets: np.ndarray | None = None, eligible: bool = False) -> np.ndarray:
         """Per request, whether it runs, has not migrated yet (a request migrates at most
         once) and may pay: the most its migration can lower ``J``
         (:meth:`bfio.policies.bfio.BFIO.migration_bound`) exceeds :meth:`floor`, a lower
         bound of its cost (``offsets``: the call's
-        :meth:`bfio.sim.migration_kv.KvWay.share_offsets`, else computed here)."""
+        :meth:`bfio.sim.migration_kv.KvWay.share_offsets`, else computed here);
+        ``eligible``: and :meth:`eligible` (the screen, request by request, of those
+        alone; the others' ``floors`` are left as they were: the planner reads a
+        floor only for a request that passes)."""
         st = dispatch.state
         self.token_latency_s = dispatch.token_latency_s
         ids = st.slot_request[st.slot_request >= 0]
         ids = ids[self.times[ids] == 0]
+        ok = self.eligible_of(dispatch, ids) if eligible else None
+        if ok is not None:
+            ids = ids[ok]
         out = np.zeros(self.times.shape[0], dtype=bool)
         if ids.size:
             sizes = (st.workload.prefill[ids] + st.generated[ids]).astype(np.float64)

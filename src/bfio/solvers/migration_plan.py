@@ -374,7 +374,8 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
     fixed = np.zeros((G, P, G))
     picked = cand >= 0
     some = bool(picked.any())
-    requests = np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked]  # the candidates' request ids
+    rows, cols = np.nonzero(picked)
+    requests = slots[rows, cand[rows, cols]]  # the candidates' request ids, row by row
     if cost.fixed is not None and some:
         fixed[picked] = cost.fixed(requests)
     transfer = cost.seconds is not None and cost.weight != 0.0
@@ -383,7 +384,7 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
         rest[picked] = cost.transfer_fixed(requests)
     if transfer:
         if cost.sent_tokens is None:
-            tokens = np.take_along_axis(held, np.maximum(cand, 0), axis=1).astype(np.float64)
+            tokens = held[np.arange(G)[:, None], np.maximum(cand, 0)].astype(np.float64)
         else:
             tokens = np.zeros((G, P))
             if some:
