@@ -169,6 +169,7 @@ class DyntraLbPause(RankPause):
         self.idle_plans = 0  # dynamic mode: plans since the last long request
         self.wave = 0  # the step at which the cluster was last idle
         self.plans = 0
+        self._rows = None  # the planner's arrays (plan)
 
     def quiet(self) -> bool:
         return not (self.static or self.enabled or self.pending)
@@ -214,25 +215,24 @@ class DyntraLbPause(RankPause):
         of the call and a frozen rank with a free slot counted as paused."""
         st = dispatch.state
         G, B = st.workers, st.slots
-        M = max(2 * B, 1)
-        run_ids, run_b = np.zeros((G, M), np.int64), np.zeros((G, M), np.int64)
-        wait_ids, wait_b = np.zeros((G, M), np.int64), np.zeros((G, M), np.int64)
-        n_run, n_wait = np.zeros(G, np.int64), np.zeros(G, np.int64)
+        if self._rows is None:  # the kernels read only the prefixes they (or rank_rows) wrote: kept across plans
+            M = max(2 * B, 1)
+            K = 2 * DYNTRA_MAX_ITERS + M + 1
+            self._rows = ([np.zeros((G, M), np.int64) for _ in range(4)] + [np.zeros(G, np.int64) for _ in range(4)]
+                          + [np.zeros((G, K), np.int64) for _ in range(2)] + [np.zeros(G, np.bool_)]
+                          + [np.zeros(G * M, np.int64) for _ in range(2)])
+        run_ids, run_b, wait_ids, wait_b, n_run, n_wait, n_out, n_in, out_b, in_b, freeze, paused, admit = self._rows
         rank_rows(st.slot_request, self.order, st.workload.prefill, st.generated, dispatch.head, dispatch.next,
                   dispatch.length, self.options["block_tokens"], run_ids, run_b, n_run, wait_ids, wait_b, n_wait)
-        K = 2 * DYNTRA_MAX_ITERS + M + 1
-        out_b, in_b = np.zeros((G, K), np.int64), np.zeros((G, K), np.int64)
-        n_out, n_in, freeze = np.zeros(G, np.int64), np.zeros(G, np.int64), np.zeros(G, np.bool_)
         balance_load(run_b, n_run, wait_b, n_wait, B, DYNTRA_MAX_ITERS, float(self.options["bubble_threshold"]),
                      out_b, n_out, in_b, n_in, freeze)
         self.plans += 1
-        paused, admit = np.empty(G * M, np.int64), np.empty(G * M, np.int64)
         p, a = plan_requests(run_ids, run_b, n_run, wait_ids, wait_b, n_wait, out_b, n_out, in_b, n_in, freeze,
                              paused, admit)
         for i in paused[:p].tolist():
             dispatch.pause_request(i)
             self.paused(i, st)
-        n = dispatch.admit_ids(admit[:a])
+        n = dispatch.admit_ids(admit[:a].copy())
         self.pause_rank(np.arange(G), 1, st.step, counted=freeze & (st.active < B))
         return n
 
