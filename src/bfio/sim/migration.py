@@ -123,8 +123,6 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from bfio.sim.migration_kv import KV_DEFAULTS, KvWay, seat_room
@@ -477,11 +475,11 @@ class BfioMigration(Migration):
         per destination the cheaper of the two, and that way for its KV
         (:func:`bfio.solvers.migration_plan.kv_cost`). ``offsets``: the call's
         :meth:`bfio.sim.migration_kv.KvWay.share_offsets`, else computed here."""
-        cost = self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]), offsets)
+        t_l, w = float(self.token_latency_s), float(self.options["cost_weight"])
         if self.dispatch is None:
-            return cost
+            return self.kv.cost_model(t_l, w, offsets)
         room, growth = seat_room(self.dispatch)
-        return replace(cost, room=room, growth=growth)
+        return self.kv.cost_model(t_l, w, offsets, room, growth)
 
     def cost(self, i: int, loads: np.ndarray, planned: list[tuple]) -> np.ndarray:
         """Per destination rank, what migrating running request ``i`` costs the planner
