@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bfio.engine.prefill import PrefillModel
-from bfio.sim.migration import Migration
+from bfio.sim.migration import BfioMigration, Migration
 from bfio.sim.moves import QueueMoves
 from bfio.simulator import simulate
 from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
@@ -107,24 +107,26 @@ def test_the_actions_act_together():
     assert m["queue_move_count"] > 0 and m["request_pauses"] > 0 and m["migrations"] > 0
 
 
-def test_eligibility_of_some_requests_is_that_of_every_request_read_at_them(monkeypatch):
-    """Migration.eligible_of (the screen's ids alone) agrees with Migration.eligible at
-    every routing call of a run where queue moves and pauses act."""
-    seen = []
-    original = Migration.eligible_of
 
-    def checked(self, dispatch, ids):
-        got = original(self, dispatch, ids)
-        every = self.eligible(dispatch)
-        assert (got is None) == (every is None)
-        if got is not None:
-            assert np.array_equal(got, every[ids])
-            seen.append(bool((~got).any()))
+def test_the_screen_reads_the_eligible_running_requests_as_eligible_does(monkeypatch):
+    """BfioMigration.candidates with eligibility (the screened kernel) is the screen of
+    every running request and'ed with Migration.eligible, at every routing call of a
+    run where queue moves and pauses act."""
+    seen = []
+    original = BfioMigration.candidates
+
+    def checked(self, dispatch, offsets=None, eligible=False):
+        got = original(self, dispatch, offsets, eligible)
+        if eligible:
+            every = original(self, dispatch, offsets)
+            ok = self.eligible(dispatch)
+            assert np.array_equal(got, every & ok)
+            seen.append(bool((every & ~ok).any()))
         return got
 
-    monkeypatch.setattr(Migration, "eligible_of", checked)
+    monkeypatch.setattr(BfioMigration, "candidates", checked)
     work = _workload(200, 200.0, 11)
     simulate(work, 4, 4, "bfio", policy_options={"horizon": 20}, queue_moves="sglang_balancer",
              rank_pause="dyntra_lb", rank_pause_options={**STATIC, "bubble_threshold": 2.0}, migration="bfio",
              migration_options={"kv": "transfer", "cost_weight": 0.0, "evaluations": 4, "per_rank": 2}, **KW)
-    assert seen and any(seen)  # some call screened out an ineligible running request
+    assert seen and any(seen)  # some call screened out a running request that could pay but was not eligible

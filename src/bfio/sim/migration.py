@@ -125,10 +125,42 @@ from __future__ import annotations
 
 import numpy as np
 
+from bfio.ground.jit import kernel
 from bfio.sim.migration_kv import KV_DEFAULTS, KvWay, seat_room
 from bfio.sim.moves import BFIO_EVALUATIONS
 from bfio.sim.state import ClusterState, FirstStarts
 from bfio.solvers.migration_plan import MigrationCost, kv_choices
+_NONE = np.zeros(0, dtype=np.int64)  # screened: no queue moves / no pause rule
+
+
+@kernel
+def screened(slot_request, times, moved_in, calls, paused, prefill, generated):
+    """The running requests BF-IO's migration screen reads (:meth:`BfioMigration.candidates`)
+    and their sizes ``s_i + tau_i`` (floats): in slot order, rank by rank, those that
+    have not migrated (``times[i] == 0``), that the queue moves did not move in this
+    routing call (``moved_in[i] != calls``; ``moved_in`` empty: no queue moves) and that
+    were never paused (``paused[i] == 0``; empty: no pause rule), as
+    :meth:`Migration.eligible` reads them. Invariant: the ids are ``slot_request``'s
+    entries >= 0 in row-major order, filtered."""
+    G, B = slot_request.shape
+    ids = np.empty(G * B, dtype=np.int64)
+    sizes = np.empty(G * B)
+    n = 0
+    for g in range(G):
+        for b in range(B):
+            i = slot_request[g, b]
+            if i < 0 or times[i] != 0:
+                continue
+            if moved_in.shape[0] and moved_in[i] == calls:
+                continue
+            if paused.shape[0] and paused[i] != 0:
+                continue
+            ids[n] = i
+            sizes[n] = float(prefill[i] + generated[i])
+            n += 1
+    return ids[:n], sizes[:n]
+
+
 #: ROLL PR #134's ``rebalance_threshold`` and ``freeze_interruption_timeout`` (seconds)
 ROLL_DEFAULTS = {"threshold": 10, "freeze_s": 3.0, **KV_DEFAULTS}
 #: BF-IO's migrations (``bfio``): the weight of a migration's cost against its gain, the
@@ -194,18 +226,6 @@ class Migration:
             ok &= moves.moved_in != dispatch.calls
         if pause is not None:
             ok &= pause.times == 0
-        return ok
-
-    def eligible_of(self, dispatch, ids: np.ndarray) -> np.ndarray | None:
-        """:meth:`eligible` of requests ``ids`` alone (``None``: every request may be acted on)."""
-        moves, pause = dispatch.moves, dispatch.pause
-        if moves is None and pause is None:
-            return None
-        ok = np.ones(ids.shape[0], dtype=bool)
-        if moves is not None:
-            ok &= moves.moved_in[ids] != dispatch.calls
-        if pause is not None:
-            ok &= pause.times[ids] == 0
         return ok
 
     def migrate(self, dispatch, i: int, dst: int, sent: bool | None = None) -> None:
@@ -360,14 +380,12 @@ class BfioMigration(Migration):
         floor only for a request that passes)."""
         st = dispatch.state
         self.token_latency_s = dispatch.token_latency_s
-        ids = st.slot_request[st.slot_request >= 0]
-        ids = ids[self.times[ids] == 0]
-        ok = self.eligible_of(dispatch, ids) if eligible else None
-        if ok is not None:
-            ids = ids[ok]
+        moves, pause = (dispatch.moves, dispatch.pause) if eligible else (None, None)
+        ids, sizes = screened(st.slot_request, self.times, _NONE if moves is None else moves.moved_in,
+                              dispatch.calls, _NONE if pause is None else pause.times, st.workload.prefill,
+                              st.generated)
         out = np.zeros(self.times.shape[0], dtype=bool)
         if ids.size:
-            sizes = (st.workload.prefill[ids] + st.generated[ids]).astype(np.float64)
             sent = None if self.transfer is None or self.prefill is None else \
                 self.prefill.sent_tokens(ids, st.generated).astype(np.float64)
             transfer = self.kv.transfer_floor(dispatch, sizes, sent, float(self.token_latency_s), offsets)
