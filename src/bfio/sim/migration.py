@@ -161,6 +161,25 @@ def screened(slot_request, times, moved_in, calls, paused, prefill, generated):
     return ids[:n], sizes[:n]
 
 
+@kernel
+def transfer_screen(ids, sizes, bytes_per_token, bytes_per_s, slack, scale, t_l, workers, s0, s1, floors, out):
+    """:meth:`BfioMigration.candidates` with ``kv: transfer`` and no prefill model, request
+    by request (``ids``, their ``sizes`` ``s_i + tau_i``): the floor ``scale max(0, X_i -
+    slack) / t_l`` (:meth:`BfioMigration.floor` of :meth:`bfio.sim.migration_kv.KvWay.transfer_floor`;
+    ``scale`` the cost weight times ``G``, ``X_i = s_i + tau_i`` tokens' seconds,
+    :meth:`bfio.sim.transfer.KvTransfer.seconds_of`; ``slack``:
+    :meth:`bfio.sim.migration_kv.KvWay.transfer_slack`) into ``floors[i]``, and whether
+    the bound ``G (size s0 + s1)`` (:meth:`bfio.policies.bfio.BFIO.migration_bound`,
+    ``migration_sums``) exceeds it into ``out[i]``. Invariant: the floating-point
+    operations of those methods, in their order (the same floats)."""
+    for k in range(ids.shape[0]):
+        size = sizes[k]
+        x = size * bytes_per_token / bytes_per_s
+        floor = scale * max(0.0, x - slack) / t_l
+        floors[ids[k]] = floor
+        out[ids[k]] = workers * (size * s0 + s1) > floor
+
+
 #: ROLL PR #134's ``rebalance_threshold`` and ``freeze_interruption_timeout`` (seconds)
 ROLL_DEFAULTS = {"threshold": 10, "freeze_s": 3.0, **KV_DEFAULTS}
 #: BF-IO's migrations (``bfio``): the weight of a migration's cost against its gain, the
@@ -385,7 +404,13 @@ class BfioMigration(Migration):
                               dispatch.calls, _NONE if pause is None else pause.times, st.workload.prefill,
                               st.generated)
         out = np.zeros(self.times.shape[0], dtype=bool)
-        if ids.size:
+        if ids.size and self.kv.mode == "transfer" and self.prefill is None:  # the floor is the link's alone
+            t_l, tr = float(self.token_latency_s), self.transfer
+            s0, s1 = self.policy.migration_sums(self.options["horizon"])
+            transfer_screen(ids, sizes, float(tr.bytes_per_token), tr.bytes_per_s,
+                            self.kv.transfer_slack(dispatch, t_l, offsets),
+                            float(self.options["cost_weight"] * st.workers), t_l, st.workers, s0, s1, self.floors, out)
+        elif ids.size:
             sent = None if self.transfer is None or self.prefill is None else \
                 self.prefill.sent_tokens(ids, st.generated).astype(np.float64)
             transfer = self.kv.transfer_floor(dispatch, sizes, sent, float(self.token_latency_s), offsets)

@@ -160,13 +160,18 @@ class KvWay:
         else computed here)."""
         if self.transfer is None:
             return np.full(np.shape(size), np.inf)
+        x = self.transfer.seconds_of(size if sent is None else sent)
+        return np.maximum(0.0, x - self.transfer_slack(dispatch, t_l, offsets))
+
+    def transfer_slack(self, dispatch, t_l: float, offsets: np.ndarray | None = None) -> float:
+        """What :meth:`transfer_floor` takes off a transfer's seconds: ``t_l (M - m) +
+        spread + max_g pending_g`` (``offsets``: :meth:`share_offsets` already computed
+        in this state, else computed here)."""
         st = dispatch.state
         if offsets is None:
             offsets = self.share_offsets()
-        slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
+        return t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
             float(offsets.max() - offsets.min()) + float(self.transfer.pending.max())
-        x = self.transfer.seconds_of(size if sent is None else sent)
-        return np.maximum(0.0, x - slack)
 
     def cached_floor(self, ids: np.ndarray) -> np.ndarray:
         """Per running request of ``ids``, a recompute's seconds on the rank that would
