@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bfio.engine.prefill import PrefillModel
-from bfio.sim.migration import Migration
+from bfio.sim.migration import BfioMigration, Migration
 from bfio.sim.moves import QueueMoves
 from bfio.simulator import simulate
 from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
@@ -105,3 +105,61 @@ def test_the_actions_act_together():
                    migration_options={"kv": "transfer", "cost_weight": 0.0, "evaluations": 4, "per_rank": 2}, **KW)
     m = res.metrics
     assert m["queue_move_count"] > 0 and m["request_pauses"] > 0 and m["migrations"] > 0
+
+
+
+def test_the_screen_reads_the_eligible_running_requests_as_eligible_does(monkeypatch):
+    """BfioMigration.candidates with eligibility (the screened kernel) is the screen of
+    every running request and'ed with Migration.eligible, at every routing call of a
+    run where queue moves and pauses act."""
+    seen = []
+    original = BfioMigration.candidates
+
+    def checked(self, dispatch, offsets=None, eligible=False):
+        got = original(self, dispatch, offsets, eligible)
+        if eligible:
+            every = original(self, dispatch, offsets)
+            ok = self.eligible(dispatch)
+            assert np.array_equal(got, every & ok)
+            seen.append(bool((every & ~ok).any()))
+        return got
+
+    monkeypatch.setattr(BfioMigration, "candidates", checked)
+    work = _workload(200, 200.0, 11)
+    simulate(work, 4, 4, "bfio", policy_options={"horizon": 20}, queue_moves="sglang_balancer",
+             rank_pause="dyntra_lb", rank_pause_options={**STATIC, "bubble_threshold": 2.0}, migration="bfio",
+             migration_options={"kv": "transfer", "cost_weight": 0.0, "evaluations": 4, "per_rank": 2}, **KW)
+    assert seen and any(seen)  # some call screened out a running request that could pay but was not eligible
+
+
+def test_the_transfer_screen_kernel_is_the_floor_and_bound_of_the_kv_way(monkeypatch):
+    """With kv transfer and no prefill model the screen runs in transfer_screen: at every
+    routing call its floors and passes are, float for float, those of KvWay.transfer_floor,
+    BfioMigration.floor and the policy's migration_bound (the NumPy path)."""
+    calls = []
+    original = BfioMigration.candidates
+
+    def checked(self, dispatch, offsets=None, eligible=False):
+        got = original(self, dispatch, offsets, eligible)
+        st = dispatch.state
+        ids = st.slot_request[st.slot_request >= 0]
+        ids = ids[self.times[ids] == 0]
+        if eligible:
+            ids = ids[self.eligible(dispatch)[ids]]
+        sizes = (st.workload.prefill[ids] + st.generated[ids]).astype(np.float64)
+        t_l = float(self.token_latency_s)
+        floor = self.floor(dispatch, sizes, st.generated[ids].astype(np.float64), None,
+                           self.kv.transfer_floor(dispatch, sizes, None, t_l, offsets))
+        bound = self.policy.migration_bound(sizes, st.workers, self.options["horizon"])
+        assert np.array_equal(self.floors[ids], floor) and np.array_equal(got[ids], bound > floor)
+        assert got.sum() == (bound > floor).sum()
+        calls.append(int(got.sum()))
+        return got
+
+    monkeypatch.setattr(BfioMigration, "candidates", checked)
+    work = _workload(300, 200.0, 5)
+    res = simulate(work, 4, 8, "bfio", policy_options={"horizon": 20}, queue_moves="bfio", migration="bfio",
+                   migration_options={"kv": "transfer", "transfer_gbps": 3600.0, "cost_weight": 4.0,
+                                      "evaluations": 4, "per_rank": 2}, **KW)
+    assert calls and any(calls) and not all(calls)  # some requests pass, some calls screen every one out
+    assert res.metrics["migrations"] > 0

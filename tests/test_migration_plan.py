@@ -163,3 +163,29 @@ def test_the_kernels_choose_the_reference_migrations_in_whole_runs(monkeypatch, 
     res = simulate(_workload(), 4, 8, "bfio", policy_options={"horizon": 20}, entry="arrivals", dispatch="instant",
                    migration="bfio", migration_options=options, show_progress=False)
     assert len(calls) > 50 and sum(calls) == res.metrics["migrations"] > 0
+
+
+def test_one_evaluation_computes_the_per_request_costs_of_its_candidate_alone():
+    """With one evaluation a call the planner asks the cost for the one candidate it
+    evaluates (first_evaluated), and plans as the reference does (the full table)."""
+    checked = 0
+    for seed in range(400):
+        base, layout, queues, sizes, lifetimes, running, held, remaining, terms, cost, _, per_rank, floor = \
+            _call(seed)
+        if cost.fixed is None:
+            continue
+        asked = []
+        table = cost.fixed
+
+        def fixed(ids):
+            asked.append(np.asarray(ids).tolist())
+            return table(ids)
+
+        args = (base, layout, queues, sizes, lifetimes, running, held, remaining, terms,
+                MigrationCost(fixed=fixed), 1, per_rank, floor)
+        _kernels(*args)
+        assert len(asked) <= 1 and all(len(a) == 1 for a in asked), seed  # one request, once
+        checked += len(asked)
+        got, want = _both(args)
+        assert got == want, seed
+    assert checked > 50

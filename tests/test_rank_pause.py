@@ -14,8 +14,8 @@ from bfio.ground.errors import ConfigError
 from bfio.runs.run import RunSpec
 from bfio.sim import dispatch as dispatch_mod
 from bfio.sim import pause as pause_mod
-from bfio.sim.dyntra_lb import plan
-from bfio.sim.pause import DyntraLbPause, RankPause, _first_of_each
+from bfio.sim.dyntra_lb import _first_of_each, plan, plan_requests, rank_rows
+from bfio.sim.pause import DyntraLbPause, RankPause
 from bfio.simulator import simulate
 from bfio.workloads.workload import Workload, poisson_arrivals, with_arrivals
 
@@ -56,10 +56,80 @@ def test_planner_fills_free_slots_from_the_queue_heads_and_cancels_equal_out_and
         {"out_blk": [], "in_blk": [3], "freeze": False}] * 2
 
 
+def _matched(ids, blocks, wanted):
+    out = np.empty(len(ids), dtype=np.int64)
+    k = _first_of_each(ids, blocks, len(ids), np.asarray(wanted, dtype=np.int64), len(wanted), out, 0)
+    return out[:k].tolist()
+
+
 def test_plans_are_matched_to_requests_by_block_count_in_order():
     ids, blocks = np.array([5, 6, 7, 8]), np.array([3, 9, 3, 9])
-    assert _first_of_each(ids, blocks, np.array([9, 3])) == [5, 6]
-    assert _first_of_each(ids, blocks, np.array([3, 3, 4])) == [5, 7]
+    assert _matched(ids, blocks, [9, 3]) == [5, 6]
+    assert _matched(ids, blocks, [3, 3, 4]) == [5, 7]
+    assert _matched(ids, blocks, [9, 9, 9]) == [6, 8]
+
+
+def _rows_by_hand(sr, order, size, head, nxt, length, block):
+    """The planner's rows as the rule read them before its kernel: per rank its running
+    requests in admission order, then its queue's first 2B - running, with block counts."""
+    G, B = sr.shape
+    out = []
+    for g in range(G):
+        run = sorted((int(order[i]), b, int(i)) for b, i in enumerate(sr[g]) if i >= 0)
+        run = [i for _, _, i in run]
+        queue, i = [], head[g]
+        while i >= 0:
+            queue.append(int(i))
+            i = nxt[i]
+        wait = queue[:min(length[g], 2 * B - len(run))]
+        out.append((run, [(size[i] + block - 1) // block for i in run], wait,
+                    [(size[i] + block - 1) // block for i in wait]))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rank_rows_are_the_running_in_admission_order_and_the_queue_heads(seed):
+    rng = np.random.default_rng(seed)
+    G, B, N = 4, 5, 60
+    ids = rng.permutation(N)
+    sr = np.full((G, B), -1, dtype=np.int64)
+    busy = rng.random((G, B)) < 0.7
+    sr[busy] = ids[:busy.sum()]
+    order = rng.integers(0, 8, N).astype(np.int64)  # ties: slot order decides
+    prefill, generated = rng.integers(1, 700, N).astype(np.int64), rng.integers(0, 300, N).astype(np.int64)
+    head, nxt, length = np.full(G, -1, dtype=np.int64), np.full(N, -1, dtype=np.int64), np.zeros(G, dtype=np.int64)
+    rest = ids[busy.sum():]
+    for g in range(G):
+        q = rest[g::G][:rng.integers(0, 14)]
+        length[g] = q.shape[0]
+        if q.shape[0]:
+            head[g] = q[0]
+            nxt[q[:-1]] = q[1:]
+    M = 2 * B
+    rows = [np.zeros((G, M), np.int64) for _ in range(4)]
+    n_run, n_wait = np.zeros(G, np.int64), np.zeros(G, np.int64)
+    rank_rows(sr, order, prefill, generated, head, nxt, length, 128, rows[0], rows[1], n_run, rows[2], rows[3], n_wait)
+    for g, (run, run_b, wait, wait_b) in enumerate(_rows_by_hand(sr, order, prefill + generated, head, nxt, length,
+                                                                  128)):
+        assert rows[0][g, :n_run[g]].tolist() == run and rows[1][g, :n_run[g]].tolist() == run_b
+        assert rows[2][g, :n_wait[g]].tolist() == wait and rows[3][g, :n_wait[g]].tolist() == wait_b
+    # the plan as requests: rank by rank, a frozen rank's ins dropped
+    out_b, in_b = np.zeros((G, M), np.int64), np.zeros((G, M), np.int64)
+    n_out, n_in = np.zeros(G, np.int64), np.zeros(G, np.int64)
+    freeze = rng.random(G) < 0.5
+    want_p, want_a = [], []
+    for g in range(G):
+        outs = rng.choice(rows[1][g, :n_run[g]], size=min(2, n_run[g]), replace=False) if n_run[g] else []
+        ins = rows[3][g, :n_wait[g]][:2]
+        n_out[g], n_in[g] = len(outs), len(ins)
+        out_b[g, :n_out[g]], in_b[g, :n_in[g]] = outs, ins
+        want_p += _matched(rows[0][g, :n_run[g]], rows[1][g, :n_run[g]], list(outs))
+        if not freeze[g]:
+            want_a += _matched(rows[2][g, :n_wait[g]], rows[3][g, :n_wait[g]], list(ins))
+    paused, admitted = np.empty(G * M, np.int64), np.empty(G * M, np.int64)
+    p, a = plan_requests(rows[0], rows[1], n_run, rows[2], rows[3], n_wait, out_b, n_out, in_b, n_in, freeze, paused,
+                         admitted)
+    assert paused[:p].tolist() == want_p and admitted[:a].tolist() == want_a
 
 
 # -- the part: a paused rank admits nothing ----------------------------------------------------------

@@ -207,11 +207,17 @@ class InstantBinding:
         """Per running request of ``sizes`` (``s_i + tau_i``), the most its migration can
         lower ``J`` (:meth:`migration_terms`): ``G sum_h w_h (s_i + tau_i + h)``, as if
         it left the envelope at every offset of the window and joined nowhere above it."""
+        sums = self.migration_sums(horizon)
+        return workers * (sizes * sums[0] + sums[1])
+
+    def migration_sums(self, horizon: int = 0) -> tuple[float, float]:
+        """``(sum_h w_h, sum_h h w_h)`` of :meth:`migration_terms`' weights (what
+        :meth:`migration_bound` reads), kept per ``horizon``."""
         sums = self._migration_terms.get(("sums", horizon))
         if sums is None:
             w = self.migration_terms(horizon).weights
             sums = self._migration_terms[("sums", horizon)] = (float(w.sum()), float(np.arange(w.shape[0]) @ w))
-        return workers * (sizes * sums[0] + sums[1])
+        return sums
 
     def plan_migrations(self, state: DispatchState, movable: np.ndarray, cost: MigrationCost, budget: int,
                         per_rank: int, horizon: int = 0, floor: np.ndarray | None = None

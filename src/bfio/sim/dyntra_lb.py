@@ -232,6 +232,81 @@ def balance_load(run, n_run, wait, n_wait, max_num_seqs, max_iters, threshold, o
     _cancel(out_b, n_out, in_b, n_in, freeze)
 
 
+@kernel
+def rank_rows(slot_request, order, prefill, generated, head, nxt, length, block, run_ids, run_b, n_run, wait_ids,
+              wait_b, n_wait):
+    """The planner's inputs read off the ranks (:meth:`bfio.sim.pause.DyntraLbPause.plan`):
+    per rank ``g`` its running requests in admission order (``order[i]``; ties in
+    slot order) ``run_ids[g, :n_run[g]]`` and the first ``2 B - n_run[g]`` of its
+    queue (the list ``head[g]`` -> ``nxt[i]``, head first) ``wait_ids[g, :n_wait[g]]``,
+    with their KV-block counts ``(s_i + tau_i + block - 1) // block`` in ``run_b`` and
+    ``wait_b``. Invariant: ``n_run[g]`` is the rank's busy slots and ``n_wait[g] =
+    min(length[g], 2 B - n_run[g])`` for a consistent list."""
+    G, B = slot_request.shape
+    for g in range(G):
+        n = 0
+        for b in range(B):
+            i = slot_request[g, b]
+            if i < 0:
+                continue
+            q = n
+            while q > 0 and order[run_ids[g, q - 1]] > order[i]:  # insertion: stable in slot order
+                run_ids[g, q] = run_ids[g, q - 1]
+                q -= 1
+            run_ids[g, q] = i
+            n += 1
+        n_run[g] = n
+        for k in range(n):
+            i = run_ids[g, k]
+            run_b[g, k] = (prefill[i] + generated[i] + block - 1) // block
+        m = min(length[g], 2 * B - n)
+        k, i = 0, head[g]
+        while i >= 0 and k < m:
+            wait_ids[g, k] = i
+            wait_b[g, k] = (prefill[i] + generated[i] + block - 1) // block
+            k += 1
+            i = nxt[i]
+        n_wait[g] = k
+
+
+@kernel
+def _first_of_each(ids, blocks, n, wanted, n_wanted, out, k):
+    """For each of ``wanted[:n_wanted]`` the first of ``ids[:n]`` (in order) not yet taken
+    with that block count (``blocks``), written to ``out`` from ``k`` in the order of
+    ``ids`` (the source matches a plan to requests by block count alone); returns the
+    new end. Invariant: each wanted count takes at most one request."""
+    used = np.zeros(n_wanted, dtype=np.bool_)
+    left = n_wanted
+    for j in range(n):
+        if left == 0:
+            break
+        for w in range(n_wanted):
+            if not used[w] and wanted[w] == blocks[j]:
+                used[w] = True
+                left -= 1
+                out[k] = ids[j]
+                k += 1
+                break
+    return k
+
+
+@kernel
+def plan_requests(run_ids, run_b, n_run, wait_ids, wait_b, n_wait, out_b, n_out, in_b, n_in, freeze, paused,
+                  admitted):
+    """A plan (:func:`balance_load`'s ``out_b``, ``in_b``, ``freeze``) as requests, rank by
+    rank: ``paused`` the running ones its ``out`` counts match and ``admitted`` the
+    queued ones its ``in`` counts match on a rank not frozen (:func:`_first_of_each`);
+    returns their numbers. Invariant: a rank with no ``out`` and (frozen or no ``in``)
+    contributes nothing."""
+    a = p = 0
+    for g in range(run_ids.shape[0]):
+        if n_out[g] > 0:
+            p = _first_of_each(run_ids[g], run_b[g], n_run[g], out_b[g], n_out[g], paused, p)
+        if not freeze[g] and n_in[g] > 0:
+            a = _first_of_each(wait_ids[g], wait_b[g], n_wait[g], in_b[g], n_in[g], admitted, a)
+    return p, a
+
+
 def plan(running: list[list[int]], waiting: list[list[int]], max_num_seqs: int = 0, threshold: float = 5.0,
          max_iters: int = 1000) -> list[dict]:
     """:func:`balance_load` on per-rank lists of block counts: per rank

@@ -123,14 +123,63 @@ Rules (``RULES``, the registry of the rules' names: the CLI's choices and help c
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
+from bfio.ground.jit import kernel
 from bfio.sim.migration_kv import KV_DEFAULTS, KvWay, seat_room
 from bfio.sim.moves import BFIO_EVALUATIONS
 from bfio.sim.state import ClusterState, FirstStarts
 from bfio.solvers.migration_plan import MigrationCost, kv_choices
+_NONE = np.zeros(0, dtype=np.int64)  # screened: no queue moves / no pause rule
+
+
+@kernel
+def screened(slot_request, times, moved_in, calls, paused, prefill, generated):
+    """The running requests BF-IO's migration screen reads (:meth:`BfioMigration.candidates`)
+    and their sizes ``s_i + tau_i`` (floats): in slot order, rank by rank, those that
+    have not migrated (``times[i] == 0``), that the queue moves did not move in this
+    routing call (``moved_in[i] != calls``; ``moved_in`` empty: no queue moves) and that
+    were never paused (``paused[i] == 0``; empty: no pause rule), as
+    :meth:`Migration.eligible` reads them. Invariant: the ids are ``slot_request``'s
+    entries >= 0 in row-major order, filtered."""
+    G, B = slot_request.shape
+    ids = np.empty(G * B, dtype=np.int64)
+    sizes = np.empty(G * B)
+    n = 0
+    for g in range(G):
+        for b in range(B):
+            i = slot_request[g, b]
+            if i < 0 or times[i] != 0:
+                continue
+            if moved_in.shape[0] and moved_in[i] == calls:
+                continue
+            if paused.shape[0] and paused[i] != 0:
+                continue
+            ids[n] = i
+            sizes[n] = float(prefill[i] + generated[i])
+            n += 1
+    return ids[:n], sizes[:n]
+
+
+@kernel
+def transfer_screen(ids, sizes, bytes_per_token, bytes_per_s, slack, scale, t_l, workers, s0, s1, floors, out):
+    """:meth:`BfioMigration.candidates` with ``kv: transfer`` and no prefill model, request
+    by request (``ids``, their ``sizes`` ``s_i + tau_i``): the floor ``scale max(0, X_i -
+    slack) / t_l`` (:meth:`BfioMigration.floor` of :meth:`bfio.sim.migration_kv.KvWay.transfer_floor`;
+    ``scale`` the cost weight times ``G``, ``X_i = s_i + tau_i`` tokens' seconds,
+    :meth:`bfio.sim.transfer.KvTransfer.seconds_of`; ``slack``:
+    :meth:`bfio.sim.migration_kv.KvWay.transfer_slack`) into ``floors[i]``, and whether
+    the bound ``G (size s0 + s1)`` (:meth:`bfio.policies.bfio.BFIO.migration_bound`,
+    ``migration_sums``) exceeds it into ``out[i]``. Invariant: the floating-point
+    operations of those methods, in their order (the same floats)."""
+    for k in range(ids.shape[0]):
+        size = sizes[k]
+        x = size * bytes_per_token / bytes_per_s
+        floor = scale * max(0.0, x - slack) / t_l
+        floors[ids[k]] = floor
+        out[ids[k]] = workers * (size * s0 + s1) > floor
+
+
 #: ROLL PR #134's ``rebalance_threshold`` and ``freeze_interruption_timeout`` (seconds)
 ROLL_DEFAULTS = {"threshold": 10, "freeze_s": 3.0, **KV_DEFAULTS}
 #: BF-IO's migrations (``bfio``): the weight of a migration's cost against its gain, the
@@ -313,17 +362,16 @@ class BfioMigration(Migration):
         if self.last is not None and not st.clock - self.last > o["freeze_s"]:
             return 0
         moves = []
-        ok = self.eligible(dispatch)
         if o["queued"] and dispatch.queued:  # free: a queued request holds no KV (bfio.sim.moves)
+            ok = self.eligible(dispatch)
             movable = ~self.away if ok is None else ~self.away & ok
             moves = self.policy.plan_moves(dispatch.dispatch_state(), movable, BFIO_EVALUATIONS)
             for i, dst in moves:
                 self.requeue(dispatch, int(i), int(dst))
         # the ranks' shares beyond t_l L_g, read by the screen and the cost: once a call
         offsets = self.kv.share_offsets() if self.transfer is not None else None
-        movable = self.candidates(dispatch, offsets) if not self.never(dispatch) else None
-        if movable is not None and ok is not None:
-            movable &= ok
+        # the screen of the eligible running requests alone (re-binding queued ones changes no eligibility)
+        movable = self.candidates(dispatch, offsets, eligible=True) if not self.never(dispatch) else None
         plan = []
         self.closed = None
         if movable is None or not movable.any():
@@ -340,19 +388,29 @@ class BfioMigration(Migration):
             self.migrate(dispatch, i, dst, sent)
         return len(plan) + len(moves)
 
-    def candidates(self, dispatch, offsets: np.ndarray | None = None) -> np.ndarray:
+    def candidates(self, dispatch, offsets: np.ndarray | None = None, eligible: bool = False) -> np.ndarray:
         """Per request, whether it runs, has not migrated yet (a request migrates at most
         once) and may pay: the most its migration can lower ``J``
         (:meth:`bfio.policies.bfio.BFIO.migration_bound`) exceeds :meth:`floor`, a lower
         bound of its cost (``offsets``: the call's
-        :meth:`bfio.sim.migration_kv.KvWay.share_offsets`, else computed here)."""
+        :meth:`bfio.sim.migration_kv.KvWay.share_offsets`, else computed here);
+        ``eligible``: and :meth:`eligible` (the screen, request by request, of those
+        alone; the others' ``floors`` are left as they were: the planner reads a
+        floor only for a request that passes)."""
         st = dispatch.state
         self.token_latency_s = dispatch.token_latency_s
-        ids = st.slot_request[st.slot_request >= 0]
-        ids = ids[self.times[ids] == 0]
+        moves, pause = (dispatch.moves, dispatch.pause) if eligible else (None, None)
+        ids, sizes = screened(st.slot_request, self.times, _NONE if moves is None else moves.moved_in,
+                              dispatch.calls, _NONE if pause is None else pause.times, st.workload.prefill,
+                              st.generated)
         out = np.zeros(self.times.shape[0], dtype=bool)
-        if ids.size:
-            sizes = (st.workload.prefill[ids] + st.generated[ids]).astype(np.float64)
+        if ids.size and self.kv.mode == "transfer" and self.prefill is None:  # the floor is the link's alone
+            t_l, tr = float(self.token_latency_s), self.transfer
+            s0, s1 = self.policy.migration_sums(self.options["horizon"])
+            transfer_screen(ids, sizes, float(tr.bytes_per_token), tr.bytes_per_s,
+                            self.kv.transfer_slack(dispatch, t_l, offsets),
+                            float(self.options["cost_weight"] * st.workers), t_l, st.workers, s0, s1, self.floors, out)
+        elif ids.size:
             sent = None if self.transfer is None or self.prefill is None else \
                 self.prefill.sent_tokens(ids, st.generated).astype(np.float64)
             transfer = self.kv.transfer_floor(dispatch, sizes, sent, float(self.token_latency_s), offsets)
@@ -460,11 +518,11 @@ class BfioMigration(Migration):
         per destination the cheaper of the two, and that way for its KV
         (:func:`bfio.solvers.migration_plan.kv_cost`). ``offsets``: the call's
         :meth:`bfio.sim.migration_kv.KvWay.share_offsets`, else computed here."""
-        cost = self.kv.cost_model(float(self.token_latency_s), float(self.options["cost_weight"]), offsets)
+        t_l, w = float(self.token_latency_s), float(self.options["cost_weight"])
         if self.dispatch is None:
-            return cost
+            return self.kv.cost_model(t_l, w, offsets)
         room, growth = seat_room(self.dispatch)
-        return replace(cost, room=room, growth=growth)
+        return self.kv.cost_model(t_l, w, offsets, room, growth)
 
     def cost(self, i: int, loads: np.ndarray, planned: list[tuple]) -> np.ndarray:
         """Per destination rank, what migrating running request ``i`` costs the planner

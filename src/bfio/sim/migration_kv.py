@@ -139,6 +139,8 @@ class KvWay:
         the latter already computed in this state, else computed here)."""
         if transfer is None:
             transfer = self.transfer_floor(dispatch, size, sent, t_l)
+        if self.mode == "transfer":  # the recompute's floor is inf: min(inf, x) is x
+            return transfer
         return np.minimum(self.recompute_floor(size, generated), transfer)
 
     def recompute_floor(self, size: np.ndarray, generated: np.ndarray | None) -> np.ndarray:
@@ -160,13 +162,18 @@ class KvWay:
         else computed here)."""
         if self.transfer is None:
             return np.full(np.shape(size), np.inf)
+        x = self.transfer.seconds_of(size if sent is None else sent)
+        return np.maximum(0.0, x - self.transfer_slack(dispatch, t_l, offsets))
+
+    def transfer_slack(self, dispatch, t_l: float, offsets: np.ndarray | None = None) -> float:
+        """What :meth:`transfer_floor` takes off a transfer's seconds: ``t_l (M - m) +
+        spread + max_g pending_g`` (``offsets``: :meth:`share_offsets` already computed
+        in this state, else computed here)."""
         st = dispatch.state
         if offsets is None:
             offsets = self.share_offsets()
-        slack = t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
+        return t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
             float(offsets.max() - offsets.min()) + float(self.transfer.pending.max())
-        x = self.transfer.seconds_of(size if sent is None else sent)
-        return np.maximum(0.0, x - slack)
 
     def cached_floor(self, ids: np.ndarray) -> np.ndarray:
         """Per running request of ``ids``, a recompute's seconds on the rank that would
@@ -191,11 +198,13 @@ class KvWay:
         prefill_cost(self.prefill_coef, flat, float(self.prefill.model.request_chunk), out)
         return out.reshape(t.shape)
 
-    def cost_model(self, t_l: float, w: float, offsets: np.ndarray | None = None) -> MigrationCost:
+    def cost_model(self, t_l: float, w: float, offsets: np.ndarray | None = None, room: np.ndarray | None = None,
+                   growth: float = 0.0) -> MigrationCost:
         """:meth:`bfio.sim.migration.BfioMigration.cost_model` (its docstring): the
         recompute's fixed part, the transfer's link and the tokens it sends, and
         whether the planner chooses between them (``offsets``: :meth:`share_offsets`
-        already computed in this state, else computed here)."""
+        already computed in this state, else computed here; ``room``, ``growth``: the
+        seat check's, :func:`seat_room`)."""
         G, fixed, sent = self.state.workers, None, None
         if self.mode != "transfer":
             prefill, generated, seconds = self.prefill, self.state.generated, self.prefill_seconds
@@ -205,7 +214,7 @@ class KvWay:
                 return w * G * seconds(tokens.reshape(len(ids), G)) / t_l
 
             if self.mode == "recompute":
-                return MigrationCost(fixed=fixed)
+                return MigrationCost(fixed=fixed, room=room, growth=growth)
         rest = None
         if self.prefill is not None:
             prefill, generated, seconds = self.prefill, self.state.generated, self.prefill_seconds
@@ -219,7 +228,7 @@ class KvWay:
         return MigrationCost(fixed=fixed, seconds=self.transfer.seconds_of, pending=self.transfer.pending, weight=w,
                              token_latency_s=t_l, sent_tokens=sent, transfer_fixed=rest, choose=self.mode == "choose",
                              share_offsets=self.share_offsets() if offsets is None else offsets,
-                             share_loads=self.state.loads.astype(np.float64))
+                             share_loads=self.state.loads.astype(np.float64), room=room, growth=growth)
 
     def share_offsets(self) -> np.ndarray:
         """The ranks' shares of the coming step beyond ``t_l L_g`` (:func:`bfio.sim.transfer.share_offsets`)."""

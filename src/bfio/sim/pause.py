@@ -66,10 +66,9 @@ from __future__ import annotations
 import numpy as np
 
 from bfio.ground.errors import ConfigError
-from bfio.sim.dyntra_lb import balance_load
+from bfio.sim.dyntra_lb import balance_load, plan_requests, rank_rows
 from bfio.sim.rule_options import checked_rule, out_of_range
 from bfio.sim.state import ClusterState, FirstStarts
-from bfio.solvers.queue_kernels import flat_queues
 
 #: DyntraLB's options and their defaults (``DyntraLBConfig``; ``block_tokens``: the block size)
 DYNTRA_DEFAULTS = {"mode": "dynamic", "start_step": 250, "end_step": -1, "bubble_threshold": 5.0,
@@ -170,6 +169,7 @@ class DyntraLbPause(RankPause):
         self.idle_plans = 0  # dynamic mode: plans since the last long request
         self.wave = 0  # the step at which the cluster was last idle
         self.plans = 0
+        self._rows = None  # the planner's arrays (plan)
 
     def quiet(self) -> bool:
         return not (self.static or self.enabled or self.pending)
@@ -215,56 +215,29 @@ class DyntraLbPause(RankPause):
         of the call and a frozen rank with a free slot counted as paused."""
         st = dispatch.state
         G, B = st.workers, st.slots
-        sr = st.slot_request
-        rank, _ = np.nonzero(sr >= 0)  # rank order
-        ids = sr[sr >= 0]
-        ids = ids[np.lexsort((self.order[ids], rank))]  # per rank (in rank order) its running ones, admission order
-        n_run = np.bincount(rank, minlength=G).astype(np.int64)
-        starts = np.cumsum(n_run) - n_run  # rank g's running ones: ids[starts[g]:starts[g] + n_run[g]]
-        qptr, qids = flat_queues(dispatch.head, dispatch.next, dispatch.length)
-        n_wait = np.minimum(np.diff(qptr), 2 * B - n_run)  # each queue's first 2B - running
-        q_rank = np.repeat(np.arange(G), np.diff(qptr))
-        q_pos = np.arange(qids.shape[0]) - qptr[q_rank]
-        first = q_pos < n_wait[q_rank]  # the candidates: qids[qptr[g]:qptr[g] + n_wait[g]], rank order
-        M = max(2 * B, 1)
-        run_b, wait_b = np.zeros((G, M), np.int64), np.zeros((G, M), np.int64)
-        blocks = self._blocks(np.concatenate((ids, qids[first])), st)  # every rank's, in one pass
-        run_b[rank, np.arange(ids.shape[0]) - starts[rank]] = blocks[:ids.shape[0]]
-        wait_b[q_rank[first], q_pos[first]] = blocks[ids.shape[0]:]
-        K = 2 * DYNTRA_MAX_ITERS + M + 1
-        out_b, in_b = np.zeros((G, K), np.int64), np.zeros((G, K), np.int64)
-        n_out, n_in, freeze = np.zeros(G, np.int64), np.zeros(G, np.int64), np.zeros(G, np.bool_)
+        if self._rows is None:  # the kernels read only the prefixes they (or rank_rows) wrote: kept across plans
+            M = max(2 * B, 1)
+            K = 2 * DYNTRA_MAX_ITERS + M + 1
+            self._rows = ([np.zeros((G, M), np.int64) for _ in range(4)] + [np.zeros(G, np.int64) for _ in range(4)]
+                          + [np.zeros((G, K), np.int64) for _ in range(2)] + [np.zeros(G, np.bool_)]
+                          + [np.zeros(G * M, np.int64) for _ in range(2)])
+        run_ids, run_b, wait_ids, wait_b, n_run, n_wait, n_out, n_in, out_b, in_b, freeze, paused, admit = self._rows
+        rank_rows(st.slot_request, self.order, st.workload.prefill, st.generated, dispatch.head, dispatch.next,
+                  dispatch.length, self.options["block_tokens"], run_ids, run_b, n_run, wait_ids, wait_b, n_wait)
         balance_load(run_b, n_run, wait_b, n_wait, B, DYNTRA_MAX_ITERS, float(self.options["bubble_threshold"]),
                      out_b, n_out, in_b, n_in, freeze)
         self.plans += 1
-        admit = []
-        for g in np.flatnonzero((n_out > 0) | (~freeze & (n_in > 0))).tolist():  # a rank with nothing planned: none
-            for i in _first_of_each(ids[starts[g]:starts[g] + n_run[g]], run_b[g, :n_run[g]], out_b[g, :n_out[g]]):
-                dispatch.pause_request(i)
-                self.paused(i, st)
-            if not freeze[g]:
-                admit.extend(_first_of_each(qids[qptr[g]:qptr[g] + n_wait[g]], wait_b[g, :n_wait[g]],
-                                            in_b[g, :n_in[g]]))
-        n = dispatch.admit_ids(np.asarray(admit, dtype=np.int64))
+        p, a = plan_requests(run_ids, run_b, n_run, wait_ids, wait_b, n_wait, out_b, n_out, in_b, n_in, freeze,
+                             paused, admit)
+        for i in paused[:p].tolist():
+            dispatch.pause_request(i)
+            self.paused(i, st)
+        n = dispatch.admit_ids(admit[:a].copy())
         self.pause_rank(np.arange(G), 1, st.step, counted=freeze & (st.active < B))
         return n
 
     def metrics(self, state: ClusterState) -> dict:
         return {**super().metrics(state), "dyntra_lb_plans": int(self.plans)}
-
-
-def _first_of_each(ids: np.ndarray, blocks: np.ndarray, wanted: np.ndarray) -> list[int]:
-    """For each wanted block count, the first of ``ids`` (in order) not yet taken with
-    that count (the source matches a plan to requests by block count alone)."""
-    left = list(wanted.tolist())
-    out = []
-    for i, b in zip(ids.tolist(), blocks.tolist()):
-        if not left:
-            break
-        if b in left:
-            left.remove(b)
-            out.append(i)
-    return out
 
 
 RULES = {"dyntra_lb": DyntraLbPause}

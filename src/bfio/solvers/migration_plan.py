@@ -197,6 +197,47 @@ def _best_destination(g, entry, room, size, stay, J, cost):
     return d, top
 
 
+@helper
+def _heaviest(loads, w, tried, counts):
+    """The rank :func:`_plan` evaluates next: of those with a candidate left to try
+    (``tried[k] < counts[k]``), the largest weighted load ``sum_h w_h loads[k, h]``
+    (ties: the first); -1 when none has. Invariant: the result is -1 or has a
+    candidate left."""
+    g = -1
+    best = -np.inf
+    for k in range(loads.shape[0]):
+        if tried[k] < counts[k]:
+            v = 0.0
+            for h in range(loads.shape[1]):
+                v += loads[k, h] * w[h]
+            if g < 0 or v > best:
+                g, best = k, v
+    return g
+
+
+@kernel
+def _admitted(base, remaining, qptr, qids, sizes, lifetimes):
+    """The planner's start (:func:`_plan`): the slots' release offsets as sorted rows
+    ``rel0``, and the loads and rows with each rank's queue admitted into them
+    (``loads``, ``rel``). Invariant: ``base`` and ``remaining`` are not written."""
+    rel0 = np.sort(remaining)  # per row: the sorted rows are the heaps of bfio.solvers.dispatch
+    loads = base.copy()
+    rel = rel0.copy()
+    for g in range(base.shape[0]):
+        _admit_queue(loads[g], rel[g], qids[qptr[g]:qptr[g + 1]], sizes, lifetimes)
+    return rel0, loads, rel
+
+
+@kernel
+def first_evaluated(base, remaining, qptr, qids, sizes, lifetimes, w, counts):
+    """The rank whose first candidate :func:`_plan`'s first evaluation reads (-1: none
+    is evaluated): with one evaluation a call, the only candidate whose costs the
+    planner reads. Invariant: the choice of :func:`_plan`'s first iteration (the same
+    kernels on the same loads)."""
+    loads = _admitted(base, remaining, qptr, qids, sizes, lifetimes)[1]
+    return _heaviest(loads, w, np.zeros(base.shape[0], dtype=np.int64), counts)
+
+
 @kernel
 def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, counts, w, budget, floor, use_floor,
           fixed, rest, transfer, choose, sends, x, pending, weight, t_l, room, growth, offsets, share0, use_share,
@@ -214,11 +255,7 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
     sent). Invariant: each evaluation sees the loads with every earlier migration
     of the call applied, and the pending transfers of those whose KV is sent."""
     G, W1 = base.shape
-    rel0 = np.sort(remaining)  # per row: the sorted rows are the heaps of bfio.solvers.dispatch
-    loads = base.copy()
-    rel = rel0.copy()
-    for g in range(G):
-        _admit_queue(loads[g], rel[g], qids[qptr[g]:qptr[g + 1]], sizes, lifetimes)
+    rel0, loads, rel = _admitted(base, remaining, qptr, qids, sizes, lifetimes)
     stay = _objective(loads, w)
     tried = np.zeros(G, dtype=np.int64)
     without = np.empty_like(loads)
@@ -234,15 +271,7 @@ def _plan(base, remaining, qptr, qids, sizes, lifetimes, slots, held, cand, coun
     resw = np.empty(G)
     n = 0
     for _ in range(budget):
-        g = -1
-        best = -np.inf
-        for k in range(G):
-            if tried[k] < counts[k]:
-                v = 0.0
-                for h in range(W1):
-                    v += loads[k, h] * w[h]
-                if g < 0 or v > best:
-                    g, best = k, v
+        g = _heaviest(loads, w, tried, counts)
         if g < 0:
             break
         t = tried[g]
@@ -374,7 +403,19 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
     fixed = np.zeros((G, P, G))
     picked = cand >= 0
     some = bool(picked.any())
-    requests = np.take_along_axis(slots, np.maximum(cand, 0), axis=1)[picked]  # the candidates' request ids
+    base = np.array(base, dtype=np.float64, order="C")
+    queues = (np.asarray(queues[0], dtype=np.int64), np.asarray(queues[1], dtype=np.int64))
+    sizes, lifetimes = np.asarray(sizes, dtype=np.int64), np.asarray(lifetimes, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if some and int(budget) == 1 and (cost.fixed is not None or cost.transfer_fixed is not None
+                                      or cost.sent_tokens is not None):
+        # one evaluation reads one candidate's costs: the per-request ones computed for it alone
+        g = first_evaluated(base, remaining, queues[0], queues[1], sizes, lifetimes, w, counts)
+        picked = np.zeros_like(picked)
+        picked[g, 0] = g >= 0
+        some = bool(g >= 0)
+    rows, cols = np.nonzero(picked)
+    requests = slots[rows, cand[rows, cols]]  # the candidates' request ids, row by row
     if cost.fixed is not None and some:
         fixed[picked] = cost.fixed(requests)
     transfer = cost.seconds is not None and cost.weight != 0.0
@@ -383,7 +424,7 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
         rest[picked] = cost.transfer_fixed(requests)
     if transfer:
         if cost.sent_tokens is None:
-            tokens = np.take_along_axis(held, np.maximum(cand, 0), axis=1).astype(np.float64)
+            tokens = held[np.arange(G)[:, None], np.maximum(cand, 0)].astype(np.float64)
         else:
             tokens = np.zeros((G, P))
             if some:
@@ -393,9 +434,7 @@ def plan_migrations(base: np.ndarray, remaining: np.ndarray, queues: tuple[np.nd
     out_i = np.empty(max(1, int(budget)), dtype=np.int64)
     out_d = np.empty_like(out_i)
     out_s = np.zeros(out_i.shape[0], dtype=np.bool_)
-    n = _plan(np.array(base, dtype=np.float64, order="C"), remaining, queues[0], queues[1],
-              np.asarray(sizes, dtype=np.int64), np.asarray(lifetimes, dtype=np.int64), slots, held, cand, counts,
-              np.ascontiguousarray(w, dtype=np.float64), int(budget),
+    n = _plan(base, remaining, queues[0], queues[1], sizes, lifetimes, slots, held, cand, counts, w, int(budget),
               _NO_FLOOR if floor is None else np.asarray(floor, dtype=np.float64), floor is not None, fixed,
               rest, transfer, bool(cost.choose), cost.sends, x, pending, float(cost.weight), float(cost.token_latency_s),
               np.full(G, np.inf) if cost.room is None else np.array(cost.room, dtype=np.float64), float(cost.growth),
