@@ -130,7 +130,9 @@ from bfio.sim.migration_kv import KV_DEFAULTS, KvWay, seat_room
 from bfio.sim.moves import BFIO_EVALUATIONS
 from bfio.sim.state import ClusterState, FirstStarts
 from bfio.solvers.migration_plan import MigrationCost, kv_choices
-_NONE = np.zeros(0, dtype=np.int64)  # screened: no queue moves / no pause rule
+
+#: :func:`screened`'s empty arrays: no queue moves / no pause rule
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 @kernel
