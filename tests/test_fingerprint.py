@@ -1,10 +1,11 @@
 """Rerun triggers follow real imports (issue 14): bfio.runs.fingerprint."""
 
+import ast
 from pathlib import Path
 
 import pytest
 
-from bfio.runs.fingerprint import ROOT, code_fingerprint, module_closure
+from bfio.runs.fingerprint import ROOT, code_fingerprint, import_statements, module_closure
 
 
 def _tree(tmp_path: Path) -> Path:
@@ -70,6 +71,28 @@ def test_real_figures_import_their_helpers():
     registry and intervals (issue 42), and the row keys it reads."""
     closure = {str(p.relative_to(ROOT)) for p in module_closure(["figures/worker_sweep.py"])}
     assert "figures/style.py" in closure and "lookahead/run_keys.py" in closure and "ground/student_t.py" in closure
+
+
+def _dumped(nodes) -> list[str]:
+    return sorted(ast.dump(n) for n in nodes)
+
+
+def test_import_statements_match_a_full_parse_in_every_module_of_the_package():
+    """The line scan the fingerprints read finds exactly the import statements a
+    walk of the whole syntax tree finds, in every module of the package (a
+    statement that does not start its line would be missed: this is where it shows)."""
+    for path in sorted(ROOT.rglob("*.py")):
+        text = path.read_text()
+        full = [n for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert _dumped(import_statements(text)) == _dumped(full), path
+
+
+def test_import_statements_follow_brackets_and_backslashes_and_skip_prose():
+    text = ('"""Docstring.\n\nfrom the table, import nothing\n"""\n'
+            "from bfio.a import (\n  one,\ntwo)\n"
+            "def f():\n    if True:\n        import bfio.b, \\\n            bfio.c\n")
+    got = [ast.unparse(n) for n in import_statements(text)]
+    assert got == ["from bfio.a import one, two", "import bfio.b, bfio.c"]
 
 
 def test_missing_source_is_named(tmp_path):

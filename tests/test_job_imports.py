@@ -83,7 +83,7 @@ def package_imports(script: Path) -> list[str]:
 
 def test_the_probe_finds_a_heavy_import():
     """The check can fail: a simulation script's imports bring the simulator in."""
-    found = first_heavy(["bfio.runs.tables", *package_imports(SCRIPTS / "simulate.py")])
+    found = first_heavy(["bfio.runs.tables", *package_imports(SCRIPTS / "study_simulate.py")])
     assert found is not None and found["target"] != "bfio.runs.tables"
     assert "numba" in found["heavy"] or "bfio.ground.jit" in found["heavy"]
 
@@ -131,3 +131,34 @@ def test_the_experiments_path_helpers_do_not_download():
     """bfio.runs.experiments (the workflow's path helpers) no longer pulls bfio.traces.download."""
     assert first_heavy(["bfio.runs.experiments"], heavy=("bfio.traces.download",)) is None
     assert first_heavy(["bfio.traces.download"], heavy=("bfio.traces.download",)) is not None
+
+
+LABELS = textwrap.dedent("""
+    import json, sys
+    from bfio.policies import is_registered, policy_label
+    from bfio.policies.names import ROUTER_NAMES
+    from bfio.studies.online_summary import policy_label as row_label
+    labels = [policy_label(n) for n in ROUTER_NAMES] + [
+        row_label("sglang_total_tokens_r10", "instant", 10, "sglang_total_tokens"),
+        row_label("bfio_h20", "central"), row_label("no_such_router", "instant")]
+    known = [is_registered(n) for n in ("fcfs", "vllm_dp", "no_such_router")]
+    heavy = {heavy!r}
+    print(json.dumps({{"labels": labels, "known": known,
+                      "heavy": sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))}}))
+""")
+
+
+def test_a_table_labels_its_rows_without_the_policy_modules():
+    """Built-in rows, variant rows and unknown rows are labelled (and told registered or not)
+    without importing the policy modules, which bring numba and the solvers (issue 42: a third
+    of a table job's start); with no plugin configured."""
+    env = {k: v for k, v in os.environ.items() if k != "BFIO_PLUGINS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", LABELS.format(heavy=HEAVY)], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["heavy"] == [], out["heavy"]
+    assert out["known"] == [True, True, False]
+    assert out["labels"][-3:] == ["SGLang total tokens, reports every 10 steps (instant)", "BF-IO (H=20) (central)",
+                                  "no_such_router (instant)"]

@@ -22,6 +22,7 @@ from bfio.runs.experiments import experiment_rows, experiment_runs
 from bfio.runs.run import RunSpec, row_spec_of
 from bfio.lookahead.run_keys import RowSpec, row_key
 from bfio.policies import Policy, RoutingState, register
+from bfio.policies.names import ROUTER_NAMES
 from bfio.studies.online_summary import policy_label as study_label
 from bfio.runs.tables import row_label
 
@@ -134,6 +135,15 @@ def test_every_registered_policy_is_everywhere():
         assert re.match(schema["definitions"]["row"]["pattern"], key)
         assert row_spec_of(key).policy == "bfio" and row_spec_of(key).key == key
     assert row_label("bfio_h40") == "BF-IO (H=40)"
+
+
+def test_router_names_name_every_built_in_and_no_built_in_labels_itself():
+    """The labels of built-ins are read from bfio.policies.names without importing the
+    policy modules (issue 42): exact only while the names there are the built-ins' and
+    no built-in class carries a label of its own."""
+    built_in = {n for n in policies.registered() if policies._REGISTRY[n].__module__.startswith("bfio.policies.")}
+    assert built_in == set(ROUTER_NAMES)
+    assert [n for n in built_in if "label" in policies._REGISTRY[n].__dict__] == []
 
 
 def test_labels_unchanged():

@@ -7,7 +7,7 @@
 from snakemake.utils import validate as _theory_validate
 
 from bfio.theory.config import resolve as _theory_resolve
-from bfio.theory.figures import FIGURES as THEORY_FIGURES
+from bfio.theory.figure_names import FIGURES as THEORY_FIGURES
 
 THEORY_RAW = dict(config.get("theory") or {})
 _theory_validate(THEORY_RAW, workflow.source_path("../schemas/theory.schema.yaml"), set_default=True)

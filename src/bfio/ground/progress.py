@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import gc
 import importlib.util
 import logging
@@ -26,12 +27,18 @@ import time
 import traceback
 from pathlib import Path
 
-# tqdm.auto picks the notebook widget bar, which needs ipywidgets (else it
-# warns "IProgress not found"): use it only when ipywidgets is importable.
-if importlib.util.find_spec("ipywidgets") is not None:
-    from tqdm.auto import tqdm
-else:
-    from tqdm.std import tqdm
+
+@functools.cache
+def _tqdm():
+    """tqdm's bar class, imported with the first bar or line: a pipeline job
+    that shows none (a table's, a figure's) never pays its 40-50 ms (issue 42).
+    tqdm.auto picks the notebook widget bar, which needs ipywidgets (else it
+    warns "IProgress not found"): use it only when ipywidgets is importable."""
+    if importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm.std import tqdm
+    return tqdm
 
 #: (logger, minimum seconds between two lines) while :func:`log_progress` is active.
 _SINK: list[tuple[logging.Logger, float]] = []
@@ -120,7 +127,7 @@ def progress(total=None, desc: str = "", enabled: bool | None = None, log: bool 
     inside :func:`log_progress` it also logs its progress (unless ``log=False``:
     the caller logs each item itself)."""
     on = progress_enabled() if enabled is None else enabled
-    bar = tqdm(total=total, desc=desc, disable=not on, leave=False, **kwargs)
+    bar = _tqdm()(total=total, desc=desc, disable=not on, leave=False, **kwargs)
     return Progress(bar, desc, total, _SINK[-1] if (_SINK and log) else None)
 
 
@@ -177,7 +184,7 @@ class CallProgress:
         if sink is not None:
             sink[0].info(text)
         else:
-            tqdm.write(text, file=sys.stderr)  # above a terminal's bar, not through it
+            _tqdm().write(text, file=sys.stderr)  # above a terminal's bar, not through it
         self.lines += 1
         return text
 

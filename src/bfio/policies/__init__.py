@@ -24,9 +24,9 @@ import re
 from bfio.ground.errors import ConfigError
 from bfio.lookahead.run_keys import BFIO_ROW_PATTERN
 from bfio.policies.base import CENTRAL_ONLY, DISPATCH_MODES, DispatchState, Policy, RoutingState
-from bfio.ground.plugins import load_plugins
+from bfio.ground.plugins import load_plugins, plugin_modules
 from bfio.ground.options import declared_options
-from bfio.policies.names import router_label
+from bfio.policies.names import ROUTER_NAMES, router_label
 
 _REGISTRY: dict[str, type[Policy]] = {}
 
@@ -106,11 +106,28 @@ def supporting(dispatch: str) -> list[str]:
     return [n for n in registered() if dispatch in getattr(_REGISTRY[n], "dispatch_modes", CENTRAL_ONLY)]
 
 
+def _registered_class(name: str) -> type[Policy] | None:
+    """The class registered as ``name``, or None, importing the policy modules
+    only when the answer needs them: a built-in's name
+    (:data:`bfio.policies.names.ROUTER_NAMES` names every built-in, and a plugin
+    cannot take one: :func:`register`) or a run without plugins
+    (:func:`bfio.ground.plugins.plugin_modules`) is answered without them. A table
+    job labels its rows this way without importing numba and the solvers, a
+    third of its start (issue 42)."""
+    if name not in _REGISTRY and name not in ROUTER_NAMES and plugin_modules():
+        _load_builtin()
+    return _REGISTRY.get(name)
+
+
+def is_registered(name: str) -> bool:
+    """Whether ``name`` is a registered policy (built-in or plugin)."""
+    return name in ROUTER_NAMES or _registered_class(name) is not None
+
+
 def policy_label(name: str) -> str:
     """Display label of policy ``name``: its class's own ``label`` (a plugin's),
     else the built-in's (:data:`bfio.policies.names.ROUTER_NAMES`), else the name."""
-    _load_builtin()
-    cls = _REGISTRY.get(name)
+    cls = _registered_class(name)
     # the class's own label only: a subclass registered under another name
     # without a label of its own is shown by its name, not by its parent's label
     own = cls.__dict__.get("label") if cls is not None else None
@@ -195,6 +212,6 @@ def check_policy_options(key: str, policy: str, options: dict, dispatch: str | N
                           f"(it supports: {', '.join(pol.dispatch_modes)})")
 
 
-__all__ = ["DispatchState", "Policy", "RoutingState", "register", "available", "registered", "baselines",
+__all__ = ["DispatchState", "Policy", "RoutingState", "register", "available", "registered", "is_registered", "baselines",
            "supporting", "policy_label", "row_pattern", "make_policy", "policy_class", "policy_options", "KEYED_ROWS",
            "check_policy_options"]

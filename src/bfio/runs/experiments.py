@@ -24,7 +24,6 @@ from bfio.runs.fingerprint import code_fingerprint  # noqa: F401  (the workflow'
 from bfio.lookahead.run_keys import RowSpec
 from bfio.ground.results_io import atomic_path, write_json
 from bfio.runs.run import RunSpec, baselines
-from bfio.runs.runner import simulate_run
 from bfio.traces.canonical import prepare_trace, read_trace_table, trace_stats  # noqa: F401  (re-exported)
 
 
@@ -129,6 +128,8 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
     gating-load matrix (``.npy``). Options: the config's per-policy ``defaults``
     (:func:`bfio.runs.run.policy_defaults`; ``bfio_options``: BF-IO's alone).
     Returns the summary."""
+    from bfio.runs.runner import simulate_run  # here: the workflow imports this module when it starts
+
     spec = spec.with_bfio_defaults(bfio_options, defaults)
     frame = read_trace_table(trace_table)
     t0 = time.perf_counter()

@@ -16,7 +16,7 @@ from bfio.ground.metrics import STEADY
 from bfio.ground.imbalance_share import IMBALANCE_FLOOR, IMBALANCE_SHARE, with_imbalance_share
 from bfio.studies.aggregate import summarize_runs
 from bfio.studies.report import PAPER_SETTINGS, ci_columns, scale_note, setting_sections
-from bfio.policies import policy_label as registry_label, registered
+from bfio.policies import policy_label as registry_label, is_registered
 from bfio.lookahead.run_keys import row_key, row_spec
 from bfio.runs.tables import row_label
 
@@ -78,7 +78,7 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
         return f"{spec.label(registry_label)} ({dispatch})"
 
     k = 0 if report_interval is None or pd.isna(report_interval) else int(report_interval)
-    if policy and isinstance(policy, str) and row not in registered() and spec is None:
+    if policy and isinstance(policy, str) and not is_registered(row) and spec is None:
         if policy == "bfio" and horizon is not None and not pd.isna(horizon):
             row = row_key("bfio", int(horizon))
         else:

@@ -19,6 +19,7 @@ import pandas as pd
 from bfio.figures.style import SERIES, label, level_style, plain_log_ticks, plain_ticks, series
 from bfio.figures.style import save as save_figure
 from bfio.theory.checks import C2_PROOF
+from bfio.theory.figure_names import FIGURES  # noqa: F401  (re-exported: the figures draw_all draws)
 from bfio.ground.student_t import t_quantile
 
 #: The registry family of each grouping column of the cells.
@@ -275,9 +276,6 @@ def energy_vs_G(saving: pd.DataFrame, corollary: pd.DataFrame, series: dict, ste
                  f"p = {p:g}, G = {_span(s['G']) if len(s) else '-'})", fontsize=10)
     return save(fig, stem)
 
-
-#: Every theory figure, ``figures/theory/<name>.{pdf,png}``, in the order :func:`draw_all` draws them.
-FIGURES = ("thm1_iir", "thm2_iir", "thm2_snapshot", "thm2_gap", "thm3_iir", "thm3_gap", "energy_saving_vs_G")
 
 
 def draw_all(cells: dict, fits: dict, saving: pd.DataFrame, corollary: pd.DataFrame, series: dict,
