@@ -21,6 +21,7 @@ import pytest
 
 from bfio.ground import jit
 from bfio.cli import main
+from bfio.ground.kernel_cache import KERNEL_GROUPS
 from bfio.pipeline.kernels_warmup import DEFAULT_SCENARIOS, GROUPS, SCENARIOS
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -114,6 +115,7 @@ def test_a_first_run_in_a_fresh_process_does_not_time_the_compile(tmp_path):
 
 def test_warmup_groups_are_named_and_cover_every_scenario():
     assert set(GROUPS) == {"simulation", "theory"}
+    assert tuple(GROUPS) == KERNEL_GROUPS  # the workflow lists the compile jobs from the light module
     assert SCENARIOS == tuple(sc for group in GROUPS.values() for sc in group)
     assert len({sc.name for sc in SCENARIOS}) == len(SCENARIOS)
 

@@ -16,7 +16,7 @@ from bfio.runs.experiments import (
     trajectory_runs,
 )
 from bfio.runs.fingerprint import code_fingerprint
-from bfio.pipeline.kernels_warmup import GROUPS as KERNEL_GROUPS
+from bfio.ground.kernel_cache import KERNEL_GROUPS
 from bfio.traces.sources import (
     download_mode,
     known_trace_path,
@@ -86,7 +86,7 @@ wildcard_constraints:
 
 
 def kernels_compiled(group):
-    """Input of a job that runs ``group``'s numba kernels (bfio.pipeline.kernels_warmup.GROUPS):
+    """Input of a job that runs ``group``'s numba kernels (bfio.ground.kernel_cache.KERNEL_GROUPS):
     the marker of rule compile_kernels (kernels.smk), ancient so that a rerun of
     the compile job never reruns the jobs that wait for it."""
     return ancient(f"logs/kernels/{group}.compiled")

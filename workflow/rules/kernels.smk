@@ -3,7 +3,7 @@
 # loads it (about a second for all of BF-IO's); without this rule the first
 # parallel jobs would each compile the same kernels at once (tens of seconds
 # each, and two processes writing one kernel's cache entry at once can corrupt it). One job
-# per group of kernels (bfio.pipeline.kernels_warmup.GROUPS: the simulator's, the theory
+# per group of kernels (bfio.ground.kernel_cache.KERNEL_GROUPS, their scenarios in bfio.pipeline.kernels_warmup.GROUPS: the simulator's, the theory
 # checks'; the groups share no kernel, so their jobs may run at once); every job
 # that runs kernels takes its group's marker as input (kernels_compiled(group),
 # common.smk), ancient: a rerun of the compile job (its code changed) never

@@ -47,6 +47,15 @@ _DEFINES_KERNEL = re.compile(rb"^@(kernel|helper)\b", re.MULTILINE)
 _IMPORTS = re.compile(rb"^from (bfio(?:\.\w+)*) import", re.MULTILINE)
 
 
+#: The groups of kernels, each compiled by a pipeline job of its own (their
+#: scenarios: :data:`bfio.pipeline.kernels_warmup.GROUPS`, keyed by these). Here,
+#: in a module without numba, so that the workflow lists the compile jobs when it
+#: starts without importing the simulator (0.3 s of its start, issue 42).
+SIMULATION_KERNELS = "simulation"
+THEORY_KERNELS = "theory"
+KERNEL_GROUPS = (SIMULATION_KERNELS, THEORY_KERNELS)
+
+
 def package_root(root: Path | None = None) -> Path:
     """The package directory: ``root``, else the imported ``bfio``'s (the one on
     ``PYTHONPATH`` in a worktree, not the editable install's)."""
@@ -154,4 +163,4 @@ def group_ready(group: str, cache_dir: str | None = None, root: Path | None = No
     return isinstance(files, list) and bool(files) and all((path.parent / f).is_file() for f in files)
 
 
-__all__ = ["package_root", "kernel_modules", "numba_subdirs", "kernel_sources_digest", "kernel_cache_dir", "ready_file", "mark_group_ready", "group_ready"]
+__all__ = ["KERNEL_GROUPS", "SIMULATION_KERNELS", "THEORY_KERNELS", "package_root", "kernel_modules", "numba_subdirs", "kernel_sources_digest", "kernel_cache_dir", "ready_file", "mark_group_ready", "group_ready"]

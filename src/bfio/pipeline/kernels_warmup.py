@@ -41,7 +41,7 @@ import numpy as np
 
 from bfio.ground.errors import ProfileError
 from bfio.ground.jit import compile_seconds
-from bfio.ground.kernel_cache import mark_group_ready
+from bfio.ground.kernel_cache import SIMULATION_KERNELS, THEORY_KERNELS, mark_group_ready
 from bfio.policies import available, policy_class
 from bfio.engine.prefill import PrefillModel
 from bfio.workloads.sessions import grpo_groups, multi_turn_sessions
@@ -200,7 +200,7 @@ def _theory() -> None:
 #: pipeline compiles the groups in two jobs that may run at once: two processes
 #: that compile the *same* kernel at once can corrupt numba's cache index.
 GROUPS = {
-    "simulation": (
+    SIMULATION_KERNELS: (
         Scenario("every policy (central and instant dispatch)", _every_policy, default=True),
         Scenario("BF-IO's defaults at scale (heap, drain, shards, arrivals)", _bfio_defaults_at_scale, default=True),
         Scenario("BF-IO instant dispatch", _bfio_instant, default=True),
@@ -211,7 +211,7 @@ GROUPS = {
         Scenario("migrations (BF-IO's planner)", _migrations),
         Scenario("calibrated step model (lockstep, independent ranks)", _calibrated_step),
     ),
-    "theory": (Scenario("theory checks (slot model)", _theory),),
+    THEORY_KERNELS: (Scenario("theory checks (slot model)", _theory),),
 }
 #: Every scenario, in the order :func:`warm` runs them.
 SCENARIOS = tuple(sc for group in GROUPS.values() for sc in group)
