@@ -15,6 +15,7 @@
 
 
 rule compile_kernels:
+    priority: COMPILE_PRIORITY
     output:
         "logs/kernels/{group}.compiled",
     params:

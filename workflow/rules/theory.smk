@@ -31,6 +31,7 @@ THEORY_TARGETS = (
 
 
 rule theory_thm1:
+    priority: SIMULATION_PRIORITY
     input:
         THEORY_TRACE_FILES,
     output:
@@ -50,6 +51,7 @@ rule theory_thm1:
 
 
 rule theory_slot:
+    priority: SIMULATION_PRIORITY
     input:
         THEORY_TRACE_FILES,
         kernels=kernels_compiled("theory"),
