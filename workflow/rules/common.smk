@@ -85,15 +85,6 @@ wildcard_constraints:
     ext="pdf|png",
 
 
-# Scheduling (issue 42): with cores free, Snakemake starts the ready job of the
-# highest priority. The compile jobs first (every simulation waits for them), then
-# the simulations (Monte Carlo checks included), then the tables and figures that
-# read them: the many short report jobs fill both cores at the end instead of one
-# long chain running alone.
-COMPILE_PRIORITY = 20
-SIMULATION_PRIORITY = 10
-
-
 def kernels_compiled(group):
     """Input of a job that runs ``group``'s numba kernels (bfio.ground.kernel_cache.KERNEL_GROUPS):
     the marker of rule compile_kernels (kernels.smk), ancient so that a rerun of

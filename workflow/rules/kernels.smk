@@ -15,7 +15,6 @@
 
 
 rule compile_kernels:
-    priority: COMPILE_PRIORITY
     output:
         "logs/kernels/{group}.compiled",
     params:

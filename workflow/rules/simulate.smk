@@ -6,7 +6,6 @@
 
 
 rule simulate:
-    priority: SIMULATION_PRIORITY
     input:
         trace=cell_trace_table,
         kernels=kernels_compiled("simulation"),

@@ -18,7 +18,6 @@
 
 
 rule study_prepare:
-    priority: SIMULATION_PRIORITY
     input:
         trace=lambda wc: _trace_file(prepared_setting(wc)[2]),
         kernels=kernels_compiled("simulation"),
@@ -44,7 +43,6 @@ rule study_prepare:
 
 
 rule study_simulate:
-    priority: SIMULATION_PRIORITY
     input:
         unpack(study_run_inputs),
         kernels=kernels_compiled("simulation"),

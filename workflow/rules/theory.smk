@@ -31,7 +31,6 @@ THEORY_TARGETS = (
 
 
 rule theory_thm1:
-    priority: SIMULATION_PRIORITY
     input:
         THEORY_TRACE_FILES,
     output:
@@ -51,7 +50,6 @@ rule theory_thm1:
 
 
 rule theory_slot:
-    priority: SIMULATION_PRIORITY
     input:
         THEORY_TRACE_FILES,
         kernels=kernels_compiled("theory"),
