@@ -43,6 +43,7 @@ from bfio.ground.errors import ProfileError
 from bfio.ground.jit import compile_seconds
 from bfio.ground.kernel_cache import SIMULATION_KERNELS, THEORY_KERNELS, mark_group_ready
 from bfio.policies import available, policy_class
+from bfio.policies.names import KV_WAYS
 from bfio.engine.prefill import PrefillModel
 from bfio.workloads.sessions import grpo_groups, multi_turn_sessions
 from bfio.simulator import simulate
@@ -156,10 +157,25 @@ def _rank_pauses() -> None:
 
 def _migrations() -> None:
     """BF-IO's migration planner (issue 45, :mod:`bfio.solvers.migration_plan`), with
-    queue moves beside it."""
-    simulate(_workload(arrivals=True), WORKERS, SLOTS, "bfio", dispatch="instant", entry="arrivals",
+    queue moves beside it; then each way of moving the KV (:data:`bfio.policies.names.KV_WAYS`)
+    in the actions study's regime (the prefill model with a KV bound and vLLM's preemption,
+    the calibrated step when its profiles are in the data directory): the kernels that price
+    a recompute, a transfer and the choice between them, which the pipeline's study jobs
+    otherwise compiled on their first use."""
+    w = _workload(arrivals=True)
+    simulate(w, WORKERS, SLOTS, "bfio", dispatch="instant", entry="arrivals",
              policy_options={"horizon": 20}, queue_moves="bfio", migration="bfio",
              migration_options={"kv": "transfer", "cost_weight": 0.0}, show_progress=False)
+    try:
+        StepModel("calibrated").coefficients()
+        step = StepModel("calibrated")
+    except ProfileError:
+        step = None
+    for kv in KV_WAYS:
+        simulate(w, WORKERS, SLOTS, "bfio", dispatch="instant", entry="arrivals",
+                 policy_options={"horizon": 20, "predictor": "prompt_survival"}, migration="bfio",
+                 migration_options={"kv": kv, "cost_weight": 0.0}, step_model=step, show_progress=False,
+                 prefill=PrefillModel(chunk_tokens=256, kv_tokens=4_000, preemption="vllm"))
 
 
 def _closed_loop() -> None:
