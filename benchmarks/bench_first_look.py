@@ -50,7 +50,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: Written into the run's PYTHONPATH: every Python process appends (script, CPU s) at exit.
+#: Written into the run's PYTHONPATH: every Python process appends (script, CPU s, whether it compiled a
+#: kernel, and then a job's log, which names the job) at exit.
 SITECUSTOMIZE = '''
 import atexit, os, resource, sys
 def _bench_first_look_cpu():
@@ -59,8 +60,10 @@ def _bench_first_look_cpu():
     jit = sys.modules.get("bfio.ground.jit")
     note = getattr(jit, "_NOTE", None)
     compiled = int(bool(getattr(note, "printed", False)))
+    job = getattr(sys.modules.get("__main__"), "snakemake", None)  # a job's script: its log names the job
+    job_log = str(job.log[0]) if compiled and job is not None and len(job.log) else ""
     with open(os.environ["BENCH_FIRST_LOOK_LOG"], "a") as f:
-        f.write(f"{script}\\t{r.ru_utime + r.ru_stime:.3f}\\t{compiled}\\n")
+        f.write(f"{script}\\t{r.ru_utime + r.ru_stime:.3f}\\t{compiled}\\t{job_log}\\n")
 atexit.register(_bench_first_look_cpu)
 '''
 
@@ -101,11 +104,14 @@ def run_once(clone: Path, cores: int, log: Path, numba_cache: Path, config: tupl
         raise SystemExit(f"the pipeline failed in {clone}:\n{proc.stderr[-3000:]}")
     jobs: dict[str, list[float]] = defaultdict(list)
     compiled: dict[str, int] = defaultdict(int)
+    compiling: list[str] = []  # the log of each job, but the compile jobs, that compiled a kernel
     for line in log.read_text().splitlines():
-        script, cpu, did_compile = line.split("\t")
+        script, cpu, did_compile, job_log = line.split("\t")
         jobs[job_name(script)].append(float(cpu))
         compiled[job_name(script)] += int(did_compile)
-    return {"wall_s": wall, "jobs": dict(jobs), "compiled": dict(compiled)}
+        if job_log and job_name(script) != "compile_kernels":
+            compiling.append(job_log)
+    return {"wall_s": wall, "jobs": dict(jobs), "compiled": dict(compiled), "compiling_jobs": compiling}
 
 
 def summarize(run: dict, cores: int) -> dict:
@@ -120,7 +126,7 @@ def summarize(run: dict, cores: int) -> dict:
     return {"wall_s": run["wall_s"], "cpu_s": cpu, "floor_cpu_s": floor, "floor_wall_s": floor / cores,
             "simulation_own_cpu_s": own, "simulation_own_wall_s": own / cores,
             "jobs": sum(r["jobs"] for r in rows.values()) - rows.get("snakemake", {"jobs": 0})["jobs"],
-            "rules": rows}
+            "rules": rows, "compiling_jobs": run["compiling_jobs"]}
 
 
 def print_summary(label: str, s: dict) -> None:
@@ -131,6 +137,8 @@ def print_summary(label: str, s: dict) -> None:
     for name, r in sorted(s["rules"].items(), key=lambda kv: -kv[1]["cpu_s"]):
         print(f"{name:28s} {r['jobs']:5d} {r['cpu_s']:7.1f} {r['cheapest_s']:9.2f} {r['cpu_s'] / r['jobs']:8.2f} "
               f"{r['compiled']:9d}")
+    for job_log in s["compiling_jobs"]:  # after the compile jobs none should; its log names the kernel
+        print(f"compiled a kernel after the compile jobs: the job whose log is {job_log}")
 
 
 def main(argv=None) -> int:
