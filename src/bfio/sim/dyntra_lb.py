@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.ground.jit import kernel
+from bfio.ground.jit import helper, kernel
 
 #: The planner's throughput heuristic (source constants, ``try_drop_for_throughput``)
 STEP_LATENCY_FIXED_OVERHEAD = 20000.0
@@ -232,6 +232,12 @@ def balance_load(run, n_run, wait, n_wait, max_num_seqs, max_iters, threshold, o
     _cancel(out_b, n_out, in_b, n_in, freeze)
 
 
+@helper
+def kv_blocks(tokens, block):
+    """The KV blocks ``tokens`` tokens fill: ``ceil(tokens / block)``, in integers."""
+    return (tokens + block - 1) // block
+
+
 @kernel
 def rank_rows(slot_request, order, prefill, generated, head, nxt, length, block, run_ids, run_b, n_run, wait_ids,
               wait_b, n_wait):
@@ -239,7 +245,7 @@ def rank_rows(slot_request, order, prefill, generated, head, nxt, length, block,
     per rank ``g`` its running requests in admission order (``order[i]``; ties in
     slot order) ``run_ids[g, :n_run[g]]`` and the first ``2 B - n_run[g]`` of its
     queue (the list ``head[g]`` -> ``nxt[i]``, head first) ``wait_ids[g, :n_wait[g]]``,
-    with their KV-block counts ``(s_i + tau_i + block - 1) // block`` in ``run_b`` and
+    with their KV-block counts :func:`kv_blocks` of ``s_i + tau_i`` in ``run_b`` and
     ``wait_b``. Invariant: ``n_run[g]`` is the rank's busy slots and ``n_wait[g] =
     min(length[g], 2 B - n_run[g])`` for a consistent list."""
     G, B = slot_request.shape
@@ -258,12 +264,12 @@ def rank_rows(slot_request, order, prefill, generated, head, nxt, length, block,
         n_run[g] = n
         for k in range(n):
             i = run_ids[g, k]
-            run_b[g, k] = (prefill[i] + generated[i] + block - 1) // block
+            run_b[g, k] = kv_blocks(prefill[i] + generated[i], block)
         m = min(length[g], 2 * B - n)
         k, i = 0, head[g]
         while i >= 0 and k < m:
             wait_ids[g, k] = i
-            wait_b[g, k] = (prefill[i] + generated[i] + block - 1) // block
+            wait_b[g, k] = kv_blocks(prefill[i] + generated[i], block)
             k += 1
             i = nxt[i]
         n_wait[g] = k

@@ -179,6 +179,8 @@ class DyntraLbPause(RankPause):
             self.pending = True
 
     def _blocks(self, ids: np.ndarray, state: ClusterState) -> np.ndarray:
+        """:func:`bfio.sim.dyntra_lb.kv_blocks` of each request's ``s_i + tau_i``, in NumPy (the
+        kernel's formula: a numba call here would compile an array specialization at run time)."""
         b = self.options["block_tokens"]
         return (state.workload.prefill[ids] + state.generated[ids] + b - 1) // b
 
