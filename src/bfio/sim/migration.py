@@ -1,20 +1,17 @@
-"""Migrating running requests (issue 45, third action): with instant dispatch a
-rule may *interrupt* requests of a rank and re-queue them on another rank's
-queue: a queued one is re-bound (:meth:`bfio.sim.dispatch.InstantDispatch.move`,
-free: it holds no KV), a running one is *migrated*
-(:meth:`bfio.sim.dispatch.InstantDispatch.migrate`): it leaves its slot, its KV
-is freed on its rank, and it joins the tail of the other rank's queue keeping
-its generated tokens; when seated there it continues from them. A part of the
-simulator (``docs/architecture.md``), chosen by ``simulate(migration=...,
-migration_options=...)`` (``RunSpec.migration``, CLI ``--migration``,
-``--migration-option KEY=VALUE``), off (``none``) by default; instant dispatch
-only (a central pool has no rank queues to re-queue on: refused by name).
+"""Migrating running requests (issue 45, third action): with instant dispatch a rule may *interrupt*
+requests of a rank and re-queue them on another rank's queue: a queued one is re-bound
+(:meth:`bfio.sim.dispatch.InstantDispatch.move`, free: it holds no KV), a running one is *migrated*
+(:meth:`bfio.sim.dispatch.InstantDispatch.migrate`): it leaves its slot, its KV is freed on its
+rank, and it joins the tail of the other rank's queue keeping its generated tokens; when seated
+there it continues from them. A part of the simulator (``docs/architecture.md``), chosen by
+``simulate(migration=..., migration_options=...)`` (``RunSpec.migration``, CLI ``--migration``,
+``--migration-option KEY=VALUE``), off (``none``) by default; instant dispatch only (a central pool
+has no rank queues to re-queue on: refused by name).
 
-The motivation: a placement is never undone, and long generations keep it a
-long time; vllm-project/vllm issue #40279 (open, 2026-04, vLLM 0.19, DP 8)
-reports most requests stuck on one or a few ranks after 48-72 hours of
-generations of 10 minutes and more, the other GPUs idle, worked around by
-binding requests to ranks by hand (``data_parallel_rank``).
+The motivation: a placement is never undone, and long generations keep it a long time;
+vllm-project/vllm issue #40279 (open, 2026-04, vLLM 0.19, DP 8) reports most requests stuck on one
+or a few ranks after 48-72 hours of generations of 10 minutes and more, the other GPUs idle, worked
+around by binding requests to ranks by hand (``data_parallel_rank``).
 
 :meth:`bfio.sim.dispatch.InstantDispatch.routing_call` runs the rule where
 queue moves run (:mod:`bfio.sim.moves`): after the call's admissions, then, when
@@ -125,62 +122,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.ground.jit import kernel
 from bfio.sim.migration_kv import KV_DEFAULTS, KvWay, seat_room
+from bfio.sim.migration_screen import NONE, screened, transfer_screen
 from bfio.sim.moves import BFIO_EVALUATIONS
 from bfio.sim.state import ClusterState, FirstStarts
 from bfio.solvers.migration_plan import MigrationCost, kv_choices
-
-#: :func:`screened`'s empty arrays: no queue moves / no pause rule
-_NONE = np.zeros(0, dtype=np.int64)
-
-
-@kernel
-def screened(slot_request, times, moved_in, calls, paused, prefill, generated):
-    """The running requests BF-IO's migration screen reads (:meth:`BfioMigration.candidates`)
-    and their sizes ``s_i + tau_i`` (floats): in slot order, rank by rank, those that
-    have not migrated (``times[i] == 0``), that the queue moves did not move in this
-    routing call (``moved_in[i] != calls``; ``moved_in`` empty: no queue moves) and that
-    were never paused (``paused[i] == 0``; empty: no pause rule), as
-    :meth:`Migration.eligible` reads them. Invariant: the ids are ``slot_request``'s
-    entries >= 0 in row-major order, filtered."""
-    G, B = slot_request.shape
-    ids = np.empty(G * B, dtype=np.int64)
-    sizes = np.empty(G * B)
-    n = 0
-    for g in range(G):
-        for b in range(B):
-            i = slot_request[g, b]
-            if i < 0 or times[i] != 0:
-                continue
-            if moved_in.shape[0] and moved_in[i] == calls:
-                continue
-            if paused.shape[0] and paused[i] != 0:
-                continue
-            ids[n] = i
-            sizes[n] = float(prefill[i] + generated[i])
-            n += 1
-    return ids[:n], sizes[:n]
-
-
-@kernel
-def transfer_screen(ids, sizes, bytes_per_token, bytes_per_s, slack, scale, t_l, workers, s0, s1, floors, out):
-    """:meth:`BfioMigration.candidates` with ``kv: transfer`` and no prefill model, request
-    by request (``ids``, their ``sizes`` ``s_i + tau_i``): the floor ``scale max(0, X_i -
-    slack) / t_l`` (:meth:`BfioMigration.floor` of :meth:`bfio.sim.migration_kv.KvWay.transfer_floor`;
-    ``scale`` the cost weight times ``G``, ``X_i = s_i + tau_i`` tokens' seconds,
-    :meth:`bfio.sim.transfer.KvTransfer.seconds_of`; ``slack``:
-    :meth:`bfio.sim.migration_kv.KvWay.transfer_slack`) into ``floors[i]``, and whether
-    the bound ``G (size s0 + s1)`` (:meth:`bfio.policies.bfio.BFIO.migration_bound`,
-    ``migration_sums``) exceeds it into ``out[i]``. Invariant: the floating-point
-    operations of those methods, in their order (the same floats)."""
-    for k in range(ids.shape[0]):
-        size = sizes[k]
-        x = size * bytes_per_token / bytes_per_s
-        floor = scale * max(0.0, x - slack) / t_l
-        floors[ids[k]] = floor
-        out[ids[k]] = workers * (size * s0 + s1) > floor
-
 
 #: ROLL PR #134's ``rebalance_threshold`` and ``freeze_interruption_timeout`` (seconds)
 ROLL_DEFAULTS = {"threshold": 10, "freeze_s": 3.0, **KV_DEFAULTS}
@@ -402,8 +348,8 @@ class BfioMigration(Migration):
         st = dispatch.state
         self.token_latency_s = dispatch.token_latency_s
         moves, pause = (dispatch.moves, dispatch.pause) if eligible else (None, None)
-        ids, sizes = screened(st.slot_request, self.times, _NONE if moves is None else moves.moved_in,
-                              dispatch.calls, _NONE if pause is None else pause.times, st.workload.prefill,
+        ids, sizes = screened(st.slot_request, self.times, NONE if moves is None else moves.moved_in,
+                              dispatch.calls, NONE if pause is None else pause.times, st.workload.prefill,
                               st.generated)
         out = np.zeros(self.times.shape[0], dtype=bool)
         if ids.size and self.kv.mode == "transfer" and self.prefill is None:  # the floor is the link's alone
