@@ -69,7 +69,7 @@ def main():
         sizes = state.pool_prefill
         n = sizes.shape[0]
         ages = state.step - state.enter_step[state.pool]
-        forced = forced_mask(self.admission, U, ages)
+        forced = forced_mask((self.admission_mode, self.aging_steps), U, ages)
         free = np.asarray(state.free, dtype=np.int64)
         life = np.maximum(1, est[state.pool])
         cutoff = solve_fast(np.ascontiguousarray(base_full[:, :H_eff + 1]), free, sizes, life, forced, U, 4,

@@ -110,7 +110,7 @@ class CentralCall:
         if self.admission_mode == "drain":
             assign = self._route_drain(base, free, sizes, ages, state.pool, U, terms, step_s)
         else:
-            forced = forced_mask(self.admission, U, ages)
+            forced = forced_mask((self.admission_mode, self.aging_steps), U, ages)
             if self.admission_mode == "aging" and U < n:
                 self.forced += int(forced.sum())
             assign = self._place(base, free, sizes, forced, U, terms, step_s)

@@ -63,13 +63,14 @@ class InstanceError(BfioError, ValueError):
         super().__init__(f"{where}: {message}")
 
 
-def forced_mask(admission: str, admissible: int, ages: np.ndarray) -> np.ndarray:
+def forced_mask(rule: tuple[str, int], admissible: int, ages: np.ndarray) -> np.ndarray:
     """Mask of the waiting requests (oldest first, ``ages`` in steps) that must be
-    admitted when ``U = admissible`` of them are: ``fifo``: the oldest ``U``;
-    ``aging:N``: requests with age ``>= N``, oldest first, at most ``U`` of them;
-    ``free``: none, unless every waiting request fits (``U = |R_wait|``), when
-    all of them are admitted whatever the rule."""
-    mode, n_age = parse_admission(admission)
+    admitted when ``U = admissible`` of them are, under the admission ``rule``
+    (``(mode, N)``, :func:`~bfio.lookahead.admission.parse_admission` of its text, parsed
+    once by the caller): ``fifo``: the oldest ``U``; ``aging:N``: requests with age
+    ``>= N``, oldest first, at most ``U`` of them; ``free``: none, unless every
+    waiting request fits (``U = |R_wait|``), when all of them are admitted whatever the rule."""
+    mode, n_age = rule
     n = int(np.shape(ages)[0])
     U = int(admissible)
     mask = np.zeros(n, dtype=bool)
@@ -97,6 +98,8 @@ class Instance:
     #: the call's terms of ``J`` besides the imbalance (:attr:`ObjectiveTerms.extra
     #: <bfio.solvers.objective.ObjectiveTerms.extra>`); not saved in instance files
     extra: tuple = ()
+    #: ``admission`` parsed (``(mode, N)``, :func:`~bfio.lookahead.admission.parse_admission`)
+    rule: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         for name, minimum in (("base", 0), ("free", 0), ("sizes", 1), ("ages", 0), ("lifetimes", 1)):
@@ -116,7 +119,7 @@ class Instance:
         self.free = np.ascontiguousarray(self.free, dtype=np.int64).reshape(-1)
         self.sizes = np.ascontiguousarray(self.sizes, dtype=np.int64).reshape(-1)
         self.ages = np.ascontiguousarray(self.ages, dtype=np.int64).reshape(-1)
-        parse_admission(self.admission)
+        self.rule = parse_admission(self.admission)
         self.discount = check_discount(self.discount)
 
     @property
@@ -140,7 +143,7 @@ class Instance:
 
     def forced(self) -> np.ndarray:
         """Mask of waiting requests that must be admitted (:func:`forced_mask`)."""
-        return forced_mask(self.admission, self.admissible, self.ages)
+        return forced_mask(self.rule, self.admissible, self.ages)
 
     # -- the objective of Eq. (IO) -------------------------------------------------------
     @property

@@ -185,7 +185,9 @@ class ObjectiveTerms:
       over the window (and, with ``predicted``, before :meth:`for_call` binds
       the terms to a call);
     - ``extra``: the call's terms of ``J`` besides the imbalance
-      (:class:`bfio.solvers.terms.Term`, e.g. the prefix-cache term; :meth:`with_terms`).
+      (:class:`bfio.solvers.terms.Term`, e.g. the prefix-cache term; :meth:`with_terms`);
+    - ``reach``: the fast path's last offset, ``effective_horizon(H, delta)``, found once
+      when the terms are built (:meth:`fast` reads it).
     """
 
     horizon: int
@@ -193,6 +195,7 @@ class ObjectiveTerms:
     discount: float
     new_requests: str
     weights: np.ndarray
+    reach: int
     lifetimes: np.ndarray | None = None
     extra: tuple = ()
 
@@ -206,8 +209,9 @@ class ObjectiveTerms:
         a call at once (:meth:`for_call`)."""
         discount = check_discount(discount)
         H = int(horizon)
-        window = effective_horizon(H, discount) if fast else H
-        terms = cls(H, window, discount, check_new_requests(new_requests), offset_weights(window, discount))
+        reach = effective_horizon(H, discount)
+        window = reach if fast else H
+        terms = cls(H, window, discount, check_new_requests(new_requests), offset_weights(window, discount), reach)
         return terms if decode_estimate is None else terms.for_call(decode_estimate, waiting)
 
     def for_call(self, decode_estimate, waiting=None) -> ObjectiveTerms:
@@ -239,7 +243,7 @@ class ObjectiveTerms:
     def fast(self) -> ObjectiveTerms:
         """These terms over the fast path's offsets ``0..effective_horizon(H, delta)``
         (the weights are the leading ones of this object's)."""
-        window = effective_horizon(self.horizon, self.discount)
+        window = self.reach
         if window == self.window:
             return self
         if window > self.window:
