@@ -40,6 +40,7 @@ import numpy as np
 from bfio.engine.kernels import queue_room
 from bfio.engine.step_time import prefill_cost, prefill_vector
 from bfio.policies.names import KV_WAYS
+from bfio.sim.migration_screen import slack_seconds
 from bfio.sim.state import ClusterState
 from bfio.sim.transfer import DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_TRANSFER_GBPS, KvTransfer, share_offsets
 from bfio.solvers.migration_plan import MigrationCost
@@ -169,11 +170,9 @@ class KvWay:
         """What :meth:`transfer_floor` takes off a transfer's seconds: ``t_l (M - m) +
         spread + max_g pending_g`` (``offsets``: :meth:`share_offsets` already computed
         in this state, else computed here)."""
-        st = dispatch.state
         if offsets is None:
             offsets = self.share_offsets()
-        return t_l * float((st.loads + dispatch.tokens).max() - st.loads.min()) + \
-            float(offsets.max() - offsets.min()) + float(self.transfer.pending.max())
+        return slack_seconds(dispatch.state.loads, dispatch.tokens, offsets, self.transfer.pending, t_l)
 
     def cached_floor(self, ids: np.ndarray) -> np.ndarray:
         """Per running request of ``ids``, a recompute's seconds on the rank that would

@@ -1,7 +1,9 @@
 """The screen of BF-IO's migration rule (issue 45, :class:`bfio.sim.migration.BfioMigration`),
-as numba kernels: which running requests it reads, and with ``kv: transfer`` and no
+as numba kernels: which running requests it reads, the slack a transfer's floor takes off
+(:meth:`bfio.sim.migration_kv.KvWay.transfer_slack`), and with ``kv: transfer`` and no
 prefill model their cost floors and whether each may pay. The rule's Python around
-them is :meth:`bfio.sim.migration.BfioMigration.candidates`."""
+them is :meth:`bfio.sim.migration.BfioMigration.candidates`; the screen runs at every
+routing call of a run with transfers (every step), so each phase is one kernel call."""
 
 from __future__ import annotations
 
@@ -58,3 +60,27 @@ def transfer_screen(ids, sizes, bytes_per_token, bytes_per_s, slack, scale, t_l,
         floor = scale * max(0.0, x - slack) / t_l
         floors[ids[k]] = floor
         out[ids[k]] = workers * (size * s0 + s1) > floor
+
+
+@kernel
+def slack_seconds(loads, tokens, offsets, pending, t_l):
+    """``t_l (M - m) + spread + max_g pending_g`` (:meth:`bfio.sim.migration_kv.KvWay.transfer_slack`):
+    ``M = max_g (L_g + q_g)`` the largest rank's load with its queued prompt tokens ``q_g``
+    admitted, ``m = min_g L_g``, ``spread`` the range of the shares' parts beyond ``t_l L_g``
+    (``offsets``, ``(3, G)``: :func:`bfio.sim.transfer.share_offsets`) and ``pending`` the ranks' pending transfers (seconds).
+    Invariant: ``M - m`` in integers, then the floating-point sums in this order."""
+    top = loads[0] + tokens[0]
+    low = loads[0]
+    for g in range(1, loads.shape[0]):
+        top = max(top, loads[g] + tokens[g])
+        low = min(low, loads[g])
+    hi = offsets[0, 0]
+    lo = offsets[0, 0]
+    for r in range(offsets.shape[0]):
+        for g in range(offsets.shape[1]):
+            hi = max(hi, offsets[r, g])
+            lo = min(lo, offsets[r, g])
+    wait = pending[0]
+    for g in range(1, pending.shape[0]):
+        wait = max(wait, pending[g])
+    return t_l * float(top - low) + (hi - lo) + wait
