@@ -155,6 +155,16 @@ def _rank_pauses() -> None:
              rank_pause="dyntra_lb", rank_pause_options={"mode": "static", "start_step": 0}, show_progress=False)
 
 
+def _calibrated() -> StepModel | None:
+    """The calibrated step model (issue 44), or ``None`` when its kernel profiles are
+    not in the data directory (the scenarios that need it then run without it or skip)."""
+    try:
+        StepModel("calibrated").coefficients()
+    except ProfileError:
+        return None
+    return StepModel("calibrated")
+
+
 def _migrations() -> None:
     """BF-IO's migration planner (issue 45, :mod:`bfio.solvers.migration_plan`), with
     queue moves beside it; then each way of moving the KV (:data:`bfio.policies.names.KV_WAYS`)
@@ -166,11 +176,7 @@ def _migrations() -> None:
     simulate(w, WORKERS, SLOTS, "bfio", dispatch="instant", entry="arrivals",
              policy_options={"horizon": 20}, queue_moves="bfio", migration="bfio",
              migration_options={"kv": "transfer", "cost_weight": 0.0}, show_progress=False)
-    try:
-        StepModel("calibrated").coefficients()
-        step = StepModel("calibrated")
-    except ProfileError:
-        step = None
+    step = _calibrated()
     for kv in KV_WAYS:
         simulate(w, WORKERS, SLOTS, "bfio", dispatch="instant", entry="arrivals",
                  policy_options={"horizon": 20, "predictor": "prompt_survival"}, migration="bfio",
@@ -191,9 +197,7 @@ def _calibrated_step() -> None:
     """The calibrated step model (issue 44): lockstep and independent ranks, each with
     and without prefill; skipped when the kernel profiles are not in the data directory."""
     w = _workload(arrivals=False)
-    try:
-        StepModel("calibrated").coefficients()
-    except ProfileError:
+    if _calibrated() is None:
         return
     for barrier, prefill in (("lockstep", None), ("lockstep", PrefillModel()), ("independent", None),
                              ("independent", PrefillModel())):

@@ -277,7 +277,6 @@ def energy_vs_G(saving: pd.DataFrame, corollary: pd.DataFrame, series: dict, ste
     return save(fig, stem)
 
 
-
 def draw_all(cells: dict, fits: dict, saving: pd.DataFrame, corollary: pd.DataFrame, series: dict,
              outdir) -> list[str]:
     """Every figure of :data:`FIGURES` under ``outdir`` (the pipeline's one theory
