@@ -19,8 +19,12 @@ from bfio.runs.experiments import (
     experiment_rows,
     experiment_runs,
     experiment_seeds,
+    extra_seeds,
     prepare_trace,
+    reference_seed,
+    run_cells,
     run_one,
+    simulation_jobs,
     trajectory_runs,
 )
 from bfio.traces.sources import (
@@ -268,6 +272,51 @@ def test_prepare_trace_and_run_one(tmp_path, data_dir):
     summary = run_one(spec, tmp_path / "t.parquet", tmp_path / "s.json", tmp_path / "s.parquet",
                       loads_path=tmp_path / "l.npy")
     assert summary["run"] == spec.path and summary["steps"] == np.load(tmp_path / "l.npy").shape[0]
+
+
+@pytest.mark.parametrize("per_job", [1, 3, 10, 1000])
+def test_simulation_jobs_hold_every_run_once(per_job):
+    """Issue 42: cells_per_job cells a job; every configured run in exactly one job,
+    the reference seed's loads recorded for exactly the trajectory runs, an
+    experiment's extra seeds in a second unit of their cell."""
+    cfg = validate_config({**load("config.yaml"), "cells_per_job": per_job}, SCHEMA)
+    jobs = simulation_jobs(cfg)
+    assert all(1 <= len(job) <= per_job for job in jobs) and all(len(job) == per_job for job in jobs[:-1])
+    runs = [run for job in jobs for unit in job for run in unit.runs()]
+    assert sorted(runs) == sorted(r.path for r in all_runs(cfg))
+    recorded = sorted(f"{u.cell}/seed{u.recorded_seed}" for job in jobs for u in job if u.recorded_seed is not None)
+    assert recorded == sorted({r.path for rs in trajectory_runs(cfg).values() for r in rs})
+    assert {u.recorded_seed for job in jobs for u in job} <= {None, reference_seed(cfg)}
+    units = [u for job in jobs for u in job]
+    assert {u.seeds for u in units} == {tuple(cfg["seeds"]), tuple(extra_seeds(cfg))}
+    assert all(u.trace == u.cell.split("/")[0] and u.trace in cfg["traces"] for u in units)
+
+
+def test_run_cells_simulates_each_run_and_refuses_mismatched_outputs(tmp_path, data_dir):
+    import json
+    import logging
+
+    from bfio.runs.experiments import CellRuns
+
+    cfg = validate_config(load("smoke.yaml"), SCHEMA)
+    fcfs, bfio = (min((r for r in all_runs(cfg) if r.trace == "longbench" and r.row == row),
+                      key=lambda r: (r.requests, r.workers)).cell for row in ("fcfs", "bfio_h20"))
+    table = str(tmp_path / "t.parquet")
+    prepare_trace("longbench", data_dir / KNOWN_TRACES["longbench"].relpath, table, tmp_path / "t.json")
+    job = [CellRuns(fcfs, (42, 1)), CellRuns(bfio, (42,), 42)]
+    paths = [tmp_path / f"r{i}" for i in range(3)]
+    summaries, series = [str(p / "s.json") for p in paths], [str(p / "s.parquet") for p in paths]
+    log, loads = logging.getLogger("test"), [str(tmp_path / "l.npy")]
+    with pytest.raises(ValueError, match="3 runs was given 2 summary"):
+        run_cells(job, [table] * 2, summaries[:2], series, loads, cfg, {}, log)
+    with pytest.raises(ValueError, match="2 cells was given 2 trace tables and 0 load"):
+        run_cells(job, [table] * 2, summaries, series, [], cfg, {}, log)
+    assert not any(p.exists() for p in paths)  # refused before any run wrote
+    run_cells(job, [table] * 2, summaries, series, loads, cfg, {}, log)
+    got = [json.loads(Path(s).read_text()) for s in summaries]
+    assert [(g["run"], g["seed"]) for g in got] == [(f"{fcfs}/seed42", 42), (f"{fcfs}/seed1", 1),
+                                                    (f"{bfio}/seed42", 42)]
+    assert np.load(tmp_path / "l.npy").shape == (got[2]["steps"], got[2]["workers"])
 
 
 def test_prepare_trace_rejects_wrong_checksum(tmp_path):

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from bfio.pipeline.config import validate_config
-from bfio.runs.experiments import all_runs, experiment_rows, experiment_seeds, trajectory_runs
+from bfio.runs.experiments import (all_runs, experiment_rows, experiment_seeds, extra_seeds,
+                                   simulation_jobs, trajectory_runs)
 from bfio.runs.paper import TABLE_SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,6 +113,8 @@ def test_smoke_runs_and_load_matrices(smoke, smoke_config):
     work, _ = smoke
     runs = all_runs(smoke_config)
     recorded = {r.path for rs in trajectory_runs(smoke_config).values() for r in rs}
+    assert smoke_config["cells_per_job"] > 1  # the first look batches its small cells
+    job_of = {run: i for i, job in enumerate(simulation_jobs(smoke_config)) for u in job for run in u.runs()}
     for run in runs:
         d = work / SMOKE_RUN / "results" / "runs" / run.path
         summary = json.loads((d / "summary.json").read_text())
@@ -125,13 +128,8 @@ def test_smoke_runs_and_load_matrices(smoke, smoke_config):
         if run.path in recorded:
             loads = np.load(d / "loads.npy")
             assert loads.shape == (summary["steps"], run.workers)
-        # one log per cell (every seed of a row), naming each of its runs
-        recorded_cells = {r.rsplit("/", 1)[0] for r in recorded}
-        # (an experiment's extra_seeds: one more log per cell, rule simulate_extra_seeds)
-        if run.seed not in smoke_config["seeds"]:
-            log = work / SMOKE_RUN / "logs" / "runs" / (run.cell + ".extra_seeds.log")
-        else:
-            log = work / SMOKE_RUN / "logs" / "runs" / (run.cell + (".recorded.log" if run.cell in recorded_cells else ".log"))
+        # one log per simulation job (config key cells_per_job cells a job), naming each of its runs
+        log = work / SMOKE_RUN / "logs" / "runs" / f"cells_{job_of[run.path]}.log"
         assert f"{run.path}: avg_imbalance" in log.read_text(), log
 
 
@@ -173,24 +171,58 @@ def test_smoke_is_complete_and_figures_do_not_rerun_simulations(smoke):
     assert "rule simulate" not in out and "simulate_recorded" not in out
 
 
-def test_one_simulation_job_per_cell_runs_every_seed(tmp_path, data_dir, smoke_config):
-    """Issue 14: the simulations are batched by cell (a run without its seed):
-    a fresh directory's dry run schedules exactly one simulate job per distinct
-    cell, and each job's outputs are the summaries of every configured seed."""
+def _dry_run_jobs(workdir, data_dir, *config):
+    """A fresh directory's dry run of the first look: (rule, body) per job."""
     import re
 
-    out = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={data_dir}").stdout
-    jobs = re.findall(r"^rule (simulate|simulate_recorded):\n(.*?)(?:\n\n|\Z)", out, flags=re.M | re.S)
+    out = snakemake(workdir, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={data_dir}", *config).stdout
+    return re.findall(r"^rule (\w+):\n(.*?)(?:\n\n|\Z)", out, flags=re.M | re.S)
+
+
+def _job_outputs(body, name):
+    import re
+
+    (outputs,) = re.findall(r"^\s*output: (.*)$", body, flags=re.M)
+    return re.findall(rf"results/runs/(\S+)/seed(\d+)/{re.escape(name)}", outputs)
+
+
+def test_one_simulation_job_per_cell_runs_every_seed(tmp_path, data_dir, smoke_config):
+    """Issue 14: with ``cells_per_job: 1`` (the default) the simulations are batched
+    by cell (a run without its seed): a fresh directory's dry run schedules exactly
+    one simulate job per distinct cell, and each job's outputs are the summaries of
+    every configured seed."""
+    jobs = [(r, b) for r, b in _dry_run_jobs(tmp_path, data_dir, "cells_per_job=1")
+            if r in ("simulate", "simulate_recorded")]
     cells = {r.cell for r in all_runs(smoke_config)}
     assert len(jobs) == len(cells) > 0
     seen = set()
     for _, body in jobs:
-        (outputs,) = re.findall(r"^\s*output: (.*)$", body, flags=re.M)
-        summaries = re.findall(r"results/runs/(\S+)/seed(\d+)/summary\.json", outputs)
+        summaries = _job_outputs(body, "summary.json")
         assert sorted(int(s) for _, s in summaries) == sorted(int(s) for s in smoke_config["seeds"])
         (cell,) = {c for c, _ in summaries}
         seen.add(cell)
     assert seen == cells
+
+
+def test_batched_simulation_jobs_run_every_run_once(tmp_path, data_dir, smoke_config):
+    """Issue 42: the first look runs ``cells_per_job`` cells a job (each job's
+    start paid once): its dry run's simulation jobs hold at most that many cells,
+    name every configured run's summary and series exactly once, and the load
+    matrices of exactly the trajectory runs."""
+    per_job = smoke_config["cells_per_job"]
+    scheduled = [(r, b) for r, b in _dry_run_jobs(tmp_path, data_dir) if r.startswith("simulate")]
+    assert scheduled and all(r.startswith("simulate_cells_") for r, _ in scheduled)
+    jobs = [b for _, b in scheduled]
+    expected = sorted(r.path for r in all_runs(smoke_config))
+    for name in ("summary.json", "series.parquet"):
+        ran = sorted(f"{c}/seed{s}" for body in jobs for c, s in _job_outputs(body, name))
+        assert ran == expected, name
+    loads = sorted(f"{c}/seed{s}" for body in jobs for c, s in _job_outputs(body, "loads.npy"))
+    assert loads == sorted({r.path for rs in trajectory_runs(smoke_config).values() for r in rs})
+    cells = len({r.cell for r in all_runs(smoke_config)})
+    cells += len({r.cell for r in all_runs(smoke_config) if r.seed in extra_seeds(smoke_config)})
+    assert len(jobs) == -(-cells // per_job) < cells
+    assert all(len({c for c, _ in _job_outputs(body, "summary.json")}) <= per_job for body in jobs)
 
 
 def test_kernels_compile_in_one_job_per_group_before_every_job_that_runs_them(tmp_path, data_dir):
@@ -205,14 +237,16 @@ def test_kernels_compile_in_one_job_per_group_before_every_job_that_runs_them(tm
     assert sorted(re.search(r"output: (\S+)", b).group(1) for b in compiles) == [
         "logs/kernels/simulation.compiled", "logs/kernels/theory.compiled"]
     waits = {"simulate": "simulation", "simulate_recorded": "simulation", "simulate_extra_seeds": "simulation",
-             "study_prepare": "simulation", "study_simulate": "simulation", "theory_slot": "theory"}
+             "simulate_cells": "simulation", "study_prepare": "simulation", "study_simulate": "simulation",
+             "theory_slot": "theory"}
     seen = set()
     for rule, body in jobs:
+        rule = re.sub(r"^(simulate_cells)_\d+$", r"\1", rule)  # the first look's batched jobs
         if rule in waits:
             seen.add(rule)
             (inputs,) = re.findall(r"^\s*input: (.*)$", body, flags=re.M)
             assert f"logs/kernels/{waits[rule]}.compiled" in inputs, (rule, inputs)
-    assert {"simulate", "study_simulate", "theory_slot"} <= seen
+    assert {"simulate_cells", "study_simulate", "theory_slot"} <= seen
 
 
 def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
@@ -237,6 +271,7 @@ def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
     assert "figures/online_load.png" in text, text[-3000:]  # a study figure importing the helper
     for rule in ("simulate", "study_simulate", "study_prepare", "study_table", "paper_table", "theory_slot"):
         assert f"rule {rule}:" not in text and f"rule {rule}\n" not in text, (rule, text[-3000:])
+    assert "rule simulate_cells_" not in text, text[-3000:]
 
 
 def test_lint_passes():

@@ -12,6 +12,7 @@ from bfio.runs.experiments import (
     extra_seeds,
     figure_runs,
     reference_seed,
+    simulation_jobs,
     SIMULATION_SOURCES,
     trajectory_runs,
 )
@@ -58,6 +59,9 @@ SEEDS = [int(s) for s in config["seeds"]]
 EXTRA_SEEDS = extra_seeds(config)
 RECORDED_CELLS = sorted({r.cell for runs in TRAJECTORY_RUNS.values() for r in runs})
 RECORDED_SEED = reference_seed(config)
+# Cells a simulation job runs (config key cells_per_job; 1: the rules above, one cell a job).
+CELLS_PER_JOB = int(config["cells_per_job"])
+SIMULATION_JOBS = simulation_jobs(config) if CELLS_PER_JOB > 1 else []
 FIG = config["figures"]
 HSWEEP = FIG["horizon_sweep"] if FIG["horizon_sweep"] in config["experiments"] else None
 GSWEEP = FIG["worker_sweep"] if FIG["worker_sweep"] in config["experiments"] else None
@@ -141,8 +145,9 @@ def theory_trace_dir(theory):
     return data_dir, []  # the theory job names the missing file
 
 
-def cell_trace_table(wildcards):
-    return f"results/traces/{wildcards.cell.split('/', 1)[0]}.parquet"
+def cell_trace_table(cell):
+    """The trace table a cell's runs read."""
+    return f"results/traces/{cell.split('/', 1)[0]}.parquet"
 
 
 def cell_outputs(name, seeds=SEEDS):

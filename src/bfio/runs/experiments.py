@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -112,6 +113,46 @@ def figure_runs(config: dict, key: str) -> dict[str, list[RunSpec]]:
     return out
 
 
+@dataclass(frozen=True)
+class CellRuns:
+    """The runs of one cell (a run path without its seed, :attr:`RunSpec.cell`) that one
+    pipeline job simulates in one process: ``seeds`` in order, and the seed whose
+    ``(steps, G)`` load matrix is recorded (``None``: none)."""
+
+    cell: str
+    seeds: tuple[int, ...]
+    recorded_seed: int | None = None
+
+    @property
+    def trace(self) -> str:
+        return self.cell.split("/", 1)[0]
+
+    def runs(self) -> list[str]:
+        """The run paths, in ``seeds`` order (the order of the job's outputs)."""
+        return [f"{self.cell}/seed{s}" for s in self.seeds]
+
+
+def simulation_jobs(config: dict) -> list[tuple[CellRuns, ...]]:
+    """Every experiment cell's runs, ``config['cells_per_job']`` cells to a job
+    (sorted by cell; the last job may hold fewer). A cell runs the top-level
+    ``seeds`` (and records the reference seed's loads when a trajectory figure
+    shows it); a cell some experiment runs with ``extra_seeds`` runs them in a
+    second :class:`CellRuns` (rule ``simulate_extra_seeds``'s job when one cell is
+    a job). With ``cells_per_job: 1`` (the default) each job is the one cell of
+    rules ``simulate``/``simulate_recorded``/``simulate_extra_seeds``; more cells a
+    job pay the job's start (imports, numba's cache: about 1 s) once for all of
+    them: the first look's small cells (issue 42)."""
+    per_job = int(config.get("cells_per_job", 1))
+    seeds = tuple(int(s) for s in config["seeds"])
+    extra = tuple(extra_seeds(config))
+    recorded = {r.cell for runs in trajectory_runs(config).values() for r in runs}
+    runs = all_runs(config)
+    units = [CellRuns(c, seeds, reference_seed(config) if c in recorded else None)
+             for c in sorted({r.cell for r in runs})]
+    units += [CellRuns(c, extra) for c in sorted({r.cell for r in runs if r.seed in extra})]
+    return [tuple(units[i:i + per_job]) for i in range(0, len(units), per_job)]
+
+
 # --------------------------------------------------------------------------- code
 
 #: Package sources a simulation's result depends on (see :func:`code_fingerprint`).
@@ -150,7 +191,29 @@ def run_one(spec: RunSpec, trace_table, summary_path, series_path, loads_path=No
     return summary
 
 
+def run_cells(job: list[CellRuns], traces: list[str], summaries: list[str], series: list[str],
+              loads: list[str], config: dict, defaults: dict, log: logging.Logger) -> None:
+    """Simulate one pipeline job (:func:`simulation_jobs`): every run of every cell, in order, with
+    :func:`run_one`. ``traces`` has one trace table per cell; ``summaries`` and ``series`` one path
+    per run (cells, then seeds, in order); ``loads`` one per cell that records a seed."""
+    if len(traces) != len(job) or len(loads) != sum(u.recorded_seed is not None for u in job):
+        raise ValueError(f"a simulation job of {len(job)} cells was given {len(traces)} trace tables "
+                         f"and {len(loads)} load matrices")
+    runs = [(unit, trace, seed) for unit, trace in zip(job, traces) for seed in unit.seeds]
+    if len(runs) != len(summaries) or len(runs) != len(series):
+        raise ValueError(f"a simulation job of {len(runs)} runs was given {len(summaries)} summary "
+                         f"and {len(series)} series paths")
+    declared = declared_runs(config)  # run path -> the run the config declares there (a lookup)
+    recorded = iter(loads)
+    for (unit, trace, seed), summary_path, series_path in zip(runs, summaries, series):
+        spec = RunSpec.from_path(f"{unit.cell}/seed{seed}", declared)
+        summary = run_one(spec, trace, summary_path, series_path,
+                          loads_path=next(recorded) if seed == unit.recorded_seed else None, defaults=defaults)
+        log.info("%s: avg_imbalance %.6g, throughput %.6g, tpot %.6g, energy_j %.6g", spec.path,
+                 summary["avg_imbalance"], summary["throughput"], summary["tpot"], summary["energy_j"])
+
+
 __all__ = ["code_fingerprint", "SIMULATION_SOURCES", "experiment_rows", "experiment_seeds", "extra_seeds",
            "experiment_runs", "all_runs", "declared_runs", "experiment_row_specs",
            "trajectory_runs", "figure_runs", "reference_seed", "prepare_trace", "trace_stats",
-           "read_trace_table", "run_one", "METRICS"]
+           "read_trace_table", "run_one", "METRICS", "CellRuns", "simulation_jobs", "run_cells"]
