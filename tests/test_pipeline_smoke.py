@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -173,15 +174,11 @@ def test_smoke_is_complete_and_figures_do_not_rerun_simulations(smoke):
 
 def _dry_run_jobs(workdir, data_dir, *config):
     """A fresh directory's dry run of the first look: (rule, body) per job."""
-    import re
-
     out = snakemake(workdir, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={data_dir}", *config).stdout
     return re.findall(r"^rule (\w+):\n(.*?)(?:\n\n|\Z)", out, flags=re.M | re.S)
 
 
 def _job_outputs(body, name):
-    import re
-
     (outputs,) = re.findall(r"^\s*output: (.*)$", body, flags=re.M)
     return re.findall(rf"results/runs/(\S+)/seed(\d+)/{re.escape(name)}", outputs)
 
@@ -225,12 +222,36 @@ def test_batched_simulation_jobs_run_every_run_once(tmp_path, data_dir, smoke_co
     assert all(len({c for c, _ in _job_outputs(body, "summary.json")}) <= per_job for body in jobs)
 
 
+def test_batched_study_jobs_run_every_setting_once(tmp_path, data_dir, smoke_config):
+    """Issue 42: with cells_per_job above 1 the study settings that read no other
+    setting run that many a job (rules study_simulate_batch_<i>); the settings
+    with needs keep a study_simulate job each; every setting's runs file has
+    exactly one job."""
+    from bfio.studies.registry import generic_studies
+
+    studies = generic_studies()
+    expected, needing = [], []
+    for study in studies.values():
+        for name, setting in study.settings(smoke_config).items():
+            path = f"results/studies/{study.directory}/{study.run_stem(name, setting)}.csv"
+            expected.append(path)
+            if study.needs is not None and study.needs(name, setting):
+                needing.append(path)
+    outputs, batch_jobs = {}, 0
+    for rule, body in _dry_run_jobs(tmp_path, data_dir):
+        if rule.startswith("study_simulate"):
+            (line,) = re.findall(r"^\s*output: (.*)$", body, flags=re.M)
+            outputs.setdefault(rule.rstrip("0123456789"), []).extend(p.strip() for p in line.split(","))
+            batch_jobs += rule.startswith("study_simulate_batch_")
+    assert sorted(outputs["study_simulate"] + outputs["study_simulate_batch_"]) == sorted(expected)
+    assert sorted(outputs["study_simulate"]) == sorted(needing)
+    assert batch_jobs == -(-(len(expected) - len(needing)) // smoke_config["cells_per_job"]) > 0
+
+
 def test_kernels_compile_in_one_job_per_group_before_every_job_that_runs_them(tmp_path, data_dir):
     """Issue 42: rule compile_kernels runs once per group of kernels, and every
     simulation job (and the slot-model theory job) takes its group's marker as
     input, so no two jobs compile the same kernels at once."""
-    import re
-
     out = snakemake(tmp_path, "-n", "--configfile", str(SMOKE), "--config", f"data_dir={data_dir}").stdout
     jobs = re.findall(r"^rule (\w+):\n(.*?)(?:\n\n|\Z)", out, flags=re.M | re.S)
     compiles = [body for rule, body in jobs if rule == "compile_kernels"]
@@ -238,15 +259,15 @@ def test_kernels_compile_in_one_job_per_group_before_every_job_that_runs_them(tm
         "logs/kernels/simulation.compiled", "logs/kernels/theory.compiled"]
     waits = {"simulate": "simulation", "simulate_recorded": "simulation", "simulate_extra_seeds": "simulation",
              "simulate_cells": "simulation", "study_prepare": "simulation", "study_simulate": "simulation",
-             "theory_slot": "theory"}
+             "study_simulate_batch": "simulation", "theory_slot": "theory"}
     seen = set()
     for rule, body in jobs:
-        rule = re.sub(r"^(simulate_cells)_\d+$", r"\1", rule)  # the first look's batched jobs
+        rule = re.sub(r"^(simulate_cells|study_simulate_batch)_\d+$", r"\1", rule)  # the first look's batched jobs
         if rule in waits:
             seen.add(rule)
             (inputs,) = re.findall(r"^\s*input: (.*)$", body, flags=re.M)
             assert f"logs/kernels/{waits[rule]}.compiled" in inputs, (rule, inputs)
-    assert {"simulate_cells", "study_simulate", "theory_slot"} <= seen
+    assert {"simulate_cells", "study_simulate", "study_simulate_batch", "theory_slot"} <= seen
 
 
 def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
@@ -271,7 +292,7 @@ def test_changed_helper_reruns_the_figures_that_import_it(smoke, tmp_path):
     assert "figures/online_load.png" in text, text[-3000:]  # a study figure importing the helper
     for rule in ("simulate", "study_simulate", "study_prepare", "study_table", "paper_table", "theory_slot"):
         assert f"rule {rule}:" not in text and f"rule {rule}\n" not in text, (rule, text[-3000:])
-    assert "rule simulate_cells_" not in text, text[-3000:]
+    assert "rule simulate_cells_" not in text and "rule study_simulate_batch_" not in text, text[-3000:]
 
 
 def test_lint_passes():

@@ -57,14 +57,49 @@ rule study_simulate:
         defaults=POLICY_DEFAULTS,
         code=lambda wc: study_sim_code(by_directory(wc.study)),
     wildcard_constraints:
-        study=_alternatives(s.directory for s in GENERIC_STUDIES.values()),
-        run=_alternatives(r for files in STUDY_RUN_FILES.values() for r in files),
+        study=_alternatives(GENERIC_STUDIES[n].directory for n, files in STUDY_SINGLE_RUN_FILES.items() if files),
+        run=_alternatives(r for files in STUDY_SINGLE_RUN_FILES.values() for r in files),
     log:
         "logs/studies/{study}/{run}.log",
     conda:
         "../../environment.yml"
     script:
         "../scripts/study_simulate.py"
+
+
+# With cells_per_job above 1 (the first look), the settings that need no other
+# setting's runs, that many a job (bfio.studies.setting_jobs): the same files.
+for index, batch in enumerate(STUDY_BATCHES):
+
+    rule:
+        name:
+            f"study_simulate_batch_{index}"
+        input:
+            trace=[_trace_file(STUDY_SETTINGS[n][k]) for n, k in batch],
+            prepared=[prepared_file(GENERIC_STUDIES[n], k) for n, k in batch
+                      if GENERIC_STUDIES[n].prepare is not None],
+            kernels=kernels_compiled("simulation"),
+        output:
+            [f"results/studies/{GENERIC_STUDIES[n].directory}/"
+             f"{GENERIC_STUDIES[n].run_stem(k, STUDY_SETTINGS[n][k])}.csv" for n, k in batch],
+        params:
+            settings=[(GENERIC_STUDIES[n].directory, k, STUDY_SETTINGS[n][k]) for n, k in batch],
+            sections=[GENERIC_STUDIES[n].section(config) for n, _ in batch],
+            seeds=config["seeds"],
+            slots=config["slots"],
+            defaults=POLICY_DEFAULTS,
+            code=sorted({study_sim_code(GENERIC_STUDIES[n]) for n, _ in batch}),
+        log:
+            f"logs/studies/batch_{index}.log",
+        # the profiles' settings for rule study_simulate (they name rules; these names vary with the config)
+        threads: 1
+        resources:
+            mem_mb=4000,
+            runtime=240,
+        conda:
+            "../../environment.yml"
+        script:
+            "../scripts/study_simulate.py"
 
 
 rule study_product:

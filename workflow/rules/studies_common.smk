@@ -6,7 +6,7 @@
 import re
 
 from bfio.studies.registry import by_directory, by_figure, by_table, generic_studies, studies
-from bfio.studies.jobs import extras_job, figure_job, product_job, table_job
+from bfio.studies.jobs import batched_settings, extras_job, figure_job, product_job, table_job
 
 STUDIES = studies()
 GENERIC_STUDIES = generic_studies()
@@ -14,6 +14,13 @@ STUDY_SETTINGS = {name: s.settings(config) for name, s in GENERIC_STUDIES.items(
 # results/studies/<directory>/<run>.csv of every setting: <run> -> setting name, per study
 STUDY_RUN_FILES = {name: {s.run_stem(k, v): k for k, v in STUDY_SETTINGS[name].items()}
                    for name, s in GENERIC_STUDIES.items()}
+# Settings run several to a job (config key cells_per_job above 1: rules
+# study_simulate_batch_<i>), as (study name, setting name); the others, and every
+# setting with cells_per_job 1, run one to a job (rule study_simulate).
+STUDY_BATCHES = batched_settings(GENERIC_STUDIES, STUDY_SETTINGS, CELLS_PER_JOB)
+_BATCHED = {unit for batch in STUDY_BATCHES for unit in batch}
+STUDY_SINGLE_RUN_FILES = {name: {stem: k for stem, k in files.items() if (name, k) not in _BATCHED}
+                          for name, files in STUDY_RUN_FILES.items()}
 # results/studies/<directory>/<product> of every study with products (stages after the simulations)
 STUDY_PRODUCTS = {name: [p.file for p in s.products] for name, s in GENERIC_STUDIES.items() if s.products}
 # results/studies/<directory>/<prepared>.json of every setting of a study with a preparatory stage
@@ -85,6 +92,11 @@ def _trace_file(setting):
     return f"results/traces/{setting['trace']}.parquet"
 
 
+def prepared_file(study, name):
+    """The preparatory stage's file of a study's setting."""
+    return f"results/studies/{study.directory}/{study.prepared_stem(name)}.json"
+
+
 def product_file(study, file):
     return f"results/studies/{study.directory}/{file}"
 
@@ -100,9 +112,9 @@ def study_run_inputs(wildcards):
     """A setting's simulation reads its trace, its preparatory stage's file and
     the runs (or products) it needs (Study.needs)."""
     study, name, setting = run_setting(wildcards)
-    out = {"trace": _trace_file(setting)}
+    out = {"trace": [_trace_file(setting)]}
     if study.prepare is not None:
-        out["prepared"] = f"results/studies/{study.directory}/{study.prepared_stem(name)}.json"
+        out["prepared"] = [prepared_file(study, name)]
     if study.needs is not None:
         out["prior"] = [needed_file(study, n) for n in study.needs(name, setting)]
     return out

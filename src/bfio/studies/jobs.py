@@ -12,13 +12,15 @@ workflow (which reads the registry once) passes each such job a description
 (:func:`bfio.studies.registry.load_function`). A study's table, extras, product and plot functions are
 therefore module-level functions, kept in modules that do not import the
 simulator (its summary and figure modules; ``tests/test_job_imports.py``
-checks every registered one).
+checks every registered one). :func:`batched_settings` says which study settings
+share a simulation job when the config runs several to a job
+(:mod:`bfio.studies.setting_jobs` runs them).
 """
 
 from __future__ import annotations
 
 from bfio.ground.errors import ConfigError
-from bfio.studies.registry import by_directory, by_figure, by_table, load_function
+from bfio.studies.registry import Study, by_directory, by_figure, by_table, load_function
 
 
 def import_path(func, what: str) -> str:
@@ -70,4 +72,27 @@ def figure_job(figure: str) -> dict:
             "table": spec.table is not None, "products": [kw for kw, _ in spec.products]}
 
 
-__all__ = ["import_path", "table_job", "extras_job", "product_job", "figure_job"]
+def _needs(study: Study, name: str, setting: dict) -> list[str]:
+    return list(study.needs(name, setting)) if study.needs is not None else []
+
+
+def batched_settings(studies: dict[str, Study], settings: dict[str, dict], per_job: int
+                     ) -> list[tuple[tuple[str, str], ...]]:
+    """``(study name, setting name)`` of every setting that needs nothing of another
+    setting (:attr:`Study.needs` empty), in registry then settings order,
+    ``per_job`` to a job (the last may hold fewer); ``per_job`` 1: none (every
+    setting its own ``study_simulate`` job). A setting whose runs file the
+    unbatched rule's wildcard constraints would also match (its file stem is
+    the stem of a setting with needs, in a study with such settings) keeps its
+    own job, so no file has two rules."""
+    if per_job <= 1:
+        return []
+    needing = {(n, k) for n, s in studies.items() for k, v in settings[n].items() if _needs(s, k, v)}
+    stems = {studies[n].run_stem(k, settings[n][k]) for n, k in needing}
+    directories = {studies[n].directory for n, _ in needing}
+    units = [(n, k) for n, s in studies.items() for k, v in settings[n].items()
+             if (n, k) not in needing and not (s.directory in directories and s.run_stem(k, v) in stems)]
+    return [tuple(units[i:i + per_job]) for i in range(0, len(units), per_job)]
+
+
+__all__ = ["import_path", "table_job", "extras_job", "product_job", "figure_job", "batched_settings"]
