@@ -12,7 +12,8 @@ from bfio.ground.errors import ConfigError
 from bfio.policies import make_policy
 from bfio.simulator import simulate
 from bfio.solvers import PLACEMENTS, solve
-from bfio.solvers.placement import AUTO_STEP_SHARE, GREEDY_S_PER_UNIT, INSTANCE_SLOTS, resolve_placement
+from bfio.solvers.instance import INSTANCE_SLOTS
+from bfio.solvers.placement import AUTO_STEP_SHARE, GREEDY_S_PER_UNIT, resolve_placement
 from bfio.solvers.random_instances import random_instance
 from bfio.workloads.workload import Workload
 
@@ -57,7 +58,37 @@ def test_resolve_follows_the_module_constants(monkeypatch):
 def test_the_modelled_step_is_the_simulators():
     c = PaperConstants()
     assert c.step_s(1000, 72) == pytest.approx(c.overhead(72) + c.token_latency_s * 1000)
-    assert placement_module.call_step_s(np.array([5, 1000, 3]), 72) == pytest.approx(c.step_s(1000, 72))
+    assert c.step_of(np.array([5, 1000, 3]), 72) == pytest.approx(c.step_s(1000, 72))
+    assert c.step_of(np.array([], dtype=np.int64), 72) == pytest.approx(c.overhead(72))
+
+
+def test_an_instance_carries_its_calls_step_whether_built_from_a_call_or_loaded(tmp_path):
+    """Instance.step_s (auto's budget): given by instance_of_call, computed by the
+    instance otherwise (a file, a copy), the same number either way."""
+    from dataclasses import replace
+
+    from bfio.solvers.instance import Instance, load_instance, save_instance
+
+    for inst in _instances(2, 6, workers=40):
+        want = PaperConstants().step_s(float(inst.base[:, 0].max()), INSTANCE_SLOTS)
+        assert inst.step_s == pytest.approx(want, rel=0, abs=0)
+        rebuilt = Instance(base=inst.base, free=inst.free, sizes=inst.sizes, ages=inst.ages)
+        assert rebuilt.step_s == inst.step_s and replace(inst, extra=()).step_s == inst.step_s
+        save_instance(inst, tmp_path / "i.json")
+        assert load_instance(tmp_path / "i.json").step_s == inst.step_s
+
+
+def test_a_captured_call_carries_the_step_of_its_loads_now(data_dir):
+    """instance_of_call gives the step it reads off the call's loads: the number the
+    instance would compute from its own ``base[:, 0]``."""
+    from bfio.solvers.instance import Instance
+    from bfio.studies.agreement import capture_instances
+
+    kept = capture_instances("burstgpt", 16, 72, 16 * 200, 20, every=5, limit=10)
+    assert kept
+    for inst in kept:
+        own = Instance(base=inst.base, free=inst.free, sizes=inst.sizes, ages=inst.ages).step_s
+        assert inst.step_s == own
 
 
 # -- BF-IO runs ---------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 
 def step_overhead(slots: int) -> float:
     """Fixed per-step overhead ``C = (B * 0.6e-3 + 35e-3) / 16`` seconds."""
@@ -40,6 +42,11 @@ class PaperConstants:
         """A decode step's time ``dt = C + t_l max_g L_g`` (the simulator's step kernel
         computes the same in :func:`bfio.engine.kernels.run_steps`)."""
         return self.overhead(slots) + self.token_latency_s * float(max_load)
+
+    def step_of(self, loads, slots: int) -> float:
+        """:meth:`step_s` of workers that hold ``loads`` (tokens) now: the step a routing
+        call's placement ``auto`` budgets against (:func:`bfio.solvers.placement.resolve_placement`)."""
+        return self.step_s(float(np.max(loads)) if np.size(loads) else 0.0, slots)
 
     def to_dict(self) -> dict:
         return asdict(self)

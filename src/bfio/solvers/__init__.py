@@ -23,7 +23,7 @@ from bfio.solvers.result import Solution, SolverError
 from bfio.ground.jit import run_clock  # a clock without numba's compile (bfio.ground.jit)
 from bfio.solvers.fast import fast_assign
 from bfio.solvers.heap import heap_assign
-from bfio.solvers.placement import INSTANCE_SLOTS, call_step_s, resolve_placement
+from bfio.solvers.placement import resolve_placement
 
 SOLVERS = ("fast", "highs", "gurobi")
 #: The fast solver's placement algorithms (BF-IO option ``placement``, :mod:`.placement`):
@@ -61,8 +61,7 @@ def trivial_bound(inst) -> float:
 def solve_fast_instance(inst, max_rounds: int = 4, placement: str = GREEDY_PLACEMENT) -> Solution:
     """The fast solver on ``inst`` with ``placement`` (:data:`PLACEMENTS`); ``solver``
     of the result: ``fast`` (greedy) or ``fast-heap`` (``auto`` resolved on the instance)."""
-    placement = resolve_placement(check_placement(placement), inst.free, inst.admissible,
-                                  call_step_s(inst.base[:, 0], INSTANCE_SLOTS))
+    placement = resolve_placement(check_placement(placement), inst.free, inst.admissible, inst.step_s)
     t0 = run_clock()
     assign = fast_assign(inst, max_rounds=max_rounds) if placement == "greedy" else heap_assign(inst)
     bound = trivial_bound(inst)

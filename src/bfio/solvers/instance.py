@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from bfio.lookahead.admission import parse_admission
+from bfio.ground.constants import PaperConstants
 from bfio.ground.errors import BfioError, ConfigError
 from bfio.solvers.objective import ObjectiveTerms
 from bfio.lookahead.discount import UNDISCOUNTED, check_discount
@@ -83,6 +84,10 @@ def forced_mask(rule: tuple[str, int], admissible: int, ages: np.ndarray) -> np.
     return mask
 
 
+#: Instances carry no slot count: their modelled step (:attr:`Instance.step_s`) takes the paper's ``B``.
+INSTANCE_SLOTS = 72
+
+
 @dataclass
 class Instance:
     """The data of Eq. (IO) at one routing call (see the module docstring)."""
@@ -98,6 +103,11 @@ class Instance:
     #: the call's terms of ``J`` besides the imbalance (:attr:`ObjectiveTerms.extra
     #: <bfio.solvers.objective.ObjectiveTerms.extra>`); not saved in instance files
     extra: tuple = ()
+    #: the modelled decode step at the call, placement ``auto``'s time budget
+    #: (:func:`~bfio.solvers.placement.resolve_placement`): the paper's step of the
+    #: largest load now (:meth:`~bfio.ground.constants.PaperConstants.step_of`) with
+    #: ``B =`` :data:`INSTANCE_SLOTS` (``None``: computed so); not saved in instance files
+    step_s: float | None = field(default=None, repr=False, compare=False)
     #: ``admission`` parsed (``(mode, N)``, :func:`~bfio.lookahead.admission.parse_admission`)
     rule: tuple = field(init=False, repr=False, compare=False)
 
@@ -121,6 +131,8 @@ class Instance:
         self.ages = np.ascontiguousarray(self.ages, dtype=np.int64).reshape(-1)
         self.rule = parse_admission(self.admission)
         self.discount = check_discount(self.discount)
+        if self.step_s is None:
+            self.step_s = PaperConstants().step_of(self.base[:, 0], INSTANCE_SLOTS)
 
     @property
     def workers(self) -> int:
@@ -356,11 +368,12 @@ def instance_of_call(state, decode_estimate: np.ndarray, terms: ObjectiveTerms, 
     and its extra terms (:attr:`~bfio.solvers.objective.ObjectiveTerms.extra`)."""
     base = predicted_loads(state.slot_request, state.workload.prefill, state.generated,
                            decode_estimate, terms.horizon)
+    step_s = PaperConstants().step_of(base[:, 0], INSTANCE_SLOTS)  # read off the loads now, as Instance would
     ages = state.step - state.enter_step[state.pool]
     call = terms.for_call(decode_estimate, state.pool)
     return Instance(base=base, free=np.asarray(state.free, dtype=np.int64), sizes=state.pool_prefill,
                     ages=ages, admission=admission, meta={"step": int(state.step), **(meta or {})},
-                    lifetimes=call.lifetimes, discount=call.discount, extra=call.extra)
+                    lifetimes=call.lifetimes, discount=call.discount, extra=call.extra, step_s=step_s)
 
 
 def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None = None,
@@ -375,5 +388,5 @@ def solve_instance_file(path, solver: str = "fast", time_limit_s: float | None =
             **sol.to_dict()}
 
 
-__all__ = ["FORMAT", "Instance", "InstanceError", "forced_mask", "save_instance", "load_instance",
+__all__ = ["FORMAT", "INSTANCE_SLOTS", "Instance", "InstanceError", "forced_mask", "save_instance", "load_instance",
            "instance_from_dict", "instance_from_state", "instance_of_call", "solve_instance_file"]

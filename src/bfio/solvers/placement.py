@@ -8,7 +8,7 @@
 - ``auto``: the greedy when its modelled cost, :data:`GREEDY_S_PER_UNIT` times
   ``U n_T``, is at most :data:`AUTO_STEP_SHARE` of the decode step (in a run:
   the mean modelled step so far, so the greedy before the first step; for an
-  instance: :meth:`bfio.ground.constants.PaperConstants.step_s` of its largest load),
+  instance: :attr:`bfio.solvers.instance.Instance.step_s`, the paper's step of its largest load),
   the heap otherwise. A router has a time budget per step: the greedy is the better
   placement where it fits in it (few workers, or long steps: LongBench's steps
   last a second, so Table 1's calls stay greedy at ``G = 256``), the heap where
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from bfio.ground.constants import PaperConstants
 from bfio.solvers.heap import solve_heap_terms
 from bfio.solvers.shards import solve_sharded_terms
 
@@ -33,8 +32,6 @@ from bfio.solvers.shards import solve_sharded_terms
 GREEDY_S_PER_UNIT = 2e-8
 #: ``auto`` runs the greedy while its modelled cost is at most this share of the decode step.
 AUTO_STEP_SHARE = 0.05
-#: Instances carry no slot count: their modelled step takes the paper's ``B``.
-INSTANCE_SLOTS = 72
 
 
 def resolve_placement(placement: str, free: np.ndarray, admissible: int, step_s: float) -> str:
@@ -44,11 +41,6 @@ def resolve_placement(placement: str, free: np.ndarray, admissible: int, step_s:
         return placement
     work = float(admissible) * float(np.count_nonzero(free))
     return "greedy" if work * GREEDY_S_PER_UNIT <= AUTO_STEP_SHARE * step_s else "heap"
-
-
-def call_step_s(loads: np.ndarray, slots: int) -> float:
-    """The modelled decode step of a call whose workers hold ``loads`` (tokens) now."""
-    return PaperConstants().step_s(float(np.max(loads)) if np.size(loads) else 0.0, slots)
 
 
 def place_terms(base, free, sizes, forced, U, terms, placement, max_rounds, shard_workers,
@@ -71,5 +63,4 @@ def place_terms(base, free, sizes, forced, U, terms, placement, max_rounds, shar
     return solve_sharded_terms(base, free, sizes, forced, U, terms, max_rounds, shard_workers), 0
 
 
-__all__ = ["GREEDY_S_PER_UNIT", "AUTO_STEP_SHARE", "INSTANCE_SLOTS", "resolve_placement", "call_step_s",
-           "place_terms"]
+__all__ = ["GREEDY_S_PER_UNIT", "AUTO_STEP_SHARE", "resolve_placement", "place_terms"]
