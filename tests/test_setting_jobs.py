@@ -81,3 +81,17 @@ def test_setting_jobs_match_files_to_settings_and_name_a_mismatch():
         setting_jobs(settings, ["t1", "t2"], [], [])
     with pytest.raises(ValueError, match="was given 1 prepared files and 1 prior"):
         setting_jobs(settings, ["t1", "t2"], ["prep.json"], ["runs.csv"])
+
+
+def test_a_setting_given_fewer_files_than_it_needs_is_refused_by_name(tmp_path):
+    import logging
+
+    from bfio.studies.setting_jobs import SettingJob, simulate_settings
+
+    cfg = _config("smoke.yaml")
+    study = generic_studies()["generality"]
+    name, setting = next((k, v) for k, v in study.settings(cfg).items() if _needs(study, k, v))
+    job = SettingJob(study.directory, name, setting, str(tmp_path / "t.parquet"))
+    with pytest.raises(ValueError, match=f"setting {name}: needs .* but was given 0 files"):
+        simulate_settings([job], [str(tmp_path / "out.csv")], [{}], [42], 72, {}, logging.getLogger("t"))
+    assert not (tmp_path / "out.csv").exists()

@@ -71,7 +71,11 @@ def simulate_settings(jobs: list[SettingJob], outputs: list[str], sections: list
         setting = dict(job.setting)
         extra = {}
         if study.needs is not None:  # the runs (or products) this setting reads, by setting name (or product file)
-            extra["prior"] = {n: read_product(p) for n, p in zip(study.needs(job.name, setting), job.prior)}
+            needs = list(study.needs(job.name, setting))
+            if len(needs) != len(job.prior):
+                raise ValueError(f"study {study.name}, setting {job.name}: needs {needs} but was given "
+                                 f"{len(job.prior)} files ({', '.join(job.prior) or 'none'})")
+            extra["prior"] = {n: read_product(p) for n, p in zip(needs, job.prior)}
         if study.prepare is not None:  # the preparatory stage's result
             with open(job.prepared) as f:
                 extra["prepared"] = json.load(f)
