@@ -37,8 +37,10 @@ class CacheView:
         if self._pending_blocks is None:
             st = self._state
             soon: list[set] = [set() for _ in range(self.pending.shape[0])]
+            sr = self._slots
+            prefilling = (sr >= 0) & (st.left[np.where(sr >= 0, sr, 0)] > 0)  # (G, B): still computing its prompt
             for g in range(len(soon)):
-                ids = [int(i) for i in self._slots[g] if i >= 0 and st.left[i] > 0]
+                ids = sr[g][prefilling[g]].tolist()
                 i = int(self._queue_head[g]) if self._queue_head is not None else -1
                 while i >= 0:
                     ids.append(i)
