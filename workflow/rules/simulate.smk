@@ -71,8 +71,7 @@ else:
             output:
                 summary=[f"results/runs/{run}/summary.json" for u in job for run in u.runs()],
                 series=[f"results/runs/{run}/series.parquet" for u in job for run in u.runs()],
-                loads=[f"results/runs/{u.cell}/seed{u.recorded_seed}/loads.npy"
-                       for u in job if u.recorded_seed is not None],
+                loads=[f"results/runs/{u.run(u.recorded_seed)}/loads.npy" for u in job if u.recorded_seed is not None],
             params:
                 defaults=POLICY_DEFAULTS,
                 code=SIM_CODE,

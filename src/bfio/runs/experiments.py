@@ -127,9 +127,13 @@ class CellRuns:
     def trace(self) -> str:
         return self.cell.split("/", 1)[0]
 
+    def run(self, seed: int) -> str:
+        """The path of the cell's run with ``seed`` (:attr:`RunSpec.path`)."""
+        return f"{self.cell}/seed{seed}"
+
     def runs(self) -> list[str]:
         """The run paths, in ``seeds`` order (the order of the job's outputs)."""
-        return [f"{self.cell}/seed{s}" for s in self.seeds]
+        return [self.run(s) for s in self.seeds]
 
 
 def simulation_jobs(config: dict) -> list[tuple[CellRuns, ...]]:
@@ -206,7 +210,7 @@ def run_cells(job: list[CellRuns], traces: list[str], summaries: list[str], seri
     declared = declared_runs(config)  # run path -> the run the config declares there (a lookup)
     recorded = iter(loads)
     for (unit, trace, seed), summary_path, series_path in zip(runs, summaries, series):
-        spec = RunSpec.from_path(f"{unit.cell}/seed{seed}", declared)
+        spec = RunSpec.from_path(unit.run(seed), declared)
         summary = run_one(spec, trace, summary_path, series_path,
                           loads_path=next(recorded) if seed == unit.recorded_seed else None, defaults=defaults)
         log.info("%s: avg_imbalance %.6g, throughput %.6g, tpot %.6g, energy_j %.6g", spec.path,
