@@ -38,7 +38,8 @@ class CacheView:
             st = self._state
             soon: list[set] = [set() for _ in range(self.pending.shape[0])]
             sr = self._slots
-            prefilling = (sr >= 0) & (st.left[np.where(sr >= 0, sr, 0)] > 0)  # (G, B): still computing its prompt
+            busy = sr >= 0
+            prefilling = busy & (st.left[np.where(busy, sr, 0)] > 0)  # (G, B): still computing its prompt
             for g in range(len(soon)):
                 ids = sr[g][prefilling[g]].tolist()
                 i = int(self._queue_head[g]) if self._queue_head is not None else -1
