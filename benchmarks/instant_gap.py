@@ -4,7 +4,7 @@
     python benchmarks/instant_gap.py run OUT_DIR [--settings longbench_g64,...] [--loads 0.8,0.9]
         [--seeds 100-109] [--rows least_tokens,sglang_total_tokens,bfio_h40_instant,...] [--requests N]
         [--traces DIR] [--config config/config.yaml]
-    python benchmarks/instant_gap.py table OUT_DIR [--metric e2e_s_p99] [--seeds 42,1,2,3,4]
+    python benchmarks/instant_gap.py table OUT_DIR [--metric e2e_s_p99] [--seeds 42,1,2,3,4] [--routers a,b]
 
 ``run`` simulates the online study's settings (``config/config.yaml``, section
 ``online``: trace, N, G; B = ``slots``; Poisson arrivals at ``load`` x the
@@ -114,6 +114,22 @@ CANDIDATES = {
     "bfio_h40_instant_ps_r10_advance": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
                                         "report_interval": 10, "report_age": "advance"},
     "bfio_h40_instant_r10": {"policy": "bfio", "horizon": 40, "report_interval": 10},
+    # option completions: streamed (the output stream's completions), every router alike
+    "bfio_h40_instant_ps_r10_advance_streamed": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
+                                                 "report_interval": 10, "report_age": "advance",
+                                                 "completions": "streamed"},
+    "bfio_h40_instant_ps_r10_streamed": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
+                                         "report_interval": 10, "completions": "streamed"},
+    "bfio_h40_instant_r10_advance_streamed": {"policy": "bfio", "horizon": 40, "report_interval": 10,
+                                              "report_age": "advance", "completions": "streamed"},
+    "sglang_total_tokens_r10_streamed": {"policy": "sglang_total_tokens", "report_interval": 10,
+                                         "completions": "streamed"},
+    "least_tokens_r10_streamed": {"policy": "least_tokens", "report_interval": 10, "completions": "streamed"},
+    "least_tokens_r10": {"policy": "least_tokens", "report_interval": 10},
+    "bfio_h40_instant_ps_r50_streamed": {"policy": "bfio", "horizon": 40, "predictor": "prompt_survival",
+                                         "report_interval": 50, "completions": "streamed"},
+    "sglang_total_tokens_r50_streamed": {"policy": "sglang_total_tokens", "report_interval": 50,
+                                         "completions": "streamed"},
     "bfio_h40_instant_r10_advance": {"policy": "bfio", "horizon": 40, "report_interval": 10,
                                      "report_age": "advance"},
 }
@@ -129,11 +145,12 @@ KEEP = ("e2e_s_p99", "e2e_s_p50", "e2e_s_p99_steady", "queue_wait_s_p99", "throu
 
 
 def seeds_arg(text: str) -> list[int]:
-    """``100-109`` or ``42,1,2``."""
-    if "-" in text and "," not in text:
-        a, b = text.split("-")
-        return list(range(int(a), int(b) + 1))
-    return [int(s) for s in text.split(",")]
+    """``100-109``, ``42,1,2`` or both (``42,1-29``)."""
+    out = []
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        out += list(range(int(a), int(b) + 1)) if b else [int(a)]
+    return out
 
 
 def settings_of(config: dict, names: list[str] | None) -> list[dict]:
@@ -244,7 +261,7 @@ def table(args) -> pd.DataFrame:
     lines = []
     for (setting, load), g in runs.groupby(["setting", "load"], sort=False):
         table_ = g.pivot_table(index="seed", columns="row", values=metric)
-        routers = [r for r in ROUTERS if r in table_]
+        routers = [r for r in (args.routers.split(",") if args.routers else ROUTERS) if r in table_]
         if not routers:
             continue
         table_ = table_.dropna(subset=routers)  # the seeds every router ran
@@ -287,6 +304,9 @@ def main(argv=None) -> None:
     t.add_argument("out")
     t.add_argument("--metric", default="e2e_s_p99")
     t.add_argument("--seeds", default=None)
+    t.add_argument("--routers", default=None,
+                   help="the routers the best is chosen from (default: ROUTERS; e.g. sglang_total_tokens_r10 "
+                        "to compare lagged rows with the lagged router)")
     args = ap.parse_args(argv)
     run(args) if args.cmd == "run" else table(args)
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from bfio.ground.errors import ConfigError
 from bfio.ground.options import Option, identity, resolve
+from bfio.policies.completion_stream import COMPLETIONS_OPTION, CompletionStream
 from bfio.workloads.workload import Workload
 
 #: The two dispatch interfaces (``docs/online.md``): ``central`` (one shared
@@ -249,16 +250,19 @@ class InstantPolicy(Policy):
     """
 
     dispatch_modes: tuple[str, ...] = DISPATCH_MODES
-    options = (REPORT_INTERVAL,)
+    options = (REPORT_INTERVAL, COMPLETIONS_OPTION)
 
     def __init__(self, seed: int = 0, **options):
         super().__init__(seed=seed, **options)
         self.report_interval = self.option_values["report_interval"]
+        self.completions = self.option_values["completions"]
         self._report = None
+        self._stream = CompletionStream()
 
     def reset(self, workers: int, slots: int) -> None:
         super().reset(workers, slots)
         self._report = None
+        self._stream.reset()
 
     def select(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         """The dispatch rule: one worker per request in ``requests`` (arrival
@@ -268,25 +272,33 @@ class InstantPolicy(Policy):
     def router_view(self, state: DispatchState) -> DispatchState:
         """The state the rule sees at this call: ``state`` itself when
         ``report_interval`` is 0, else the last report plus the router's own
-        dispatches since it was taken."""
+        dispatches since it was taken (with option ``completions: streamed`` less the
+        requests finished since, :mod:`bfio.policies.completion_stream`)."""
         k = self.report_interval
         if k == 0:
             return state
         window = int(state.step) // k
         rep = self._report
+        streamed = self.completions == "streamed"
         if rep is None or rep["window"] != window or rep["waiting"].shape[0] != state.workers:
+            if streamed:
+                self._stream.new_report(state)
             rep = self._report = {
                 "window": window, "step": int(state.step),
                 **{f: None if getattr(state, f) is None else np.array(getattr(state, f), dtype=np.int64, copy=True)
                    for f in REPORTED_FIELDS},
                 "sent": np.zeros(state.workers, dtype=np.int64),
                 "sent_tokens": np.zeros(state.workers, dtype=np.int64)}
-        return DispatchState(step=state.step, clock=state.clock, workers=state.workers, slots=state.slots,
+        view = DispatchState(step=state.step, clock=state.clock, workers=state.workers, slots=state.slots,
                              waiting=rep["waiting"] + rep["sent"],
                              waiting_tokens=rep["waiting_tokens"] + rep["sent_tokens"],
                              running=rep["running"], loads=rep["loads"], free=rep["free"],
                              workload=state.workload, running_prompt_tokens=rep["running_prompt_tokens"],
                              prefill=state.prefill)  # prefix caches and prefill backlog: not lagged
+        if not streamed:
+            return view
+        self._stream.update(state)
+        return self._stream.adjust(view)
 
     def dispatch(self, state: DispatchState, requests: np.ndarray) -> np.ndarray:
         out = self.select(self.router_view(state), requests)
@@ -297,6 +309,8 @@ class InstantPolicy(Policy):
                     and (to.size == 0 or (to.min() >= 0 and to.max() < state.workers))):
                 np.add.at(self._report["sent"], to, 1)
                 np.add.at(self._report["sent_tokens"], to, state.prefill_of(requests).astype(np.int64))
+                if self.completions == "streamed":
+                    self._stream.bind(state, requests, to)
         return out
 
 

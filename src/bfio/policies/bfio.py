@@ -86,6 +86,7 @@ from bfio.policies import register
 from bfio.policies.base import DISPATCH_MODES, Policy, RoutingState
 from bfio.policies.bfio_instant import InstantBinding
 from bfio.policies.bfio_options import LOCAL_SEARCH_ROUNDS, OPTIONS
+from bfio.policies.completion_stream import CompletionStream
 from bfio.predictors import default_remaining, make_predictor
 from bfio.solvers import GREEDY_PLACEMENT
 from bfio.solvers.call_view import CallView
@@ -102,7 +103,7 @@ class BFIO(InstantBinding, Policy):
     central_only_options = ("admission", "solver", "on_solver_error", "time_limit_s", "shard_workers", "placement")
     #: options of instant dispatch only (per-worker reports, queue releases): a central pool
     #: reads the exact state and has no queues, so a value other than the default is refused
-    instant_only_options = ("report_interval", "release", "report_age")
+    instant_only_options = ("report_interval", "release", "report_age", "completions")
     #: the call's predictions, shared by both dispatch forms (built in __init__)
     _call_view: CallView
     #: the central pool's routing call: every phase after the options (built in __init__)
@@ -139,6 +140,8 @@ class BFIO(InstantBinding, Policy):
         release = next(o for o in self.options if o.name == "release")
         self.release = v["release"] if release.applies(v) else release.default
         self.report_age = v["report_age"]
+        self.completions = v["completions"]
+        self._stream = CompletionStream()
         self.step_terms = v["step_terms"]
         # an exact backend has no placement of its own: a placement given for it (but the greedy,
         # the paper's, which a config may set for every BF-IO row) would be ignored
@@ -208,6 +211,7 @@ class BFIO(InstantBinding, Policy):
         self._migration_times: list[float] = []  # plan_migrations (issue 45)
         self._migration_terms: dict = {}  # plan_migrations' objective per horizon
         self._report: dict | None = None  # instant dispatch with report_interval: the last report
+        self._stream.reset()  # option completions: streamed
         # exact backends (highs, gurobi): a line every CALL_PROGRESS_EVERY_S seconds with the
         # solves done and their mean time (issue 31 item 5: minutes without output otherwise)
         self._exact_progress = (CallProgress(f"BF-IO exact solver {self.solver} (H={self.horizon}, time limit "

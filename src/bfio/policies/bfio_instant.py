@@ -112,6 +112,8 @@ class InstantBinding:
         if self._report is not None:  # its own bindings join the report's queues until the next report
             for i, g in zip(requests.tolist(), np.asarray(out).tolist()):
                 self._report["queues"][g].append(i)
+            if self.completions == "streamed":
+                self._stream.bind(state, requests, out)
         self._times.append(run_clock() - t0)
         return out
 
@@ -257,8 +259,9 @@ class InstantBinding:
         production routers' state) plus its own bindings since, and the steps since
         that copy; completions, admissions and decode growth stay invisible until
         the next report (option ``report_age: advance`` predicts them from the
-        report, :meth:`dispatch`). The completed requests the oracle-free predictors
-        learn from are not lagged."""
+        report, :meth:`dispatch`; option ``completions: streamed`` drops the finished
+        ones, :mod:`bfio.policies.completion_stream`). The completed requests the
+        oracle-free predictors learn from are not lagged."""
         k = self.report_interval
         if k == 0:
             return state, _queues(state), 0
@@ -268,8 +271,14 @@ class InstantBinding:
             rep = self._report = {"window": window, "step": int(state.step),
                                   "slot_request": np.array(state.slot_request, copy=True),
                                   "generated": np.array(state.generated, copy=True), "queues": _queues(state)}
-        lagged = replace(state, slot_request=rep["slot_request"], generated=rep["generated"])
-        return lagged, [list(q) for q in rep["queues"]], int(state.step) - rep["step"]
+            if self.completions == "streamed":
+                self._stream.new_report(state)
+        sr, queues = rep["slot_request"], [list(q) for q in rep["queues"]]
+        if self.completions == "streamed":
+            self._stream.update(state)
+            sr, queues = self._stream.drop_finished(sr, queues)
+        lagged = replace(state, slot_request=sr, generated=rep["generated"])
+        return lagged, queues, int(state.step) - rep["step"]
 
 
 __all__ = ["InstantBinding", "advance", "order_release"]

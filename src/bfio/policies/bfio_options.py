@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bfio.policies.base import REPORT_INTERVAL
+from bfio.policies.completion_stream import COMPLETIONS_OPTION
 from bfio.ground.options import Option, Registry
 from bfio.predictors import ERROR_MODELS, PROBABILISTIC, REMAINING
 from bfio.solvers import DEFAULT_TIME_LIMIT_S, GREEDY_PLACEMENT
@@ -174,6 +175,12 @@ OPTIONS = (
             doc="With instant dispatch (BF-IO bound at arrival): BF-IO reads the running requests and queues as "
             "reported every K steps plus its own bindings since, as the production routers' `report_interval` "
             "(issue 44, equal information); 0 = the exact state. A central pool refuses K > 0."),
+    replace(COMPLETIONS_OPTION,
+            doc="With instant dispatch on lagged reports (`report_interval` K >= 1): what BF-IO knows of the "
+            "requests finished since the last report, as the production routers' `completions`. `reported`: "
+            "nothing, the report's running requests and queues as they were; `streamed`: the finished ones are "
+            "dropped from them when their last token comes out (`bfio.policies.completion_stream`). No effect "
+            "with the exact state (K = 0)."),
 )
 
 
