@@ -66,6 +66,14 @@ and at 0.8 seeds 1-89 (``--seeds 30-89`` added) +0.2 [-0.3, +0.7]% (the oracle +
 ``release`` measured before that date read ``expected``, row ``bfio_h40_instant_ps_expected``
 now; the ``*_order`` rows are the default's.
 
+Lagged reports (``*_r10``, ``*_r50`` rows) compare with the routers on the same
+reports: ``table --routers sglang_total_tokens_r10`` (or ``..._r10_streamed`` for the
+rows with option ``completions: streamed``, a router that sees the output stream's
+completions; ``docs/online.md``, "Completions on the output stream", has the 30-seed
+numbers: the lag costs every router almost nothing once finished requests are taken
+off, and BF-IO's ``read`` is then +1.1 [+0.2, +2.0] / -1.9 [-2.5, -1.2]% against SGLang
+at 0.8 / 0.9, chosen on seeds 100-109 over ``advance``).
+
 ``table --metric throughput_run`` compares with the highest router (:data:`HIGHER_BETTER`),
 + still meaning BF-IO worse.
 """

@@ -602,6 +602,27 @@ def test_online_routers_draws_bfio_with_and_without_the_oracle_as_two_series():
     assert sum(x.get_text().startswith("BF-IO (H=40), instant") for x in mixed.legends[0].get_texts()) == 1
 
 
+def test_online_routers_draws_streamed_completions_as_a_dashed_series_of_its_own():
+    """Issue 44: a lagged row with ``completions: streamed`` is a series of its own
+    (not a second point on the reported row's line), said in its label, dashed."""
+    from bfio.figures.online_routers import plot_online_routers
+
+    t = routers_table()
+    t["completions"] = "reported"
+    lagged = t[(t["dispatch"] == "instant") & (t["report_interval"] > 0)]
+    assert len(lagged), "the table has a lagged row"
+    extra = lagged[lagged["policy"] == lagged["policy"].iloc[0]].copy()
+    extra["row"] = extra["label"] = extra["row"] + "_streamed"
+    extra["completions"] = "streamed"
+    fig = plot_online_routers(pd.concat([t, extra], ignore_index=True))
+    texts = [x.get_text() for x in fig.legends[0].get_texts()]
+    assert sum(x.endswith("completions streamed") for x in texts) == 1, texts
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    handle = handles[next(i for i, x in enumerate(labels) if x.endswith("completions streamed"))]
+    line = handle.lines[0] if hasattr(handle, "lines") else handle  # errorbar container: its data line
+    assert line.get_linestyle() == "--"
+
+
 def test_the_theory_figure_job_draws_every_theory_figure(tmp_path):
     """Issue 42: one job draws every theory figure (bfio.theory.figures.draw_all), each
     of FIGURES as PDF and PNG, the files the pipeline's rule theory_figures lists."""

@@ -368,3 +368,38 @@ def test_vllm_dp_kv_inflight_floor_is_exact_on_stale_reports():
     assert make_policy("vllm_dp_kv", kv_tokens_per_rank=5).describe()["kv_tokens_per_rank"] == 5
     with pytest.raises(ConfigError, match="kv_tokens_per_rank"):
         make_policy("vllm_dp_kv", kv_tokens_per_rank=0)
+
+
+def test_streamed_rows_are_their_own_line_labelled_and_recorded():
+    """Issue 44: a lagged row with ``completions: streamed`` is recorded as such by
+    the online study, labelled so in the tables, and kept off the reported row's line."""
+    import pandas as pd
+
+    from bfio.studies.online import online_runs
+    from bfio.studies.routers_summary import routers_markdown, summarize_routers
+
+    study = {"loads": [0.5], "central": ["fcfs"], "instant": ["vllm_dp_r10", "vllm_dp_r10_streamed"],
+             "load_basis": "saturation",
+             "variants": {"vllm_dp_r10": {"policy": "vllm_dp", "report_interval": 10},
+                          "vllm_dp_r10_streamed": {"policy": "vllm_dp", "report_interval": 10,
+                                                   "completions": "streamed"}}}
+    runs, extra = online_runs({"trace": "burstgpt", "requests": 100, "workers": 4}, "poisson", 200.0, study, [1], 72)
+    assert [(r.row, e["completions"]) for r, e in zip(runs, extra)] == [
+        ("fcfs", "reported"), ("vllm_dp_r10", "reported"), ("vllm_dp_r10_streamed", "streamed")]
+
+    frame = router_runs(np.random.default_rng(5))
+    frame["completions"] = "reported"
+    stream = frame[frame["row"] == "sglang_total_tokens_r10"].assign(row="sglang_total_tokens_r10_streamed",
+                                                                      completions="streamed")
+    s = summarize_routers(pd.concat([frame, stream], ignore_index=True), "bfio_h40")
+    labels = set(s["label"])
+    assert "SGLang total tokens, reports every 10 steps, completions streamed (instant)" in labels
+    assert "SGLang total tokens, reports every 10 steps (instant)" in labels
+    md = routers_markdown(s, {"p": {"trace": "burstgpt", "requests": 100, "workers": 4}})
+    lines = [ln for ln in md.splitlines()
+             if ln.strip("| ").startswith("0.95 ") and "SGLang total tokens" in ln][:2]  # setting p's
+    assert len(lines) == 2, lines
+    streamed_line = next(ln for ln in lines if "completions streamed" in ln)
+    cells = [c.strip() for c in streamed_line.strip("|").split("|")]
+    assert "[" not in cells[1]  # its own line by the option, not by row names
+    assert cells[2] == "-"  # no exact-state cell: k = 0 belongs to the reported line

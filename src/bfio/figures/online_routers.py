@@ -43,8 +43,11 @@ def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panel
     study's variant names one (``predictors``: row -> predictor), its predictor:
     BF-IO with the oracle and with an oracle-free predictor are two lines."""
     predictors = dict(predictors or {})
-    summary = summary.assign(_router=[f"{p}|{predictors[r]}" if r in predictors else p
-                                      for p, r in zip(summary["policy"], summary["row"])])
+    streamed = (summary["completions"] == "streamed" if "completions" in summary
+                else pd.Series(False, index=summary.index))
+    # a router is its policy, its predictor where named, and a line of its own with streamed completions
+    summary = summary.assign(_router=[(f"{p}|{predictors[r]}" if r in predictors else p) + ("|streamed" if c else "")
+                                      for p, r, c in zip(summary["policy"], summary["row"], streamed)])
     settings = list(dict.fromkeys(summary["setting"]))
     at = figure_loads(summary, load)
     inst = summary[summary["role"] == "instant"]
@@ -89,7 +92,7 @@ def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panel
                 kinds.append(kind)
                 r0 = q.iloc[0]
                 st = router(r0["row"], "instant", r0["policy"], r0.get("horizon"),
-                            predictor=predictors.get(r0["row"])).style()
+                            predictor=predictors.get(r0["row"]), completions=r0.get("completions")).style()
                 st["linestyle"] = st["linestyle"] if len(q) > 1 else "none"
                 ax.errorbar(q["_x"], mean, yerr=yerr, capsize=2, markersize=4, linewidth=1.1, **st)
             curves = []

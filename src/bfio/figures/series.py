@@ -223,7 +223,7 @@ def admission_text(rule: str) -> str:
 
 
 def router(row: str, dispatch: str | None = None, policy: str | None = None, horizon=None,
-           report_interval=0, predictor: str | None = None) -> Series:
+           report_interval=0, predictor: str | None = None, completions: str | None = None) -> Series:
     """The series of a table's row key: a registered router (``vllm_dp``), a BF-IO
     row (``bfio_h40``, ``bfio_h40_literal``, ``bfio_h40_aging200``), a variant row
     naming its ``policy`` (``vllm_dp_r10`` with ``report_interval`` 10,
@@ -232,7 +232,9 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
     router does by default (BF-IO and the paper's baselines: central; the
     production routers: instant). ``predictor``: a BF-IO row's predictor when the
     study names one (an oracle-free row beside the oracle's): its label says so
-    and its markers are hollow."""
+    and its markers are hollow. ``completions``: ``streamed`` (a router that sees
+    the output stream's completions between lagged reports, issue 44) is said in
+    the label and drawn dashed."""
     def h_of(h):
         return None if h is None or (isinstance(h, float) and np.isnan(h)) else int(h)
 
@@ -266,6 +268,9 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
         s = replace(s, filled=False)
     if k > 0:
         text += f", reports every {k} steps"
+    if completions == "streamed":
+        text += ", completions streamed"
+        s = replace(s, linestyle="--")
     central_by_default = row in ("fcfs", "jsq_tokens", "jsq_requests", "random") or bool(adm or bf)
     if dispatch == "instant" and central_by_default:
         text += ", instant"

@@ -30,6 +30,7 @@ from bfio.runs.run import ArrivalSpec, RunSpec, resolve_row
 from bfio.runs.runner import run_batch, simulate_run
 from bfio.studies.registry import Figure, Study, Table, register_study
 from bfio.policies import check_policy_options
+from bfio.policies.completion_stream import COMPLETIONS_OPTION
 from bfio.studies.online_summary import online_table
 from bfio.studies.report import check_settings
 from bfio.studies.routers_summary import routers_table
@@ -94,6 +95,14 @@ def report_interval(options: dict) -> int:
     return int(options.get("report_interval", 0) or 0)
 
 
+def completions(options: dict) -> str:
+    """What an instant-dispatch router on lagged reports knows of the requests
+    finished since the last one (its ``completions`` option,
+    :mod:`bfio.policies.completion_stream`): ``reported`` (the default, and for
+    every policy without the option) or ``streamed``."""
+    return str(options.get("completions") or COMPLETIONS_OPTION.default)
+
+
 def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, seeds, slots: int,
                 bfio_defaults=None, native_rps: float | None = None,
                 defaults=None, capacity_rps: float | None = None) -> tuple[list[RunSpec], list[dict]]:
@@ -144,6 +153,7 @@ def online_runs(setting: dict, kind: str, saturation_rps: float, study: dict, se
                     extra.append({"load": load, "offered_rps": load * base_rps,
                                   "saturation_rps": saturation_rps, **basis_columns,
                                   "report_interval": report_interval(runs[-1].policy_options),
+                                  "completions": completions(runs[-1].policy_options),
                                   # BF-IO's H (RunSpec.horizon), stored so tables and figures label
                                   # rows from it, not from the row's name; NaN for other policies
                                   "horizon": float("nan") if runs[-1].horizon is None else float(runs[-1].horizon)})
@@ -299,5 +309,5 @@ STUDY = register_study(Study(
     modules=("studies/online.py",), table_modules=("studies/online_summary.py", "studies/routers_summary.py"),
     figure_modules=("figures/online_routers.py", "figures/online_load.py", "figures/online_replay.py")))
 
-__all__ = ["saturation_rate", "measure_saturation", "trace_rate", "report_interval", "online_runs", "run_online", "plan",
+__all__ = ["saturation_rate", "measure_saturation", "trace_rate", "report_interval", "completions", "online_runs", "run_online", "plan",
            "STUDY"]

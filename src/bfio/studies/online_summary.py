@@ -49,7 +49,7 @@ ONLINE_GROUP = ["setting", "trace", "requests", "workers", "slots", "arrival_mod
 #: Columns of the online runs that a row (or the study's ``load_basis``)
 #: determines, carried into the summary when present (runs written before
 #: issue 18, or 44 for ``load_basis``, lack them).
-ONLINE_ROW_COLUMNS = ["policy", "report_interval", "horizon", "load_basis"]
+ONLINE_ROW_COLUMNS = ["policy", "report_interval", "completions", "horizon", "load_basis"]
 
 
 def summarize_online(runs: pd.DataFrame, metrics=None) -> pd.DataFrame:
@@ -66,13 +66,15 @@ def summarize_online(runs: pd.DataFrame, metrics=None) -> pd.DataFrame:
 
 
 def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None = None, horizon=None,
-                 predictor: str | None = None) -> str:
+                 predictor: str | None = None, completions: str | None = None) -> str:
     """``'vLLM DP (instant)'``, ``'BF-IO (H=40) (central)'``, ``'BF-IO (H=40, aging:200) (central)'``;
     a row with lagging load reports (``report_interval`` k > 0, the row's
     registry ``policy`` given): ``'vLLM DP, reports every 10 steps (instant)'``; a
     BF-IO variant row with its stored ``horizon``: ``'BF-IO (H=40) (instant)'``;
     a BF-IO row with its ``predictor`` of decode lengths named:
-    ``'BF-IO (H=20), prompt_survival lengths (central)'`` (``oracle``: true lengths)."""
+    ``'BF-IO (H=20), prompt_survival lengths (central)'`` (``oracle``: true lengths);
+    a lagged row with ``completions`` ``streamed``: ``'..., reports every 10 steps,
+    completions streamed (instant)'``."""
     spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.lookahead.run_keys)
     if spec is not None and spec.admission is not None:
         return f"{spec.label(registry_label)} ({dispatch})"
@@ -87,13 +89,20 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     if predictor and isinstance(predictor, str) and (policy == "bfio" or spec is not None):
         label += ", true lengths (oracle)" if predictor == "oracle" else f", {predictor} lengths"
     if k > 0:
-        label += f", reports every {k} steps"
+        label += f", reports every {k} steps" + lag_note(completions)
     return f"{label} ({dispatch})"
+
+
+def lag_note(completions) -> str:
+    """What a lagged row's label adds for its ``completions`` option: ``', completions
+    streamed'``, or nothing (``reported``, the default, or a record without the column)."""
+    return ", completions streamed" if completions == "streamed" else ""
 
 
 def record_label(r) -> str:
     """:func:`policy_label` of a summary record (with its ``report_interval`` and ``policy`` when present)."""
-    return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"), r.get("horizon"))
+    return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"), r.get("horizon"),
+                        completions=r.get("completions"))
 
 
 def online_markdown(summary: pd.DataFrame, settings: dict, title: str = "Online arrivals vs production routers") -> str:

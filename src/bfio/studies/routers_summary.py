@@ -13,7 +13,7 @@ import pandas as pd
 
 from bfio.ground.errors import ConfigError
 from bfio.studies.aggregate import paired_effect, summarize_runs
-from bfio.studies.online_summary import policy_label, record_label
+from bfio.studies.online_summary import lag_note, policy_label, record_label
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, scale_note
 
 #: Metrics of the routers table (``results/tables/online_routers.*``).
@@ -35,6 +35,8 @@ def summarize_routers(runs: pd.DataFrame, reference: str, metrics=ROUTER_METRICS
     runs["load"] = runs["load"].round(6)
     if "report_interval" not in runs:
         runs["report_interval"] = 0
+    if "completions" not in runs:  # runs written before the option (issue 44)
+        runs["completions"] = "reported"
     ref = runs[(runs["dispatch"] == "central") & (runs["row"] == reference)]
     if ref.empty:
         raise ConfigError(f"online.reference: row '{reference}' is not among the central rows of the runs "
@@ -43,7 +45,8 @@ def summarize_routers(runs: pd.DataFrame, reference: str, metrics=ROUTER_METRICS
     keep = ref.assign(row="__reference__")
     out = []
     for group, part in (("reference", ref), ("instant", inst)):
-        s = summarize_runs(part, ROUTER_GROUP + ["dispatch", "row", "policy", "report_interval"], list(metrics))
+        s = summarize_runs(part, ROUTER_GROUP + ["dispatch", "row", "policy", "report_interval", "completions"],
+                           list(metrics))
         s["role"] = group
         out.append(s)
     summary = pd.concat(out, ignore_index=True)
@@ -103,11 +106,13 @@ def routers_markdown(summary: pd.DataFrame, settings: dict, title: str = "Produc
                              **{f"k={k}": (ci_cell(r, ROUTER_EFFECT_METRIC) if k == intervals[0] else "")
                                 for k in intervals}})
             inst = at[at["role"] == "instant"]
-            for policy in dict.fromkeys(inst["policy"]):
-                # one line per policy, its report intervals side by side; rows of the
-                # same policy and interval (other options differ) get lines of their own
+            streamed = inst.get("completions", pd.Series("reported", index=inst.index)) == "streamed"
+            for policy, stream in dict.fromkeys(zip(inst["policy"], streamed)):
+                # one line per policy (and per completions option, the exact reports on the
+                # reported line), its report intervals side by side; rows of the same policy
+                # and interval (other options differ) get lines of their own
                 lines_of: list[dict] = []
-                for r in inst[inst["policy"] == policy].to_dict("records"):
+                for r in inst[(inst["policy"] == policy) & (streamed == stream)].to_dict("records"):
                     k = int(r["report_interval"])
                     slot = next((d for d in lines_of if k not in d), None)
                     if slot is None:
@@ -115,6 +120,8 @@ def routers_markdown(summary: pd.DataFrame, settings: dict, title: str = "Produc
                     slot[k] = r
                 for recs in lines_of:
                     label = policy_label(policy, "instant")
+                    if stream:
+                        label = label.replace(" (instant)", lag_note("streamed") + " (instant)")
                     if len(lines_of) > 1:
                         label += " [" + ", ".join(dict.fromkeys(r["row"] for r in recs.values())) + "]"
                     rows.append({"load": f"{load:.3g}", "router": label,
