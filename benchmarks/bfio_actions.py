@@ -21,6 +21,7 @@ earlier measurements:
 
     python benchmarks/bfio_actions.py [OUT_CSV]
     python benchmarks/bfio_actions.py --cpu     # the rule's simulation cost alone
+    python benchmarks/bfio_actions.py --margin 42,1-29   # the margin over DyntraLB on more seeds
 
 The ``bfio`` rule's ``cost_weight`` and ``horizon`` are chosen per setting on the
 tuning seeds 100-109 (the highest mean whole-run throughput of instant BF-IO with
@@ -180,15 +181,45 @@ def main(out: str | None = None, G: int = 8, B: int = 72, load: float = 0.9) -> 
         every.to_csv(out, index=False)
 
 
+#: the rule's options :func:`main` chose on seeds 100-109 (2026-12-05, ``docs/architecture.md``), per setting
+CHOSEN = {"transfer": {"kv": "transfer", "cost_weight": 16.0},
+          "transfer_nvlink": {"kv": "transfer", "transfer_gbps": NVLINK_GBPS, "cost_weight": 4.0,
+                              "evaluations": 4, "per_rank": 2}}
+
+
+def margin(seeds: list[int], G: int = 8, B: int = 72, load: float = 0.9) -> pd.DataFrame:
+    """Issue 45's margin over DyntraLB on more seeds, nothing chosen on them
+    (``python benchmarks/bfio_actions.py --margin 42,1-29``): per transfer setting,
+    vLLM DP with and without DyntraLB's pauses, instant BF-IO with and without its
+    migrations (:data:`CHOSEN`), paired by seed."""
+    frame = pd.read_parquet(TRACE)
+    rate = load * trace_capacity(frame, G, B).requests_per_s
+    out = []
+    for setting, options in CHOSEN.items():
+        rows = {"vllm_dp": ("vllm_dp", None, None), "vllm_dp+dyntra_lb": ("vllm_dp", None, DYNTRA),
+                "bfio": (*BFIO, None), "bfio+mig": (*BFIO, ("migration", "bfio", options))}
+        report = pd.DataFrame([run(frame, setting, rate, seed, label, *spec)
+                               for seed in seeds for label, spec in rows.items()])
+        p = report.pivot(index="seed", columns="row")
+        thr, p99 = p["throughput_run"], p["e2e_s_p99"]
+        print(f"{setting} ({len(seeds)} seeds; mean throughput " + ", ".join(
+            f"{r} {thr[r].mean():.4g}" for r in rows) + " tok/s):")
+        for a, b in (("vllm_dp+dyntra_lb", "vllm_dp"), ("bfio+mig", "vllm_dp+dyntra_lb"),
+                     ("bfio", "vllm_dp+dyntra_lb"), ("bfio+mig", "bfio")):
+            print(f"  {a} vs {b}: throughput {interval(100 * (thr[a] / thr[b] - 1))}, "
+                  f"p99 e2e {interval(100 * (p99[a] / p99[b] - 1))}")
+        out.append(report)
+    return pd.concat(out)
+
+
 def cpu(G: int = 8, B: int = 72, load: float = 0.9, repeats: int = 3) -> None:
     """The simulation's cost of the rule: per reported seed the least process time
     of ``repeats`` runs of instant BF-IO in the paper's step, without the rule and
     with each setting's chosen options (``python benchmarks/bfio_actions.py --cpu``)."""
     frame = pd.read_parquet(TRACE)
     rate = load * trace_capacity(frame, G, B).requests_per_s
-    chosen = {"off": None, "400 Gb/s, 1 evaluation": {"kv": "transfer", "cost_weight": 16.0},
-              "NVLink, 4 evaluations": {"kv": "transfer", "transfer_gbps": NVLINK_GBPS, "cost_weight": 4.0,
-                                        "evaluations": 4, "per_rank": 2},
+    chosen = {"off": None, "400 Gb/s, 1 evaluation": CHOSEN["transfer"],
+              "NVLink, 4 evaluations": CHOSEN["transfer_nvlink"],
               "NVLink, 1 evaluation": {"kv": "transfer", "transfer_gbps": NVLINK_GBPS, "cost_weight": 4.0}}
     rows = []
     for seed in REPORT_SEEDS:
@@ -212,5 +243,8 @@ def cpu(G: int = 8, B: int = 72, load: float = 0.9, repeats: int = 3) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--cpu"]:
         cpu()
+    elif sys.argv[1:2] == ["--margin"]:
+        margin([x for part in sys.argv[2].split(",") for x in (
+            range(int(part.split("-")[0]), int(part.split("-")[1]) + 1) if "-" in part else [int(part)])])
     else:
         main(*sys.argv[1:2])
