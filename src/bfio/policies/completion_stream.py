@@ -16,8 +16,10 @@ knows of the requests that finished since the last report.
   decode growth stay as reported (BF-IO's ``report_age: advance`` predicts them).
 
 The state kept is per router (:class:`CompletionStream`): the rank each request
-was bound to (the router's own choices), and per report the tokens each running
-request held then.
+is counted on (the rank the report saw it running or queued on, else the rank the
+router bound it to since: a request an engine moved between ranks, issue 45's
+queue moves or migrations, is counted where the report saw it), and per report
+the tokens each running request held then.
 """
 
 from __future__ import annotations
@@ -45,12 +47,13 @@ COMPLETIONS_OPTION = Option(
 
 
 class CompletionStream:
-    """What option ``completions: streamed`` keeps (module docstring): ``bound[i]``
-    the rank request ``i`` was bound to (-1: not yet), ``held[i]`` the tokens the
+    """What option ``completions: streamed`` keeps (module docstring): ``rank[i]``
+    the rank request ``i`` is counted on (-1: none yet), ``held[i]`` the tokens the
     current report counted for ``i`` running (-1: not running in it), ``done[i]``
     whether ``i`` has finished, and the per-rank corrections of the current report.
-    Invariant: the corrections sum, per rank, what the report counted of the
-    requests finished since it was taken, each once."""
+    Invariant: the corrections sum, per rank, what the report (with the router's
+    bindings since) counted of the requests finished since it was taken, each once,
+    on the rank it counted them on."""
 
     def __init__(self):
         self.reset()
@@ -58,7 +61,7 @@ class CompletionStream:
     def _size(self, n: int, workers: int) -> None:
         if self.n != n or self.removed_loads.shape[0] != workers:
             self.n = n
-            self.bound = np.full(n, -1, dtype=np.int64)
+            self.rank = np.full(n, -1, dtype=np.int64)
             self.held = np.full(n, -1, dtype=np.int64)
             self.done = np.zeros(n, dtype=bool)
             self.seen = 0
@@ -78,19 +81,28 @@ class CompletionStream:
     def bind(self, state, requests: np.ndarray, workers: np.ndarray) -> None:
         """The router bound ``requests`` to ``workers`` (its own choice: the front end knows it)."""
         self._size(len(state.workload), state.workers)
-        self.bound[np.asarray(requests, dtype=np.int64)] = np.asarray(workers, dtype=np.int64)
+        self.rank[np.asarray(requests, dtype=np.int64)] = np.asarray(workers, dtype=np.int64)
 
     def new_report(self, state) -> None:
-        """A report is taken from ``state``: what it counts of each running request, and
-        no correction yet (it counts no finished request)."""
+        """A report is taken from ``state``: where it counts each running and queued
+        request, what it counts of each running one, and no correction yet (it counts
+        no finished request)."""
         self._size(len(state.workload), state.workers)
         self._observe(state)
         self.held.fill(-1)
         if state.slot_request is None:
             raise RuntimeError("completions: streamed needs the running requests of the state (slot_request)")
         sr = np.asarray(state.slot_request)
-        ids = sr[sr >= 0]
+        g, b = np.nonzero(sr >= 0)
+        ids = sr[g, b]
         self.held[ids] = state.workload.prefill[ids] + state.generated[ids]
+        self.rank[ids] = g
+        if state.queue_head is not None:  # the queued ones where the report has them (else as bound)
+            for q in np.flatnonzero(np.asarray(state.queue_head) >= 0).tolist():
+                i = int(state.queue_head[q])
+                while i >= 0:
+                    self.rank[i] = q
+                    i = int(state.queue_next[i])
         self._zero(state.workers)
 
     def _observe(self, state) -> np.ndarray:
@@ -107,10 +119,10 @@ class CompletionStream:
         new = self._observe(state)
         if new.size == 0:
             return
-        rank = self.bound[new]
+        rank = self.rank[new]
         if (rank < 0).any():
-            raise RuntimeError(f"completions: streamed: request {int(new[rank < 0][0])} finished but this router "
-                               "never bound it (a router's stream must see every binding)")
+            raise RuntimeError(f"completions: streamed: request {int(new[rank < 0][0])} finished but no report "
+                               "counted it and this router never bound it (a router's stream must see every binding)")
         running = self.held[new] >= 0
         np.add.at(self.removed_loads, rank[running], self.held[new][running])
         np.add.at(self.removed_running, rank[running], 1)
