@@ -72,7 +72,8 @@ rows with option ``completions: streamed``, a router that sees the output stream
 completions; ``docs/online.md``, "Completions on the output stream", has the 30-seed
 numbers: the lag costs every router almost nothing once finished requests are taken
 off, and BF-IO's ``read`` is then +1.1 [+0.2, +2.0] / -1.9 [-2.5, -1.2]% against SGLang
-at 0.8 / 0.9, chosen on seeds 100-109 over ``advance``).
+at 0.8 / 0.9, chosen on seeds 100-109 over ``advance``; at 0.8 over seeds 42, 1-89 +0.6
+[+0.1, +1.0]%).
 
 ``table --metric throughput_run`` compares with the highest router (:data:`HIGHER_BETTER`),
 + still meaning BF-IO worse.
