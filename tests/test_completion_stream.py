@@ -59,10 +59,10 @@ def test_a_finished_request_no_report_counted_and_the_router_never_bound_is_an_e
         p.router_view(dstate(11, [[-1, -1], [1, -1]], [6, 4, 0, 1, 0], [0, 0], [0, 0], completed=[0]))
 
 
-def workload(n=500, seed=44):
+def workload(n=500, seed=44, gap_s=0.002, decode=80):
     rng = np.random.default_rng(seed)
-    return Workload(rng.integers(1, 3000, n), rng.integers(1, 80, n),
-                    arrival_s=np.cumsum(rng.exponential(0.002, n)))
+    return Workload(rng.integers(1, 3000, n), rng.integers(1, decode, n),
+                    arrival_s=np.cumsum(rng.exponential(gap_s, n)))
 
 
 def signature(r):
@@ -97,8 +97,8 @@ def test_streamed_completions_change_lagged_routing_and_stay_deterministic(polic
     assert signature(streamed) != signature(go())
 
 
-@pytest.mark.parametrize("queue_moves", ["none", "sglang_balancer"])
-def test_the_streamed_view_counts_what_the_report_had_less_what_finished(monkeypatch, queue_moves):
+@pytest.mark.parametrize("queue_moves,prefill", [("none", False), ("sglang_balancer", False), ("none", True)])
+def test_the_streamed_view_counts_what_the_report_had_less_what_finished(monkeypatch, queue_moves, prefill):
     """Checked against the exact states of a run, recounted by request sets: the
     view's running requests per rank are the report's that have not finished, its
     queued ones the report's and the router's bindings since, less the finished;
@@ -119,24 +119,37 @@ def test_the_streamed_view_counts_what_the_report_had_less_what_finished(monkeyp
 
     def dispatch(self, state, requests):
         out = original_dispatch(self, state, requests)
-        exact.append((int(state.step), np.array(state.slot_request), [int(x) for x in state.completed],
-                      _queued(state), np.asarray(requests).tolist(), np.asarray(out).tolist()))
+        sr = np.array(state.slot_request)
+        ids = sr[sr >= 0]
+        held = dict(zip(ids.tolist(), (state.workload.prefill[ids] + state.generated[ids] if state.prefill is None
+                                       else state.prefill.resident_tokens(ids, state.generated)).tolist()))
+        # what the rank's load counts is the sum of its running requests' resident tokens
+        assert [sum(held[i] for i in row[row >= 0].tolist()) for row in sr] == list(state.loads)
+        exact.append((int(state.step), sr, [int(x) for x in state.completed],
+                      _queued(state), np.asarray(requests).tolist(), np.asarray(out).tolist(), held,
+                      np.array(state.loads)))
         return out
 
     monkeypatch.setattr(SglangTotalTokens, "dispatch", dispatch)
     K = 7
-    result = simulate(workload(1500, seed=45), 4, 6, "sglang_total_tokens", seed=2, entry="arrivals",
+    from bfio.engine.prefill import PrefillModel
+
+    # with chunked prefill, arrivals over the whole run and short outputs: requests seated
+    # mid-prompt at a report finish before the next one
+    work = workload(800, seed=46, gap_s=0.02, decode=12) if prefill else workload(1500, seed=45)
+    result = simulate(work, 4, 6, "sglang_total_tokens", seed=2, entry="arrivals",
                       dispatch="instant", policy_options={"report_interval": K, "completions": "streamed"},
-                      queue_moves=queue_moves)
+                      queue_moves=queue_moves, prefill=PrefillModel(chunk_tokens=256) if prefill else None)
     if queue_moves != "none":
         assert result.metrics["queue_move_count"] > 0  # the moves happened
     report = None
-    for view, (step, sr, completed, queued, requests, out) in zip(seen, exact):
+    for view, (step, sr, completed, queued, requests, out, held, loads) in zip(seen, exact):
         if report is None or step // K != report["window"]:
             report = {"window": step // K, "running": [set(sr[g][sr[g] >= 0].tolist()) for g in range(4)],
-                      "queued": [set(q) for q in queued], "done": set(completed)}
+                      "queued": [set(q) for q in queued], "done": set(completed), "held": held}
         finished = set(completed) - report["done"]
         assert view.running.tolist() == [len(r - finished) for r in report["running"]]
+        assert view.loads.tolist() == [sum(report["held"][i] for i in r - finished) for r in report["running"]]
         assert view.waiting.tolist() == [len(q - finished) for q in report["queued"]]
         assert (view.loads >= 0).all() and (view.free == 6 - view.running).all()
         for i, g in zip(requests, out):  # the router's own bindings join its count

@@ -9,7 +9,8 @@ knows of the requests that finished since the last report.
   returns every request's last token), so it knows a request finished at the step
   it finishes, and takes it off the rank it counted it on: the report's
   ``loads`` less the tokens the report counted for it (``s_i + tau_i`` at the
-  report), one fewer ``running`` and one more ``free`` slot; or, when the report
+  report, less its prompt's chunks still to compute then with the prefill model),
+  one fewer ``running`` and one more ``free`` slot; or, when the report
   had it queued or the router bound it after the report, one fewer ``waiting`` and
   its prompt off ``waiting_tokens``. BF-IO drops it from the report's running
   requests and queues. Nothing else the stream carries is used: admissions and
@@ -95,7 +96,10 @@ class CompletionStream:
         sr = np.asarray(state.slot_request)
         g, b = np.nonzero(sr >= 0)
         ids = sr[g, b]
-        self.held[ids] = state.workload.prefill[ids] + state.generated[ids]
+        # what the report's L_g counts of each: s_i + tau_i, less the prompt's chunks still
+        # to compute with the prefill model (its CacheView)
+        self.held[ids] = (state.workload.prefill[ids] + state.generated[ids] if state.prefill is None
+                          else state.prefill.resident_tokens(ids, state.generated))
         self.rank[ids] = g
         if state.queue_head is not None:  # the queued ones where the report has them (else as bound)
             for q in np.flatnonzero(np.asarray(state.queue_head) >= 0).tolist():

@@ -31,6 +31,12 @@ class CacheView:
         self.pending = np.asarray(queued_tokens, dtype=np.int64) + state.reserve
         self.token_s = state.model.token_s
 
+    def resident_tokens(self, ids: np.ndarray, generated: np.ndarray) -> np.ndarray:
+        """Per running request of ``ids``, the KV tokens its rank's load ``L_g`` counts
+        now: ``s_i + tau_i - left_i``, its prompt's chunks still to compute left out
+        (:meth:`bfio.engine.prefill_resume.Resumes.sent_tokens`)."""
+        return self._state.sent_tokens(ids, generated)
+
     def _soon(self) -> list[set]:
         """Per rank, the block hashes its queued and prefilling requests will leave
         in its cache (built on first use; :meth:`note` adds the router's own bindings)."""
