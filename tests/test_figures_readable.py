@@ -602,9 +602,11 @@ def test_online_routers_draws_bfio_with_and_without_the_oracle_as_two_series():
     assert sum(x.get_text().startswith("BF-IO (H=40), instant") for x in mixed.legends[0].get_texts()) == 1
 
 
-def test_online_routers_draws_streamed_completions_as_a_dashed_series_of_its_own():
-    """Issue 44: a lagged row with ``completions: streamed`` is a series of its own
-    (not a second point on the reported row's line), said in its label, dashed."""
+def test_online_routers_draws_streamed_completions_in_a_panel_row_of_their_own():
+    """Issue 44: rows with ``completions: streamed`` get a panel row of their own
+    (the main panels keep their series, within MAX_SERIES), each dotted beside its
+    router's line on reports alone, said in the legend."""
+    from bfio.figures.checks import crowded_panels
     from bfio.figures.online_routers import plot_online_routers
 
     t = routers_table()
@@ -614,13 +616,19 @@ def test_online_routers_draws_streamed_completions_as_a_dashed_series_of_its_own
     extra = lagged[lagged["policy"] == lagged["policy"].iloc[0]].copy()
     extra["row"] = extra["label"] = extra["row"] + "_streamed"
     extra["completions"] = "streamed"
+    plain = plot_online_routers(t)
     fig = plot_online_routers(pd.concat([t, extra], ignore_index=True))
+    per_row = len(plain.axes) // 2
+    assert len(fig.axes) == 3 * per_row  # one more panel row
     texts = [x.get_text() for x in fig.legends[0].get_texts()]
     assert sum(x.endswith("completions streamed") for x in texts) == 1, texts
-    handles, labels = fig.axes[0].get_legend_handles_labels()
+    top = fig.axes[0].get_legend_handles_labels()[1]
+    assert not any(x.endswith("completions streamed") for x in top)  # not in the main panels
+    handles, labels = fig.axes[2 * per_row].get_legend_handles_labels()
     handle = handles[next(i for i, x in enumerate(labels) if x.endswith("completions streamed"))]
     line = handle.lines[0] if hasattr(handle, "lines") else handle  # errorbar container: its data line
-    assert line.get_linestyle() == "--"
+    assert line.get_linestyle() == ":"
+    assert crowded_panels(fig) == []
 
 
 def test_the_theory_figure_job_draws_every_theory_figure(tmp_path):

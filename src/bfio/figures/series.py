@@ -234,7 +234,7 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
     study names one (an oracle-free row beside the oracle's): its label says so
     and its markers are hollow. ``completions``: ``streamed`` (a router that sees
     the output stream's completions between lagged reports, issue 44) is said in
-    the label and drawn dashed."""
+    the label and drawn dotted."""
     def h_of(h):
         return None if h is None or (isinstance(h, float) and np.isnan(h)) else int(h)
 
@@ -270,7 +270,7 @@ def router(row: str, dispatch: str | None = None, policy: str | None = None, hor
         text += f", reports every {k} steps"
     if completions == "streamed":
         text += ", completions streamed"
-        s = replace(s, linestyle="--")
+        s = replace(s, linestyle=":")
     central_by_default = row in ("fcfs", "jsq_tokens", "jsq_requests", "random") or bool(adm or bf)
     if dispatch == "instant" and central_by_default:
         text += ", instant"

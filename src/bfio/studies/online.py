@@ -31,7 +31,7 @@ from bfio.runs.runner import run_batch, simulate_run
 from bfio.studies.registry import Figure, Study, Table, register_study
 from bfio.policies import check_policy_options
 from bfio.policies.completion_stream import COMPLETIONS_OPTION
-from bfio.studies.online_summary import online_table
+from bfio.studies.online_summary import online_table, row_predictors
 from bfio.studies.report import check_settings
 from bfio.studies.routers_summary import routers_table
 from bfio.traces.registry import trace_specs
@@ -215,12 +215,6 @@ def _simulate(name, setting, section, seeds, slots, frame, defaults, log, prepar
                       defaults=defaults)
 
 
-def _predictors(section: dict) -> dict:
-    """Row -> the predictor its variant names (the figures say it: an oracle-free
-    BF-IO row beside the oracle's, issue 44's equal information)."""
-    return {row: v["predictor"] for row, v in (section.get("variants") or {}).items() if "predictor" in v}
-
-
 def _validate(section: dict, config: dict) -> None:
     """Every row builds its policy (with its dispatch), the reference is a central
     row, and trace replays need an arrival column and never more rows than the
@@ -265,8 +259,11 @@ ROUTERS_CAPTION = """Production data-parallel routers (issue 18, ``docs/online.m
 latency of every instant-dispatch row of the online study
 ({{ config["online"]["instant"] }}), top: over that of the reference
 row **{{ config["online"]["reference"] }}** (central pool), paired by
-seed (1 = as fast, log scale); bottom: in seconds (log scale; black line and
-gray band: the reference, mean and 95% CI). Against the interval *k* of the
+seed (1 = as fast, log scale); middle: in seconds (log scale; black line and
+gray band: the reference, mean and 95% CI); bottom (when the study has rows with
+``completions: streamed``, issue 44): the top row's ratio for the routers that see
+finished requests in the output stream (dotted) beside the same routers on
+reports alone. Against the interval *k* of the
 load reports the router sees (0 = the exact state; ``report_interval``), at the
 load closest to {{ config["online"]["figure_load"] }} of saturation in
 each setting. Mean over seeds {{ config["seeds"] }} with 95% CI bars."""
@@ -297,10 +294,10 @@ STUDY = register_study(Study(
             Table("online_routers", routers_table, when=lambda section: bool(section.get("instant")))),
     figures=(Figure("online_routers", "bfio.figures.online_routers:plot_online_routers", table="online_routers",
                     options=lambda section: {"load": float(section["figure_load"]),
-                                             "predictors": _predictors(section)}, caption=ROUTERS_CAPTION,
+                                             "predictors": row_predictors(section)}, caption=ROUTERS_CAPTION,
                     when=lambda section: bool(section.get("instant")), modules=("figures/online_routers.py",)),
              Figure("online_load", "bfio.figures.online_load:plot_online_load", table="online",
-                    options=lambda section: {"rows": section.get("figure_rows"), "predictors": _predictors(section)},
+                    options=lambda section: {"rows": section.get("figure_rows"), "predictors": row_predictors(section)},
                     caption=LOAD_CAPTION, when=lambda section: bool(section.get("poisson")),
                     modules=("figures/online_load.py",)),
              Figure("online_replay", "bfio.figures.online_replay:plot_online_replay", table="online",

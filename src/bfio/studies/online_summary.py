@@ -93,16 +93,25 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     return f"{label} ({dispatch})"
 
 
+def row_predictors(section: dict) -> dict:
+    """Row -> the predictor its variant names (``section``: the online study's config
+    section; tables and figures say it: an oracle-free BF-IO row beside the
+    oracle's, issue 44's equal information)."""
+    return {row: v["predictor"] for row, v in (section.get("variants") or {}).items() if "predictor" in v}
+
+
 def lag_note(completions) -> str:
     """What a lagged row's label adds for its ``completions`` option: ``', completions
     streamed'``, or nothing (``reported``, the default, or a record without the column)."""
     return ", completions streamed" if completions == "streamed" else ""
 
 
-def record_label(r) -> str:
-    """:func:`policy_label` of a summary record (with its ``report_interval`` and ``policy`` when present)."""
+def record_label(r, predictors: dict | None = None) -> str:
+    """:func:`policy_label` of a summary record (with its ``report_interval``, ``policy``,
+    ``horizon`` and ``completions`` when present; ``predictors``: row -> the predictor
+    its variant names, :func:`row_predictors`)."""
     return policy_label(r["row"], r["dispatch"], r.get("report_interval", 0), r.get("policy"), r.get("horizon"),
-                        completions=r.get("completions"))
+                        (predictors or {}).get(r["row"]), completions=r.get("completions"))
 
 
 def online_markdown(summary: pd.DataFrame, settings: dict, title: str = "Online arrivals vs production routers") -> str:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from bfio.ground.errors import ConfigError
 from bfio.studies.aggregate import paired_effect, summarize_runs
-from bfio.studies.online_summary import lag_note, policy_label, record_label
+from bfio.studies.online_summary import lag_note, policy_label, record_label, row_predictors
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, scale_note
 
 #: Metrics of the routers table (``results/tables/online_routers.*``).
@@ -23,7 +23,8 @@ ROUTER_EFFECT_METRIC = "e2e_s_p99"
 ROUTER_GROUP = ["setting", "trace", "requests", "workers", "slots", "arrival_mode", "load", "time_scale"]
 
 
-def summarize_routers(runs: pd.DataFrame, reference: str, metrics=ROUTER_METRICS) -> pd.DataFrame:
+def summarize_routers(runs: pd.DataFrame, reference: str, metrics=ROUTER_METRICS,
+                      predictors: dict | None = None) -> pd.DataFrame:
     """The instant-dispatch routers of the online study beside a central
     ``reference`` row (BF-IO): one record per (setting, load, row) with the
     row's ``policy`` and ``report_interval``, mean [95% CI] of ``metrics``, and
@@ -45,8 +46,9 @@ def summarize_routers(runs: pd.DataFrame, reference: str, metrics=ROUTER_METRICS
     keep = ref.assign(row="__reference__")
     out = []
     for group, part in (("reference", ref), ("instant", inst)):
-        s = summarize_runs(part, ROUTER_GROUP + ["dispatch", "row", "policy", "report_interval", "completions"],
-                           list(metrics))
+        # BF-IO's H where the runs carry it (its label: BF-IO (H=40))
+        s = summarize_runs(part, ROUTER_GROUP + ["dispatch", "row", "policy", "report_interval", "completions"]
+                           + (["horizon"] if "horizon" in part else []), list(metrics))
         s["role"] = group
         out.append(s)
     summary = pd.concat(out, ignore_index=True)
@@ -64,16 +66,21 @@ def summarize_routers(runs: pd.DataFrame, reference: str, metrics=ROUTER_METRICS
     is_ref = summary["role"] == "reference"
     summary.loc[is_ref, ["vs_reference_mean", "vs_reference_ci_lo", "vs_reference_ci_hi"]] = 1.0
     summary["reference"] = reference
-    summary["label"] = [record_label(r) for r in summary.to_dict("records")]
+    summary["label"] = [record_label(r, predictors) for r in summary.to_dict("records")]
     summary["_r"] = (~is_ref).astype(int)
     summary = summary.sort_values(["setting", "load", "_r"], kind="stable").drop(columns="_r")
     return summary.reset_index(drop=True)
 
 
-def routers_markdown(summary: pd.DataFrame, settings: dict, title: str = "Production data-parallel routers") -> str:
+def routers_markdown(summary: pd.DataFrame, settings: dict, title: str = "Production data-parallel routers",
+                     predictors: dict | None = None) -> str:
     """One section per setting: rows (load, router), one column per report
     interval with p99 end-to-end latency mean [95% CI] and, in parentheses, its
-    paired ratio to the reference row."""
+    paired ratio to the reference row. A router's line is its policy, the
+    predictor its row names (``predictors``: row -> predictor, :func:`row_predictors`;
+    BF-IO with the oracle and oracle-free are two lines) and its ``completions``
+    option (streamed: a line of its own)."""
+    predictors = dict(predictors or {})
     n = int(summary["n_seeds"].max()) if len(summary) else 0
     reference = summary["reference"].iloc[0] if len(summary) else "?"
     ref_label = (summary.loc[summary["role"] == "reference", "label"].iloc[0]
@@ -107,19 +114,23 @@ def routers_markdown(summary: pd.DataFrame, settings: dict, title: str = "Produc
                                 for k in intervals}})
             inst = at[at["role"] == "instant"]
             streamed = inst.get("completions", pd.Series("reported", index=inst.index)) == "streamed"
-            for policy, stream in dict.fromkeys(zip(inst["policy"], streamed)):
-                # one line per policy (and per completions option, the exact reports on the
-                # reported line), its report intervals side by side; rows of the same policy
-                # and interval (other options differ) get lines of their own
+            predictor = inst["row"].map(lambda r: predictors.get(r, ""))
+            for policy, pred, stream in dict.fromkeys(zip(inst["policy"], predictor, streamed)):
+                # one line per policy, predictor and completions option (the exact reports on
+                # the reported line), its report intervals side by side; rows of the same
+                # line and interval (other options differ) get lines of their own
                 lines_of: list[dict] = []
-                for r in inst[(inst["policy"] == policy) & (streamed == stream)].to_dict("records"):
+                mine = (inst["policy"] == policy) & (predictor == pred) & (streamed == stream)
+                for r in inst[mine].to_dict("records"):
                     k = int(r["report_interval"])
                     slot = next((d for d in lines_of if k not in d), None)
                     if slot is None:
                         lines_of.append(slot := {})
                     slot[k] = r
                 for recs in lines_of:
-                    label = policy_label(policy, "instant")
+                    r0 = next(iter(recs.values()))
+                    label = (policy_label(r0["row"], "instant", 0, policy, r0.get("horizon"), pred or None)
+                             if policy == "bfio" else policy_label(policy, "instant"))
                     if stream:
                         label = label.replace(" (instant)", lag_note("streamed") + " (instant)")
                     if len(lines_of) > 1:
@@ -133,5 +144,6 @@ def routers_markdown(summary: pd.DataFrame, settings: dict, title: str = "Produc
 
 def routers_table(runs, section, settings):
     """The routers table: the instant rows against ``online.reference`` (:func:`summarize_routers`) and its Markdown."""
-    summary = summarize_routers(runs, section["reference"])
-    return summary, routers_markdown(summary, settings)
+    predictors = row_predictors(section)
+    summary = summarize_routers(runs, section["reference"], predictors=predictors)
+    return summary, routers_markdown(summary, settings, predictors=predictors)
