@@ -259,8 +259,8 @@ ROUTERS_CAPTION = """Production data-parallel routers (issue 18, ``docs/online.m
 latency of every instant-dispatch row of the online study
 ({{ config["online"]["instant"] }}), top: over that of the reference
 row **{{ config["online"]["reference"] }}** (central pool), paired by
-seed (1 = as fast, log scale); middle: in seconds (log scale; black line and
-gray band: the reference, mean and 95% CI); bottom (when the study has rows with
+seed (1 = as fast, log scale); second row: in seconds (log scale; black line and
+gray band: the reference, mean and 95% CI); third row (when the study has rows with
 ``completions: streamed``, issue 44): the top row's ratio for the routers that see
 finished requests in the output stream (dotted) beside the same routers on
 reports alone. Against the interval *k* of the
