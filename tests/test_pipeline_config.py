@@ -94,7 +94,7 @@ def test_policy_sections_are_the_option_declarations():
     assert not any("default" in p for p in bfio.values())
     others = props["policy_options"]["properties"]
     assert set(others) == {n for n in registered() if n != "bfio" and policy_class(n).options}
-    assert set(others["vllm_token_lb"]["properties"]) == {"report_interval", "running_tokens"}
+    assert set(others["vllm_token_lb"]["properties"]) == {"report_interval", "completions", "running_tokens"}
     with pytest.raises(ConfigError, match=r"policy_options\.vllm_token_lb\.running_tokens"):
         validate_config({"policy_options": {"vllm_token_lb": {"running_tokens": "all"}}}, SCHEMA)
     with pytest.raises(ConfigError, match=r"policy_options\.fcfs"):
