@@ -2,6 +2,8 @@
 output stream takes finished requests off the ranks it counted them on
 (:mod:`bfio.policies.completion_stream`)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -48,6 +50,22 @@ def test_streamed_takes_each_finished_request_off_where_the_report_counted_it():
     assert streamed.loads.tolist() == [0, 203] and streamed.running.tolist() == [0, 1]
     assert streamed.free.tolist() == [2, 1]
     assert streamed.waiting.tolist() == [0, 0] and streamed.waiting_tokens.tolist() == [0, 0]
+
+
+def test_a_request_moved_between_ranks_is_taken_off_where_the_report_saw_it():
+    """An engine moved queued request 2 from rank 0 (where the router bound it) to
+    rank 1's queue before the report (issue 45's queue moves): when it finishes, it
+    leaves rank 1's queue count, as the report counted it, not rank 0's."""
+    p = make_policy("round_robin", report_interval=10, completions="streamed")
+    p.reset(2, 2)
+    empty = dstate(0, [[-1, -1], [-1, -1]], [0] * 5, [0, 0], [0, 0])
+    assert p.dispatch(empty, np.array([0, 1, 2])).tolist() == [0, 1, 0]
+    report = dstate(10, [[0, -1], [1, -1]], [5, 3, 0, 0, 0], [0, 1], [0, 40])
+    report = replace(report, queue_head=np.array([-1, 2]), queue_next=np.full(5, -1))
+    p.router_view(report)  # the report: request 2 queued on rank 1
+    later = dstate(12, [[0, -1], [1, -1]], [7, 5, 1, 0, 0], [0, 0], [0, 0], completed=[2])
+    view = p.router_view(later)
+    assert view.waiting.tolist() == [0, 0] and view.waiting_tokens.tolist() == [0, 0]
 
 
 def test_a_finished_request_no_report_counted_and_the_router_never_bound_is_an_error():
