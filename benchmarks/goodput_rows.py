@@ -1,11 +1,17 @@
-"""Issue 44: the goodput study's lagged rows with option ``completions: streamed``
-(a router that sees finished requests in the output stream, ``docs/online.md``), not
-a test. Runs the goodput study's bisection (:func:`bfio.studies.goodput_study.run_goodput`)
-for the given setting of ``config/config.yaml`` (section ``goodput``) in the
-calibrated regime, for the study's lagged rows and the same rows with the stream,
-without the references (the study has them):
+"""Issue 44: the goodput study's bisection for rows the study does not run (not a
+test). Runs :func:`bfio.studies.goodput_study.run_goodput` for the given setting of
+``config/config.yaml`` (section ``goodput``) in the calibrated regime, for the given
+rows, without the references (the study has them):
 
-    python benchmarks/goodput_streamed.py SETTING [--seeds 42,1,2,3,4] [--rows a,b] [--out CSV]
+- the study's rows and its lagged rows with option ``completions: streamed`` (a
+  router that sees finished requests in the output stream, ``docs/online.md``);
+- ``<row>_freemig``: ``<row>`` with BF-IO's queue moves and migrations whose KV
+  moves at no cost (``migration: bfio``, ``kv: transfer`` at 1e9 Gb/s, 4 evaluations
+  a call, 2 a rank; issue 45's free-KV reference): a router that may re-place
+  running requests at will, a reference for what re-placement could add to
+  placement.
+
+    python benchmarks/goodput_rows.py SETTING [--seeds 42,1,2,3,4] [--rows a,b] [--out CSV]
 
 Prints per row the mean goodput over the seeds (req/s) and per streamed row the
 paired change against the same row on reports alone. With the study's seeds the
@@ -29,6 +35,9 @@ STREAMED = {"sglang_total_tokens_r10_streamed": {"policy": "sglang_total_tokens"
                                                  "completions": "streamed"},
             "bfio_h20_instant_ps_r10_streamed": {"policy": "bfio", "horizon": 20, "predictor": "prompt_survival",
                                                  "report_interval": 10, "completions": "streamed"}}
+#: the ``_freemig`` rows' actions (module docstring), as a variant declares them
+FREE_MIGRATION = {"queue_moves": "bfio", "migration": "bfio",
+                  "migration_options": {"kv": "transfer", "transfer_gbps": 1e9, "evaluations": 4, "per_rank": 2}}
 ROWS = ("vllm_dp", "sglang_total_tokens", "sglang_total_tokens_r10", "sglang_total_tokens_r10_streamed",
         "bfio_h20_instant_ps", "bfio_h20_instant_ps_r10", "bfio_h20_instant_ps_r10_streamed")
 
@@ -43,8 +52,12 @@ def main() -> None:
     args = ap.parse_args()
     config = yaml.safe_load(open(args.config))
     declare_config_rows(config)
-    section = {**config["goodput"], "central": [], "instant": args.rows.split(","),
-               "variants": {**config["goodput"].get("variants", {}), **STREAMED}}
+    variants = {**config["goodput"].get("variants", {}), **STREAMED}
+    for row in args.rows.split(","):  # <row>_freemig: <row> with free re-placement
+        if row.endswith("_freemig"):
+            base = row[: -len("_freemig")]
+            variants[row] = {**variants.get(base, {"policy": base}), **FREE_MIGRATION}
+    section = {**config["goodput"], "central": [], "instant": args.rows.split(","), "variants": variants}
     setting = {**next(s for s in section["settings"] if s["name"] == args.setting), "regime": "calibrated"}
     frame = pd.read_parquet(f"results/traces/{setting['trace']}.parquet")
     seeds = [int(x) for x in args.seeds.split(",")]
