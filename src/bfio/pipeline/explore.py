@@ -32,7 +32,7 @@ from bfio.ground.errors import BfioError, ConfigError
 from bfio.lookahead.run_keys import paper_row_spec
 from bfio.studies.declared_rows import declare_run_rows
 from bfio.studies.goodput_summary import REFERENCE_LABELS
-from bfio.studies.online_summary import ONLINE_METRICS, lag_note, policy_label, record_label
+from bfio.studies.online_summary import ONLINE_METRICS, policy_label, record_label
 from bfio.runs.tables import METRIC_INFO, MIN_INTERVAL_SEEDS, ci_text, row_label
 
 #: The environment variable that names the run when the notebook's ``RUN`` is ``None``.
@@ -397,9 +397,8 @@ def routers_views(routers: pd.DataFrame, load: float = 0.95) -> list[View]:
             rec = rows.setdefault(key, {})
             if k == 0 or "router" not in rec:
                 rec["router"] = _bfio_name(r["label"] if k == 0 and isinstance(r.get("label"), str) else
-                                           policy_label(r["policy"], r["dispatch"]))
-                if streamed:
-                    rec["router"] += lag_note("streamed")
+                                           policy_label(r["policy"], r["dispatch"],
+                                                        completions="streamed" if streamed else None))
             rec[f"k={k}"] = _ci(r, "vs_reference")
         frame = pd.DataFrame(rows.values()).set_index("router")
         frame = frame[sorted(frame.columns, key=lambda c: int(c[2:]))].fillna("")

@@ -73,8 +73,8 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     BF-IO variant row with its stored ``horizon``: ``'BF-IO (H=40) (instant)'``;
     a BF-IO row with its ``predictor`` of decode lengths named:
     ``'BF-IO (H=20), prompt_survival lengths (central)'`` (``oracle``: true lengths);
-    a lagged row with ``completions`` ``streamed``: ``'..., reports every 10 steps,
-    completions streamed (instant)'``."""
+    ``completions`` ``streamed`` (a lagged row, or a line of such rows): ``'...,
+    reports every 10 steps, completions streamed (instant)'``."""
     spec = row_spec(row)  # a BF-IO row key, looked up among the declared rows (bfio.lookahead.run_keys)
     if spec is not None and spec.admission is not None:
         return f"{spec.label(registry_label)} ({dispatch})"
@@ -89,8 +89,8 @@ def policy_label(row: str, dispatch: str, report_interval=0, policy: str | None 
     if predictor and isinstance(predictor, str) and (policy == "bfio" or spec is not None):
         label += ", true lengths (oracle)" if predictor == "oracle" else f", {predictor} lengths"
     if k > 0:
-        label += f", reports every {k} steps" + lag_note(completions)
-    return f"{label} ({dispatch})"
+        label += f", reports every {k} steps"
+    return f"{label}{lag_note(completions)} ({dispatch})"
 
 
 def row_predictors(section: dict) -> dict:

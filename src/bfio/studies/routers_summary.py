@@ -13,7 +13,7 @@ import pandas as pd
 
 from bfio.ground.errors import ConfigError
 from bfio.studies.aggregate import paired_effect, summarize_runs
-from bfio.studies.online_summary import lag_note, policy_label, record_label, row_predictors
+from bfio.studies.online_summary import policy_label, record_label, row_predictors
 from bfio.studies.report import PAPER_SETTINGS, ci_cell, scale_note
 
 #: Metrics of the routers table (``results/tables/online_routers.*``).
@@ -129,10 +129,9 @@ def routers_markdown(summary: pd.DataFrame, settings: dict, title: str = "Produc
                     slot[k] = r
                 for recs in lines_of:
                     r0 = next(iter(recs.values()))
-                    label = (policy_label(r0["row"], "instant", 0, policy, r0.get("horizon"), pred or None)
-                             if policy == "bfio" else policy_label(policy, "instant"))
-                    if stream:
-                        label = label.replace(" (instant)", lag_note("streamed") + " (instant)")
+                    how = "streamed" if stream else None
+                    label = (policy_label(r0["row"], "instant", 0, policy, r0.get("horizon"), pred or None, how)
+                             if policy == "bfio" else policy_label(policy, "instant", completions=how))
                     if len(lines_of) > 1:
                         label += " [" + ", ".join(dict.fromkeys(r["row"] for r in recs.values())) + "]"
                     rows.append({"load": f"{load:.3g}", "router": label,
