@@ -244,7 +244,8 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--cpu"]:
         cpu()
     elif sys.argv[1:2] == ["--margin"]:
-        margin([x for part in sys.argv[2].split(",") for x in (
-            range(int(part.split("-")[0]), int(part.split("-")[1]) + 1) if "-" in part else [int(part)])])
+        from instant_gap import seeds_arg  # "42,1-29" (this directory's benchmark)
+
+        margin(seeds_arg(sys.argv[2]))
     else:
         main(*sys.argv[1:2])
