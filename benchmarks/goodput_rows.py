@@ -1,7 +1,10 @@
 """Issue 44: the goodput study's bisection for rows the study does not run (not a
 test). Runs :func:`bfio.studies.goodput_study.run_goodput` for the given setting of
-``config/config.yaml`` (section ``goodput``) in the calibrated regime, for the given
-rows, without the references (the study has them):
+``config/config.yaml`` (section ``goodput``, or ``--section actions``: issue 45's
+actions study, its rows and variants) in the calibrated regime, for the given
+rows, without the references (the study has them), to within the section's
+``rel_tol`` of the capacity or ``--rel-tol``'s (a finer bracket decides differences
+the study's leaves open):
 
 - the study's rows and its lagged rows with option ``completions: streamed`` (a
   router that sees finished requests in the output stream, ``docs/online.md``);
@@ -12,6 +15,7 @@ rows, without the references (the study has them):
   placement.
 
     python benchmarks/goodput_rows.py SETTING [--seeds 42,1,2,3,4] [--rows a,b] [--out CSV]
+        [--section goodput|actions] [--rel-tol 0.01]
 
 Prints per row the mean goodput over the seeds (req/s) and per streamed row the
 paired change against the same row on reports alone. With the study's seeds the
@@ -49,15 +53,20 @@ def main() -> None:
     ap.add_argument("--rows", default=",".join(ROWS))
     ap.add_argument("--config", default="config/config.yaml")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--section", default="goodput", choices=("goodput", "actions"))
+    ap.add_argument("--rel-tol", type=float, default=None,
+                    help="the bisection's bracket as a share of the capacity (default: the section's rel_tol)")
     args = ap.parse_args()
     config = yaml.safe_load(open(args.config))
     declare_config_rows(config)
-    variants = {**config["goodput"].get("variants", {}), **STREAMED}
+    variants = {**config[args.section].get("variants", {}), **STREAMED}
     for row in args.rows.split(","):  # <row>_freemig: <row> with free re-placement
         if row.endswith("_freemig"):
             base = row[: -len("_freemig")]
             variants[row] = {**variants.get(base, {"policy": base}), **FREE_MIGRATION}
-    section = {**config["goodput"], "central": [], "instant": args.rows.split(","), "variants": variants}
+    section = {**config[args.section], "central": [], "instant": args.rows.split(","), "variants": variants}
+    if args.rel_tol is not None:
+        section["rel_tol"] = args.rel_tol
     setting = {**next(s for s in section["settings"] if s["name"] == args.setting), "regime": "calibrated"}
     frame = pd.read_parquet(f"results/traces/{setting['trace']}.parquet")
     seeds = [int(x) for x in args.seeds.split(",")]
@@ -66,7 +75,7 @@ def main() -> None:
     if args.out:
         runs.to_csv(args.out, index=False)
     by = runs.pivot(index="seed", columns="row", values="goodput_rps")
-    print(f"{args.setting}, calibrated regime, seeds {args.seeds}: mean goodput (req/s)")
+    print(f"{args.setting} ({args.section}), calibrated regime, seeds {args.seeds}: mean goodput (req/s)")
     print(by.mean().round(2).to_string())
     for row in by.columns:
         if row.endswith("_streamed") and row[: -len("_streamed")] in by:

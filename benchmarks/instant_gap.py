@@ -3,13 +3,15 @@
 
     python benchmarks/instant_gap.py run OUT_DIR [--settings longbench_g64,...] [--loads 0.8,0.9]
         [--seeds 100-109] [--rows least_tokens,sglang_total_tokens,bfio_h40_instant,...] [--requests N]
-        [--traces DIR] [--config config/config.yaml]
+        [--traces DIR] [--config config/config.yaml] [--regime calibrated] [--replay azure_conv:4:3000:0.5/0.3]
     python benchmarks/instant_gap.py table OUT_DIR [--metric e2e_s_p99] [--seeds 42,1,2,3,4] [--routers a,b]
 
 ``run`` simulates the online study's settings (``config/config.yaml``, section
 ``online``: trace, N, G; B = ``slots``; Poisson arrivals at ``load`` x the
 model's capacity, :func:`bfio.engine.capacity.trace_capacity`, as the study's
-``load_basis: capacity``; replay settings at their ``time_scales``) under the
+``load_basis: capacity``; replay settings at their ``time_scales``, and those given
+by ``--replay``) in a regime of the goodput study (``--regime``, default the paper's
+step; ``calibrated``: the fitted step, chunked prefill, KV memory and preemption), under the
 online study's rows (its ``variants``) and this script's candidate rows
 (:data:`CANDIDATES`), every seed: the same seed gives the same workload and
 arrivals to every row, so rows compare paired. One JSON line per run is
@@ -93,7 +95,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from bfio.engine.capacity import trace_capacity
+import bfio.studies.goodput_study as goodput_study
 from bfio.runs.run import ArrivalSpec, RunSpec
 from bfio.runs.runner import build_workload, simulate_run
 from bfio.ground.student_t import t_quantile
@@ -162,10 +164,24 @@ def seeds_arg(text: str) -> list[int]:
     return out
 
 
-def settings_of(config: dict, names: list[str] | None) -> list[dict]:
-    """The online study's settings (poisson and replay), each with its ``kind``."""
+def replay_arg(text: str) -> dict:
+    """``TRACE:WORKERS:REQUESTS:SCALE/SCALE...`` (``azure_conv:4:3000:0.5/0.3``): a replay
+    setting of the trace's own arrivals at those time scales, named ``<trace>_g<workers>``."""
+    try:
+        trace, workers, requests, scales = text.split(":")
+        return {"name": f"{trace}_g{int(workers)}", "trace": trace, "workers": int(workers),
+                "requests": int(requests), "time_scales": [float(x) for x in scales.split("/")],
+                "kind": "replay"}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--replay {text!r}: expected TRACE:WORKERS:REQUESTS:SCALE[/SCALE...], "
+                                         "e.g. azure_conv:4:3000:0.5/0.3") from None
+
+
+def settings_of(config: dict, names: list[str] | None, extra: list[dict] = ()) -> list[dict]:
+    """The online study's settings (poisson and replay), each with its ``kind``, and
+    ``extra`` (``--replay``)."""
     section = config["online"]
-    out = [{**s, "kind": kind} for kind in ("poisson", "replay") for s in section.get(kind) or []]
+    out = [{**s, "kind": kind} for kind in ("poisson", "replay") for s in section.get(kind) or []] + list(extra)
     if names:
         known = {s["name"] for s in out}
         bad = [n for n in names if n not in known]
@@ -198,11 +214,21 @@ def run(args) -> None:
     log = out / "runs.jsonl"
     done = set()
     if log.exists():
-        done = {(r["setting"], r["load"], r["row"], r["seed"]) for r in map(json.loads, log.read_text().splitlines())}
+        done = {(r["setting"], r.get("regime", goodput_study.PAPER_REGIME), r["load"], r["row"], r["seed"])
+                for r in map(json.loads, log.read_text().splitlines())}
     rows = args.rows.split(",")
-    for setting in settings_of(config, args.settings.split(",") if args.settings else None):
+    known = goodput_study.regimes(config["goodput"])
+    if args.regime not in known:
+        raise SystemExit(f"--regime: unknown {args.regime!r}; config key 'goodput.regimes' has {sorted(known)}")
+    regime = known[args.regime]
+
+    def in_regime(spec: RunSpec) -> RunSpec:
+        return replace(spec, prefill=regime["prefill"], step_model=regime["step_model"])
+
+    names = args.settings.split(",") if args.settings else [s["name"] for s in args.replay] or None
+    for setting in settings_of(config, names, args.replay):
         frame = pd.read_parquet(Path(args.traces) / f"{setting['trace']}.parquet")
-        cap = trace_capacity(frame, setting["workers"], slots).requests_per_s
+        cap = goodput_study.regime_capacity(frame, setting["workers"], slots, regime).requests_per_s
         n = args.requests or setting.get("requests")
         if setting["kind"] == "poisson":
             arrivals = [(ArrivalSpec("poisson", rate=load * cap), load)
@@ -216,7 +242,7 @@ def run(args) -> None:
             for seed in seeds_arg(args.seeds):
                 work = None
                 for row in rows:
-                    key = (setting["name"], round(load, 6), row, seed)
+                    key = (setting["name"], args.regime, round(load, 6), row, seed)
                     if key in done:
                         continue
                     if row in REFERENCES:  # the run's reference: one pooled rank admitting FCFS (bfio.sim.pooled)
@@ -228,11 +254,13 @@ def run(args) -> None:
                         spec = RunSpec.make(setting["trace"], n, setting["workers"], slots, row, seed,
                                             arrival=arrival, dispatch="instant", variants={row: opts} if opts else None)
                         spec = replace(spec, queue_moves=moves)
+                    spec = in_regime(spec)
                     if work is None:
                         work = build_workload(spec, frame)
                     t0 = time.perf_counter()
                     res = simulate_run(spec, workload=work)
-                    line = {"setting": setting["name"], "load": round(load, 6), "row": row, "seed": seed,
+                    line = {"setting": setting["name"], "regime": args.regime, "load": round(load, 6), "row": row,
+                            "seed": seed,
                             "requests": len(work), "capacity_rps": cap, "wall_s": time.perf_counter() - t0,
                             **{k: float(res.metrics.get(k, 0.0)) for k in KEEP}, **tail(res)}
                     with log.open("a") as f:
@@ -268,7 +296,10 @@ def table(args) -> pd.DataFrame:
         runs = runs[runs["seed"].isin(seeds_arg(args.seeds))]
     metric = args.metric
     lines = []
-    for (setting, load), g in runs.groupby(["setting", "load"], sort=False):
+    if "regime" not in runs:
+        runs["regime"] = goodput_study.PAPER_REGIME
+    runs["regime"] = runs["regime"].fillna(goodput_study.PAPER_REGIME)
+    for (setting, regime, load), g in runs.groupby(["setting", "regime", "load"], sort=False):
         table_ = g.pivot_table(index="seed", columns="row", values=metric)
         routers = [r for r in (args.routers.split(",") if args.routers else ROUTERS) if r in table_]
         if not routers:
@@ -286,7 +317,7 @@ def table(args) -> pd.DataFrame:
             d = sign * 100 * (p[row] / p[best] - 1)
             m, lo, hi, sd = paired(d.to_numpy())
             ms, los, his, _ = paired(sign * 100 * (p[row] / per_seed_best - 1).to_numpy())
-            lines.append({"setting": setting, "load": load, "row": row, "seeds": len(p), "best": best,
+            lines.append({"setting": setting, "regime": regime, "load": load, "row": row, "seeds": len(p), "best": best,
                           "best_mean": p[best].mean(), "row_mean": p[row].mean(),
                           "diff_%": m, "ci_lo": lo, "ci_hi": hi, "sd_%": sd, "seeds_for_1%": seeds_for(sd),
                           "vs_seed_best_%": ms, "seed_best_lo": los, "seed_best_hi": his,
@@ -309,6 +340,10 @@ def main(argv=None) -> None:
     r.add_argument("--requests", type=int, default=None)
     r.add_argument("--traces", default="results/traces")
     r.add_argument("--config", default="config/config.yaml")
+    r.add_argument("--regime", default=goodput_study.PAPER_REGIME,
+                   help="a regime of config key goodput.regimes (step model, prefill, KV memory, preemption)")
+    r.add_argument("--replay", type=replay_arg, action="append", default=[],
+                   help="a replay setting besides the online study's, TRACE:WORKERS:REQUESTS:SCALE[/SCALE...]")
     t = sub.add_parser("table")
     t.add_argument("out")
     t.add_argument("--metric", default="e2e_s_p99")
