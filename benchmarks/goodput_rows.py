@@ -13,9 +13,11 @@ the study's leaves open):
   a call, 2 a rank; issue 45's free-KV reference): a router that may re-place
   running requests at will, a reference for what re-placement could add to
   placement.
+- ``<row>_moves``: ``<row>`` with BF-IO's queue moves (``queue_moves: bfio``, issue
+  45: queued requests re-bound before their prefill, at no cost).
 
     python benchmarks/goodput_rows.py SETTING [--seeds 42,1,2,3,4] [--rows a,b] [--out CSV]
-        [--section goodput|actions] [--rel-tol 0.01]
+        [--section goodput|actions] [--rel-tol 0.01] [--central a,b]
 
 Prints per row the mean goodput over the seeds (req/s) and per streamed row the
 paired change against the same row on reports alone. With the study's seeds the
@@ -42,6 +44,8 @@ STREAMED = {"sglang_total_tokens_r10_streamed": {"policy": "sglang_total_tokens"
 #: the ``_freemig`` rows' actions (module docstring), as a variant declares them
 FREE_MIGRATION = {"queue_moves": "bfio", "migration": "bfio",
                   "migration_options": {"kv": "transfer", "transfer_gbps": 1e9, "evaluations": 4, "per_rank": 2}}
+#: per row suffix, the actions it adds to the row it names (module docstring)
+SUFFIXES = {"_freemig": FREE_MIGRATION, "_moves": {"queue_moves": "bfio"}}
 ROWS = ("vllm_dp", "sglang_total_tokens", "sglang_total_tokens_r10", "sglang_total_tokens_r10_streamed",
         "bfio_h20_instant_ps", "bfio_h20_instant_ps_r10", "bfio_h20_instant_ps_r10_streamed")
 
@@ -51,6 +55,7 @@ def main() -> None:
     ap.add_argument("setting")
     ap.add_argument("--seeds", default="42,1,2,3,4")
     ap.add_argument("--rows", default=",".join(ROWS))
+    ap.add_argument("--central", default="", help="rows run with central dispatch (the pool; --rows: instant)")
     ap.add_argument("--config", default="config/config.yaml")
     ap.add_argument("--out", default=None)
     ap.add_argument("--section", default="goodput", choices=("goodput", "actions"))
@@ -60,11 +65,13 @@ def main() -> None:
     config = yaml.safe_load(open(args.config))
     declare_config_rows(config)
     variants = {**config[args.section].get("variants", {}), **STREAMED}
-    for row in args.rows.split(","):  # <row>_freemig: <row> with free re-placement
-        if row.endswith("_freemig"):
-            base = row[: -len("_freemig")]
-            variants[row] = {**variants.get(base, {"policy": base}), **FREE_MIGRATION}
-    section = {**config[args.section], "central": [], "instant": args.rows.split(","), "variants": variants}
+    central = [r for r in args.central.split(",") if r]
+    for row in args.rows.split(",") + central:  # <row><suffix>: <row> with the suffix's actions
+        for suffix, actions in SUFFIXES.items():
+            if row.endswith(suffix):
+                base = row[: -len(suffix)]
+                variants[row] = {**variants.get(base, {"policy": base}), **actions}
+    section = {**config[args.section], "central": central, "instant": args.rows.split(","), "variants": variants}
     if args.rel_tol is not None:
         section["rel_tol"] = args.rel_tol
     setting = {**next(s for s in section["settings"] if s["name"] == args.setting), "regime": "calibrated"}
