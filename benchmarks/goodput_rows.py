@@ -17,10 +17,11 @@ the study's leaves open):
   45: queued requests re-bound before their prefill, at no cost).
 
     python benchmarks/goodput_rows.py SETTING [--seeds 42,1,2,3,4] [--rows a,b] [--out CSV]
-        [--section goodput|actions] [--rel-tol 0.01] [--central a,b]
+        [--section goodput|actions] [--rel-tol 0.01] [--central a,b] [--ahead-of a,b]
 
 Prints per row the mean goodput over the seeds (req/s) and per streamed row the
-paired change against the same row on reports alone. With the study's seeds the
+paired change against the same row on reports alone. With ``--ahead-of a,b``, per
+BF-IO row the seeds on which it is ahead of every router named (:func:`ahead`). With the study's seeds the
 rows the study has reproduce its runs (``results/studies/goodput``). Traces from
 ``results/traces`` (``snakemake -c 2 results/traces/<trace>.parquet``).
 """
@@ -28,6 +29,7 @@ rows the study has reproduce its runs (``results/studies/goodput``). Traces from
 from __future__ import annotations
 
 import argparse
+import json
 
 import numpy as np
 import pandas as pd
@@ -50,11 +52,31 @@ ROWS = ("vllm_dp", "sglang_total_tokens", "sglang_total_tokens_r10", "sglang_tot
         "bfio_h20_instant_ps", "bfio_h20_instant_ps_r10", "bfio_h20_instant_ps_r10_streamed")
 
 
+def bracket(probes: str) -> tuple[float, float]:
+    """A bisection's ``(highest rate that met the targets, lowest that did not)``
+    (``inf`` when every probe met them), from its probes as the study writes them
+    (JSON of ``[rate, ttft, tpot, meets]``)."""
+    probes = json.loads(probes)
+    met = [p[0] for p in probes if p[3]]
+    failed = [p[0] for p in probes if not p[3]]
+    return max(met, default=0.0), min(failed, default=float("inf"))
+
+
+def ahead(runs: pd.DataFrame, row: str, routers: list[str]) -> pd.Series:
+    """Per seed, whether ``row`` is ahead of every router of ``routers``, beyond the
+    bisections' brackets: it met the targets at a rate at or above the lowest rate at
+    which each router failed them (latencies grow with the rate)."""
+    rates = runs.set_index(["seed", "row"])["probes"].map(bracket)
+    return pd.Series({seed: all(rates[seed, row][0] >= rates[seed, r][1] for r in routers)
+                      for seed in sorted(runs["seed"].unique())}, name=row)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("setting")
     ap.add_argument("--seeds", default="42,1,2,3,4")
     ap.add_argument("--rows", default=",".join(ROWS))
+    ap.add_argument("--ahead-of", default="", help="routers each BF-IO row is checked against, seed by seed")
     ap.add_argument("--central", default="", help="rows run with central dispatch (the pool; --rows: instant)")
     ap.add_argument("--config", default="config/config.yaml")
     ap.add_argument("--out", default=None)
@@ -88,6 +110,11 @@ def main() -> None:
         if row.endswith("_streamed") and row[: -len("_streamed")] in by:
             d = 100 * (by[row] / by[row[: -len("_streamed")]] - 1)
             print(f"{row} vs reports alone: {d.mean():+.1f}% (per seed {np.round(d.to_numpy(), 1).tolist()})")
+    routers = [r for r in args.ahead_of.split(",") if r]
+    for row in [r for r in by.columns if r.startswith("bfio")] if routers else []:
+        won = ahead(runs, row, routers)
+        print(f"{row} ahead of every one of {', '.join(routers)} beyond the brackets on {int(won.sum())} of "
+              f"{len(won)} seeds")
 
 
 if __name__ == "__main__":
