@@ -13,6 +13,8 @@ the study's leaves open):
   a call, 2 a rank; issue 45's free-KV reference): a router that may re-place
   running requests at will, a reference for what re-placement could add to
   placement.
+- ``<row>_freemig64``: the same with 64 evaluations a call, 16 a rank (what a
+  larger re-placement budget adds);
 - ``<row>_moves``: ``<row>`` with BF-IO's queue moves (``queue_moves: bfio``, issue
   45: queued requests re-bound before their prefill, at no cost).
 
@@ -47,7 +49,9 @@ STREAMED = {"sglang_total_tokens_r10_streamed": {"policy": "sglang_total_tokens"
 FREE_MIGRATION = {"queue_moves": "bfio", "migration": "bfio",
                   "migration_options": {"kv": "transfer", "transfer_gbps": 1e9, "evaluations": 4, "per_rank": 2}}
 #: per row suffix, the actions it adds to the row it names (module docstring)
-SUFFIXES = {"_freemig": FREE_MIGRATION, "_moves": {"queue_moves": "bfio"}}
+SUFFIXES = {"_freemig": FREE_MIGRATION, "_moves": {"queue_moves": "bfio"},
+            "_freemig64": {**FREE_MIGRATION, "migration_options": {**FREE_MIGRATION["migration_options"],
+                                                                   "evaluations": 64, "per_rank": 16}}}
 ROWS = ("vllm_dp", "sglang_total_tokens", "sglang_total_tokens_r10", "sglang_total_tokens_r10_streamed",
         "bfio_h20_instant_ps", "bfio_h20_instant_ps_r10", "bfio_h20_instant_ps_r10_streamed")
 
