@@ -31,13 +31,13 @@ rows the study has reproduce its runs (``results/studies/goodput``). Traces from
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 import pandas as pd
 import yaml
 
 import bfio.studies.goodput_study as goodput_study
+from bfio.studies.goodput import GoodputResult
 from bfio.studies.declared_rows import declare_config_rows
 
 #: the lagged rows of the goodput study and the same rows with the stream
@@ -56,22 +56,11 @@ ROWS = ("vllm_dp", "sglang_total_tokens", "sglang_total_tokens_r10", "sglang_tot
         "bfio_h20_instant_ps", "bfio_h20_instant_ps_r10", "bfio_h20_instant_ps_r10_streamed")
 
 
-def bracket(probes: str) -> tuple[float, float]:
-    """A bisection's ``(highest rate that met the targets, lowest that did not)``
-    (``inf`` when every probe met them), from its probes as the study writes them
-    (JSON of ``[rate, ttft, tpot, meets]``)."""
-    probes = json.loads(probes)
-    met = [p[0] for p in probes if p[3]]
-    failed = [p[0] for p in probes if not p[3]]
-    return max(met, default=0.0), min(failed, default=float("inf"))
-
-
 def ahead(runs: pd.DataFrame, row: str, routers: list[str]) -> pd.Series:
-    """Per seed, whether ``row`` is ahead of every router of ``routers``, beyond the
-    bisections' brackets: it met the targets at a rate at or above the lowest rate at
-    which each router failed them (latencies grow with the rate)."""
-    rates = runs.set_index(["seed", "row"])["probes"].map(bracket)
-    return pd.Series({seed: all(rates[seed, row][0] >= rates[seed, r][1] for r in routers)
+    """Per seed, whether ``row`` is ahead of every router of ``routers`` beyond the
+    bisections' brackets (:meth:`bfio.studies.goodput.GoodputResult.ahead_of`)."""
+    res = {(r.seed, r.row): GoodputResult.of_probes(r.probes, r.capacity_rps) for r in runs.itertuples()}
+    return pd.Series({seed: all(res[seed, row].ahead_of(res[seed, r]) for r in routers)
                       for seed in sorted(runs["seed"].unique())}, name=row)
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from bfio.engine.capacity import capacity
 from bfio.ground.errors import ConfigError
-from bfio.studies.goodput import SLO, goodput
+from bfio.studies.goodput import SLO, GoodputResult, goodput
 from bfio.ground.metrics import latency_stats, steady_stats
 from bfio.simulator import simulate
 from bfio.workloads.workload import Workload
@@ -125,3 +125,35 @@ def test_the_latency_floor_is_a_lone_request_on_an_idle_rank():
     floor = latency_floor(w.prefill, w.decode, 4, coefficients=model.coefficients(), chunk_tokens=1024)
     assert 0 < floor["ttft_floor_s"] <= r.metrics["ttft_s_p99"] + 1e-12
     assert floor["tpot_floor_s"] <= r.metrics["tpot_decode_s_p99"] * (1 + 1e-9)
+
+
+def test_ahead_only_beyond_both_brackets():
+    """A bisection is ahead of another only when it met the targets at a rate where the
+    other failed: thresholds 40 and 37 at a 1% bracket are apart, at a 10% one not."""
+    def result(threshold, rel_tol):
+        return goodput(_fake(threshold, []), capacity_rps=100.0, rel_tol=rel_tol)
+
+    fine_a, fine_b = result(40.0, 0.01), result(37.0, 0.01)
+    assert fine_a.ahead_of(fine_b) and not fine_b.ahead_of(fine_a)
+    lo, hi = fine_b.bracket
+    assert lo <= 37.0 < hi and hi - lo <= 1.0 + 1e-9 and lo == fine_b.goodput_rps
+    coarse_a, coarse_b = result(40.0, 0.1), result(37.0, 0.1)
+    assert not coarse_a.ahead_of(coarse_b) and not coarse_b.ahead_of(coarse_a)  # one bracket holds both
+    # adjacent brackets on the bisection's common grid: the met rate of one is the failed rate of the other
+    near_a, near_b = result(38.0, 0.01), result(37.0, 0.01)
+    assert near_a.bracket[0] == near_b.bracket[1] and near_a.ahead_of(near_b)
+    assert not result(37.5, 0.01).ahead_of(result(37.2, 0.01))  # the same bracket
+    same = result(37.0, 0.01)
+    assert not same.ahead_of(fine_b) and not fine_b.ahead_of(same)
+    top = goodput(_fake(500.0, []), capacity_rps=100.0)  # met at the capacity: no failed rate
+    assert top.bracket == (100.0, float("inf")) and top.ahead_of(fine_a) and not fine_a.ahead_of(top)
+
+
+def test_probes_round_trip_through_a_study_row():
+    r = goodput(_fake(37.0, []), capacity_rps=100.0, rel_tol=0.01)
+    back = GoodputResult.of_probes(r.probes_json(), r.capacity_rps, r.ttft_metric)
+    assert back == r
+    top = goodput(_fake(500.0, []), capacity_rps=100.0)
+    assert GoodputResult.of_probes(top.probes_json(), 100.0, top.ttft_metric) == top
+    none = goodput(_fake(1.0, []), capacity_rps=100.0)
+    assert GoodputResult.of_probes(none.probes_json(), 100.0, none.ttft_metric) == none

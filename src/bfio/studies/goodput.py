@@ -23,6 +23,7 @@ what the router sustains shows as a growing queue, worse in the second half.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -82,6 +83,32 @@ class GoodputResult:
     @property
     def share_of_capacity(self) -> float:
         return self.goodput_rps / self.capacity_rps
+
+    @property
+    def bracket(self) -> tuple[float, float]:
+        """Where the goodput lies: ``(highest rate that met the SLO, lowest rate that
+        did not)``, ``inf`` for the second when every probe met it (at the capacity)."""
+        return (max((p.rate for p in self.probes if p.meets), default=0.0),
+                min((p.rate for p in self.probes if not p.meets), default=math.inf))
+
+    def ahead_of(self, other: "GoodputResult") -> bool:
+        """Whether this bisection is ahead of ``other``'s beyond both brackets: it met
+        the SLO at a rate at or above the lowest rate at which ``other`` failed it
+        (latencies grow with the rate, so ``other``'s goodput is below that rate and
+        this one's at or above it). A difference inside the brackets is not ahead."""
+        return self.bracket[0] >= other.bracket[1]
+
+    def probes_json(self) -> str:
+        """The probes as a study's table keeps them: JSON of ``[rate, ttft, tpot, meets]``."""
+        return json.dumps([[p.rate, p.ttft_p99_s, p.tpot_p99_s, p.meets] for p in self.probes])
+
+    @classmethod
+    def of_probes(cls, probes_json: str, capacity_rps: float, ttft_metric: str = "") -> "GoodputResult":
+        """The result a study's row keeps (:meth:`probes_json`, its capacity), read back."""
+        probes = tuple(Probe(float(r), float(t), float(o), bool(m)) for r, t, o, m in json.loads(probes_json))
+        met = [p.rate for p in probes if p.meets]
+        at = bool(probes) and probes[0].meets and probes[0].rate >= capacity_rps
+        return cls(max(met, default=0.0), float(capacity_rps), at, ttft_metric, probes)
 
 
 #: The p99 TTFT keys a run's metrics may carry, in the order :func:`ttft_metric`

@@ -205,7 +205,7 @@ def run_goodput(name: str, setting: dict, section: dict, seeds, slots: int, fram
                         "goodput_share": res.share_of_capacity, "at_capacity": res.at_capacity, **floor,
                         "ttft_metric": res.ttft_metric, "ttft_slo_s": slo.ttft_p99_s, "tpot_slo_s": slo.tpot_p99_s,
                         "n_seeds": 1, "sim_wall_s": wall[0],
-                        "probes": json.dumps([[p.rate, p.ttft_p99_s, p.tpot_p99_s, p.meets] for p in res.probes]),
+                        "probes": res.probes_json(),
                         **(action_columns(actions, at_goodput, setting["requests"]) if actions else {})})
             if log is not None:
                 log.info("goodput %s %s %s seed %s: %.4g req/s (%.1f%% of capacity %.4g)", name, dispatch, row, seed,
