@@ -112,7 +112,7 @@ def test_goodput_of_simulated_runs_is_a_met_rate_below_the_capacity():
 def test_the_latency_floor_is_a_lone_request_on_an_idle_rank():
     """The floor's TPOT is a lone request's mean step, and its TTFT its prompt's
     chunks: a simulated lone request meets them exactly (paper step) or from above."""
-    from bfio.studies.goodput import latency_floor
+    from bfio.engine.capacity import latency_floor
     from bfio.engine.prefill import PrefillModel
     from bfio.step_model import StepModel
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
 
 from bfio.studies.goodput import SLO
 from bfio.studies.goodput_study import run_goodput, setting_slo
-from bfio.studies.goodput_summary import goodput_markdown, headroom_recovered, summarize_goodput
+from bfio.studies.goodput_summary import goodput_markdown, headroom_recovered, seeds_ahead, summarize_goodput
 
 
 def test_goodput_study_runs_every_router_and_tabulates(tmp_path):
@@ -113,3 +114,25 @@ def test_no_goodput_anywhere_reads_as_not_applicable():
     md = goodput_markdown(summarize_goodput(pd.concat([routers, pd.DataFrame(
         _reference_rows("balanced", [0.0, 0.0]) + _reference_rows("divisible", [50.0, 60.0]))])), {}, "Goodput")
     assert "No router has any goodput here." in md and "recovering" not in md
+
+
+def _with_probes(rows, brackets):
+    """``rows`` with each seed's probes: met at the bracket's low end, failed at its high end."""
+    return [{**r, "goodput_rps": lo, "probes": json.dumps([[100.0, 9.0, 0.1, False], [lo, 1.0, 0.1, True],
+                                                           [hi, 3.0, 0.1, False]])}
+            for r, (lo, hi) in zip(rows, brackets)]
+
+
+def test_bfio_rows_count_the_seeds_ahead_of_the_best_router_beyond_the_brackets():
+    router = _with_probes(_seed_rows("vllm_dp", "vllm_dp", "instant", [0.0] * 3), [(60, 62), (80, 82), (70, 72)])
+    bfio = _with_probes(_seed_rows("bfio_h20_ps", "bfio", "central", [0.0] * 3, predictor="prompt_survival"),
+                        [(62, 64), (81, 83), (75, 77)])  # ahead, inside the router's bracket, ahead
+    s = summarize_goodput(pd.DataFrame(router + bfio))
+    rec = headroom_recovered(s)
+    rows = s.set_index("row")
+    assert seeds_ahead(rows.loc["bfio_h20_ps"], rec["best_router"]) == (2, 3)
+    assert seeds_ahead(rows.loc["vllm_dp"], rows.loc["bfio_h20_ps"]) == (0, 3)
+    md = goodput_markdown(s, {}, "Goodput")
+    assert "seeds ahead of the best router, beyond the brackets" in md and re.search(r"\|\s*2 of 3\s*\|", md)
+    no_brackets = rows.loc["bfio_h20_ps"].drop("seed_brackets")  # a summary written before the brackets
+    assert seeds_ahead(no_brackets, rec["best_router"]) == (0, 0)

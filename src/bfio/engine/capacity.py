@@ -220,5 +220,43 @@ def decode_phase(requests, series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return first[keep], last[keep], base[keep]
 
 
-__all__ = ["Capacity", "capacity", "decode_phase", "indivisible_floor", "largest_request_loads", "request_work",
-           "trace_capacity"]
+def latency_floor(prefill, decode, slots: int, constants: PaperConstants | None = None, coefficients=None,
+                  chunk_tokens: int | None = None, q: float = 99.0) -> dict:
+    """The ``q``-th percentile of the TTFT and TPOT each request would have *alone*
+    on an idle rank (no queue, no other request in its steps): no router does
+    better, so a target below these is beyond what the model allows (issue 44).
+
+    - TTFT: with ``chunk_tokens`` (the prefill model) its prompt in chunks, each
+      step at least the step of that chunk and its resident tokens
+      (:func:`bfio.engine.step_time.rank_cost` with ``coefficients``, plus ``comm``; the
+      paper's ``C + t_l L + token_s P`` is not modelled here: 0 without
+      ``coefficients``); without prefill 0 (the first token comes with the first
+      step).
+    - TPOT: the mean of its decode steps, ``C + t_l (s + tau)`` (the paper's) or
+      ``rank_cost(s + tau, 1, 0) + beta + comm`` (calibrated), over ``tau = 0 ..
+      o - 1``: both linear in ``tau``, so the mean is the step at ``tau = (o - 1) / 2``.
+
+    Returns ``{"ttft_floor_s": ..., "tpot_floor_s": ...}``."""
+    s = np.asarray(prefill, dtype=np.float64)
+    o = np.asarray(decode, dtype=np.float64)
+    c = constants or PaperConstants()
+    mid = s + (o - 1.0) / 2.0
+    if coefficients is None:
+        tpot = c.overhead(slots) + c.token_latency_s * mid
+        ttft = np.zeros_like(s)
+    else:
+        k = coefficients.array()
+        tpot = np.array([rank_cost(k, float(m), 1.0, 0.0) for m in mid]) + coefficients.beta + coefficients.comm
+        ttft = np.zeros_like(s)
+        if chunk_tokens:
+            for i, si in enumerate(s):
+                done = 0.0
+                while done < si:
+                    chunk = min(float(chunk_tokens), si - done)
+                    ttft[i] += rank_cost(k, done, 0.0, chunk) + coefficients.comm
+                    done += chunk
+    return {"ttft_floor_s": float(np.percentile(ttft, q)), "tpot_floor_s": float(np.percentile(tpot, q))}
+
+
+__all__ = ["Capacity", "capacity", "decode_phase", "indivisible_floor", "largest_request_loads", "latency_floor",
+           "request_work", "trace_capacity"]

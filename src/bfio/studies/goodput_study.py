@@ -29,9 +29,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from bfio.engine.capacity import trace_capacity
+from bfio.engine.capacity import latency_floor, trace_capacity
 from bfio.ground.errors import ConfigError
-from bfio.studies.goodput import SLO, goodput, latency_floor
+from bfio.studies.goodput import SLO, goodput
 from bfio.ground.metrics import action_metrics
 from bfio.engine.prefill import PrefillModel
 from bfio.runs.run import ACTION_RULES, ArrivalSpec, RunSpec, policy_defaults, resolve_row
@@ -99,7 +99,7 @@ def plan(config: dict, study: str = "goodput") -> dict:
 
 def regime_floor(frame: pd.DataFrame, slots: int, regime: dict) -> dict:
     """The p99 TTFT and TPOT of a request alone on an idle rank in ``regime``
-    (:func:`bfio.studies.goodput.latency_floor`): targets below them no router meets."""
+    (:func:`bfio.engine.capacity.latency_floor`): targets below them no router meets."""
     step = StepModel.from_items(regime["step_model"])
     prefill = PrefillModel(**dict(regime["prefill"])) if regime["prefill"] else None
     return latency_floor(frame["prefill_tokens"].to_numpy(), frame["decode_tokens"].to_numpy(), slots,

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.ground.metrics import STEADY, WARMUP_SHARE
+from bfio.studies.goodput import GoodputResult
 from bfio.studies.report import fmt, markdown_table
 from bfio.policies.names import KV_WAYS, actions_label
 from bfio.studies.online_summary import policy_label
@@ -53,6 +54,9 @@ def summarize_goodput(runs: pd.DataFrame) -> pd.DataFrame:
                          "goodput_share": m / first["capacity_rps"], "at_capacity": bool(grp["at_capacity"].all()),
                          "seeds": json.dumps([int(x) for x in grp["seed"]]),
                          "seed_goodput_rps": json.dumps([float(x) for x in grp["goodput_rps"]]),
+                         **({"seed_brackets": json.dumps([GoodputResult.of_probes(p, c).bracket for p, c in
+                                                          zip(grp["probes"], grp["capacity_rps"])])}
+                            if "probes" in grp.columns else {}),
                          "sim_wall_s": float(grp["sim_wall_s"].sum()),
                          **{c: float(grp[c].mean()) for c in ACTION_COLUMNS if c in grp.columns}})
         out = pd.DataFrame(rows).drop(columns=["seed", "probes"])
@@ -87,6 +91,24 @@ def _seed_goodputs(r) -> dict:
     if not isinstance(r.get("seed_goodput_rps"), str) or not isinstance(r.get("seeds"), str):
         return {}
     return dict(zip(json.loads(r["seeds"]), json.loads(r["seed_goodput_rps"])))
+
+
+def _seed_brackets(r) -> dict:
+    """A summary row's bisection bracket per seed (``seeds``, ``seed_brackets``:
+    :attr:`bfio.studies.goodput.GoodputResult.bracket`), or ``{}``."""
+    if not isinstance(r.get("seed_brackets"), str) or not isinstance(r.get("seeds"), str):
+        return {}
+    return dict(zip(json.loads(r["seeds"]), map(tuple, json.loads(r["seed_brackets"]))))
+
+
+def seeds_ahead(r, best) -> tuple[int, int]:
+    """On how many of the seeds both rows ran row ``r`` is ahead of row ``best`` beyond
+    both bisections' brackets (:meth:`bfio.studies.goodput.GoodputResult.ahead_of`: it
+    met the targets at a rate where ``best`` failed them), and how many seeds that is;
+    ``(0, 0)`` for runs without probes."""
+    ours, theirs = _seed_brackets(r), _seed_brackets(best)
+    common = [seed for seed in ours if seed in theirs]
+    return sum(ours[seed][0] >= theirs[seed][1] for seed in common), len(common)
 
 
 def with_bound(summary: pd.DataFrame) -> pd.DataFrame:
@@ -279,6 +301,15 @@ def _recovered_cell(r, rec: dict) -> str:
     return "" if share != share else f"{100 * share:+.0f}%"
 
 
+def _ahead_cell(r, rec: dict) -> str:
+    """A BF-IO row's seeds ahead of the best production router beyond the brackets
+    (:func:`seeds_ahead`, ``3 of 5``; blank for other rows or without probes)."""
+    if not rec or r.get("policy") != SUBJECT:
+        return ""
+    k, n = seeds_ahead(r, rec["best_router"])
+    return f"{k} of {n}" if n else ""
+
+
 def _section(grp: pd.DataFrame) -> list[str]:
     """One section's lines: the title, targets, latency floor, bound, headroom sentence and table."""
     r0 = grp.iloc[0]
@@ -292,7 +323,7 @@ def _section(grp: pd.DataFrame) -> list[str]:
                                                                            ("TPOT", "tpot", "tpot_slo_s"))
                   if r0[f"{k}_floor_s"] > r0[slo]]
         lines += [f"A request alone on an idle rank: p99 TTFT {r0['ttft_floor_s']:.3g} s, p99 TPOT "
-                  f"{r0['tpot_floor_s']:.3g} s (`bfio.studies.goodput.latency_floor`)"
+                  f"{r0['tpot_floor_s']:.3g} s (`bfio.engine.capacity.latency_floor`)"
                   + (f"; {' and '.join(beyond)} exceed the targets, so no router has any goodput here."
                      if beyond else "."), ""]
     lines += _bound_words(grp)
@@ -316,6 +347,7 @@ def _section(grp: pd.DataFrame) -> list[str]:
          else str(int(r["seeds_above_bound"]))),
         ("vs best router", lambda r: "" if r.get("reference") in REFERENCE_LABELS else
          f"{r['vs_best_pct']:+.1f}%" if r["vs_best_pct"] == r["vs_best_pct"] else "n/a (no router has goodput)"),
+        ("seeds ahead of the best router, beyond the brackets", lambda r: _ahead_cell(r, rec)),
         ("at capacity", lambda r: "yes" if r["at_capacity"] else "no"), *_action_cells(grp)]), ""]
 
 
