@@ -90,11 +90,8 @@ class GoodputResult:
                 min((p.rate for p in self.probes if not p.meets), default=math.inf))
 
     def ahead_of(self, other: "GoodputResult") -> bool:
-        """Whether this bisection is ahead of ``other``'s beyond both brackets: it met
-        the SLO at a rate at or above the lowest rate at which ``other`` failed it
-        (latencies grow with the rate, so ``other``'s goodput is below that rate and
-        this one's at or above it). A difference inside the brackets is not ahead."""
-        return self.bracket[0] >= other.bracket[1]
+        """Whether this bisection is ahead of ``other``'s beyond both brackets (:func:`ahead`)."""
+        return ahead(self.bracket, other.bracket)
 
     def probes_json(self) -> str:
         """The probes as a study's table keeps them: JSON of ``[rate, ttft, tpot, meets]``."""
@@ -107,6 +104,15 @@ class GoodputResult:
         met = [p.rate for p in probes if p.meets]
         at = bool(probes) and probes[0].meets and probes[0].rate >= capacity_rps
         return cls(max(met, default=0.0), float(capacity_rps), at, ttft_metric, probes)
+
+
+def ahead(ours: tuple[float, float], theirs: tuple[float, float]) -> bool:
+    """Whether a bisection with bracket ``ours`` is ahead of one with ``theirs``
+    (:attr:`GoodputResult.bracket`) beyond both: it met the SLO at a rate at or above
+    the lowest rate at which the other failed it (latencies grow with the rate, so the
+    other's goodput is below that rate and this one's at or above it). A difference
+    inside the brackets is not ahead."""
+    return ours[0] >= theirs[1]
 
 
 #: The p99 TTFT keys a run's metrics may carry, in the order :func:`ttft_metric`
@@ -180,5 +186,5 @@ def goodput(run_at: Callable[[float], Sequence[dict]], capacity_rps: float, slo:
     return GoodputResult(lo, capacity_rps, False, key, tuple(probes))
 
 
-__all__ = ["SLO", "Probe", "GoodputResult", "TPOT_KEYS", "TTFT_KEYS", "goodput", "probe", "tpot_metric",
+__all__ = ["SLO", "Probe", "GoodputResult", "ahead", "TPOT_KEYS", "TTFT_KEYS", "goodput", "probe", "tpot_metric",
            "ttft_metric"]

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bfio.ground.metrics import STEADY, WARMUP_SHARE
-from bfio.studies.goodput import GoodputResult
+from bfio.studies.goodput import GoodputResult, ahead
 from bfio.studies.report import fmt, markdown_table
 from bfio.policies.names import KV_WAYS, actions_label
 from bfio.studies.online_summary import policy_label
@@ -103,12 +103,12 @@ def _seed_brackets(r) -> dict:
 
 def seeds_ahead(r, best) -> tuple[int, int]:
     """On how many of the seeds both rows ran row ``r`` is ahead of row ``best`` beyond
-    both bisections' brackets (:meth:`bfio.studies.goodput.GoodputResult.ahead_of`: it
-    met the targets at a rate where ``best`` failed them), and how many seeds that is;
+    both bisections' brackets (:func:`bfio.studies.goodput.ahead`: it met the targets
+    at a rate where ``best`` failed them), and how many seeds that is;
     ``(0, 0)`` for runs without probes."""
     ours, theirs = _seed_brackets(r), _seed_brackets(best)
     common = [seed for seed in ours if seed in theirs]
-    return sum(ours[seed][0] >= theirs[seed][1] for seed in common), len(common)
+    return sum(ahead(ours[seed], theirs[seed]) for seed in common), len(common)
 
 
 def with_bound(summary: pd.DataFrame) -> pd.DataFrame:
