@@ -136,3 +136,16 @@ def test_bfio_rows_count_the_seeds_ahead_of_the_best_router_beyond_the_brackets(
     assert "seeds ahead of the best router, beyond the brackets" in md and re.search(r"\|\s*2 of 3\s*\|", md)
     no_brackets = rows.loc["bfio_h20_ps"].drop("seed_brackets")  # a summary written before the brackets
     assert seeds_ahead(no_brackets, rec["best_router"]) == (0, 0)
+
+
+def test_a_headroom_below_one_bracket_is_not_shared_out():
+    """A best router within one bisection bracket of the balanced bound leaves no
+    resolved headroom: the shares of it are left blank and the sentence says why."""
+    routers = (_seed_rows("vllm_dp", "vllm_dp", "instant", [89.5, 89.5, 89.5])
+               + _seed_rows("bfio_h20_ps", "bfio", "central", [90.0, 90.0, 90.0], predictor="prompt_survival"))
+    runs = pd.DataFrame([{**r, "reference": "none"} for r in routers] + _reference_rows("balanced", [90.0] * 3))
+    s = summarize_goodput(runs)
+    fine = goodput_markdown(s, {}, "Goodput", rel_tol=0.001)  # 0.1 req/s: the 0.5 req/s of headroom is resolved
+    coarse = goodput_markdown(s, {}, "Goodput", rel_tol=0.01)  # 1 req/s: it is not
+    assert "+100%" in fine and "headroom is not resolved" not in fine
+    assert "+100%" not in coarse and "within one bisection bracket (1% of the capacity)" in coarse

@@ -292,10 +292,21 @@ def _bound_words(grp: pd.DataFrame) -> list[str]:
     return [words, ""]
 
 
-def _recovered_cell(r, rec: dict) -> str:
+def _unresolved(rec: dict, rel_tol: float | None) -> bool:
+    """Whether the best production router's headroom to the balanced bound (on the means)
+    is below one bisection bracket (``rel_tol`` of the capacity): shares of it are then
+    the brackets' noise, not a measurement."""
+    if not rec or rec["bound"] is None or not rel_tol:
+        return False
+    best = rec["best_router"]
+    return float(rec["bound"]["goodput_rps"]) - float(best["goodput_rps"]) < rel_tol * float(best["capacity_rps"])
+
+
+def _recovered_cell(r, rec: dict, rel_tol: float | None = None) -> str:
     """A router row's share of the best production router's headroom to the balanced
-    bound, on the means (``+12%``: it recovers 12%; blank without a bound or headroom)."""
-    if not rec or rec["bound"] is None or r.get("reference") in REFERENCE_LABELS:
+    bound, on the means (``+12%``: it recovers 12%; blank without a bound or headroom,
+    or with less headroom than one bracket, :func:`_unresolved`)."""
+    if not rec or rec["bound"] is None or r.get("reference") in REFERENCE_LABELS or _unresolved(rec, rel_tol):
         return ""
     share = _share(r["goodput_rps"], rec["best_router"]["goodput_rps"], float(rec["bound"]["goodput_rps"]))
     return "" if share != share else f"{100 * share:+.0f}%"
@@ -310,7 +321,7 @@ def _ahead_cell(r, rec: dict) -> str:
     return f"{k} of {n}" if n else ""
 
 
-def _section(grp: pd.DataFrame) -> list[str]:
+def _section(grp: pd.DataFrame, rel_tol: float | None = None) -> list[str]:
     """One section's lines: the title, targets, latency floor, bound, headroom sentence and table."""
     r0 = grp.iloc[0]
     lines = [f"## {r0['setting']}, {r0['regime']} regime: {r0['trace']}, G={int(r0['workers'])}, "
@@ -333,12 +344,15 @@ def _section(grp: pd.DataFrame) -> list[str]:
     elif rec:
         best = rec["best_router"]
         lines += [f"Best production router: {row_label(best)}, {fmt(best['goodput_rps'])} req/s; best BF-IO row: "
-                  f"{row_label(rec['bfio'])}, {fmt(rec['bfio']['goodput_rps'])} req/s, " + _recovered_words(rec)
+                  f"{row_label(rec['bfio'])}, {fmt(rec['bfio']['goodput_rps'])} req/s, "
+                  + (f"the best router within one bisection bracket ({100 * rel_tol:g}% of the capacity) of the "
+                     "balanced bound: what BF-IO recovers of that headroom is not resolved."
+                     if _unresolved(rec, rel_tol) else _recovered_words(rec))
                   if best["headroom_rps"] > 0 else
                   f"Best production router: {row_label(best)}, at the capacity (no headroom).", ""]
     return lines + [markdown_table(grp.to_dict("records"), [
         ("router", row_label), ("goodput (req/s) [95%]", _goodput_cell),
-        ("recovered (of the best router's headroom to the bound)", lambda r: _recovered_cell(r, rec)),
+        ("recovered (of the best router's headroom to the bound)", lambda r: _recovered_cell(r, rec, rel_tol)),
         ("share of capacity", lambda r: f"{100 * r['goodput_share']:.1f}%"),
         ("headroom to capacity (req/s)", lambda r: fmt(r["headroom_rps"])),
         ("headroom to balanced bound (req/s)", lambda r: "" if r["headroom_balanced_rps"] != r["headroom_balanced_rps"]
@@ -370,7 +384,7 @@ def goodput_markdown(summary: pd.DataFrame, settings: dict, title: str = "Goodpu
                   + (f" The bisection stops at a bracket of {100 * rel_tol:g}% of the capacity: smaller differences "
                      "between routers are not resolved." if rel_tol else ""), ""]
     for _, grp in summary.groupby(SECTION, sort=False):
-        lines += _section(grp)
+        lines += _section(grp, rel_tol)
     return "\n".join(lines)
 
 
