@@ -85,7 +85,7 @@ def plot_online_routers(summary: pd.DataFrame, load: float = DEFAULT_LOAD, panel
         kinds.append(kind)
         r0 = q.iloc[0]
         st = router(r0["row"], "instant", r0["policy"], r0.get("horizon"), predictor=predictors.get(r0["row"]),
-                    completions="streamed" if router_key.endswith("|streamed") else None).style()
+                    completions=r0.get("completions")).style()
         st["linestyle"] = st["linestyle"] if len(q) > 1 else "none"
         ax.errorbar(q["_x"], mean, yerr=yerr, capsize=2, markersize=4, linewidth=1.1, **st)
 

@@ -132,6 +132,20 @@ class DispatchState:
         """``s_i`` of ``requests``."""
         return self.workload.prefill[requests]
 
+    def queue_lists(self) -> list[list[int]]:
+        """Each worker's FIFO queue of request ids, walked from ``queue_head`` along
+        ``queue_next`` (empty lists for empty queues, and for every worker when the
+        state carries no queues)."""
+        queues: list[list[int]] = [[] for _ in range(self.workers)]
+        if self.queue_head is None:
+            return queues
+        for g in np.flatnonzero(np.asarray(self.queue_head) >= 0).tolist():
+            i = int(self.queue_head[g])
+            while i >= 0:
+                queues[g].append(i)
+                i = int(self.queue_next[i])
+        return queues
+
 
 #: what a policy may require of a run (``Policy.requires``), and what provides it
 REQUIREMENTS = {"prefill": "the prefill step model (simulate(prefill=bfio.engine.prefill.PrefillModel(...)))",

@@ -27,18 +27,6 @@ from bfio.solvers.objective import ObjectiveTerms
 from bfio.solvers.terms import call_terms
 
 
-def _queues(state: DispatchState) -> list[list[int]]:
-    """Each worker's FIFO queue of request ids, walked from ``queue_head`` along
-    ``queue_next`` (the non-empty queues only)."""
-    queues: list[list[int]] = [[] for _ in range(state.workers)]
-    for g in np.flatnonzero(state.queue_head >= 0).tolist():
-        i = int(state.queue_head[g])
-        while i >= 0:
-            queues[g].append(i)
-            i = int(state.queue_next[i])
-    return queues
-
-
 def order_release(expected: np.ndarray, busy: np.ndarray, survival: np.ndarray, window: int) -> np.ndarray:
     """Option ``release: order``: per slot ``(G, B)`` the offset at which a worker's
     busy slots free, as the order statistics of its running requests' remaining
@@ -185,7 +173,7 @@ class InstantBinding:
         def terms_for(j: int):
             return objective.with_terms(*call_terms(state, np.array([j], dtype=np.int64)))
 
-        out = plan_moves(base, release, _queues(state), state.workload.prefill, lifetimes, terms_for, movable,
+        out = plan_moves(base, release, state.queue_lists(), state.workload.prefill, lifetimes, terms_for, movable,
                          budget)
         self._move_times.append(run_clock() - t0)
         return out
@@ -264,15 +252,15 @@ class InstantBinding:
         oracle-free predictors learn from are not lagged."""
         k = self.report_interval
         if k == 0:
-            return state, _queues(state), 0
+            return state, state.queue_lists(), 0
         window = int(state.step) // k
         rep = self._report
         if rep is None or rep["window"] != window or rep["slot_request"].shape != state.slot_request.shape:
             rep = self._report = {"window": window, "step": int(state.step),
                                   "slot_request": np.array(state.slot_request, copy=True),
-                                  "generated": np.array(state.generated, copy=True), "queues": _queues(state)}
+                                  "generated": np.array(state.generated, copy=True), "queues": state.queue_lists()}
             if self.completions == "streamed":
-                self._stream.new_report(state)
+                self._stream.new_report(state, rep["queues"])
         sr, queues = rep["slot_request"], [list(q) for q in rep["queues"]]
         if self.completions == "streamed":
             self._stream.update(state)

@@ -84,10 +84,11 @@ class CompletionStream:
         self._size(len(state.workload), state.workers)
         self.rank[np.asarray(requests, dtype=np.int64)] = np.asarray(workers, dtype=np.int64)
 
-    def new_report(self, state) -> None:
+    def new_report(self, state, queues: list[list[int]] | None = None) -> None:
         """A report is taken from ``state``: where it counts each running and queued
         request, what it counts of each running one, and no correction yet (it counts
-        no finished request)."""
+        no finished request). ``queues``: the state's queues when the caller has
+        walked them already (``state.queue_lists()``)."""
         self._size(len(state.workload), state.workers)
         self._observe(state)
         self.held.fill(-1)
@@ -101,12 +102,9 @@ class CompletionStream:
         self.held[ids] = (state.workload.prefill[ids] + state.generated[ids] if state.prefill is None
                           else state.prefill.resident_tokens(ids, state.generated))
         self.rank[ids] = g
-        if state.queue_head is not None:  # the queued ones where the report has them (else as bound)
-            for q in np.flatnonzero(np.asarray(state.queue_head) >= 0).tolist():
-                i = int(state.queue_head[q])
-                while i >= 0:
-                    self.rank[i] = q
-                    i = int(state.queue_next[i])
+        # the queued ones where the report has them (else as bound)
+        for g, queue in enumerate(state.queue_lists() if queues is None else queues):
+            self.rank[queue] = g
         self._zero(state.workers)
 
     def _observe(self, state) -> np.ndarray:
