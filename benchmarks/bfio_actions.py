@@ -122,6 +122,16 @@ def breakeven() -> None:
           f"{sum(0.6 ** h for h in range(14)):.2f} steps")
 
 
+def choose(frame, setting: str, rate: float, kv: dict) -> tuple[dict, pd.DataFrame]:
+    """The rule's options among :data:`GRID` with the highest mean whole-run throughput
+    of instant BF-IO on the tuning seeds (``kv``: the migrations' KV way and link),
+    and the tuning runs (one row per seed and option)."""
+    tune = pd.DataFrame([run(frame, setting, rate, seed, f"bfio+mig {o}", *BFIO, ("migration", "bfio", {**kv, **o}))
+                         for seed in TUNE_SEEDS for o in GRID])
+    by = tune.groupby("row", sort=False)["throughput_run"].mean()
+    return max(GRID, key=lambda o: by[f"bfio+mig {o}"]), tune
+
+
 def main(out: str | None = None, G: int = 8, B: int = 72, load: float = 0.9) -> None:
     frame = pd.read_parquet(TRACE)
     d = frame["decode_tokens"].to_numpy()
@@ -131,14 +141,13 @@ def main(out: str | None = None, G: int = 8, B: int = 72, load: float = 0.9) -> 
     runs = []
     for setting, (n, prefill, kv, engine_action) in SETTINGS.items():
         rate = load * trace_capacity(frame, G, B, prefill_model=prefill).requests_per_s
-        tune = pd.DataFrame([run(frame, setting, rate, seed, f"bfio+mig {o}", *BFIO, ("migration", "bfio", {**kv, **o}))
-                             for seed in TUNE_SEEDS for o in GRID]
-                            + [run(frame, setting, rate, seed, "bfio", *BFIO) for seed in TUNE_SEEDS])
+        best, tune = choose(frame, setting, rate, kv)
+        tune = pd.concat([tune, pd.DataFrame([run(frame, setting, rate, seed, "bfio", *BFIO) for seed in TUNE_SEEDS])],
+                         ignore_index=True)
         by = tune.groupby("row", sort=False)[["throughput_run", "e2e_s_p99", "migrations", "cpu_s"]].mean()
         print(f"{setting}: tuning (instant BF-IO, seeds 100-109, N={n}, G={G}, B={B}, {rate:.3g} req/s = "
               f"{load:g} x capacity):")
         print(by.to_string(float_format=lambda v: f"{v:.4g}"))
-        best = max(GRID, key=lambda o: by.loc[f"bfio+mig {o}", "throughput_run"])
         print(f"{setting}: chosen {best}\n")
         key, rule, options = engine_action
         rows = {"vllm_dp": ("vllm_dp", None, None),
@@ -235,17 +244,14 @@ def links(seeds: list[int], G: int = 8, B: int = 72, load: float = 0.9) -> pd.Da
     frame = pd.read_parquet(TRACE)
     rate = load * trace_capacity(frame, G, B).requests_per_s
 
-    def mig(seed, gbps, o):
-        return run(frame, "transfer", rate, seed, f"{gbps:g} Gb/s", *BFIO,
-                   ("migration", "bfio", {"kv": "transfer", "transfer_gbps": gbps, **o}))
-
     out = []
     dyntra = pd.Series({seed: run(frame, "transfer", rate, seed, "dyntra", "vllm_dp", None, DYNTRA)["throughput_run"]
                         for seed in seeds})
     for gbps in LINKS:
-        tune = {i: np.mean([mig(seed, gbps, o)["throughput_run"] for seed in TUNE_SEEDS]) for i, o in enumerate(GRID)}
-        best = GRID[max(tune, key=tune.get)]
-        thr = pd.Series({seed: mig(seed, gbps, best)["throughput_run"] for seed in seeds})
+        kv = {"kv": "transfer", "transfer_gbps": gbps}
+        best, _ = choose(frame, "transfer", rate, kv)
+        thr = pd.Series({seed: run(frame, "transfer", rate, seed, f"{gbps:g} Gb/s", *BFIO,
+                                   ("migration", "bfio", {**kv, **best}))["throughput_run"] for seed in seeds})
         d = 100 * (thr / dyntra - 1)
         print(f"{gbps:g} Gb/s (chosen {best}): vs vLLM DP + DyntraLB {interval(d)}", flush=True)
         out.append(pd.DataFrame({"gbps": gbps, "seed": d.index, "vs_dyntra_%": d.to_numpy(), **best}))
