@@ -18,7 +18,7 @@ the study's leaves open):
 - ``<row>_moves``: ``<row>`` with BF-IO's queue moves (``queue_moves: bfio``, issue
   45: queued requests re-bound before their prefill, at no cost).
 
-    python benchmarks/goodput_rows.py SETTING [--seeds 42,1,2,3,4] [--rows a,b] [--out CSV]
+    python benchmarks/goodput_rows.py SETTING [--seeds 42,1-4] [--rows a,b] [--out CSV]
         [--section goodput|actions] [--rel-tol 0.01] [--central a,b] [--ahead-of a,b]
 
 Prints per row the mean goodput over the seeds (req/s) and per streamed row the
@@ -31,6 +31,8 @@ rows the study has reproduce its runs (``results/studies/goodput``). Traces from
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -39,6 +41,9 @@ import yaml
 import bfio.studies.goodput_study as goodput_study
 from bfio.studies.goodput import GoodputResult
 from bfio.studies.declared_rows import declare_config_rows
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from instant_gap import seeds_arg  # noqa: E402  ("42,1-29": this directory's benchmark)
 
 #: the lagged rows of the goodput study and the same rows with the stream
 STREAMED = {"sglang_total_tokens_r10_streamed": {"policy": "sglang_total_tokens", "report_interval": 10,
@@ -67,7 +72,7 @@ def ahead(runs: pd.DataFrame, row: str, routers: list[str]) -> pd.Series:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("setting")
-    ap.add_argument("--seeds", default="42,1,2,3,4")
+    ap.add_argument("--seeds", default="42,1-4")
     ap.add_argument("--rows", default=",".join(ROWS))
     ap.add_argument("--ahead-of", default="", help="routers each BF-IO row is checked against, seed by seed")
     ap.add_argument("--central", default="", help="rows run with central dispatch (the pool; --rows: instant)")
@@ -91,7 +96,7 @@ def main() -> None:
         section["rel_tol"] = args.rel_tol
     setting = {**next(s for s in section["settings"] if s["name"] == args.setting), "regime": "calibrated"}
     frame = pd.read_parquet(f"results/traces/{setting['trace']}.parquet")
-    seeds = [int(x) for x in args.seeds.split(",")]
+    seeds = seeds_arg(args.seeds)
     goodput_study.REFERENCE_ROWS = ()  # the routers only: the study bisects the references
     runs = goodput_study.run_goodput(args.setting, setting, section, seeds, int(config["slots"]), frame)
     if args.out:
